@@ -1,0 +1,443 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  The durable catalog: rows of peek.objects read and written through SPI
+ *	  as the extension's owner (callers check the user's privileges first),
+ *	  and the notices that tell the runtimes about committed changes, so that
+ *	  they never poll the whole catalog.
+ *
+ *	  Row locks give the serialization rules: writers of one collection take
+ *	  FOR NO KEY UPDATE (times follow commit order), drop takes FOR UPDATE,
+ *	  compaction skips a row a writer holds instead of waiting behind it.
+ *
+ *	  Must not touch shared memory beyond pushing commands to runtimes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "catalog.h"
+#include "shmem.h"
+
+#define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since"
+
+void
+become_extension_owner(SavedUser *saved)
+{
+	Oid			nsp = get_namespace_oid("peek", false);
+	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for namespace %u", nsp);
+	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	ReleaseSysCache(tup);
+
+	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
+	SetUserIdAndSecContext(owner, saved->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+void
+restore_user(SavedUser *saved)
+{
+	SetUserIdAndSecContext(saved->userid, saved->sec_context);
+}
+
+static void
+spi_check(int ret, int expected, const char *what)
+{
+	if (ret != expected)
+		elog(ERROR, "pg_peek: %s failed: %s", what, SPI_result_code_string(ret));
+}
+
+static int64
+getint64(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	return isnull ? 0 : DatumGetInt64(d);
+}
+
+static CatalogObject *
+object_from_tuple(HeapTuple tup, TupleDesc desc)
+{
+	CatalogObject *obj = palloc0(sizeof(CatalogObject));
+	bool		isnull;
+
+	obj->id = getint64(tup, desc, 1);
+	obj->name = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
+	obj->kind = DatumGetChar(SPI_getbinval(tup, desc, 3, &isnull));
+	obj->row_type = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
+	obj->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
+	obj->shard = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
+	if (isnull)
+		obj->shard = InvalidOid;
+	obj->upper = getint64(tup, desc, 7);
+	obj->since = getint64(tup, desc, 8);
+	obj->allowed_since = getint64(tup, desc, 9);
+	return obj;
+}
+
+static const char *
+kind_noun(char kind)
+{
+	return kind == PEEK_KIND_INDEX ? "index" : "collection";
+}
+
+/*
+ * Find an object by name.  kind 0 accepts any kind.  Raises 42704 if it
+ * does not exist and 42809 if it is of the other kind.
+ */
+CatalogObject *
+catalog_lookup(const char *name, char kind, CatalogLock lock)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	SavedUser	saved;
+	CatalogObject *obj = NULL;
+	Datum		arg = CStringGetTextDatum(name);
+	Oid			argtype = TEXTOID;
+	const char *query;
+	int			ret;
+
+	switch (lock)
+	{
+		case CATALOG_WRITE:
+			query = "SELECT " OBJECT_COLUMNS " FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE";
+			break;
+		case CATALOG_DROP:
+			query = "SELECT " OBJECT_COLUMNS " FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE";
+			break;
+		default:
+			query = "SELECT " OBJECT_COLUMNS " FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1";
+			break;
+	}
+
+	become_extension_owner(&saved);
+	SPI_connect();
+	ret = SPI_execute_with_args(query, 1, &argtype, &arg, NULL, lock == CATALOG_READ, 1);
+	spi_check(ret, lock == CATALOG_READ ? SPI_OK_SELECT : SPI_OK_SELECT, "catalog lookup");
+	if (SPI_processed == 1)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+
+		obj = object_from_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	restore_user(&saved);
+
+	if (obj == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("%s \"%s\" does not exist", kind ? kind_noun(kind) : "object", name)));
+	if (kind != 0 && obj->kind != kind)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is an %s, not a %s", name, kind_noun(obj->kind), kind_noun(kind))));
+	return obj;
+}
+
+/* Run one statement with parameters as the extension owner. */
+static uint64
+catalog_exec(const char *query, int nargs, Oid *argtypes, Datum *args, int expected)
+{
+	SavedUser	saved;
+	uint64		processed;
+
+	become_extension_owner(&saved);
+	SPI_connect();
+	spi_check(SPI_execute_with_args(query, nargs, argtypes, args, NULL, false, 0),
+			  expected, query);
+	processed = SPI_processed;
+	SPI_finish();
+	restore_user(&saved);
+	return processed;
+}
+
+bool
+catalog_name_taken(const char *name)
+{
+	Oid			argtype = TEXTOID;
+	Datum		arg = CStringGetTextDatum(name);
+
+	return catalog_exec("SELECT 1 FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1",
+						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * A fresh object id: the sequence value in the low bits, the extension's OID
+ * in the high bits (see pg_peek.h).  *seq gets the sequence value, which
+ * names the object's tables.
+ */
+PeekObjectId
+catalog_new_id(int32 *seq)
+{
+	Oid			ext = get_extension_oid("pg_peek", false);
+	SavedUser	saved;
+	bool		isnull;
+	int64		value;
+
+	become_extension_owner(&saved);
+	SPI_connect();
+	spi_check(SPI_execute("SELECT pg_catalog.nextval('peek.object_seq')", false, 1),
+			  SPI_OK_SELECT, "nextval");
+	value = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	restore_user(&saved);
+
+	if (value > PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("pg_peek ran out of object ids")));
+	*seq = (int32) value;
+	return ((int64) ext << 32) | value;
+}
+
+void
+catalog_insert(CatalogObject *obj)
+{
+	Oid			argtypes[6] = {INT8OID, TEXTOID, CHAROID, OIDOID, OIDOID, OIDOID};
+	Datum		args[6];
+
+	args[0] = Int64GetDatum(obj->id);
+	args[1] = CStringGetTextDatum(obj->name);
+	args[2] = CharGetDatum(obj->kind);
+	args[3] = ObjectIdGetDatum(obj->row_type);
+	args[4] = ObjectIdGetDatum(obj->owner);
+	args[5] = ObjectIdGetDatum(obj->shard);
+	catalog_exec("INSERT INTO peek.objects (id, name, kind, row_type, owner, shard) "
+				 "VALUES ($1, $2, $3, $4, $5, $6)",
+				 6, argtypes, args, SPI_OK_INSERT);
+}
+
+void
+catalog_delete(PeekObjectId id)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+
+	catalog_exec("DELETE FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1",
+				 1, &argtype, &arg, SPI_OK_DELETE);
+}
+
+static void
+catalog_set_column(const char *query, PeekObjectId id, int64 value)
+{
+	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Datum		args[2] = {Int64GetDatum(id), Int64GetDatum(value)};
+
+	catalog_exec(query, 2, argtypes, args, SPI_OK_UPDATE);
+}
+
+void
+catalog_set_upper(PeekObjectId id, int64 upper)
+{
+	catalog_set_column("UPDATE peek.objects SET upper = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+					   id, upper);
+}
+
+void
+catalog_set_allowed_since(PeekObjectId id, int64 since)
+{
+	catalog_set_column("UPDATE peek.objects SET allowed_since = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+					   id, since);
+}
+
+void
+catalog_set_since(PeekObjectId id, int64 since)
+{
+	catalog_set_column("UPDATE peek.objects SET since = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+					   id, since);
+}
+
+/*
+ * Compaction rewrites a shard; it must not wait behind a writer's open
+ * transaction (that would stall the maintenance runtime), so it skips a
+ * locked row and retries later.  false: locked, or gone.
+ */
+bool
+catalog_lock_for_compaction(PeekObjectId id)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+
+	return catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
+						"FOR NO KEY UPDATE SKIP LOCKED",
+						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/* The rows of the given objects, or of all of them with nids < 0. */
+List *
+catalog_read(PeekObjectId *ids, int nids)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	SavedUser	saved;
+	List	   *result = NIL;
+	int			ret;
+
+	become_extension_owner(&saved);
+	SPI_connect();
+	if (nids < 0)
+		ret = SPI_execute("SELECT " OBJECT_COLUMNS " FROM peek.objects", true, 0);
+	else
+	{
+		Datum	   *elems = palloc(sizeof(Datum) * Max(nids, 1));
+		Oid			argtype = INT8ARRAYOID;
+		Datum		arg;
+
+		for (int i = 0; i < nids; i++)
+			elems[i] = Int64GetDatum(ids[i]);
+		arg = PointerGetDatum(construct_array(elems, nids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		ret = SPI_execute_with_args("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+									"WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+									1, &argtype, &arg, NULL, true, 0);
+	}
+	spi_check(ret, SPI_OK_SELECT, "catalog read");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+
+		result = lappend(result, object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc));
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	restore_user(&saved);
+	return result;
+}
+
+/* ---- privileges ---- */
+
+void
+check_object_owner(CatalogObject *obj)
+{
+	if (!has_privs_of_role(GetUserId(), obj->owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of %s \"%s\"", kind_noun(obj->kind), obj->name)));
+}
+
+void
+check_object_reader(CatalogObject *obj)
+{
+	if (!has_privs_of_role(GetUserId(), obj->owner) &&
+		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_DATA))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to peek %s \"%s\"", kind_noun(obj->kind), obj->name),
+				 errdetail("Only the owner and members of pg_read_all_data may peek.")));
+}
+
+/* ---- notices to the runtimes at commit ---- */
+
+static List *pending_notices = NIL; /* PeekCommand *, in TopTransactionContext */
+
+static void
+add_notice(PeekCommandKind kind, PeekObjectId id, int64 value)
+{
+	PeekCommand *cmd;
+	ListCell   *lc;
+	MemoryContext old;
+
+	foreach(lc, pending_notices)
+	{
+		cmd = lfirst(lc);
+		if (cmd->kind == kind && cmd->object == id)
+		{
+			cmd->value = Max(cmd->value, value);
+			return;
+		}
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	cmd = palloc(sizeof(PeekCommand));
+	cmd->kind = kind;
+	cmd->object = id;
+	cmd->value = value;
+	pending_notices = lappend(pending_notices, cmd);
+	MemoryContextSwitchTo(old);
+}
+
+/* The maintenance runtime re-reads this object's row after commit. */
+void
+notify_catalog_changed(PeekObjectId id)
+{
+	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
+}
+
+/* Broadcast: every runtime raises its standing hold after commit. */
+void
+notify_standing_hold(PeekObjectId id, int64 since)
+{
+	add_notice(PEEK_CMD_STANDING_HOLD, id, since);
+}
+
+static void
+send_notices(void)
+{
+	int			wake = 0;
+	ListCell   *lc;
+
+	foreach(lc, pending_notices)
+	{
+		PeekCommand *cmd = lfirst(lc);
+
+		for (int r = 0; r < peek_runtime_count(); r++)
+		{
+			if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && r != PEEK_RUNTIME_MAINTENANCE)
+				continue;
+			/* on overflow the runtime re-reads the whole catalog */
+			(void) queue_push(peek_shared->runtimes[r].commands, cmd);
+			wake |= 1 << r;
+		}
+	}
+	for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
+		if (wake & (1 << r))
+			wake_runtime(r);
+}
+
+static void
+catalog_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			/* committed and visible: now the runtimes may read it */
+			send_notices();
+			pending_notices = NIL;
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			/* COMMIT PREPARED could not tell the runtimes */
+			if (pending_notices != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that changed pg_peek objects")));
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			pending_notices = NIL;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+catalog_init(void)
+{
+	RegisterXactCallback(catalog_xact_callback, NULL);
+}

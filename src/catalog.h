@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *	  The durable catalog (peek.objects) and the notices that carry its
+ *	  committed changes to the runtimes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_CATALOG_H
+#define PEEK_CATALOG_H
+
+#include "pg_peek.h"
+
+#include "nodes/pg_list.h"
+
+typedef struct CatalogObject
+{
+	PeekObjectId id;
+	char	   *name;
+	char		kind;
+	Oid			row_type;
+	Oid			owner;
+	Oid			shard;			/* collections: the table holding updates */
+	int64		upper;
+	int64		since;
+	int64		allowed_since;
+} CatalogObject;
+
+/* How catalog_lookup locks the object's row. */
+typedef enum CatalogLock
+{
+	CATALOG_READ,				/* no lock */
+	CATALOG_WRITE,				/* writers of one collection serialize */
+	CATALOG_DROP				/* conflicts with writers and compaction */
+} CatalogLock;
+
+/* running SPI as the extension's owner */
+typedef struct SavedUser
+{
+	Oid			userid;
+	int			sec_context;
+} SavedUser;
+
+extern void become_extension_owner(SavedUser *saved);
+extern void restore_user(SavedUser *saved);
+
+/* backends */
+extern CatalogObject *catalog_lookup(const char *name, char kind, CatalogLock lock);
+extern PeekObjectId catalog_new_id(int32 *seq);
+extern bool catalog_name_taken(const char *name);
+extern void catalog_insert(CatalogObject *obj);
+extern void catalog_delete(PeekObjectId id);
+extern void catalog_set_upper(PeekObjectId id, int64 upper);
+extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
+extern void check_object_owner(CatalogObject *obj);
+extern void check_object_reader(CatalogObject *obj);
+
+/* runtimes (inside a transaction with SPI connected by the caller) */
+extern List *catalog_read(PeekObjectId *ids, int nids);
+extern bool catalog_lock_for_compaction(PeekObjectId id);
+extern void catalog_set_since(PeekObjectId id, int64 since);
+
+/* notices sent to the runtimes when the transaction commits */
+extern void notify_catalog_changed(PeekObjectId id);
+extern void notify_standing_hold(PeekObjectId id, int64 since);
+extern void catalog_init(void);
+
+#endif							/* PEEK_CATALOG_H */

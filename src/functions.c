@@ -1,0 +1,289 @@
+/*-------------------------------------------------------------------------
+ *
+ * functions.c
+ *	  The SQL surface (DESIGN §4) for collections and persist peeks: argument
+ *	  checks, privilege checks and the catalog and shard writes, all in the
+ *	  caller's transaction.  Committed changes reach the runtimes through
+ *	  the notices of catalog.c; peeks go through peek.c.
+ *
+ *	  Every check happens before anything is written, so bad input changes
+ *	  nothing.  Must not touch shared memory directly.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "catalog.h"
+#include "peek.h"
+#include "persist.h"
+#include "shmem.h"
+
+PG_FUNCTION_INFO_V1(peek_create_collection);
+PG_FUNCTION_INFO_V1(peek_drop_collection);
+PG_FUNCTION_INFO_V1(peek_append);
+PG_FUNCTION_INFO_V1(peek_advance);
+PG_FUNCTION_INFO_V1(peek_write);
+PG_FUNCTION_INFO_V1(peek_allow_compaction);
+PG_FUNCTION_INFO_V1(peek_persist_peek);
+
+/* ---- argument checks ---- */
+
+static char *
+text_arg(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", what)));
+	return text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+static int64
+time_arg(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	int64		t;
+
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", what)));
+	t = PG_GETARG_INT64(n);
+	if (t < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be negative: " INT64_FORMAT, what, t)));
+	return t;
+}
+
+/* An array of the collection's row type, without NULL elements. */
+static ArrayType *
+rows_arg(FunctionCallInfo fcinfo, int n, const char *what, CatalogObject *coll)
+{
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, n);
+	Oid			elemtype = get_element_type(argtype);
+	ArrayType  *rows;
+
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", what),
+				 errhint("Pass an empty array for no rows.")));
+	if (elemtype != coll->row_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s are of type %s, but collection \"%s\" holds rows of type %s",
+						what, format_type_be(argtype), coll->name, format_type_be(coll->row_type)),
+				 errhint("Cast the array, e.g. ARRAY[...]::%s[].", format_type_be(coll->row_type))));
+	rows = PG_GETARG_ARRAYTYPE_P(n);
+	if (array_contains_nulls(rows))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not contain NULL rows", what)));
+	return rows;
+}
+
+static void
+check_not_below_upper(CatalogObject *coll, int64 at)
+{
+	if (at < coll->upper)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot append to collection \"%s\" at time " INT64_FORMAT ": its upper is " INT64_FORMAT,
+						coll->name, at, coll->upper),
+				 errdetail("Times below the upper are sealed.")));
+}
+
+/* ---- collections ---- */
+
+Datum
+peek_create_collection(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "collection name");
+	Oid			row_type;
+	CatalogObject obj = {0};
+	int32		seq;
+	AclResult	aclresult;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("row type must not be NULL")));
+	row_type = PG_GETARG_OID(1);
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("collection name must not be empty")));
+	if (get_typtype(row_type) != TYPTYPE_COMPOSITE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("row type of collection \"%s\" must be a composite type, not %s",
+						name, format_type_be(row_type))));
+	aclresult = pg_type_aclcheck(row_type, GetUserId(), ACL_USAGE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error_type(aclresult, row_type);
+	if (catalog_name_taken(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pg_peek object \"%s\" already exists", name)));
+
+	obj.id = catalog_new_id(&seq);
+	obj.name = name;
+	obj.kind = PEEK_KIND_COLLECTION;
+	obj.row_type = row_type;
+	obj.owner = GetUserId();
+	obj.shard = persist_create_shard(seq, row_type);
+	catalog_insert(&obj);
+	notify_catalog_changed(obj.id);
+	PG_RETURN_VOID();
+}
+
+Datum
+peek_drop_collection(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "collection name");
+	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
+
+	check_object_owner(coll);
+	catalog_delete(coll->id);
+	persist_drop_shard(coll->shard);
+	notify_catalog_changed(coll->id);
+	PG_RETURN_VOID();
+}
+
+/* append(name, rows, at, diff = 1) */
+Datum
+peek_append(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "collection name");
+	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	ArrayType  *rows = rows_arg(fcinfo, 1, "rows", coll);
+	int64		at = time_arg(fcinfo, 2, "time");
+	int64		diff;
+
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("diff must not be NULL")));
+	diff = PG_GETARG_INT64(3);
+	if (diff == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("diff must not be zero")));
+	check_object_owner(coll);
+	check_not_below_upper(coll, at);
+
+	persist_append(coll->shard, rows, at, diff);
+	notify_catalog_changed(coll->id);
+	PG_RETURN_VOID();
+}
+
+/* advance(name, upper): seal every time < upper */
+Datum
+peek_advance(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "collection name");
+	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	int64		upper = time_arg(fcinfo, 1, "upper");
+
+	check_object_owner(coll);
+	if (upper < coll->upper)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot move the upper of collection \"%s\" back from " INT64_FORMAT " to " INT64_FORMAT,
+						coll->name, coll->upper, upper),
+				 errdetail("An upper only rises.")));
+	if (upper > coll->upper)
+	{
+		catalog_set_upper(coll->id, upper);
+		notify_catalog_changed(coll->id);
+	}
+	PG_RETURN_VOID();
+}
+
+/* write(name, inserts [, deletes]): append at the upper, seal it, return it */
+Datum
+peek_write(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "collection name");
+	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	ArrayType  *inserts = rows_arg(fcinfo, 1, "inserts", coll);
+	ArrayType  *deletes = PG_NARGS() > 2 ? rows_arg(fcinfo, 2, "deletes", coll) : NULL;
+	int64		t = coll->upper;
+
+	check_object_owner(coll);
+	if (t == PG_INT64_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("collection \"%s\" has no time left to write at", coll->name)));
+	persist_append(coll->shard, inserts, t, 1);
+	if (deletes != NULL)
+		persist_append(coll->shard, deletes, t, -1);
+	catalog_set_upper(coll->id, t + 1);
+	notify_catalog_changed(coll->id);
+	PG_RETURN_INT64(t);
+}
+
+/* allow_compaction(object, since): only raises; broadcast to every runtime */
+Datum
+peek_allow_compaction(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "object name");
+	CatalogObject *obj = catalog_lookup(name, 0, CATALOG_WRITE);
+	int64		since = time_arg(fcinfo, 1, "since");
+
+	check_object_owner(obj);
+	if (since > obj->allowed_since)
+	{
+		catalog_set_allowed_since(obj->id, since);
+		notify_catalog_changed(obj->id);
+		notify_standing_hold(obj->id, since);
+	}
+	PG_RETURN_VOID();
+}
+
+/* ---- persist peeks ---- */
+
+static int64
+optional_time_arg(FunctionCallInfo fcinfo, int n, const char *what, int64 if_null)
+{
+	return PG_ARGISNULL(n) ? if_null : time_arg(fcinfo, n, what);
+}
+
+/* persist_peek(rowtype anyelement, collection, as_of, limit) */
+Datum
+peek_persist_peek(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	char	   *name = text_arg(fcinfo, 1, "collection name");
+	int64		as_of = optional_time_arg(fcinfo, 2, "as_of", PEEK_TIME_LATEST);
+	int64		limit = optional_time_arg(fcinfo, 3, "limit", -1);
+	CatalogObject *coll;
+	int64		t;
+
+	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_READ);
+	if (rowtype != coll->row_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("collection \"%s\" holds rows of type %s, not %s",
+						coll->name, format_type_be(coll->row_type), format_type_be(rowtype)),
+				 errhint("Pass NULL::%s as the first argument.", format_type_be(coll->row_type))));
+	check_object_reader(coll);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	peek_attach();
+	t = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION, as_of);
+	persist_walk(coll->shard, coll->row_type, coll->name, t, limit, rsinfo->setResult);
+	peek_end();
+	return (Datum) 0;
+}

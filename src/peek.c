@@ -1,0 +1,622 @@
+/*-------------------------------------------------------------------------
+ *
+ * peek.c
+ *	  The peek protocol, both sides (DESIGN §2, §3).
+ *
+ *	  Backend side: peek_begin fills the backend's peek slot, queues it to
+ *	  the runtime that serves peeks and waits on its latch.  It re-issues the
+ *	  peek when that runtime restarts, fails after a bounded wait when no
+ *	  runtime runs, and on any abort (cancel, statement_timeout, error)
+ *	  withdraws it through one path, peek_withdraw.  peek_end releases the
+ *	  hold after the walk.
+ *
+ *	  Runtime side: the gate decides ready / not ready / compacted under the
+ *	  registry entry's lock and takes the peek's hold there.  A not-ready peek
+ *	  is parked keyed by its object id; a publication of that object marks it
+ *	  dirty for this runtime (registry.c) and serve_dirty_objects re-examines
+ *	  only the peeks parked under dirty ids.
+ *
+ *	  Must not read tables: the walk itself belongs to the callers
+ *	  (persist.c for shards).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "common/hashfn.h"
+#include "lib/ilist.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/elog.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/wait_event.h"
+
+#include "peek.h"
+#include "registry.h"
+#include "shmem.h"
+
+/* ---------------------------------------------------------------------
+ * Backend side
+ * ---------------------------------------------------------------------
+ */
+
+static bool peek_in_flight = false;
+static bool backend_checked = false;
+
+/* Queue the slot to its runtime and wake it. */
+static void
+queue_slot(PeekSlot *slot, int runtime)
+{
+	int			idx = slot - peek_shared->slots;
+	bool		push;
+
+	SpinLockAcquire(&slot->mutex);
+	push = !slot->queued;
+	slot->queued = true;
+	SpinLockRelease(&slot->mutex);
+	if (push)
+		queue_push(peek_shared->runtimes[runtime].inbox, &idx);
+	wake_runtime(runtime);
+}
+
+/*
+ * The single cancel path: a peek in flight when its transaction aborts (query
+ * cancel, statement_timeout, any error) or its backend exits is withdrawn
+ * and its hold released; the runtime is told so it can unpark it.
+ */
+static void
+peek_withdraw(void)
+{
+	PeekSlot   *slot;
+	bool		notify;
+	int			runtime;
+
+	if (!peek_in_flight)
+		return;
+	peek_in_flight = false;
+	slot = my_peek_slot();
+
+	SpinLockAcquire(&slot->mutex);
+	notify = slot->state == PEEK_SUBMITTED || slot->state == PEEK_PARKED;
+	slot->state = notify ? PEEK_WITHDRAWN : PEEK_IDLE;
+	slot->hold_object = 0;
+	runtime = slot->runtime;
+	SpinLockRelease(&slot->mutex);
+
+	if (notify)
+		queue_slot(slot, runtime);
+}
+
+static void
+peek_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		peek_withdraw();
+}
+
+static void
+peek_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		peek_withdraw();
+}
+
+static void
+peek_exit_callback(int code, Datum arg)
+{
+	peek_withdraw();
+}
+
+void
+peek_backend_init(void)
+{
+	RegisterXactCallback(peek_xact_callback, NULL);
+	RegisterSubXactCallback(peek_subxact_callback, NULL);
+}
+
+static const char *
+kind_name(char kind)
+{
+	return kind == PEEK_KIND_INDEX ? "index" : "collection";
+}
+
+static void
+raise_runtime_missing(int runtime)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("pg_peek %s runtime is not running",
+					peek_role_name(peek_runtime_role(runtime))),
+			 errdetail("The peek waited %d ms for the runtime to start.",
+					   peek_runtime_wait_ms),
+			 errhint("Check the server log, max_worker_processes and that pg_peek.database is \"%s\".",
+					 peek_database)));
+}
+
+/*
+ * Issue a peek of an object at a time (or PEEK_TIME_LATEST) and wait until
+ * the serving runtime finds it ready.  Returns the resolved time; the hold at
+ * that time stays in force until peek_end (or an abort).  Errors from the
+ * gate (compacted, dropped) are raised here, naming the object.
+ */
+int64
+peek_begin(PeekObjectId object, const char *name, char kind, int64 time)
+{
+	PeekSlot   *slot = my_peek_slot();
+	int			runtime = peek_serving_runtime();
+	uint64		generation;
+	TimestampTz missing_since = 0;
+	pg_uuid_t	uuid;
+	PeekState	state;
+	PeekAnswer	answer;
+	int64		answer_time;
+	int64		answer_since;
+
+	if (!backend_checked)
+	{
+		char	   *dbname = get_database_name(MyDatabaseId);
+
+		if (dbname == NULL || strcmp(dbname, peek_database) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("pg_peek runtimes serve database \"%s\", not \"%s\"",
+							peek_database, dbname ? dbname : "?"),
+					 errhint("Set pg_peek.database to choose the database the runtimes serve.")));
+		before_shmem_exit(peek_exit_callback, 0);
+		backend_checked = true;
+	}
+
+	(void) runtime_alive(runtime, &generation);
+	(void) pg_strong_random(uuid.data, UUID_LEN);
+
+	SpinLockAcquire(&slot->mutex);
+	slot->uuid = uuid;
+	slot->state = PEEK_SUBMITTED;
+	slot->peek_id++;
+	slot->backend_pid = MyProcPid;
+	slot->backend = MyProc;
+	slot->object = object;
+	slot->kind = kind;
+	slot->time = time;
+	slot->runtime = runtime;
+	slot->runtime_generation = generation;
+	slot->submitted_at = GetCurrentTimestamp();
+	slot->hold_object = 0;
+	SpinLockRelease(&slot->mutex);
+	peek_in_flight = true;
+	queue_slot(slot, runtime);
+
+	for (;;)
+	{
+		bool		alive;
+
+		SpinLockAcquire(&slot->mutex);
+		state = slot->state;
+		SpinLockRelease(&slot->mutex);
+		if (state == PEEK_ANSWERED)
+			break;
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+
+		/* Notice a dead or restarted runtime instead of hanging. */
+		alive = runtime_alive(runtime, &generation);
+		if (!alive)
+		{
+			if (missing_since == 0)
+				missing_since = GetCurrentTimestamp();
+			else if (TimestampDifferenceExceeds(missing_since, GetCurrentTimestamp(),
+												peek_runtime_wait_ms))
+				raise_runtime_missing(runtime);
+			continue;
+		}
+		missing_since = 0;
+		if (generation != slot->runtime_generation)
+		{
+			bool		reissue;
+
+			/* the runtime dropped its pending work: issue the peek again */
+			SpinLockAcquire(&slot->mutex);
+			reissue = slot->state == PEEK_SUBMITTED || slot->state == PEEK_PARKED;
+			if (reissue)
+			{
+				slot->state = PEEK_SUBMITTED;
+				slot->runtime_generation = generation;
+			}
+			SpinLockRelease(&slot->mutex);
+			if (reissue)
+				queue_slot(slot, runtime);
+		}
+	}
+
+	/* The runtime wrote the answer before setting ANSWERED. */
+	pg_read_barrier();
+	answer = slot->answer;
+	answer_time = slot->answer_time;
+	answer_since = slot->answer_since;
+	if (answer == PEEK_ANSWER_READ)
+		return answer_time;
+
+	peek_end();
+	if (answer == PEEK_ANSWER_COMPACTED)
+		ereport(ERROR,
+				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
+				 errmsg("cannot peek %s \"%s\" at time " INT64_FORMAT ": it is compacted to since " INT64_FORMAT,
+						kind_name(kind), name, answer_time, answer_since),
+				 errhint("Peek at a time at or after " INT64_FORMAT ", or hold compaction back with a lower peek.allow_compaction.",
+						 answer_since)));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("%s \"%s\" was dropped while the peek waited", kind_name(kind), name)));
+	return 0;					/* keep compiler quiet */
+}
+
+/* The walk is done (or failed): release the hold. */
+void
+peek_end(void)
+{
+	PeekSlot   *slot = my_peek_slot();
+
+	SpinLockAcquire(&slot->mutex);
+	slot->state = PEEK_IDLE;
+	slot->hold_object = 0;
+	SpinLockRelease(&slot->mutex);
+	peek_in_flight = false;
+}
+
+/* ---------------------------------------------------------------------
+ * Runtime side
+ * ---------------------------------------------------------------------
+ */
+
+/* The runtime's view of one peek slot. */
+typedef struct LocalPeek
+{
+	bool		parked;
+	uint64		peek_id;
+	PeekObjectId object;
+	char		kind;
+	int64		time;
+	dlist_node	node;			/* in its ParkedObject's list */
+} LocalPeek;
+
+/* Pending work keyed by the object it waits on. */
+typedef struct ParkedObject
+{
+	PeekObjectId id;
+	dlist_head	peeks;
+} ParkedObject;
+
+static LocalPeek *local_peeks = NULL;
+static HTAB *parked_objects = NULL;
+
+typedef enum GateResult
+{
+	GATE_WAIT,
+	GATE_READY,
+	GATE_COMPACTED,
+	GATE_DROPPED,
+	GATE_GONE					/* withdrawn meanwhile */
+} GateResult;
+
+/*
+ * Reconciliation: forget all pending work; backends re-issue their peeks
+ * once they see the new generation.
+ */
+void
+peek_runtime_reset(int runtime)
+{
+	HASHCTL		ctl;
+
+	if (parked_objects != NULL)
+		hash_destroy(parked_objects);
+	if (local_peeks == NULL)
+		local_peeks = MemoryContextAllocZero(TopMemoryContext,
+											 sizeof(LocalPeek) * peek_shared->nslots);
+	else
+		memset(local_peeks, 0, sizeof(LocalPeek) * peek_shared->nslots);
+
+	ctl.keysize = sizeof(PeekObjectId);
+	ctl.entrysize = sizeof(ParkedObject);
+	ctl.hcxt = TopMemoryContext;
+	parked_objects = hash_create("pg_peek parked peeks", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	queue_reset(peek_shared->runtimes[runtime].inbox);
+	queue_reset(peek_shared->runtimes[runtime].dirty);
+	for (int i = 0; i < peek_shared->nslots; i++)
+	{
+		PeekSlot   *slot = &peek_shared->slots[i];
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->runtime == runtime)
+			slot->queued = false;
+		SpinLockRelease(&slot->mutex);
+	}
+	registry_reset_runtime(runtime);
+}
+
+/*
+ * The gate: decide, under the object's registry entry lock, whether a peek
+ * is ready, must wait, or asks for a compacted time.  A peek that waits or is
+ * ready holds compaction at its time from here on; the waiter count that
+ * lets publishers skip the dirty mark is kept in the same lock.
+ */
+static GateResult
+gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since)
+{
+	PeekSlot   *slot = &peek_shared->slots[idx];
+	RegistryEntry *entry = registry_lock(lp->object, true);
+	int64		t = lp->time;
+	GateResult	result;
+
+	if (entry->dropped)
+		result = GATE_DROPPED;
+	else
+	{
+		if (t == PEEK_TIME_LATEST && entry->published)
+			t = entry->upper == 0 ? 0 : Max(entry->since, entry->upper - 1);
+		if (!entry->published || t == PEEK_TIME_LATEST || t >= entry->upper)
+			result = GATE_WAIT;
+		else if (entry->since > t)
+			result = GATE_COMPACTED;
+		else
+			result = GATE_READY;
+	}
+	*since = entry->since;
+
+	SpinLockAcquire(&slot->mutex);
+	if (slot->peek_id != lp->peek_id ||
+		(slot->state != PEEK_SUBMITTED && slot->state != PEEK_PARKED))
+		result = GATE_GONE;
+	else if (t != PEEK_TIME_LATEST && (result == GATE_WAIT || result == GATE_READY))
+	{
+		slot->time = t;
+		slot->hold_object = lp->object;
+		slot->hold_time = t;
+	}
+	SpinLockRelease(&slot->mutex);
+	lp->time = t;
+
+	if (result == GATE_WAIT && !lp->parked)
+		entry->waiters[runtime]++;
+	else if (result != GATE_WAIT && lp->parked)
+		entry->waiters[runtime]--;
+	registry_unlock(entry);
+	return result;
+}
+
+static void
+park(LocalPeek *lp)
+{
+	ParkedObject *po;
+	bool		found;
+
+	po = hash_search(parked_objects, &lp->object, HASH_ENTER, &found);
+	if (!found)
+		dlist_init(&po->peeks);
+	dlist_push_tail(&po->peeks, &lp->node);
+	lp->parked = true;
+}
+
+static void
+unpark_local(LocalPeek *lp)
+{
+	ParkedObject *po;
+
+	dlist_delete(&lp->node);
+	lp->parked = false;
+	po = hash_search(parked_objects, &lp->object, HASH_FIND, NULL);
+	if (po != NULL && dlist_is_empty(&po->peeks))
+		hash_search(parked_objects, &lp->object, HASH_REMOVE, NULL);
+}
+
+/* A parked peek was withdrawn or replaced: drop it and its waiter count. */
+static void
+unpark(int runtime, LocalPeek *lp)
+{
+	RegistryEntry *entry = registry_lock(lp->object, false);
+
+	if (entry != NULL)
+	{
+		entry->waiters[runtime]--;
+		registry_unlock(entry);
+	}
+	unpark_local(lp);
+}
+
+/* Write an answer into the slot if the peek is still the one we examined. */
+static void
+respond(int idx, LocalPeek *lp, PeekAnswer answer, int64 since)
+{
+	PeekSlot   *slot = &peek_shared->slots[idx];
+	PGPROC	   *backend = NULL;
+
+	SpinLockAcquire(&slot->mutex);
+	if (slot->peek_id == lp->peek_id &&
+		(slot->state == PEEK_SUBMITTED || slot->state == PEEK_PARKED))
+	{
+		slot->answer = answer;
+		slot->answer_time = lp->time;
+		slot->answer_since = since;
+		pg_write_barrier();
+		slot->state = PEEK_ANSWERED;
+		backend = slot->backend;
+	}
+	SpinLockRelease(&slot->mutex);
+	if (backend != NULL)
+		SetLatch(&backend->procLatch);
+}
+
+/* Gate one peek and act on the result: answer it, or park it. */
+static void
+examine_peek(int runtime, int idx, LocalPeek *lp)
+{
+	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+	PeekSlot   *slot = &peek_shared->slots[idx];
+	int64		since;
+	GateResult	result = gate_peek(runtime, idx, lp, &since);
+
+	if (result == GATE_WAIT)
+	{
+		if (!lp->parked)
+		{
+			park(lp);
+			SpinLockAcquire(&slot->mutex);
+			if (slot->peek_id == lp->peek_id && slot->state == PEEK_SUBMITTED)
+				slot->state = PEEK_PARKED;
+			SpinLockRelease(&slot->mutex);
+			runtime_count(rt, RC_PEEKS_PARKED);
+		}
+		return;
+	}
+	if (lp->parked)
+		unpark_local(lp);
+
+	switch (result)
+	{
+		case GATE_READY:
+			respond(idx, lp, PEEK_ANSWER_READ, since);
+			break;
+		case GATE_COMPACTED:
+			respond(idx, lp, PEEK_ANSWER_COMPACTED, since);
+			break;
+		case GATE_DROPPED:
+			respond(idx, lp, PEEK_ANSWER_DROPPED, since);
+			break;
+		case GATE_WAIT:
+		case GATE_GONE:
+			return;
+	}
+	runtime_count(rt, RC_PEEKS_SERVED);
+}
+
+/* One slot came through the inbox: a new or re-issued peek, or a withdrawal. */
+static void
+handle_inbox_slot(int runtime, int idx)
+{
+	PeekSlot   *slot = &peek_shared->slots[idx];
+	LocalPeek  *lp = &local_peeks[idx];
+	PeekState	state;
+	uint64		peek_id;
+	int			slot_runtime;
+
+	SpinLockAcquire(&slot->mutex);
+	slot->queued = false;
+	state = slot->state;
+	peek_id = slot->peek_id;
+	slot_runtime = slot->runtime;
+	SpinLockRelease(&slot->mutex);
+
+	if (lp->parked && (lp->peek_id != peek_id || state != PEEK_PARKED))
+	{
+		unpark(runtime, lp);
+		runtime_count(&peek_shared->runtimes[runtime], RC_PEEKS_CANCELED);
+	}
+	if (state != PEEK_SUBMITTED || slot_runtime != runtime)
+		return;
+
+	SpinLockAcquire(&slot->mutex);
+	lp->peek_id = slot->peek_id;
+	lp->object = slot->object;
+	lp->kind = slot->kind;
+	lp->time = slot->time;
+	SpinLockRelease(&slot->mutex);
+	lp->parked = false;
+	examine_peek(runtime, idx, lp);
+}
+
+void
+serve_peek_inbox(int runtime)
+{
+	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+	int		   *idxs = palloc(sizeof(int) * peek_shared->nslots);
+	bool		overflowed;
+	int			n;
+
+	n = queue_drain(rt->inbox, idxs, peek_shared->nslots, &overflowed);
+	if (overflowed)
+	{
+		/* lost track of which slots: look at all of them */
+		for (int i = 0; i < peek_shared->nslots; i++)
+			handle_inbox_slot(runtime, i);
+	}
+	else
+		for (int i = 0; i < n; i++)
+			handle_inbox_slot(runtime, idxs[i]);
+	pfree(idxs);
+}
+
+/* Re-examine the peeks parked on one object that was published. */
+static void
+reexamine_object(int runtime, PeekObjectId id)
+{
+	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+	RegistryEntry *entry;
+	ParkedObject *po;
+	dlist_iter	iter;
+	int		   *idxs;
+	int			n = 0;
+
+	/* clear the mark first, so a publication from here on marks us again */
+	entry = registry_lock(id, false);
+	if (entry != NULL)
+	{
+		entry->dirty[runtime] = false;
+		registry_unlock(entry);
+	}
+
+	po = hash_search(parked_objects, &id, HASH_FIND, NULL);
+	if (po == NULL)
+		return;
+	/* examining may unpark peeks and free po: collect them first */
+	idxs = palloc(sizeof(int) * peek_shared->nslots);
+	dlist_foreach(iter, &po->peeks)
+		idxs[n++] = dlist_container(LocalPeek, node, iter.cur) - local_peeks;
+	for (int i = 0; i < n; i++)
+	{
+		runtime_count(rt, RC_PEEKS_REEXAMINED);
+		examine_peek(runtime, idxs[i], &local_peeks[idxs[i]]);
+	}
+	pfree(idxs);
+}
+
+void
+serve_dirty_objects(int runtime)
+{
+	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+	PeekObjectId *ids = palloc(sizeof(PeekObjectId) * peek_shared->nslots);
+	bool		overflowed;
+	int			n;
+
+	n = queue_drain(rt->dirty, ids, peek_shared->nslots, &overflowed);
+	if (overflowed)
+	{
+		/* lost track of which objects: re-examine every one with peeks */
+		HASH_SEQ_STATUS status;
+		ParkedObject *po;
+		int			nparked = 0;
+		PeekObjectId *parked = palloc(sizeof(PeekObjectId) * peek_shared->nslots);
+
+		hash_seq_init(&status, parked_objects);
+		while ((po = hash_seq_search(&status)) != NULL)
+			parked[nparked++] = po->id;
+		for (int i = 0; i < nparked; i++)
+			reexamine_object(runtime, parked[i]);
+		pfree(parked);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		runtime_count(rt, RC_DIRTY_MARKS);
+		reexamine_object(runtime, ids[i]);
+	}
+	pfree(ids);
+}

@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * peek.h
+ *	  The peek path: a backend issues a peek to the runtime that serves
+ *	  peeks and waits; the runtime gates it (ready, not ready, compacted),
+ *	  parks it keyed by object id, and answers.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_PEEK_H
+#define PEEK_PEEK_H
+
+#include "pg_peek.h"
+
+/* backend side */
+extern int64 peek_begin(PeekObjectId object, const char *name, char kind, int64 time);
+extern void peek_end(void);
+
+/* runtime side */
+extern void peek_runtime_reset(int runtime);
+extern void serve_peek_inbox(int runtime);
+extern void serve_dirty_objects(int runtime);
+
+#endif							/* PEEK_PEEK_H */

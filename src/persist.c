@@ -1,0 +1,253 @@
+/*-------------------------------------------------------------------------
+ *
+ * persist.c
+ *	  Persist shards (DESIGN §1, §6): each collection's updates live in an
+ *	  ordinary table peek.shard_<n> (time bigint, diff bigint, data <row>),
+ *	  so they are WAL-logged, transactional and crash-safe.  Appends go
+ *	  straight through the table AM in the caller's transaction; the walk
+ *	  reads the shard at a time with a snapshot taken after the peek's wait;
+ *	  compaction advances updates before since to since and merges them.
+ *
+ *	  Must not decide readiness or holds: callers run under a peek's hold
+ *	  (walk) or the maintenance runtime's since (compaction).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "catalog.h"
+#include "persist.h"
+#include "rows.h"
+
+#define SHARD_TIME		1
+#define SHARD_DIFF		2
+#define SHARD_DATA		3
+
+static void
+run_ddl(const char *query)
+{
+	SavedUser	saved;
+	int			ret;
+
+	become_extension_owner(&saved);
+	SPI_connect();
+	ret = SPI_execute(query, false, 0);
+	if (ret != SPI_OK_UTILITY)
+		elog(ERROR, "pg_peek: \"%s\" failed: %s", query, SPI_result_code_string(ret));
+	SPI_finish();
+	restore_user(&saved);
+}
+
+/* Create the shard table of a new collection; returns its OID. */
+Oid
+persist_create_shard(int32 seq, Oid row_type)
+{
+	char		relname[NAMEDATALEN];
+
+	snprintf(relname, sizeof(relname), "shard_%d", seq);
+	run_ddl(psprintf("CREATE TABLE peek.%s (time bigint NOT NULL, diff bigint NOT NULL, data %s NOT NULL)",
+					 relname, format_type_be_qualified(row_type)));
+	return get_relname_relid(relname, get_namespace_oid("peek", false));
+}
+
+void
+persist_drop_shard(Oid shard)
+{
+	char	   *relname = get_rel_name(shard);
+
+	if (relname != NULL)
+		run_ddl(psprintf("DROP TABLE peek.%s", quote_identifier(relname)));
+}
+
+static void
+insert_update(Relation rel, TupleTableSlot *slot, BulkInsertState bis,
+			  int64 time, int64 diff, Datum row)
+{
+	ExecClearTuple(slot);
+	slot->tts_values[SHARD_TIME - 1] = Int64GetDatum(time);
+	slot->tts_values[SHARD_DIFF - 1] = Int64GetDatum(diff);
+	slot->tts_values[SHARD_DATA - 1] = row;
+	memset(slot->tts_isnull, 0, sizeof(bool) * 3);
+	ExecStoreVirtualTuple(slot);
+	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, bis);
+}
+
+/* Append each row of the array at (time, diff), in the caller's transaction. */
+void
+persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff)
+{
+	Relation	rel = table_open(shard, RowExclusiveLock);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	BulkInsertState bis = GetBulkInsertState();
+	MemoryContext per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek append",
+												  ALLOCSET_DEFAULT_SIZES);
+	ArrayIterator it = array_create_iterator(rows, 0, NULL);
+	Datum		value;
+	bool		isnull;
+
+	while (array_iterate(it, &value, &isnull))
+	{
+		MemoryContext old = MemoryContextSwitchTo(per_row);
+
+		Assert(!isnull);		/* callers reject arrays with NULLs */
+		insert_update(rel, slot, bis, time, diff, row_normalize(value));
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(per_row);
+	}
+	array_free_iterator(it);
+	MemoryContextDelete(per_row);
+	FreeBulkInsertState(bis);
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * Sum the updates at or before time into counts.  With tids, also collect
+ * the scanned rows' tids (for compaction).
+ */
+static int64
+scan_consolidate(Relation rel, Snapshot snapshot, int64 time, RowCounts *counts,
+				 ItemPointerData **tids)
+{
+	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	int64		nrows = 0;
+	int64		capacity = 1024;
+	bool		isnull;
+
+	if (tids != NULL)
+		*tids = palloc(sizeof(ItemPointerData) * capacity);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (DatumGetInt64(slot_getattr(slot, SHARD_TIME, &isnull)) > time)
+			continue;
+		row_counts_add(counts, slot_getattr(slot, SHARD_DATA, &isnull),
+					   DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull)));
+		if (tids != NULL)
+		{
+			if (nrows == capacity)
+			{
+				capacity *= 2;
+				*tids = repalloc_huge(*tids, sizeof(ItemPointerData) * capacity);
+			}
+			(*tids)[nrows] = slot->tts_tid;
+		}
+		nrows++;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	return nrows;
+}
+
+/*
+ * The persist walk: the shard's contents at time into out, each row as many
+ * times as its multiplicity, at most limit rows (limit < 0: all).  The
+ * snapshot is taken now, after the peek's wait, so every update the runtime
+ * saw sealed is visible.
+ */
+void
+persist_walk(Oid shard, Oid row_type, const char *collection, int64 time,
+			 int64 limit, Tuplestorestate *out)
+{
+	Relation	rel = table_open(shard, AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	RowCounts  *counts = row_counts_create();
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+	Size		max_bytes = (Size) peek_max_result_kb * 1024;
+	Size		bytes = 0;
+	int64		emitted = 0;
+
+	scan_consolidate(rel, snapshot, time, counts, NULL);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+
+	row_counts_check_nonnegative(counts, row_type, collection, time);
+
+	hash_seq_init(&status, counts->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+	{
+		HeapTupleData tuple;
+
+		tuple.t_len = rc->key.len + VARHDRSZ;
+		ItemPointerSetInvalid(&tuple.t_self);
+		tuple.t_tableOid = InvalidOid;
+		tuple.t_data = (HeapTupleHeader) DatumGetPointer(row_count_datum(rc));
+		for (int64 i = 0; i < rc->count; i++)
+		{
+			if (limit >= 0 && emitted >= limit)
+				break;
+			bytes += tuple.t_len;
+			if (bytes > max_bytes)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("peek result of \"%s\" exceeds pg_peek.max_result_bytes (%d kB)",
+								collection, peek_max_result_kb),
+						 errhint("Add a limit or a key to the peek, or raise pg_peek.max_result_bytes.")));
+			tuplestore_puttuple(out, &tuple);
+			emitted++;
+		}
+		if (limit >= 0 && emitted >= limit)
+		{
+			hash_seq_term(&status);
+			break;
+		}
+	}
+	MemoryContextDelete(counts->cxt);
+}
+
+/*
+ * Compaction: advance every update at or before since to since and merge,
+ * dropping rows whose diffs cancel.  Runs in the maintenance runtime's
+ * transaction, after the registry's since was raised (so no peek below it
+ * can start).  Returns how many rows the shard lost.
+ */
+int64
+persist_compact(Oid shard, int64 since)
+{
+	Relation	rel = table_open(shard, RowExclusiveLock);
+	Snapshot	snapshot = GetActiveSnapshot();
+	RowCounts  *counts = row_counts_create();
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	ItemPointerData *tids;
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+	int64		before;
+	int64		after = 0;
+
+	before = scan_consolidate(rel, snapshot, since, counts, &tids);
+	for (int64 i = 0; i < before; i++)
+		simple_table_tuple_delete(rel, &tids[i], snapshot);
+
+	hash_seq_init(&status, counts->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+	{
+		if (rc->count == 0)
+			continue;
+		insert_update(rel, slot, NULL, since, rc->count, row_count_datum(rc));
+		after++;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, NoLock);
+	MemoryContextDelete(counts->cxt);
+	pfree(tids);
+	CommandCounterIncrement();
+	return before - after;
+}

@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * persist.h
+ *	  Persist shards: the durable history of a collection in an ordinary
+ *	  table of the extension, (time, diff, data).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_PERSIST_H
+#define PEEK_PERSIST_H
+
+#include "pg_peek.h"
+
+#include "utils/array.h"
+#include "utils/tuplestore.h"
+
+extern Oid	persist_create_shard(int32 seq, Oid row_type);
+extern void persist_drop_shard(Oid shard);
+extern void persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff);
+extern void persist_walk(Oid shard, Oid row_type, const char *collection,
+						 int64 time, int64 limit, Tuplestorestate *out);
+extern int64 persist_compact(Oid shard, int64 since);
+
+#endif							/* PEEK_PERSIST_H */

@@ -1,0 +1,136 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_peek.c
+ *	  Module entry point: the settings and _PG_init, which calls one init per
+ *	  subsystem.  Owns nothing else; every mechanism lives in its own file.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "pg_peek.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+char	   *peek_database = NULL;
+bool		peek_interactive = true;
+int			peek_max_memory_kb = 1024 * 1024;
+int			peek_max_result_kb = 256 * 1024;
+int			peek_runtime_wait_ms = 10000;
+
+static void
+define_settings(void)
+{
+	DefineCustomStringVariable("pg_peek.database",
+							   "Database the pg_peek runtimes connect to and serve.",
+							   NULL,
+							   &peek_database,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_peek.interactive",
+							 "Split the runtimes: maintenance plus an interactive runtime that serves peeks.",
+							 "off runs a single solo runtime that maintains and serves peeks itself.",
+							 &peek_interactive,
+							 true,
+							 PGC_POSTMASTER,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_peek.max_memory",
+							"Cap on shared memory used by arrangements.",
+							NULL,
+							&peek_max_memory_kb,
+							1024 * 1024,
+							1024,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_peek.max_result_bytes",
+							"Largest result a single peek may return.",
+							NULL,
+							&peek_max_result_kb,
+							256 * 1024,
+							1,
+							INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_peek.runtime_wait_timeout",
+							"How long a peek waits for a runtime that is not running before it fails.",
+							NULL,
+							&peek_runtime_wait_ms,
+							10000,
+							0,
+							INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("pg_peek");
+}
+
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_peek must be loaded via shared_preload_libraries"),
+				 errhint("Add pg_peek to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	define_settings();
+	peek_shmem_init();
+	peek_runtime_register();
+	peek_backend_init();
+	catalog_init();
+}
+
+int
+peek_runtime_count(void)
+{
+	return peek_interactive ? 2 : 1;
+}
+
+/* The runtime that serves peeks: interactive when split, solo otherwise. */
+int
+peek_serving_runtime(void)
+{
+	return peek_interactive ? PEEK_RUNTIME_INTERACTIVE : PEEK_RUNTIME_MAINTENANCE;
+}
+
+PeekRole
+peek_runtime_role(int runtime)
+{
+	if (!peek_interactive)
+		return PEEK_ROLE_SOLO;
+	return runtime == PEEK_RUNTIME_INTERACTIVE ? PEEK_ROLE_INTERACTIVE : PEEK_ROLE_MAINTENANCE;
+}
+
+const char *
+peek_role_name(PeekRole role)
+{
+	switch (role)
+	{
+		case PEEK_ROLE_MAINTENANCE:
+			return "maintenance";
+		case PEEK_ROLE_INTERACTIVE:
+			return "interactive";
+		case PEEK_ROLE_SOLO:
+			return "solo";
+	}
+	return "unknown";
+}

@@ -1,0 +1,297 @@
+/*-------------------------------------------------------------------------
+ *
+ * registry.c
+ *	  The sharing registry (DESIGN §1): one dshash entry per object id with
+ *	  its frontiers, holds, waiter counts and dirty marks.
+ *
+ *	  Publishing (publish_frontiers) raises an object's frontiers and, in the
+ *	  same entry lock, marks the object dirty only for runtimes that have
+ *	  peeks parked on it, then wakes just those.  With nothing parked a seal
+ *	  costs no wake-up and takes no lock but the publisher's own.
+ *
+ *	  The effective since (registry_advance_since) is computed under the
+ *	  entry lock from the user's allowance, every standing hold and every
+ *	  peek hold; the gate (peek.c) takes peek holds under the same lock.
+ *
+ *	  Must not touch the catalog or do I/O: callers hold a partition lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "nodes/pg_list.h"
+
+#include "registry.h"
+#include "shmem.h"
+
+static dshash_parameters
+registry_params(int tranche)
+{
+	dshash_parameters params = {
+		sizeof(PeekObjectId),
+		sizeof(RegistryEntry),
+		dshash_memcmp,
+		dshash_memhash,
+		tranche
+	};
+
+	return params;
+}
+
+dshash_table_handle
+registry_create(dsa_area *dsa, int tranche)
+{
+	dshash_parameters params = registry_params(tranche);
+	dshash_table *table = dshash_create(dsa, &params, NULL);
+	dshash_table_handle handle = dshash_get_hash_table_handle(table);
+
+	dshash_detach(table);
+	return handle;
+}
+
+dshash_table *
+registry_attach(dsa_area *dsa, dshash_table_handle handle, int tranche)
+{
+	dshash_parameters params = registry_params(tranche);
+
+	return dshash_attach(dsa, &params, handle, NULL);
+}
+
+/*
+ * Find an object's entry and lock it exclusively.  With create, a missing
+ * entry is made as an unpublished placeholder at the minimum frontier, so
+ * that early peeks can park on it (late binding).
+ */
+RegistryEntry *
+registry_lock(PeekObjectId id, bool create)
+{
+	dshash_table *table = peek_registry_table();
+	RegistryEntry *entry;
+	bool		found;
+
+	if (!create)
+		return dshash_find(table, &id, true);
+
+	entry = dshash_find_or_insert(table, &id, &found);
+	if (!found)
+	{
+		memset((char *) entry + sizeof(PeekObjectId), 0,
+			   sizeof(RegistryEntry) - sizeof(PeekObjectId));
+	}
+	return entry;
+}
+
+void
+registry_unlock(RegistryEntry *entry)
+{
+	dshash_release_lock(peek_registry_table(), entry);
+}
+
+/*
+ * Mark the entry dirty for every runtime with peeks parked on it.  Called
+ * with the entry locked; returns a bitmask of the runtimes to wake once the
+ * lock is released.
+ */
+static int
+mark_waiters_dirty(RegistryEntry *entry)
+{
+	int			wake = 0;
+
+	for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
+	{
+		if (entry->waiters[r] <= 0 || entry->dirty[r])
+			continue;
+		if (queue_push(peek_shared->runtimes[r].dirty, &entry->id))
+			entry->dirty[r] = true;
+		/* an overflowed dirty queue makes the runtime re-examine everything */
+		wake |= 1 << r;
+	}
+	return wake;
+}
+
+static void
+wake_marked(int wake)
+{
+	for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
+		if (wake & (1 << r))
+			wake_runtime(r);
+}
+
+/*
+ * Publish an object's frontiers.  Frontiers only rise.  This is also the
+ * moment a placeholder created by an early peek is adopted.  Returns whether
+ * anything changed.
+ */
+bool
+publish_frontiers(PeekObjectId id, char kind, int64 upper, int64 since,
+				  int64 allowed_since)
+{
+	RegistryEntry *entry = registry_lock(id, true);
+	bool		changed;
+	int			wake = 0;
+
+	changed = !entry->published || upper > entry->upper || since > entry->since;
+	entry->kind = kind;
+	entry->published = true;
+	entry->upper = Max(entry->upper, upper);
+	entry->since = Max(entry->since, since);
+	entry->allowed_since = Max(entry->allowed_since, allowed_since);
+	if (changed)
+	{
+		entry->publications++;
+		wake = mark_waiters_dirty(entry);
+	}
+	registry_unlock(entry);
+	wake_marked(wake);
+	return changed;
+}
+
+void
+registry_mark_dropped(PeekObjectId id)
+{
+	RegistryEntry *entry = registry_lock(id, true);
+	int			wake = 0;
+
+	if (!entry->dropped)
+	{
+		entry->dropped = true;
+		wake = mark_waiters_dirty(entry);
+	}
+	registry_unlock(entry);
+	wake_marked(wake);
+}
+
+/*
+ * Tombstone every entry whose id is not in live[] (sorted).  Used when the
+ * maintenance runtime reconciles with a full read of the catalog.
+ */
+static int
+id_cmp(const void *a, const void *b)
+{
+	PeekObjectId x = *(const PeekObjectId *) a;
+	PeekObjectId y = *(const PeekObjectId *) b;
+
+	return (x > y) - (x < y);
+}
+
+void
+registry_mark_dropped_except(PeekObjectId *live, int nlive)
+{
+	dshash_seq_status status;
+	RegistryEntry *entry;
+	int			wake = 0;
+
+	qsort(live, nlive, sizeof(PeekObjectId), id_cmp);
+	dshash_seq_init(&status, peek_registry_table(), true);
+	while ((entry = dshash_seq_next(&status)) != NULL)
+	{
+		if (entry->dropped ||
+			bsearch(&entry->id, live, nlive, sizeof(PeekObjectId), id_cmp) != NULL)
+			continue;
+		entry->dropped = true;
+		wake |= mark_waiters_dirty(entry);
+	}
+	dshash_seq_term(&status);
+	wake_marked(wake);
+}
+
+/* A runtime accepts a since for an object; only rises. Returns true if raised. */
+bool
+registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since)
+{
+	RegistryEntry *entry = registry_lock(id, true);
+	bool		raised = since > entry->standing_hold[runtime];
+
+	if (raised)
+		entry->standing_hold[runtime] = since;
+	entry->allowed_since = Max(entry->allowed_since, since);
+	registry_unlock(entry);
+	return raised;
+}
+
+/* The lowest time any in-flight peek holds on this object, or INT64_MAX. */
+static int64
+min_peek_hold(PeekObjectId id)
+{
+	int64		min_hold = PG_INT64_MAX;
+
+	for (int i = 0; i < peek_shared->nslots; i++)
+	{
+		PeekSlot   *slot = &peek_shared->slots[i];
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->hold_object == id)
+			min_hold = Min(min_hold, slot->hold_time);
+		SpinLockRelease(&slot->mutex);
+	}
+	return min_hold;
+}
+
+/*
+ * Advance an object's since as far as every hold allows: the user's
+ * allowance, each running role's standing hold, each pending peek, and the
+ * upper.  Returns the since now in force; *target is where it would go if
+ * no peek held it back (so the caller knows whether to retry later).
+ */
+int64
+registry_advance_since(PeekObjectId id, int64 *target)
+{
+	RegistryEntry *entry = registry_lock(id, false);
+	int64		allowed;
+	int64		since;
+
+	if (entry == NULL)
+	{
+		*target = 0;
+		return 0;
+	}
+	allowed = Min(entry->allowed_since, entry->upper);
+	for (int r = 0; r < peek_runtime_count(); r++)
+		allowed = Min(allowed, entry->standing_hold[r]);
+	*target = Max(allowed, entry->since);
+	allowed = Min(allowed, min_peek_hold(id));
+	if (allowed > entry->since && !entry->dropped)
+		entry->since = allowed;
+	since = entry->since;
+	registry_unlock(entry);
+	return since;
+}
+
+/*
+ * Reconciliation: a (re)starting runtime has no parked peeks, so its waiter
+ * counts and dirty marks start from zero.  Standing holds are kept.
+ */
+void
+registry_reset_runtime(int runtime)
+{
+	dshash_seq_status status;
+	RegistryEntry *entry;
+
+	dshash_seq_init(&status, peek_registry_table(), true);
+	while ((entry = dshash_seq_next(&status)) != NULL)
+	{
+		entry->waiters[runtime] = 0;
+		entry->dirty[runtime] = false;
+	}
+	dshash_seq_term(&status);
+}
+
+/* A palloc'd copy of every entry, for introspection. */
+List *
+registry_snapshot(void)
+{
+	dshash_seq_status status;
+	RegistryEntry *entry;
+	List	   *result = NIL;
+
+	dshash_seq_init(&status, peek_registry_table(), false);
+	while ((entry = dshash_seq_next(&status)) != NULL)
+	{
+		RegistryEntry *copy = palloc(sizeof(RegistryEntry));
+
+		memcpy(copy, entry, sizeof(RegistryEntry));
+		result = lappend(result, copy);
+	}
+	dshash_seq_term(&status);
+	return result;
+}

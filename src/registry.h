@@ -1,0 +1,49 @@
+/*-------------------------------------------------------------------------
+ *
+ * registry.h
+ *	  The sharing registry: a dshash in the DSA keyed by object id, holding
+ *	  per published object its frontiers, holds, waiter counts and dirty
+ *	  marks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_REGISTRY_H
+#define PEEK_REGISTRY_H
+
+#include "pg_peek.h"
+
+#include "lib/dshash.h"
+#include "nodes/pg_list.h"
+#include "utils/dsa.h"
+
+typedef struct RegistryEntry
+{
+	PeekObjectId id;			/* key */
+	char		kind;			/* PEEK_KIND_* once published */
+	bool		published;		/* adopted by the maintenance runtime */
+	bool		dropped;		/* tombstone: answers parked peeks with an error */
+	int64		upper;			/* every time < upper is complete */
+	int64		since;			/* exact at times >= since */
+	int64		allowed_since;	/* the user's allow_compaction */
+	int64		standing_hold[PEEK_MAX_RUNTIMES];
+	int32		waiters[PEEK_MAX_RUNTIMES]; /* peeks parked here, per runtime */
+	bool		dirty[PEEK_MAX_RUNTIMES];	/* queued in that runtime's dirty set */
+	uint64		publications;
+} RegistryEntry;
+
+extern dshash_table_handle registry_create(dsa_area *dsa, int tranche);
+extern dshash_table *registry_attach(dsa_area *dsa, dshash_table_handle handle, int tranche);
+
+extern RegistryEntry *registry_lock(PeekObjectId id, bool create);
+extern void registry_unlock(RegistryEntry *entry);
+
+extern bool publish_frontiers(PeekObjectId id, char kind, int64 upper,
+							  int64 since, int64 allowed_since);
+extern void registry_mark_dropped(PeekObjectId id);
+extern void registry_mark_dropped_except(PeekObjectId *live, int nlive);
+extern bool registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since);
+extern int64 registry_advance_since(PeekObjectId id, int64 *target);
+extern void registry_reset_runtime(int runtime);
+extern List *registry_snapshot(void);
+
+#endif							/* PEEK_REGISTRY_H */

@@ -1,0 +1,170 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.h
+ *	  pg_peek's static shared memory: the runtime slots (identity, liveness,
+ *	  queues, counters), the per-backend peek slots and the DSA area that
+ *	  holds the sharing registry.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_SHMEM_H
+#define PEEK_SHMEM_H
+
+#include "pg_peek.h"
+
+#include "lib/dshash.h"
+#include "port/atomics.h"
+#include "storage/proc.h"
+#include "storage/spin.h"
+#include "utils/dsa.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+/*
+ * A bounded ring of fixed-size items shared between processes.  Producers
+ * are backends and publishers; the consumer is one runtime.  When full, the
+ * queue remembers that it overflowed so the consumer can fall back to a full
+ * re-examination instead of losing work.
+ */
+typedef struct PeekQueue
+{
+	slock_t		mutex;
+	int			capacity;
+	int			head;
+	int			count;
+	bool		overflowed;
+	Size		item_size;
+	char		items[FLEXIBLE_ARRAY_MEMBER];
+} PeekQueue;
+
+extern bool queue_push(PeekQueue *queue, const void *item);
+extern int	queue_drain(PeekQueue *queue, void *items, int max_items, bool *overflowed);
+extern void queue_reset(PeekQueue *queue);
+
+/* Commands that backends send to runtimes after their transaction commits. */
+typedef enum PeekCommandKind
+{
+	PEEK_CMD_CATALOG_CHANGED,	/* re-read this object's catalog row */
+	PEEK_CMD_STANDING_HOLD		/* raise this runtime's standing hold */
+} PeekCommandKind;
+
+typedef struct PeekCommand
+{
+	PeekCommandKind kind;
+	PeekObjectId object;
+	int64		value;
+} PeekCommand;
+
+typedef enum RuntimeState
+{
+	RUNTIME_STOPPED,			/* not running (never started, or exited) */
+	RUNTIME_WAITING,			/* running, waiting for the extension */
+	RUNTIME_RUNNING				/* reconciled and serving */
+} RuntimeState;
+
+/* Counters shown by peek.runtimes; only the owning runtime increments. */
+typedef enum RuntimeCounter
+{
+	RC_WAKEUPS,
+	RC_DIRTY_MARKS,
+	RC_PEEKS_SERVED,
+	RC_PEEKS_PARKED,
+	RC_PEEKS_REEXAMINED,
+	RC_PEEKS_CANCELED,
+	RC_COMMANDS,
+	RC_PUBLICATIONS,
+	RC_COMPACTIONS,
+	RC_NUM_COUNTERS
+} RuntimeCounter;
+
+typedef struct RuntimeSlot
+{
+	slock_t		mutex;
+	pid_t		pid;			/* 0 while not running */
+	PGPROC	   *proc;			/* for SetLatch */
+	uint64		generation;		/* bumped at every start */
+	RuntimeState state;
+	TimestampTz started_at;
+	int			restarts;		/* starts after the first since shmem init */
+	PeekQueue  *inbox;			/* peek slot numbers needing attention */
+	PeekQueue  *dirty;			/* object ids published with our peeks parked */
+	PeekQueue  *commands;		/* PeekCommand from committed transactions */
+	pg_atomic_uint64 counters[RC_NUM_COUNTERS];
+} RuntimeSlot;
+
+/*
+ * Peek slots: one per backend (indexed by BackendId - 1).  The backend owns
+ * the request while the slot is IDLE; the runtime answers it.  The hold lives
+ * here too: it is set by a runtime under the registry entry's lock (so that
+ * compaction, which reads holds under the same lock, never misses it) and
+ * cleared by the backend when the peek ends.
+ */
+typedef enum PeekState
+{
+	PEEK_IDLE,
+	PEEK_SUBMITTED,				/* in the serving runtime's inbox */
+	PEEK_PARKED,				/* waiting for the object's upper */
+	PEEK_ANSWERED,				/* answer ready; backend reads or raises it */
+	PEEK_WITHDRAWN				/* canceled by the backend */
+} PeekState;
+
+typedef enum PeekAnswer
+{
+	PEEK_ANSWER_READ,			/* ready: the backend walks at answer_time */
+	PEEK_ANSWER_COMPACTED,		/* answer_time is below answer_since */
+	PEEK_ANSWER_DROPPED			/* the object was dropped */
+} PeekAnswer;
+
+typedef struct PeekSlot
+{
+	slock_t		mutex;
+	PeekState	state;
+	bool		queued;			/* sitting in a runtime inbox */
+	uint64		peek_id;		/* bumped at each new peek */
+	pg_uuid_t	uuid;
+	pid_t		backend_pid;
+	PGPROC	   *backend;
+	/* request */
+	PeekObjectId object;
+	char		kind;
+	int64		time;			/* PEEK_TIME_LATEST until resolved */
+	int			runtime;
+	uint64		runtime_generation;
+	TimestampTz submitted_at;
+	/* hold: object 0 means none */
+	PeekObjectId hold_object;
+	int64		hold_time;
+	/* answer */
+	PeekAnswer	answer;
+	int64		answer_time;
+	int64		answer_since;
+} PeekSlot;
+
+typedef struct PeekShared
+{
+	int			dsa_tranche;
+	int			registry_tranche;
+	dshash_table_handle registry_handle;
+	void	   *dsa_place;
+	int			nslots;
+	PeekSlot   *slots;
+	RuntimeSlot runtimes[PEEK_MAX_RUNTIMES];
+} PeekShared;
+
+extern PeekShared *peek_shared;
+
+extern void peek_attach(void);
+extern dsa_area *peek_dsa(void);
+extern dshash_table *peek_registry_table(void);
+extern PeekSlot *my_peek_slot(void);
+
+static inline void
+runtime_count(RuntimeSlot *rt, RuntimeCounter c)
+{
+	pg_atomic_fetch_add_u64(&rt->counters[c], 1);
+}
+
+extern void wake_runtime(int runtime);
+extern bool runtime_alive(int runtime, uint64 *generation);
+
+#endif							/* PEEK_SHMEM_H */

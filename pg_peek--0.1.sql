@@ -1,6 +1,10 @@
 -- pg_peek 0.1: catalog, SQL surface and views.  See README.md and DESIGN §4.
 \echo Use "CREATE EXTENSION pg_peek" to load this file. \quit
 
+-- The schema is a member of the extension: DROP EXTENSION refuses to drop
+-- collections' shards unless CASCADE is given.
+CREATE SCHEMA peek;
+
 -- The durable catalog: one row per collection or index.  Times are logical
 -- bigints; upper and since are the durable frontiers of a collection's shard.
 CREATE SEQUENCE peek.object_seq;

@@ -181,15 +181,21 @@ run_compactions(void)
 {
 	HASH_SEQ_STATUS status;
 	PendingCompaction *pc;
-	List	   *done = NIL;
-	ListCell   *lc;
+	PeekObjectId *ids;
+	int			n = 0;
 
+	/* collect first: a transaction's end would cut a hash scan short */
+	ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(pending_compactions));
 	hash_seq_init(&status, pending_compactions);
 	while ((pc = hash_seq_search(&status)) != NULL)
+		ids[n++] = pc->id;
+
+	for (int i = 0; i < n; i++)
 	{
 		int64		target;
-		int64		since = registry_advance_since(pc->id, &target);
+		int64		since = registry_advance_since(ids[i], &target);
 
+		pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
 		if (since > pc->durable_since)
 		{
 			CompactionWork work = {pc, since};
@@ -198,11 +204,9 @@ run_compactions(void)
 			runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_COMPACTIONS);
 		}
 		if (pc->durable_since >= target)
-			done = lappend(done, &pc->id);
+			hash_search(pending_compactions, &ids[i], HASH_REMOVE, NULL);
 	}
-	foreach(lc, done)
-		hash_search(pending_compactions, lfirst(lc), HASH_REMOVE, NULL);
-	list_free(done);
+	pfree(ids);
 }
 
 void

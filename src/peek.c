@@ -27,10 +27,12 @@
 #include "commands/dbcommands.h"
 #include "common/hashfn.h"
 #include "lib/ilist.h"
+#include "libpq/libpq.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "tcop/tcopprot.h"
 #include "utils/elog.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -206,6 +208,12 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time)
 						 100L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
+
+		/* A client that went away will never read the answer. */
+		if (whereToSendOutput == DestRemote && !pq_check_connection())
+			ereport(FATAL,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("connection to client lost while a peek waited")));
 
 		/* Notice a dead or restarted runtime instead of hanging. */
 		alive = runtime_alive(runtime, &generation);

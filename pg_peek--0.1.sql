@@ -77,7 +77,7 @@ CREATE VIEW peek.runtimes AS SELECT * FROM peek.runtime_status();
 
 CREATE VIEW peek.collections AS
 SELECT o.name, o.row_type, o.owner, o.shard,
-       coalesce(r.since, o.since) AS since, coalesce(r.upper, o.upper) AS upper,
+       greatest(r.since, o.since) AS since, greatest(r.upper, o.upper) AS upper,
        o.allowed_since, o.created_at
   FROM peek.objects o
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped

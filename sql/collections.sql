@@ -136,3 +136,5 @@ SELECT peek.drop_collection('items');
 REVOKE USAGE ON SCHEMA peek FROM peek_stranger;
 DROP ROLE peek_stranger;
 DROP EXTENSION pg_peek CASCADE;
+DROP FUNCTION try(text), wait_for(text, int);
+DROP TYPE item;

@@ -143,3 +143,5 @@ RESET pg_peek.max_result_bytes;
 SELECT count(*) FROM peek.persist_peek(NULL::stock, 'big');
 
 DROP EXTENSION pg_peek CASCADE;
+DROP FUNCTION try(text), wait_for(text, int), shard_rows(text);
+DROP TYPE stock;

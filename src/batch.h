@@ -1,0 +1,99 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.h
+ *	  Immutable batches of (key, val, time, diff) in DSA memory, and the
+ *	  index keys they are sorted by.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_BATCH_H
+#define PEEK_BATCH_H
+
+#include "pg_peek.h"
+
+#include "access/attnum.h"
+#include "fmgr.h"
+#include "port/atomics.h"
+#include "utils/dsa.h"
+
+/*
+ * The key columns of an index over a collection's row type: their hash
+ * (default hash opclass) and equality functions, with the columns'
+ * collations, so that keys compare by SQL equality.
+ */
+typedef struct KeyInfo
+{
+	Oid			row_type;
+	int			nkeys;
+	AttrNumber	attnums[INDEX_MAX_KEYS];
+	Oid			types[INDEX_MAX_KEYS];
+	Oid			collations[INDEX_MAX_KEYS];
+	FmgrInfo	hash[INDEX_MAX_KEYS];
+	FmgrInfo	eq[INDEX_MAX_KEYS];
+} KeyInfo;
+
+extern KeyInfo *keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums);
+extern uint32 key_hash_values(KeyInfo *key, const Datum *values);
+extern uint32 key_hash_row(KeyInfo *key, Datum row);
+extern bool key_row_matches(KeyInfo *key, Datum row, const Datum *values);
+
+/*
+ * One update.  Entries of a batch are sorted by (keyhash, row image, time)
+ * and consolidated: no two share row and time, none has diff 0.  The row
+ * image (a composite datum with a 4-byte header) lives in the batch's data
+ * area at offset.
+ */
+typedef struct BatchEntry
+{
+	uint32		keyhash;
+	uint32		len;			/* of the row image, header included */
+	uint64		offset;
+	int64		time;
+	int64		diff;
+} BatchEntry;
+
+typedef struct Batch
+{
+	pg_atomic_uint32 refcount;	/* spine, published list, reader pins */
+	PeekObjectId index;
+	int64		nentries;
+	int64		lower;			/* times of its updates: [lower, upper) */
+	int64		upper;
+	int64		since;			/* times below since were advanced to it */
+	Size		size;			/* bytes of this allocation */
+	BatchEntry	entries[FLEXIBLE_ARRAY_MEMBER];
+	/* then the row images */
+} Batch;
+
+static inline char *
+batch_data(Batch *batch)
+{
+	return (char *) &batch->entries[batch->nentries];
+}
+
+static inline Datum
+batch_row(Batch *batch, BatchEntry *entry)
+{
+	return PointerGetDatum(batch_data(batch) + entry->offset);
+}
+
+/* An update on its way into a batch (backend-local memory). */
+typedef struct PendingUpdate
+{
+	uint32		keyhash;
+	uint32		len;			/* image length, header excluded */
+	const char *image;			/* row bytes after a 4-byte header */
+	int64		time;
+	int64		diff;
+} PendingUpdate;
+
+extern dsa_pointer batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
+							   int64 lower, int64 upper, int64 since);
+extern dsa_pointer batch_merge(PeekObjectId index, dsa_pointer *inputs, int ninputs,
+							   int64 since);
+extern Batch *batch_get(dsa_pointer dp);
+extern void batch_pin(dsa_pointer dp);
+extern void batch_unpin(dsa_pointer dp);
+extern int	pending_update_cmp(const void *a, const void *b);
+
+#endif							/* PEEK_BATCH_H */

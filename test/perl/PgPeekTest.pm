@@ -1,0 +1,222 @@
+# PgPeekTest: small helpers for pg_peek's TAP tests (test/t/*.pl), built on
+# PostgreSQL::Test::Cluster. scripts/test puts this directory and the PGXS
+# perl directory on PERL5LIB and sets PG_PEEK_INTERACTIVE to on or off.
+#
+#   use PgPeekTest;
+#   my $node = new_node('main');                 # pg_peek preloaded, started
+#   ok(poll_until($node, 'SELECT count(*) FROM peek.runtimes', '2'));
+#   my $pid = runtime_pid($node, serving_role());
+#   my $h = start_bg($node, "SELECT * FROM peek.persist_peek(NULL::t, 'c', as_of => 5)");
+#   ...                                          # make time 5 complete
+#   my ($rc, $out, $err) = finish_bg($h);
+
+package PgPeekTest;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+our @EXPORT = qw(
+  new_node poll_until runtime_pid serving_role interactive_mode
+  start_bg finish_bg bg_done bg_backend_pid bg_session
+);
+
+# 'on' or 'off': the pg_peek.interactive mode this run tests.
+sub interactive_mode
+{
+	my $mode = $ENV{PG_PEEK_INTERACTIVE};
+	$mode = 'on' if !defined $mode || $mode eq '';
+	die "PG_PEEK_INTERACTIVE must be 'on' or 'off', not '$mode'\n"
+	  unless $mode eq 'on' || $mode eq 'off';
+	return $mode;
+}
+
+# The role of the runtime that serves peeks in this mode.
+sub serving_role
+{
+	return interactive_mode() eq 'on' ? 'interactive' : 'solo';
+}
+
+# new_node($name, %opts): init a node (UTF8, C locale), configure pg_peek and
+# start it. Options:
+#   conf     => extra postgresql.conf text (string, or ref to a list of lines)
+#   no_start => 1: return the node without starting it
+#   no_peek  => 1: do not preload pg_peek (nor set pg_peek.interactive)
+#   init     => { ... }: extra arguments for $node->init
+#   initdb_extra => [ ... ]: extra initdb arguments
+sub new_node
+{
+	my ($name, %opts) = @_;
+
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	my %init = %{ $opts{init} // {} };
+	$init{extra} = [
+		'--encoding=UTF8', '--locale=C',
+		@{ $init{extra} // [] },
+		@{ $opts{initdb_extra} // [] }
+	];
+	$node->init(%init);
+
+	my @conf;
+	if (!$opts{no_peek})
+	{
+		push @conf, "shared_preload_libraries = 'pg_peek'";
+		push @conf, 'pg_peek.interactive = ' . interactive_mode();
+	}
+	if (defined $opts{conf})
+	{
+		push @conf,
+		  ref $opts{conf} eq 'ARRAY' ? @{ $opts{conf} } : ($opts{conf});
+	}
+	$node->append_conf('postgresql.conf', join('', map { "$_\n" } @conf))
+	  if @conf;
+
+	$node->start unless $opts{no_start};
+	return $node;
+}
+
+# poll_until($node, $sql, $expected = 't', $timeout_s = 30): run $sql in
+# database postgres until its output equals $expected. True on success,
+# false (with a diag) on timeout.
+sub poll_until
+{
+	my ($node, $sql, $expected, $timeout_s) = @_;
+	$expected = 't' unless defined $expected;
+	$timeout_s //= 30;
+
+	# poll_query_until polls for about $timeout_default seconds.
+	local $PostgreSQL::Test::Utils::timeout_default = $timeout_s;
+	return $node->poll_query_until('postgres', $sql, $expected) ? 1 : 0;
+}
+
+# runtime_pid($node, $role): pid of the runtime with that role
+# ('maintenance', 'interactive' or 'solo'; default: the serving role), or
+# undef if there is none.
+sub runtime_pid
+{
+	my ($node, $role) = @_;
+	$role //= serving_role();
+	die "unknown runtime role '$role'\n"
+	  unless $role =~ /^(maintenance|interactive|solo)$/;
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM peek.runtimes WHERE role = '$role'");
+	return $pid eq '' ? undef : $pid + 0;
+}
+
+# start_bg($node, $sql, %opts): run $sql in database postgres with a psql of
+# its own, in the background; collect the outcome later with finish_bg.
+# psql runs with -X -A -t -v ON_ERROR_STOP=1, so rows come back as
+# 'a|b' lines. Options: timeout (seconds the statement may run, default
+# timeout_default), application_name (default a unique pg_peek_bg_*; used by
+# bg_backend_pid).
+#
+# (PostgreSQL::Test::BackgroundPsql sessions, see bg_session, only return
+# after a query completes; a peek that must wait needs its own process.)
+my $bg_seq = 0;
+
+sub start_bg
+{
+	my ($node, $sql, %opts) = @_;
+	my $appname = $opts{application_name}
+	  // sprintf('pg_peek_bg_%d_%d', $$, ++$bg_seq);
+	my $psql =
+	  $node->can('installed_command') ? $node->installed_command('psql') : 'psql';
+
+	my $h = {
+		sql => $sql,
+		application_name => $appname,
+		stdout => '',
+		stderr => '',
+	};
+	$h->{timer} =
+	  IPC::Run::timeout($opts{timeout} // $PostgreSQL::Test::Utils::timeout_default);
+	my @cmd = (
+		$psql, '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1',
+		'-d', $node->connstr('postgres') . " application_name=$appname",
+		'-c', $sql);
+	$h->{run} = IPC::Run::start(\@cmd, '<', \undef, '>', \$h->{stdout},
+		'2>', \$h->{stderr}, $h->{timer});
+	return $h;
+}
+
+# bg_done($h): true once the background psql has exited (does not block).
+sub bg_done
+{
+	my ($h) = @_;
+	return 1 if $h->{finished};
+	my $alive = eval {
+		$h->{run}->pump_nb if $h->{run}->pumpable;
+		$h->{run}->pumpable;
+	};
+	return defined $alive ? !$alive : 1;    # died: the timer expired
+}
+
+# finish_bg($h, $timeout_s): wait (default timeout_default seconds) for the
+# background psql and return (exit code, stdout, stderr), trailing newlines
+# removed. psql exits 0 on success, 1 or 3 on an SQL error, 2 on a lost
+# connection. On timeout psql is killed and the exit code is -1.
+sub finish_bg
+{
+	my ($h, $timeout_s) = @_;
+	if (!$h->{finished})
+	{
+		$h->{timer}->start($timeout_s // $PostgreSQL::Test::Utils::timeout_default);
+		my $ok = eval { $h->{run}->finish; 1 };
+		if ($ok)
+		{
+			my $status = $h->{run}->full_result(0);
+			$h->{rc} = ($status & 127) ? 128 + ($status & 127) : $status >> 8;
+		}
+		else
+		{
+			my $why = $@;
+			$h->{run}->kill_kill;
+			$h->{rc} = -1;
+			$h->{stderr} .= "finish_bg: psql did not finish: $why";
+		}
+		$h->{finished} = 1;
+	}
+	my ($out, $err) = ($h->{stdout}, $h->{stderr});
+	chomp $out;
+	chomp $err;
+	return ($h->{rc}, $out, $err);
+}
+
+# bg_backend_pid($node, $h, $timeout_s = 30): pid of the backend running the
+# background statement, once it shows up as active in pg_stat_activity
+# (undef if it does not within the timeout). Use it to check wait events or to
+# cancel the statement with pg_cancel_backend.
+sub bg_backend_pid
+{
+	my ($node, $h, $timeout_s) = @_;
+	my $sql = "SELECT pid FROM pg_stat_activity"
+	  . " WHERE application_name = '$h->{application_name}' AND state = 'active'";
+	my $deadline = time + ($timeout_s // 30);
+	while (time <= $deadline)
+	{
+		my $pid = $node->safe_psql('postgres', $sql);
+		return $pid + 0 if $pid =~ /^\d+$/;
+		last if bg_done($h);
+		usleep(50_000);
+	}
+	return undef;
+}
+
+# bg_session($node, %params): an interactive session in database postgres
+# (PostgreSQL::Test::BackgroundPsql: ->query, ->query_safe, ->quit), for
+# tests that need several statements on one connection.
+sub bg_session
+{
+	my ($node, %params) = @_;
+	die "this PostgreSQL::Test::Cluster has no background_psql\n"
+	  unless $node->can('background_psql');
+	return $node->background_psql('postgres', %params);
+}
+
+1;

@@ -21,7 +21,10 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
+#include "nodes/makefuncs.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -62,6 +65,8 @@ persist_create_shard(int32 seq, Oid row_type)
 	snprintf(relname, sizeof(relname), "shard_%d", seq);
 	run_ddl(psprintf("CREATE TABLE peek.%s (time bigint NOT NULL, diff bigint NOT NULL, data %s NOT NULL)",
 					 relname, format_type_be_qualified(row_type)));
+	/* indexes follow seals by reading the newly sealed times */
+	run_ddl(psprintf("CREATE INDEX ON peek.%s (time)", relname));
 	return get_relname_relid(relname, get_namespace_oid("peek", false));
 }
 
@@ -74,47 +79,82 @@ persist_drop_shard(Oid shard)
 		run_ddl(psprintf("DROP TABLE peek.%s", quote_identifier(relname)));
 }
 
-static void
-insert_update(Relation rel, TupleTableSlot *slot, BulkInsertState bis,
-			  int64 time, int64 diff, Datum row)
+/*
+ * Inserting into a shard: through the table AM, keeping the shard's indexes
+ * (its time index) current, in the caller's transaction.
+ */
+typedef struct ShardWriter
 {
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	BulkInsertState bis;
+} ShardWriter;
+
+static void
+shard_writer_open(ShardWriter *w, Oid shard)
+{
+	w->rel = table_open(shard, RowExclusiveLock);
+	w->estate = CreateExecutorState();
+	w->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(w->rri, w->rel, 1, NULL, 0);
+	ExecOpenIndices(w->rri, false);
+	w->slot = table_slot_create(w->rel, NULL);
+	w->bis = GetBulkInsertState();
+}
+
+static void
+shard_insert(ShardWriter *w, int64 time, int64 diff, Datum row)
+{
+	TupleTableSlot *slot = w->slot;
+
 	ExecClearTuple(slot);
 	slot->tts_values[SHARD_TIME - 1] = Int64GetDatum(time);
 	slot->tts_values[SHARD_DIFF - 1] = Int64GetDatum(diff);
 	slot->tts_values[SHARD_DATA - 1] = row;
 	memset(slot->tts_isnull, 0, sizeof(bool) * 3);
 	ExecStoreVirtualTuple(slot);
-	table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, bis);
+	table_tuple_insert(w->rel, slot, GetCurrentCommandId(true), 0, w->bis);
+	if (w->rri->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(w->rri, slot, w->estate, false, false, NULL, NIL));
+}
+
+static void
+shard_writer_close(ShardWriter *w)
+{
+	FreeBulkInsertState(w->bis);
+	ExecDropSingleTupleTableSlot(w->slot);
+	ExecCloseIndices(w->rri);
+	FreeExecutorState(w->estate);
+	table_close(w->rel, NoLock);
+	CommandCounterIncrement();
 }
 
 /* Append each row of the array at (time, diff), in the caller's transaction. */
 void
 persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff)
 {
-	Relation	rel = table_open(shard, RowExclusiveLock);
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
-	BulkInsertState bis = GetBulkInsertState();
+	ShardWriter w;
 	MemoryContext per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek append",
 												  ALLOCSET_DEFAULT_SIZES);
 	ArrayIterator it = array_create_iterator(rows, 0, NULL);
 	Datum		value;
 	bool		isnull;
 
+	shard_writer_open(&w, shard);
 	while (array_iterate(it, &value, &isnull))
 	{
 		MemoryContext old = MemoryContextSwitchTo(per_row);
 
 		Assert(!isnull);		/* callers reject arrays with NULLs */
-		insert_update(rel, slot, bis, time, diff, row_normalize(value));
+		shard_insert(&w, time, diff, row_normalize(value));
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(per_row);
 	}
 	array_free_iterator(it);
 	MemoryContextDelete(per_row);
-	FreeBulkInsertState(bis);
-	ExecDropSingleTupleTableSlot(slot);
-	table_close(rel, NoLock);
-	CommandCounterIncrement();
+	shard_writer_close(&w);
 }
 
 /*
@@ -222,32 +262,74 @@ persist_walk(Oid shard, Oid row_type, const char *collection, int64 time,
 int64
 persist_compact(Oid shard, int64 since)
 {
-	Relation	rel = table_open(shard, RowExclusiveLock);
+	ShardWriter w;
 	Snapshot	snapshot = GetActiveSnapshot();
 	RowCounts  *counts = row_counts_create();
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	ItemPointerData *tids;
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
 	int64		before;
 	int64		after = 0;
 
-	before = scan_consolidate(rel, snapshot, since, counts, &tids);
+	shard_writer_open(&w, shard);
+	before = scan_consolidate(w.rel, snapshot, since, counts, &tids);
 	for (int64 i = 0; i < before; i++)
-		simple_table_tuple_delete(rel, &tids[i], snapshot);
+		simple_table_tuple_delete(w.rel, &tids[i], snapshot);
 
 	hash_seq_init(&status, counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
 	{
 		if (rc->count == 0)
 			continue;
-		insert_update(rel, slot, NULL, since, rc->count, row_count_datum(rc));
+		shard_insert(&w, since, rc->count, row_count_datum(rc));
 		after++;
 	}
-	ExecDropSingleTupleTableSlot(slot);
-	table_close(rel, NoLock);
+	shard_writer_close(&w);
 	MemoryContextDelete(counts->cxt);
 	pfree(tids);
-	CommandCounterIncrement();
 	return before - after;
+}
+
+/*
+ * Feed every update with lower <= time < upper to fn, in no particular
+ * order: the rows an index needs to hydrate (lower 0) or to follow a seal.
+ * Runs in the caller's transaction and snapshot.
+ */
+void
+persist_scan_range(Oid shard, int64 lower, int64 upper,
+				   void (*fn) (int64 time, int64 diff, Datum row, void *arg), void *arg)
+{
+	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Datum		args[2] = {Int64GetDatum(lower), Int64GetDatum(upper)};
+	Portal		portal;
+	char	   *relname = get_rel_name(shard);
+
+	if (relname == NULL)
+		elog(ERROR, "pg_peek: shard %u does not exist", shard);
+	SPI_connect();
+	portal = SPI_cursor_open_with_args(NULL,
+									   psprintf("SELECT time, diff, data FROM peek.%s "
+												"WHERE time >= $1 AND time < $2",
+												quote_identifier(relname)),
+									   2, argtypes, args, NULL, true, 0);
+	for (;;)
+	{
+		SPI_cursor_fetch(portal, true, 10000);
+		if (SPI_processed == 0)
+			break;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+
+			CHECK_FOR_INTERRUPTS();
+			fn(DatumGetInt64(SPI_getbinval(tup, desc, SHARD_TIME, &isnull)),
+			   DatumGetInt64(SPI_getbinval(tup, desc, SHARD_DIFF, &isnull)),
+			   SPI_getbinval(tup, desc, SHARD_DATA, &isnull), arg);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
 }

@@ -93,6 +93,7 @@ peek_shmem_startup(void)
 
 		memset(peek_shared, 0, sizeof(PeekShared));
 		peek_shared->nslots = MaxBackends;
+		pg_atomic_init_u64(&peek_shared->arrangement_bytes, 0);
 		peek_shared->slots = (PeekSlot *) cursor;
 		cursor += MAXALIGN(mul_size(MaxBackends, sizeof(PeekSlot)));
 		memset(peek_shared->slots, 0, sizeof(PeekSlot) * MaxBackends);

@@ -149,6 +149,7 @@ typedef struct PeekShared
 	int			nslots;
 	PeekSlot   *slots;
 	RuntimeSlot runtimes[PEEK_MAX_RUNTIMES];
+	pg_atomic_uint64 arrangement_bytes; /* live batches, against max_memory */
 } PeekShared;
 
 extern PeekShared *peek_shared;

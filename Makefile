@@ -11,6 +11,9 @@ OBJS = \
 	src/peek.o \
 	src/persist.o \
 	src/rows.o \
+	src/batch.o \
+	src/spine.o \
+	src/walk.o \
 	src/catalog.o \
 	src/functions.o \
 	src/introspection.o

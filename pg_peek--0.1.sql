@@ -15,7 +15,10 @@ CREATE TABLE peek.objects (
     kind          "char" NOT NULL CHECK (kind IN ('c', 'i')),
     row_type      regtype NOT NULL,
     owner         regrole NOT NULL,
-    shard         regclass,
+    shard         regclass,                       -- collections: their updates
+    collection    bigint REFERENCES peek.objects (id), -- indexes: what they arrange
+    key_columns   text[],                         -- indexes: key column names
+    key_attnums   int2[],                         -- ... and their attribute numbers
     upper         bigint NOT NULL DEFAULT 0 CHECK (upper >= 0),
     since         bigint NOT NULL DEFAULT 0 CHECK (since >= 0),
     allowed_since bigint NOT NULL DEFAULT 0 CHECK (allowed_since >= 0),
@@ -48,7 +51,18 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'peek_write' LANGUAGE C;
 CREATE FUNCTION peek.allow_compaction(object text, since bigint)
 RETURNS void AS 'MODULE_PATHNAME', 'peek_allow_compaction' LANGUAGE C;
 
+-- indexes (arrangements)
+CREATE FUNCTION peek.create_index(name text, collection text, key text[])
+RETURNS void AS 'MODULE_PATHNAME', 'peek_create_index' LANGUAGE C;
+
+CREATE FUNCTION peek.drop_index(name text)
+RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_index' LANGUAGE C;
+
 -- peeks
+CREATE FUNCTION peek.index_peek(rowtype anyelement, index text, key record DEFAULT NULL,
+                                as_of bigint DEFAULT NULL, "limit" bigint DEFAULT NULL)
+RETURNS SETOF anyelement AS 'MODULE_PATHNAME', 'peek_index_peek' LANGUAGE C;
+
 CREATE FUNCTION peek.persist_peek(rowtype anyelement, collection text,
                                   as_of bigint DEFAULT NULL, "limit" bigint DEFAULT NULL)
 RETURNS SETOF anyelement AS 'MODULE_PATHNAME', 'peek_persist_peek' LANGUAGE C;

@@ -34,7 +34,7 @@
 #include "catalog.h"
 #include "shmem.h"
 
-#define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since"
+#define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums"
 
 void
 become_extension_owner(SavedUser *saved)
@@ -91,6 +91,22 @@ object_from_tuple(HeapTuple tup, TupleDesc desc)
 	obj->upper = getint64(tup, desc, 7);
 	obj->since = getint64(tup, desc, 8);
 	obj->allowed_since = getint64(tup, desc, 9);
+	obj->collection = getint64(tup, desc, 10);
+	{
+		Datum		d = SPI_getbinval(tup, desc, 11, &isnull);
+
+		if (!isnull)
+		{
+			ArrayType  *arr = DatumGetArrayTypeP(d);
+			Datum	   *elems;
+			int			n;
+
+			deconstruct_array(arr, INT2OID, 2, true, TYPALIGN_SHORT, &elems, NULL, &n);
+			obj->nkeys = Min(n, INDEX_MAX_KEYS);
+			for (int i = 0; i < obj->nkeys; i++)
+				obj->attnums[i] = DatumGetInt16(elems[i]);
+		}
+	}
 	return obj;
 }
 
@@ -155,19 +171,26 @@ catalog_lookup(const char *name, char kind, CatalogLock lock)
 
 /* Run one statement with parameters as the extension owner. */
 static uint64
-catalog_exec(const char *query, int nargs, Oid *argtypes, Datum *args, int expected)
+catalog_exec_nulls(const char *query, int nargs, Oid *argtypes, Datum *args,
+				   const char *nulls, int expected)
 {
 	SavedUser	saved;
 	uint64		processed;
 
 	become_extension_owner(&saved);
 	SPI_connect();
-	spi_check(SPI_execute_with_args(query, nargs, argtypes, args, NULL, false, 0),
+	spi_check(SPI_execute_with_args(query, nargs, argtypes, args, nulls, false, 0),
 			  expected, query);
 	processed = SPI_processed;
 	SPI_finish();
 	restore_user(&saved);
 	return processed;
+}
+
+static uint64
+catalog_exec(const char *query, int nargs, Oid *argtypes, Datum *args, int expected)
+{
+	return catalog_exec_nulls(query, nargs, argtypes, args, NULL, expected);
 }
 
 bool
@@ -209,11 +232,15 @@ catalog_new_id(int32 *seq)
 	return ((int64) ext << 32) | value;
 }
 
+/* Insert a collection's or an index's row (key_columns names its keys). */
 void
-catalog_insert(CatalogObject *obj)
+catalog_insert(CatalogObject *obj, Datum key_columns)
 {
-	Oid			argtypes[6] = {INT8OID, TEXTOID, CHAROID, OIDOID, OIDOID, OIDOID};
-	Datum		args[6];
+	Oid			argtypes[9] = {INT8OID, TEXTOID, CHAROID, OIDOID, OIDOID, OIDOID,
+	INT8OID, TEXTARRAYOID, INT2ARRAYOID};
+	Datum		args[9];
+	char		nulls[9] = "         ";
+	Datum	   *attnums = palloc(sizeof(Datum) * Max(obj->nkeys, 1));
 
 	args[0] = Int64GetDatum(obj->id);
 	args[1] = CStringGetTextDatum(obj->name);
@@ -221,9 +248,49 @@ catalog_insert(CatalogObject *obj)
 	args[3] = ObjectIdGetDatum(obj->row_type);
 	args[4] = ObjectIdGetDatum(obj->owner);
 	args[5] = ObjectIdGetDatum(obj->shard);
-	catalog_exec("INSERT INTO peek.objects (id, name, kind, row_type, owner, shard) "
-				 "VALUES ($1, $2, $3, $4, $5, $6)",
-				 6, argtypes, args, SPI_OK_INSERT);
+	args[6] = Int64GetDatum(obj->collection);
+	args[7] = key_columns;
+	for (int i = 0; i < obj->nkeys; i++)
+		attnums[i] = Int16GetDatum(obj->attnums[i]);
+	args[8] = PointerGetDatum(construct_array(attnums, obj->nkeys, INT2OID, 2, true, TYPALIGN_SHORT));
+	if (obj->kind == PEEK_KIND_COLLECTION)
+	{
+		nulls[6] = nulls[7] = nulls[8] = 'n';
+	}
+	else
+		nulls[5] = 'n';
+	catalog_exec_nulls("INSERT INTO peek.objects (id, name, kind, row_type, owner, shard, "
+					   "collection, key_columns, key_attnums) "
+					   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+					   9, argtypes, args, nulls, SPI_OK_INSERT);
+}
+
+/* The indexes arranging a collection (for drop_collection). */
+List *
+catalog_indexes_of(PeekObjectId collection)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	SavedUser	saved;
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(collection);
+	List	   *result = NIL;
+
+	become_extension_owner(&saved);
+	SPI_connect();
+	spi_check(SPI_execute_with_args("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+									"WHERE collection OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+									1, &argtype, &arg, NULL, false, 0),
+			  SPI_OK_SELECT, "index lookup");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+
+		result = lappend(result, object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc));
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	restore_user(&saved);
+	return result;
 }
 
 void
@@ -304,8 +371,12 @@ catalog_read(PeekObjectId *ids, int nids)
 		for (int i = 0; i < nids; i++)
 			elems[i] = Int64GetDatum(ids[i]);
 		arg = PointerGetDatum(construct_array(elems, nids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		/* with each changed collection's indexes and each index's collection */
 		ret = SPI_execute_with_args("SELECT " OBJECT_COLUMNS " FROM peek.objects "
-									"WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+									"WHERE id OPERATOR(pg_catalog.=) ANY ($1) "
+									"OR collection OPERATOR(pg_catalog.=) ANY ($1) "
+									"OR id IN (SELECT collection FROM peek.objects "
+									"WHERE id OPERATOR(pg_catalog.=) ANY ($1))",
 									1, &argtype, &arg, NULL, true, 0);
 	}
 	spi_check(ret, SPI_OK_SELECT, "catalog read");

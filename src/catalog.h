@@ -11,6 +11,7 @@
 
 #include "pg_peek.h"
 
+#include "access/attnum.h"
 #include "nodes/pg_list.h"
 
 typedef struct CatalogObject
@@ -21,6 +22,9 @@ typedef struct CatalogObject
 	Oid			row_type;
 	Oid			owner;
 	Oid			shard;			/* collections: the table holding updates */
+	PeekObjectId collection;	/* indexes: the collection arranged */
+	int			nkeys;			/* indexes: key columns */
+	AttrNumber	attnums[INDEX_MAX_KEYS];
 	int64		upper;
 	int64		since;
 	int64		allowed_since;
@@ -48,8 +52,9 @@ extern void restore_user(SavedUser *saved);
 extern CatalogObject *catalog_lookup(const char *name, char kind, CatalogLock lock);
 extern PeekObjectId catalog_new_id(int32 *seq);
 extern bool catalog_name_taken(const char *name);
-extern void catalog_insert(CatalogObject *obj);
+extern void catalog_insert(CatalogObject *obj, Datum key_columns);
 extern void catalog_delete(PeekObjectId id);
+extern List *catalog_indexes_of(PeekObjectId collection);
 extern void catalog_set_upper(PeekObjectId id, int64 upper);
 extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
 extern void check_object_owner(CatalogObject *obj);

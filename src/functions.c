@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * functions.c
- *	  The SQL surface (DESIGN §4) for collections and persist peeks: argument
+ *	  The SQL surface (DESIGN §4): collections, indexes and peeks: argument
  *	  checks, privilege checks and the catalog and shard writes, all in the
  *	  caller's transaction.  Committed changes reach the runtimes through
  *	  the notices of catalog.c; peeks go through peek.c.
@@ -23,10 +23,15 @@
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
+#include "access/htup_details.h"
+#include "parser/parse_coerce.h"
+
+#include "batch.h"
 #include "catalog.h"
 #include "peek.h"
 #include "persist.h"
 #include "shmem.h"
+#include "walk.h"
 
 PG_FUNCTION_INFO_V1(peek_create_collection);
 PG_FUNCTION_INFO_V1(peek_drop_collection);
@@ -35,6 +40,9 @@ PG_FUNCTION_INFO_V1(peek_advance);
 PG_FUNCTION_INFO_V1(peek_write);
 PG_FUNCTION_INFO_V1(peek_allow_compaction);
 PG_FUNCTION_INFO_V1(peek_persist_peek);
+PG_FUNCTION_INFO_V1(peek_create_index);
+PG_FUNCTION_INFO_V1(peek_drop_index);
+PG_FUNCTION_INFO_V1(peek_index_peek);
 
 /* ---- argument checks ---- */
 
@@ -142,7 +150,7 @@ peek_create_collection(PG_FUNCTION_ARGS)
 	obj.row_type = row_type;
 	obj.owner = GetUserId();
 	obj.shard = persist_create_shard(seq, row_type);
-	catalog_insert(&obj);
+	catalog_insert(&obj, (Datum) 0);
 	notify_catalog_changed(obj.id);
 	PG_RETURN_VOID();
 }
@@ -153,7 +161,17 @@ peek_drop_collection(PG_FUNCTION_ARGS)
 	char	   *name = text_arg(fcinfo, 0, "collection name");
 	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
 
+	ListCell   *lc;
+
 	check_object_owner(coll);
+	/* like a table's indexes, the collection's indexes go with it */
+	foreach(lc, catalog_indexes_of(coll->id))
+	{
+		CatalogObject *idx = lfirst(lc);
+
+		catalog_delete(idx->id);
+		notify_catalog_changed(idx->id);
+	}
 	catalog_delete(coll->id);
 	persist_drop_shard(coll->shard);
 	notify_catalog_changed(coll->id);
@@ -269,7 +287,7 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 	int64		as_of = optional_time_arg(fcinfo, 2, "as_of", PEEK_TIME_LATEST);
 	int64		limit = optional_time_arg(fcinfo, 3, "limit", -1);
 	CatalogObject *coll;
-	int64		t;
+	PeekTicket	ticket;
 
 	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_READ);
 	if (rowtype != coll->row_type)
@@ -282,8 +300,199 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	peek_attach();
-	t = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION, as_of);
-	persist_walk(coll->shard, coll->row_type, coll->name, t, limit, rsinfo->setResult);
+	ticket = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION, as_of);
+	persist_walk(coll->shard, coll->row_type, coll->name, ticket.time, limit, rsinfo->setResult);
+	peek_end();
+	return (Datum) 0;
+}
+
+/* ---- indexes ---- */
+
+/* create_index(name, collection, key text[]) */
+Datum
+peek_create_index(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "index name");
+	char	   *coll_name = text_arg(fcinfo, 1, "collection name");
+	CatalogObject *coll;
+	CatalogObject obj = {0};
+	ArrayType  *key;
+	Datum	   *names;
+	bool	   *nulls;
+	int			nnames;
+	TupleDesc	desc;
+	int32		seq;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("key columns must not be NULL")));
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("index name must not be empty")));
+	coll = catalog_lookup(coll_name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	check_object_owner(coll);
+	if (catalog_name_taken(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pg_peek object \"%s\" already exists", name)));
+
+	key = PG_GETARG_ARRAYTYPE_P(2);
+	deconstruct_array(key, TEXTOID, -1, false, TYPALIGN_INT, &names, &nulls, &nnames);
+	if (nnames == 0 || nnames > INDEX_MAX_KEYS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("an index needs between 1 and %d key columns, not %d", INDEX_MAX_KEYS, nnames)));
+	desc = lookup_rowtype_tupdesc(coll->row_type, -1);
+	for (int i = 0; i < nnames; i++)
+	{
+		char	   *col;
+		AttrNumber	attnum = InvalidAttrNumber;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("key columns must not contain NULL")));
+		col = TextDatumGetCString(names[i]);
+		for (int a = 0; a < desc->natts; a++)
+			if (!TupleDescAttr(desc, a)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, a)->attname), col) == 0)
+				attnum = a + 1;
+		if (attnum == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" does not exist in row type %s of collection \"%s\"",
+							col, format_type_be(coll->row_type), coll->name)));
+		for (int j = 0; j < i; j++)
+			if (obj.attnums[j] == attnum)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("key column \"%s\" appears more than once", col)));
+		obj.attnums[i] = attnum;
+	}
+	ReleaseTupleDesc(desc);
+	obj.nkeys = nnames;
+	/* every key column needs hash equality */
+	(void) keyinfo_build(coll->row_type, obj.nkeys, obj.attnums);
+
+	obj.id = catalog_new_id(&seq);
+	obj.name = name;
+	obj.kind = PEEK_KIND_INDEX;
+	obj.row_type = coll->row_type;
+	obj.owner = GetUserId();
+	obj.collection = coll->id;
+	catalog_insert(&obj, PG_GETARG_DATUM(2));
+	notify_catalog_changed(obj.id);
+	PG_RETURN_VOID();
+}
+
+Datum
+peek_drop_index(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "index name");
+	CatalogObject *idx = catalog_lookup(name, PEEK_KIND_INDEX, CATALOG_DROP);
+
+	check_object_owner(idx);
+	catalog_delete(idx->id);
+	notify_catalog_changed(idx->id);
+	PG_RETURN_VOID();
+}
+
+/*
+ * The key of an index peek: ROW(v1, ...) in key-column order, each field
+ * coerced to its key column's type (through text when the types differ).
+ */
+static void
+key_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, WalkSpec *spec)
+{
+	HeapTupleHeader rec = PG_GETARG_HEAPTUPLEHEADER(n);
+	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec),
+											  HeapTupleHeaderGetTypMod(rec));
+	HeapTupleData tuple;
+
+	if (desc->natts != spec->key->nkeys)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("key of index \"%s\" has %d columns, not %d",
+						idx->name, spec->key->nkeys, desc->natts),
+				 errhint("Pass the key as ROW(v1, ...) in key-column order.")));
+	tuple.t_len = HeapTupleHeaderGetDatumLength(rec);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = rec;
+	spec->has_key = true;
+	spec->key_has_null = false;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Oid			from = TupleDescAttr(desc, i)->atttypid;
+		Oid			to = spec->key->types[i];
+		bool		isnull;
+		Datum		value = heap_getattr(&tuple, i + 1, desc, &isnull);
+
+		if (isnull)
+		{
+			spec->key_has_null = true;
+			continue;
+		}
+		if (from != to)
+		{
+			Oid			out,
+						in,
+						ioparam;
+			bool		varlena;
+
+			if (!can_coerce_type(1, &from, &to, COERCION_ASSIGNMENT) && from != UNKNOWNOID)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("key column %d of index \"%s\" is of type %s, not %s",
+								i + 1, idx->name, format_type_be(to), format_type_be(from))));
+			getTypeOutputInfo(from, &out, &varlena);
+			getTypeInputInfo(to, &in, &ioparam);
+			value = OidInputFunctionCall(in, OidOutputFunctionCall(out, value), ioparam, -1);
+		}
+		spec->key_values[i] = value;
+	}
+	ReleaseTupleDesc(desc);
+	if (!spec->key_has_null)
+		spec->keyhash = key_hash_values(spec->key, spec->key_values);
+}
+
+/* index_peek(rowtype anyelement, index, key record, as_of, limit) */
+Datum
+peek_index_peek(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	char	   *name = text_arg(fcinfo, 1, "index name");
+	int64		as_of = optional_time_arg(fcinfo, 3, "as_of", PEEK_TIME_LATEST);
+	int64		limit = optional_time_arg(fcinfo, 4, "limit", -1);
+	CatalogObject *idx;
+	WalkSpec	spec = {0};
+	PeekTicket	ticket;
+
+	idx = catalog_lookup(name, PEEK_KIND_INDEX, CATALOG_READ);
+	if (rowtype != idx->row_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("index \"%s\" holds rows of type %s, not %s",
+						idx->name, format_type_be(idx->row_type), format_type_be(rowtype)),
+				 errhint("Pass NULL::%s as the first argument.", format_type_be(idx->row_type))));
+	check_object_reader(idx);
+
+	spec.name = idx->name;
+	spec.row_type = idx->row_type;
+	spec.limit = limit;
+	spec.key = keyinfo_build(idx->row_type, idx->nkeys, idx->attnums);
+	if (!PG_ARGISNULL(2))
+		key_arg(fcinfo, 2, idx, &spec);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	spec.out = rsinfo->setResult;
+	peek_attach();
+	ticket = peek_begin(idx->id, idx->name, PEEK_KIND_INDEX, as_of);
+	spec.time = ticket.time;
+	walk_batches(ticket.batches, &spec);
 	peek_end();
 	return (Datum) 0;
 }

@@ -4,8 +4,10 @@
  *	  The maintenance runtime's duties: learn committed catalog changes
  *	  from the notices backends send (never by polling the whole catalog,
  *	  except to reconcile at start or after a lost notice), publish each
- *	  object's frontiers in the registry, tombstone dropped objects, and
- *	  compact persist shards as far as every hold allows.
+ *	  object's frontiers in the registry, keep each index's arrangement
+ *	  (spine.c) hydrated and following its collection, tombstone dropped
+ *	  objects, and compact shards and arrangements as far as every hold
+ *	  allows.
  *
  *	  Runs only in the maintenance (or solo) runtime's loop (runtime.c).
  *	  Must not answer peeks: that is peek.c's job.
@@ -21,6 +23,7 @@
 #include "persist.h"
 #include "registry.h"
 #include "runtime.h"
+#include "spine.h"
 
 /* An object whose since may advance: its allowance is above its since. */
 typedef struct PendingCompaction
@@ -57,6 +60,7 @@ maintenance_reset(void)
 	changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
 	pending_compactions = make_id_table("pg_peek pending compactions", sizeof(PendingCompaction));
 	reread_all = true;
+	spines_reset();
 }
 
 void
@@ -73,31 +77,81 @@ maintenance_note_command(PeekCommand *cmd)
 	hash_search(changed_ids, &cmd->object, HASH_ENTER, NULL);
 }
 
-/* Publish one catalog row and note whether it can compact. */
+/* Note an object whose allowance is above its since: it may compact. */
 static void
-adopt_object(CatalogObject *obj)
+note_compaction(CatalogObject *obj, int64 since)
 {
 	PendingCompaction *pc;
 
-	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
-	if (publish_frontiers(obj->id, obj->kind, obj->upper, obj->since, obj->allowed_since))
-		runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
-	if (obj->kind != PEEK_KIND_COLLECTION || obj->allowed_since <= obj->since)
+	if (obj->allowed_since <= since)
 		return;
 	pc = hash_search(pending_compactions, &obj->id, HASH_ENTER, NULL);
 	pc->kind = obj->kind;
 	pc->shard = obj->shard;
-	pc->durable_since = obj->since;
+	pc->durable_since = since;
+}
+
+static int64
+published_since(PeekObjectId id)
+{
+	RegistryEntry *entry = registry_lock(id, false);
+	int64		since = 0;
+
+	if (entry != NULL)
+	{
+		since = entry->since;
+		registry_unlock(entry);
+	}
+	return since;
+}
+
+/* Publish one collection's catalog row. */
+static void
+adopt_collection(CatalogObject *obj)
+{
+	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
+	if (publish_frontiers(obj->id, obj->kind, obj->upper, obj->since, obj->allowed_since))
+		runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
+	note_compaction(obj, obj->since);
+}
+
+/* Hydrate or follow one index over its (already adopted) collection. */
+static void
+adopt_index(CatalogObject *obj, CatalogObject *collection)
+{
+	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
+	spine_adopt(obj, collection, published_since(obj->id));
+	runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
+	note_compaction(obj, published_since(obj->id));
 }
 
 static void
 forget_object(PeekObjectId id)
 {
 	registry_mark_dropped(id);
+	spine_forget(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
 }
 
-/* Read the changed rows (or all) and publish them; tombstone the missing. */
+static CatalogObject *
+find_object(List *objects, PeekObjectId id)
+{
+	ListCell   *lc;
+
+	foreach(lc, objects)
+	{
+		CatalogObject *obj = lfirst(lc);
+
+		if (obj->id == id)
+			return obj;
+	}
+	return NULL;
+}
+
+/*
+ * Read the changed rows (or all) and publish them, collections before the
+ * indexes that follow them; tombstone what is gone.
+ */
 static void
 apply_catalog_changes(void *arg)
 {
@@ -105,21 +159,7 @@ apply_catalog_changes(void *arg)
 	ListCell   *lc;
 
 	if (reread_all)
-	{
-		PeekObjectId *live;
-		int			n = 0;
-
 		objects = catalog_read(NULL, -1);
-		live = palloc(sizeof(PeekObjectId) * Max(list_length(objects), 1));
-		foreach(lc, objects)
-		{
-			CatalogObject *obj = lfirst(lc);
-
-			adopt_object(obj);
-			live[n++] = obj->id;
-		}
-		registry_mark_dropped_except(live, n);
-	}
 	else
 	{
 		HASH_SEQ_STATUS status;
@@ -132,23 +172,37 @@ apply_catalog_changes(void *arg)
 			ids[n++] = *id;
 		objects = catalog_read(ids, n);
 		for (int i = 0; i < n; i++)
-		{
-			bool		found = false;
-
-			foreach(lc, objects)
-			{
-				CatalogObject *obj = lfirst(lc);
-
-				if (obj->id == ids[i])
-				{
-					adopt_object(obj);
-					found = true;
-					break;
-				}
-			}
-			if (!found)
+			if (find_object(objects, ids[i]) == NULL)
 				forget_object(ids[i]);
-		}
+	}
+
+	foreach(lc, objects)
+	{
+		CatalogObject *obj = lfirst(lc);
+
+		if (obj->kind == PEEK_KIND_COLLECTION)
+			adopt_collection(obj);
+	}
+	foreach(lc, objects)
+	{
+		CatalogObject *obj = lfirst(lc);
+		CatalogObject *collection;
+
+		if (obj->kind != PEEK_KIND_INDEX)
+			continue;
+		collection = find_object(objects, obj->collection);
+		if (collection != NULL)
+			adopt_index(obj, collection);
+	}
+
+	if (reread_all)
+	{
+		PeekObjectId *live = palloc(sizeof(PeekObjectId) * Max(list_length(objects), 1));
+		int			n = 0;
+
+		foreach(lc, objects)
+			live[n++] = ((CatalogObject *) lfirst(lc))->id;
+		registry_mark_dropped_except(live, n);
 	}
 }
 
@@ -159,9 +213,16 @@ typedef struct CompactionWork
 } CompactionWork;
 
 static void
-compact_shard(void *arg)
+compact_object(void *arg)
 {
 	CompactionWork *work = arg;
+
+	if (work->pc->kind == PEEK_KIND_INDEX)
+	{
+		if (spine_compact(work->pc->id, work->since))
+			work->pc->durable_since = work->since;
+		return;
+	}
 
 	/* a writer holding the row: try again on a later round */
 	if (!catalog_lock_for_compaction(work->pc->id))
@@ -200,7 +261,7 @@ run_compactions(void)
 		{
 			CompactionWork work = {pc, since};
 
-			run_in_transaction(compact_shard, &work);
+			run_in_transaction(compact_object, &work);
 			runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_COMPACTIONS);
 		}
 		if (pc->durable_since >= target)

@@ -41,6 +41,7 @@
 #include "peek.h"
 #include "registry.h"
 #include "shmem.h"
+#include "spine.h"
 
 /* ---------------------------------------------------------------------
  * Backend side
@@ -85,13 +86,19 @@ peek_withdraw(void)
 
 	SpinLockAcquire(&slot->mutex);
 	notify = slot->state == PEEK_SUBMITTED || slot->state == PEEK_PARKED;
-	slot->state = notify ? PEEK_WITHDRAWN : PEEK_IDLE;
-	slot->hold_object = 0;
 	runtime = slot->runtime;
 	SpinLockRelease(&slot->mutex);
 
 	if (notify)
+	{
+		SpinLockAcquire(&slot->mutex);
+		slot->state = PEEK_WITHDRAWN;
+		slot->hold_object = 0;
+		SpinLockRelease(&slot->mutex);
 		queue_slot(slot, runtime);
+	}
+	else
+		peek_end();				/* answered: let go of its batches and hold */
 }
 
 static void
@@ -147,7 +154,7 @@ raise_runtime_missing(int runtime)
  * that time stays in force until peek_end (or an abort).  Errors from the
  * gate (compacted, dropped) are raised here, naming the object.
  */
-int64
+PeekTicket
 peek_begin(PeekObjectId object, const char *name, char kind, int64 time)
 {
 	PeekSlot   *slot = my_peek_slot();
@@ -157,7 +164,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time)
 	pg_uuid_t	uuid;
 	PeekState	state;
 	PeekAnswer	answer;
-	int64		answer_time;
+	PeekTicket	ticket;
 	int64		answer_since;
 
 	if (!backend_checked)
@@ -190,6 +197,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time)
 	slot->runtime_generation = generation;
 	slot->submitted_at = GetCurrentTimestamp();
 	slot->hold_object = 0;
+	slot->answer_batches = InvalidDsaPointer;
 	SpinLockRelease(&slot->mutex);
 	peek_in_flight = true;
 	queue_slot(slot, runtime);
@@ -248,36 +256,48 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time)
 	/* The runtime wrote the answer before setting ANSWERED. */
 	pg_read_barrier();
 	answer = slot->answer;
-	answer_time = slot->answer_time;
+	ticket.time = slot->answer_time;
+	ticket.batches = slot->answer_batches;
 	answer_since = slot->answer_since;
 	if (answer == PEEK_ANSWER_READ)
-		return answer_time;
+		return ticket;
 
 	peek_end();
 	if (answer == PEEK_ANSWER_COMPACTED)
 		ereport(ERROR,
 				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
 				 errmsg("cannot peek %s \"%s\" at time " INT64_FORMAT ": it is compacted to since " INT64_FORMAT,
-						kind_name(kind), name, answer_time, answer_since),
+						kind_name(kind), name, ticket.time, answer_since),
 				 errhint("Peek at a time at or after " INT64_FORMAT ", or hold compaction back with a lower peek.allow_compaction.",
 						 answer_since)));
+	if (answer == PEEK_ANSWER_FAILED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("index \"%s\" is failed: its arrangement exceeded pg_peek.max_memory (%d kB)",
+						name, peek_max_memory_kb),
+				 errhint("Raise pg_peek.max_memory, then drop and recreate the index.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
 			 errmsg("%s \"%s\" was dropped while the peek waited", kind_name(kind), name)));
-	return 0;					/* keep compiler quiet */
+	return ticket;				/* keep compiler quiet */
 }
 
-/* The walk is done (or failed): release the hold. */
+/* The walk is done (or failed): release the batches and the hold. */
 void
 peek_end(void)
 {
 	PeekSlot   *slot = my_peek_slot();
+	dsa_pointer batches;
 
 	SpinLockAcquire(&slot->mutex);
+	batches = slot->answer_batches;
+	slot->answer_batches = InvalidDsaPointer;
 	slot->state = PEEK_IDLE;
 	slot->hold_object = 0;
 	SpinLockRelease(&slot->mutex);
 	peek_in_flight = false;
+	if (DsaPointerIsValid(batches))
+		release_handle(batches);
 }
 
 /* ---------------------------------------------------------------------
@@ -312,6 +332,7 @@ typedef enum GateResult
 	GATE_READY,
 	GATE_COMPACTED,
 	GATE_DROPPED,
+	GATE_FAILED,
 	GATE_GONE					/* withdrawn meanwhile */
 } GateResult;
 
@@ -359,7 +380,7 @@ peek_runtime_reset(int runtime)
  * lets publishers skip the dirty mark is kept in the same lock.
  */
 static GateResult
-gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since)
+gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, dsa_pointer *shared)
 {
 	PeekSlot   *slot = &peek_shared->slots[idx];
 	RegistryEntry *entry = registry_lock(lp->object, true);
@@ -368,6 +389,8 @@ gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since)
 
 	if (entry->dropped)
 		result = GATE_DROPPED;
+	else if (entry->failed)
+		result = GATE_FAILED;
 	else
 	{
 		if (t == PEEK_TIME_LATEST && entry->published)
@@ -398,8 +421,33 @@ gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since)
 		entry->waiters[runtime]++;
 	else if (result != GATE_WAIT && lp->parked)
 		entry->waiters[runtime]--;
+
+	/* a shared handle is resolved from the registry on this attempt */
+	*shared = InvalidDsaPointer;
+	if (result == GATE_READY && lp->kind == PEEK_KIND_INDEX &&
+		peek_runtime_role(runtime) == PEEK_ROLE_INTERACTIVE)
+		*shared = resolve_shared_handle(entry, runtime);
 	registry_unlock(entry);
 	return result;
+}
+
+/*
+ * The batches a ready index peek walks: the shared handle the gate resolved,
+ * or (solo) a local handle on this runtime's own spine, pinned once for the
+ * rest of the peek's life.
+ */
+static dsa_pointer
+handle_for(int runtime, LocalPeek *lp, dsa_pointer shared)
+{
+	dsa_pointer *batches;
+	int			nbatches;
+
+	if (lp->kind != PEEK_KIND_INDEX || DsaPointerIsValid(shared))
+		return shared;
+	if (!spine_local_batches(lp->object, &batches, &nbatches))
+		elog(ERROR, "pg_peek: solo runtime has no arrangement for published index " INT64_FORMAT,
+			 lp->object);
+	return pin_batches(lp->object, batches, nbatches, false, runtime);
 }
 
 static void
@@ -441,9 +489,12 @@ unpark(int runtime, LocalPeek *lp)
 	unpark_local(lp);
 }
 
-/* Write an answer into the slot if the peek is still the one we examined. */
+/*
+ * Write an answer into the slot if the peek is still the one we examined;
+ * if it is gone, its batches are let go of here.
+ */
 static void
-respond(int idx, LocalPeek *lp, PeekAnswer answer, int64 since)
+respond(int idx, LocalPeek *lp, PeekAnswer answer, int64 since, dsa_pointer batches)
 {
 	PeekSlot   *slot = &peek_shared->slots[idx];
 	PGPROC	   *backend = NULL;
@@ -455,6 +506,7 @@ respond(int idx, LocalPeek *lp, PeekAnswer answer, int64 since)
 		slot->answer = answer;
 		slot->answer_time = lp->time;
 		slot->answer_since = since;
+		slot->answer_batches = batches;
 		pg_write_barrier();
 		slot->state = PEEK_ANSWERED;
 		backend = slot->backend;
@@ -462,6 +514,8 @@ respond(int idx, LocalPeek *lp, PeekAnswer answer, int64 since)
 	SpinLockRelease(&slot->mutex);
 	if (backend != NULL)
 		SetLatch(&backend->procLatch);
+	else if (DsaPointerIsValid(batches))
+		release_handle(batches);
 }
 
 /* Gate one peek and act on the result: answer it, or park it. */
@@ -471,7 +525,8 @@ examine_peek(int runtime, int idx, LocalPeek *lp)
 	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
 	PeekSlot   *slot = &peek_shared->slots[idx];
 	int64		since;
-	GateResult	result = gate_peek(runtime, idx, lp, &since);
+	dsa_pointer shared;
+	GateResult	result = gate_peek(runtime, idx, lp, &since, &shared);
 
 	if (result == GATE_WAIT)
 	{
@@ -492,13 +547,16 @@ examine_peek(int runtime, int idx, LocalPeek *lp)
 	switch (result)
 	{
 		case GATE_READY:
-			respond(idx, lp, PEEK_ANSWER_READ, since);
+			respond(idx, lp, PEEK_ANSWER_READ, since, handle_for(runtime, lp, shared));
 			break;
 		case GATE_COMPACTED:
-			respond(idx, lp, PEEK_ANSWER_COMPACTED, since);
+			respond(idx, lp, PEEK_ANSWER_COMPACTED, since, InvalidDsaPointer);
 			break;
 		case GATE_DROPPED:
-			respond(idx, lp, PEEK_ANSWER_DROPPED, since);
+			respond(idx, lp, PEEK_ANSWER_DROPPED, since, InvalidDsaPointer);
+			break;
+		case GATE_FAILED:
+			respond(idx, lp, PEEK_ANSWER_FAILED, since, InvalidDsaPointer);
 			break;
 		case GATE_WAIT:
 		case GATE_GONE:

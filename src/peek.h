@@ -12,8 +12,17 @@
 
 #include "pg_peek.h"
 
+#include "utils/dsa.h"
+
+/* What a ready peek hands its walk: the time, and for an index its batches. */
+typedef struct PeekTicket
+{
+	int64		time;
+	dsa_pointer batches;		/* PinnedBatches, or InvalidDsaPointer */
+} PeekTicket;
+
 /* backend side */
-extern int64 peek_begin(PeekObjectId object, const char *name, char kind, int64 time);
+extern PeekTicket peek_begin(PeekObjectId object, const char *name, char kind, int64 time);
 extern void peek_end(void);
 
 /* runtime side */

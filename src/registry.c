@@ -21,6 +21,7 @@
 
 #include "nodes/pg_list.h"
 
+#include "batch.h"
 #include "registry.h"
 #include "shmem.h"
 
@@ -146,12 +147,38 @@ publish_frontiers(PeekObjectId id, char kind, int64 upper, int64 since,
 	return changed;
 }
 
+/*
+ * Detach a locked entry's published batch list into old[]; the caller
+ * unpins them once the lock is released.
+ */
+static int
+detach_batches(RegistryEntry *entry, dsa_pointer *old)
+{
+	int			nold = entry->nbatches;
+
+	memcpy(old, entry->batches, sizeof(dsa_pointer) * nold);
+	entry->nbatches = 0;
+	entry->rows = 0;
+	entry->bytes = 0;
+	return nold;
+}
+
+static void
+unpin_all(dsa_pointer *batches, int n)
+{
+	for (int i = 0; i < n; i++)
+		batch_unpin(batches[i]);
+}
+
 void
 registry_mark_dropped(PeekObjectId id)
 {
 	RegistryEntry *entry = registry_lock(id, true);
+	dsa_pointer old[PEEK_MAX_BATCHES];
+	int			nold;
 	int			wake = 0;
 
+	nold = detach_batches(entry, old);
 	if (!entry->dropped)
 	{
 		entry->dropped = true;
@@ -159,6 +186,7 @@ registry_mark_dropped(PeekObjectId id)
 	}
 	registry_unlock(entry);
 	wake_marked(wake);
+	unpin_all(old, nold);
 }
 
 /*
@@ -185,11 +213,17 @@ registry_mark_dropped_except(PeekObjectId *live, int nlive)
 	dshash_seq_init(&status, peek_registry_table(), true);
 	while ((entry = dshash_seq_next(&status)) != NULL)
 	{
+		dsa_pointer old[PEEK_MAX_BATCHES];
+		int			nold;
+
 		if (entry->dropped ||
 			bsearch(&entry->id, live, nlive, sizeof(PeekObjectId), id_cmp) != NULL)
 			continue;
 		entry->dropped = true;
 		wake |= mark_waiters_dirty(entry);
+		/* unpinning never takes a registry lock, so it may happen here */
+		nold = detach_batches(entry, old);
+		unpin_all(old, nold);
 	}
 	dshash_seq_term(&status);
 	wake_marked(wake);
@@ -294,4 +328,123 @@ registry_snapshot(void)
 	}
 	dshash_seq_term(&status);
 	return result;
+}
+
+/* ---- arrangements and handles ---- */
+
+/*
+ * Publish an index's batch list with its frontiers.  The registry's list
+ * holds a reference on each of its batches; the list it replaces lets go
+ * of its own after the lock is released (freeing batches no reader pins).
+ */
+void
+publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
+					int64 upper, int64 since)
+{
+	RegistryEntry *entry;
+	dsa_pointer old[PEEK_MAX_BATCHES];
+	int			nold;
+	int64		rows = 0;
+	int64		bytes = 0;
+	int			wake = 0;
+
+	Assert(nbatches <= PEEK_MAX_BATCHES);
+	for (int i = 0; i < nbatches; i++)
+	{
+		Batch	   *batch = batch_get(batches[i]);
+
+		batch_pin(batches[i]);
+		rows += batch->nentries;
+		bytes += batch->size;
+	}
+
+	entry = registry_lock(id, true);
+	nold = detach_batches(entry, old);
+	memcpy(entry->batches, batches, sizeof(dsa_pointer) * nbatches);
+	entry->nbatches = nbatches;
+	entry->rows = rows;
+	entry->bytes = bytes;
+	entry->kind = PEEK_KIND_INDEX;
+	if (!entry->published || upper > entry->upper || since > entry->since)
+	{
+		entry->published = true;
+		entry->upper = Max(entry->upper, upper);
+		entry->since = Max(entry->since, since);
+		entry->publications++;
+		wake = mark_waiters_dirty(entry);
+	}
+	registry_unlock(entry);
+	wake_marked(wake);
+	unpin_all(old, nold);
+}
+
+/* The index ran out of memory: peeks on it fail until it is recreated. */
+void
+registry_mark_failed(PeekObjectId id)
+{
+	RegistryEntry *entry = registry_lock(id, true);
+	dsa_pointer old[PEEK_MAX_BATCHES];
+	int			nold = detach_batches(entry, old);
+	int			wake;
+
+	entry->failed = true;
+	entry->published = true;
+	wake = mark_waiters_dirty(entry);
+	registry_unlock(entry);
+	wake_marked(wake);
+	unpin_all(old, nold);
+}
+
+/* Pin a batch list for one reader; the pins live until release_handle. */
+dsa_pointer
+pin_batches(PeekObjectId index, dsa_pointer *batches, int nbatches, bool shared, int runtime)
+{
+	dsa_pointer dp = dsa_allocate(peek_dsa(), offsetof(PinnedBatches, batches) +
+								  sizeof(dsa_pointer) * Max(nbatches, 1));
+	PinnedBatches *pinned = dsa_get_address(peek_dsa(), dp);
+
+	pinned->index = index;
+	pinned->shared = shared;
+	pinned->runtime = runtime;
+	pinned->nbatches = nbatches;
+	for (int i = 0; i < nbatches; i++)
+	{
+		batch_pin(batches[i]);
+		pinned->batches[i] = batches[i];
+	}
+	return dp;
+}
+
+/*
+ * A shared handle: resolve the published list of a locked entry and pin it.
+ * Counted as a sharing event of that runtime.
+ */
+dsa_pointer
+resolve_shared_handle(RegistryEntry *entry, int runtime)
+{
+	entry->pins[runtime]++;
+	entry->live_handles[runtime]++;
+	return pin_batches(entry->id, entry->batches, entry->nbatches, true, runtime);
+}
+
+/* Let go of a pinned list (by the reader that walked it, or on cancel). */
+void
+release_handle(dsa_pointer dp)
+{
+	PinnedBatches *pinned = dsa_get_address(peek_dsa(), dp);
+
+	for (int i = 0; i < pinned->nbatches; i++)
+		batch_unpin(pinned->batches[i]);
+	if (pinned->shared)
+	{
+		RegistryEntry *entry = registry_lock(pinned->index, false);
+
+		if (entry != NULL)
+		{
+			entry->releases[pinned->runtime]++;
+			entry->live_handles[pinned->runtime]--;
+			registry_unlock(entry);
+		}
+	}
+	dsa_free(peek_dsa(), dp);
 }

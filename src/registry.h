@@ -16,6 +16,8 @@
 #include "nodes/pg_list.h"
 #include "utils/dsa.h"
 
+#define PEEK_MAX_BATCHES 64
+
 typedef struct RegistryEntry
 {
 	PeekObjectId id;			/* key */
@@ -29,7 +31,27 @@ typedef struct RegistryEntry
 	int32		waiters[PEEK_MAX_RUNTIMES]; /* peeks parked here, per runtime */
 	bool		dirty[PEEK_MAX_RUNTIMES];	/* queued in that runtime's dirty set */
 	uint64		publications;
+	/* arrangements (indexes) */
+	bool		failed;			/* out of pg_peek.max_memory */
+	int32		nbatches;		/* the published batch list */
+	dsa_pointer batches[PEEK_MAX_BATCHES];
+	int64		rows;			/* updates in the published batches */
+	int64		bytes;
+	/* shared handles, per runtime */
+	int32		live_handles[PEEK_MAX_RUNTIMES];
+	uint64		pins[PEEK_MAX_RUNTIMES];
+	uint64		releases[PEEK_MAX_RUNTIMES];
 } RegistryEntry;
+
+/* Batches pinned for one reader: a handle's resolved batch list, in DSA. */
+typedef struct PinnedBatches
+{
+	PeekObjectId index;
+	bool		shared;			/* resolved from the registry */
+	int			runtime;		/* who resolved it */
+	int32		nbatches;
+	dsa_pointer batches[FLEXIBLE_ARRAY_MEMBER];
+} PinnedBatches;
 
 extern dshash_table_handle registry_create(dsa_area *dsa, int tranche);
 extern dshash_table *registry_attach(dsa_area *dsa, dshash_table_handle handle, int tranche);
@@ -45,5 +67,13 @@ extern bool registry_raise_standing_hold(PeekObjectId id, int runtime, int64 sin
 extern int64 registry_advance_since(PeekObjectId id, int64 *target);
 extern void registry_reset_runtime(int runtime);
 extern List *registry_snapshot(void);
+
+extern void publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
+								int64 upper, int64 since);
+extern void registry_mark_failed(PeekObjectId id);
+extern dsa_pointer pin_batches(PeekObjectId index, dsa_pointer *batches, int nbatches,
+							   bool shared, int runtime);
+extern dsa_pointer resolve_shared_handle(RegistryEntry *entry, int runtime);
+extern void release_handle(dsa_pointer pinned);
 
 #endif							/* PEEK_REGISTRY_H */

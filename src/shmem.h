@@ -112,7 +112,8 @@ typedef enum PeekAnswer
 {
 	PEEK_ANSWER_READ,			/* ready: the backend walks at answer_time */
 	PEEK_ANSWER_COMPACTED,		/* answer_time is below answer_since */
-	PEEK_ANSWER_DROPPED			/* the object was dropped */
+	PEEK_ANSWER_DROPPED,		/* the object was dropped */
+	PEEK_ANSWER_FAILED			/* the index is failed (out of memory) */
 } PeekAnswer;
 
 typedef struct PeekSlot
@@ -138,6 +139,7 @@ typedef struct PeekSlot
 	PeekAnswer	answer;
 	int64		answer_time;
 	int64		answer_since;
+	dsa_pointer answer_batches; /* index peeks: PinnedBatches to walk */
 } PeekSlot;
 
 typedef struct PeekShared

@@ -1,0 +1,309 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *	  Immutable batches in DSA memory, and index keys.
+ *
+ *	  A batch is one DSA allocation: a header, entries sorted by (key hash,
+ *	  row image, time), and the row images.  Building a batch advances times
+ *	  below the arrangement's since to it and consolidates updates that share
+ *	  row and time, dropping those that cancel; merging batches is building a
+ *	  batch from their entries, so one code path does both.
+ *
+ *	  Batches are reference counted: the owning spine, the registry's
+ *	  published list and every reader pin count.  The last unpin frees it,
+ *	  whichever process that is, so the maintenance runtime never waits for
+ *	  readers.  All batch memory is counted against pg_peek.max_memory.
+ *
+ *	  Keys: the key columns' default hash opclass gives the key hash; their
+ *	  equality operator, with the column's collation, decides a match.
+ *
+ *	  Must not know about spines, publishing or peeks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "common/hashfn.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "batch.h"
+#include "shmem.h"
+
+/* ---- keys ---- */
+
+KeyInfo *
+keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums)
+{
+	KeyInfo    *key = palloc0(sizeof(KeyInfo));
+	TupleDesc	desc = lookup_rowtype_tupdesc(row_type, -1);
+
+	key->row_type = row_type;
+	key->nkeys = nkeys;
+	for (int i = 0; i < nkeys; i++)
+	{
+		Form_pg_attribute att;
+		TypeCacheEntry *tc;
+
+		if (attnums[i] < 1 || attnums[i] > desc->natts ||
+			TupleDescAttr(desc, attnums[i] - 1)->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("key column %d of type %s no longer exists",
+							attnums[i], format_type_be(row_type))));
+		att = TupleDescAttr(desc, attnums[i] - 1);
+		key->attnums[i] = attnums[i];
+		key->types[i] = att->atttypid;
+		key->collations[i] = att->attcollation;
+		tc = lookup_type_cache(att->atttypid, TYPECACHE_HASH_PROC_FINFO | TYPECACHE_EQ_OPR_FINFO);
+		if (!OidIsValid(tc->hash_proc) || !OidIsValid(tc->eq_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("key column \"%s\" of type %s has no default hash operator class",
+							NameStr(att->attname), format_type_be(att->atttypid)),
+					 errhint("Index keys need a type with hash equality.")));
+		fmgr_info_copy(&key->hash[i], &tc->hash_proc_finfo, CurrentMemoryContext);
+		fmgr_info_copy(&key->eq[i], &tc->eq_opr_finfo, CurrentMemoryContext);
+	}
+	ReleaseTupleDesc(desc);
+	return key;
+}
+
+uint32
+key_hash_values(KeyInfo *key, const Datum *values)
+{
+	uint32		hash = 0;
+
+	for (int i = 0; i < key->nkeys; i++)
+		hash = hash_combine(hash,
+							DatumGetUInt32(FunctionCall1Coll(&key->hash[i], key->collations[i],
+															 values[i])));
+	return hash;
+}
+
+/* A row's key columns; false if any is NULL (such a row matches no key). */
+static bool
+row_key_values(KeyInfo *key, Datum row, Datum *values)
+{
+	HeapTupleHeader td = DatumGetHeapTupleHeader(row);
+	HeapTupleData tuple;
+	TupleDesc	desc = lookup_rowtype_tupdesc(key->row_type, -1);
+	bool		isnull = false;
+
+	tuple.t_len = HeapTupleHeaderGetDatumLength(td);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = td;
+	for (int i = 0; i < key->nkeys && !isnull; i++)
+		values[i] = heap_getattr(&tuple, key->attnums[i], desc, &isnull);
+	ReleaseTupleDesc(desc);
+	return !isnull;
+}
+
+/* The key hash of a row; rows with a NULL key column hash to 0. */
+uint32
+key_hash_row(KeyInfo *key, Datum row)
+{
+	Datum		values[INDEX_MAX_KEYS];
+
+	if (!row_key_values(key, row, values))
+		return 0;
+	return key_hash_values(key, values);
+}
+
+/* Does the row's key equal values by the key columns' SQL equality? */
+bool
+key_row_matches(KeyInfo *key, Datum row, const Datum *values)
+{
+	Datum		row_values[INDEX_MAX_KEYS];
+
+	if (!row_key_values(key, row, row_values))
+		return false;
+	for (int i = 0; i < key->nkeys; i++)
+		if (!DatumGetBool(FunctionCall2Coll(&key->eq[i], key->collations[i],
+											row_values[i], values[i])))
+			return false;
+	return true;
+}
+
+/* ---- batches ---- */
+
+int
+pending_update_cmp(const void *a, const void *b)
+{
+	const PendingUpdate *x = a;
+	const PendingUpdate *y = b;
+	int			c;
+
+	if (x->keyhash != y->keyhash)
+		return x->keyhash < y->keyhash ? -1 : 1;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	c = memcmp(x->image, y->image, x->len);
+	if (c != 0)
+		return c;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return 0;
+}
+
+/* Count size against pg_peek.max_memory; false if it does not fit. */
+static bool
+reserve_memory(Size size)
+{
+	uint64		limit = (uint64) peek_max_memory_kb * 1024;
+	uint64		used = pg_atomic_read_u64(&peek_shared->arrangement_bytes);
+
+	for (;;)
+	{
+		if (used + size > limit)
+			return false;
+		if (pg_atomic_compare_exchange_u64(&peek_shared->arrangement_bytes, &used, used + size))
+			return true;
+	}
+}
+
+/*
+ * Build a batch from updates (which this sorts in place): times below since
+ * advance to since, equal (row, time) pairs consolidate, zeros vanish.
+ * Returns InvalidDsaPointer if pg_peek.max_memory would be exceeded.
+ */
+dsa_pointer
+batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
+			int64 lower, int64 upper, int64 since)
+{
+	int64		out = 0;
+	Size		data_size = 0;
+	Size		size;
+	dsa_pointer dp;
+	Batch	   *batch;
+	char	   *data;
+	Size		offset = 0;
+
+	for (int64 i = 0; i < n; i++)
+		if (updates[i].time < since)
+			updates[i].time = since;
+	if (n > 1)
+		qsort(updates, n, sizeof(PendingUpdate), pending_update_cmp);
+
+	/* consolidate in place */
+	for (int64 i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (out > 0 && pending_update_cmp(&updates[out - 1], &updates[i]) == 0)
+			updates[out - 1].diff += updates[i].diff;
+		else
+		{
+			if (out > 0 && updates[out - 1].diff == 0)
+				out--;
+			updates[out++] = updates[i];
+		}
+	}
+	if (out > 0 && updates[out - 1].diff == 0)
+		out--;
+
+	for (int64 i = 0; i < out; i++)
+		data_size += MAXALIGN(updates[i].len + VARHDRSZ);
+	size = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * out) + data_size;
+
+	if (!reserve_memory(size))
+		return InvalidDsaPointer;
+	dp = dsa_allocate_extended(peek_dsa(), size, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
+	if (!DsaPointerIsValid(dp))
+	{
+		pg_atomic_fetch_sub_u64(&peek_shared->arrangement_bytes, size);
+		return InvalidDsaPointer;
+	}
+
+	batch = dsa_get_address(peek_dsa(), dp);
+	pg_atomic_init_u32(&batch->refcount, 1);
+	batch->index = index;
+	batch->nentries = out;
+	batch->lower = lower;
+	batch->upper = upper;
+	batch->since = since;
+	batch->size = size;
+	data = batch_data(batch);	/* entries are 32 bytes: data stays aligned */
+	for (int64 i = 0; i < out; i++)
+	{
+		BatchEntry *e = &batch->entries[i];
+		char	   *image = data + offset;
+
+		e->keyhash = updates[i].keyhash;
+		e->len = updates[i].len + VARHDRSZ;
+		e->offset = offset;
+		e->time = updates[i].time;
+		e->diff = updates[i].diff;
+		SET_VARSIZE(image, e->len);
+		memcpy(VARDATA(image), updates[i].image, updates[i].len);
+		offset += MAXALIGN(e->len);
+	}
+	return dp;
+}
+
+/* Merge batches (pinned by the caller) into a new one at since. */
+dsa_pointer
+batch_merge(PeekObjectId index, dsa_pointer *inputs, int ninputs, int64 since)
+{
+	int64		total = 0;
+	int64		lower = PG_INT64_MAX;
+	int64		upper = 0;
+	PendingUpdate *updates;
+	int64		n = 0;
+	dsa_pointer result;
+
+	for (int i = 0; i < ninputs; i++)
+		total += batch_get(inputs[i])->nentries;
+	updates = palloc_extended(sizeof(PendingUpdate) * Max(total, 1), MCXT_ALLOC_HUGE);
+	for (int i = 0; i < ninputs; i++)
+	{
+		Batch	   *batch = batch_get(inputs[i]);
+
+		lower = Min(lower, batch->lower);
+		upper = Max(upper, batch->upper);
+		for (int64 j = 0; j < batch->nentries; j++)
+		{
+			BatchEntry *e = &batch->entries[j];
+			char	   *image = DatumGetPointer(batch_row(batch, e));
+
+			updates[n].keyhash = e->keyhash;
+			updates[n].len = e->len - VARHDRSZ;
+			updates[n].image = VARDATA(image);
+			updates[n].time = e->time;
+			updates[n].diff = e->diff;
+			n++;
+		}
+	}
+	result = batch_build(index, updates, n, lower, upper, since);
+	pfree(updates);
+	return result;
+}
+
+Batch *
+batch_get(dsa_pointer dp)
+{
+	return (Batch *) dsa_get_address(peek_dsa(), dp);
+}
+
+void
+batch_pin(dsa_pointer dp)
+{
+	pg_atomic_fetch_add_u32(&batch_get(dp)->refcount, 1);
+}
+
+/* Drop one reference; the last one frees the batch and its memory. */
+void
+batch_unpin(dsa_pointer dp)
+{
+	Batch	   *batch = batch_get(dp);
+
+	if (pg_atomic_fetch_sub_u32(&batch->refcount, 1) == 1)
+	{
+		pg_atomic_fetch_sub_u64(&peek_shared->arrangement_bytes, batch->size);
+		dsa_free(peek_dsa(), dp);
+	}
+}

@@ -1,0 +1,277 @@
+/*-------------------------------------------------------------------------
+ *
+ * spine.c
+ *	  The maintenance runtime's arrangements: one spine per index, a list of
+ *	  batches merged geometrically (like an LSM: a batch merges with its
+ *	  predecessor while that one is at most twice its size, so merge work
+ *	  per update is logarithmic and the list stays short).
+ *
+ *	  A spine hydrates from its collection's persist shard, follows every
+ *	  seal by arranging the newly sealed updates, compacts by merging at its
+ *	  since, and publishes after each change.  The registry's published list
+ *	  is the only owner of the batches; the spine mirrors it, so a restarted
+ *	  maintenance runtime leaks nothing and re-hydrates.
+ *
+ *	  Runs only in the maintenance (or solo) runtime.  Must not answer peeks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "batch.h"
+#include "catalog.h"
+#include "persist.h"
+#include "registry.h"
+#include "spine.h"
+
+/* A full merge to apply a new since at most this often per index. */
+#define FULL_MERGE_INTERVAL_MS	1000
+
+typedef struct Spine
+{
+	PeekObjectId index;			/* key */
+	PeekObjectId collection;
+	Oid			shard;
+	KeyInfo    *key;
+	int			nbatches;
+	dsa_pointer batches[PEEK_MAX_BATCHES];
+	int64		upper;
+	int64		since;
+	bool		failed;
+	TimestampTz last_full_merge;
+} Spine;
+
+static HTAB *spines = NULL;
+
+void
+spines_reset(void)
+{
+	HASHCTL		ctl;
+
+	if (spines != NULL)
+		hash_destroy(spines);
+	ctl.keysize = sizeof(PeekObjectId);
+	ctl.entrysize = sizeof(Spine);
+	ctl.hcxt = TopMemoryContext;
+	spines = hash_create("pg_peek spines", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+static void
+publish_spine(Spine *spine)
+{
+	publish_arrangement(spine->index, spine->batches, spine->nbatches,
+						spine->upper, spine->since);
+}
+
+static void
+fail_spine(Spine *spine)
+{
+	ereport(LOG,
+			(errcode(ERRCODE_OUT_OF_MEMORY),
+			 errmsg("pg_peek index " INT64_FORMAT " exceeds pg_peek.max_memory (%d kB) and is failed",
+					spine->index, peek_max_memory_kb)));
+	spine->failed = true;
+	spine->nbatches = 0;
+	registry_mark_failed(spine->index);
+}
+
+/*
+ * Replace batches [from, nbatches) with one new batch (a build or merge
+ * result holding one reference), publish, and drop the build reference.
+ */
+static void
+install_batch(Spine *spine, int from, dsa_pointer dp)
+{
+	spine->batches[from] = dp;
+	spine->nbatches = from + 1;
+	publish_spine(spine);
+	batch_unpin(dp);
+}
+
+/* Merge the last two batches while the older is at most twice the newer. */
+static void
+merge_geometrically(Spine *spine)
+{
+	while (spine->nbatches >= 2)
+	{
+		int			n = spine->nbatches;
+		Batch	   *older = batch_get(spine->batches[n - 2]);
+		Batch	   *newer = batch_get(spine->batches[n - 1]);
+		dsa_pointer merged;
+
+		if (older->nentries > 2 * newer->nentries && n < PEEK_MAX_BATCHES)
+			break;
+		merged = batch_merge(spine->index, &spine->batches[n - 2], 2, spine->since);
+		if (!DsaPointerIsValid(merged))
+		{
+			fail_spine(spine);
+			return;
+		}
+		install_batch(spine, n - 2, merged);
+	}
+}
+
+/* ---- arranging shard updates ---- */
+
+typedef struct Arranging
+{
+	KeyInfo    *key;
+	PendingUpdate *updates;
+	int64		n;
+	int64		capacity;
+	MemoryContext cxt;
+} Arranging;
+
+static void
+arrange_update(int64 time, int64 diff, Datum row, void *arg)
+{
+	Arranging  *a = arg;
+	MemoryContext old = MemoryContextSwitchTo(a->cxt);
+	struct varlena *flat = pg_detoast_datum_copy((struct varlena *) DatumGetPointer(row));
+	PendingUpdate *u;
+
+	if (a->n == a->capacity)
+	{
+		a->capacity *= 2;
+		a->updates = repalloc_huge(a->updates, sizeof(PendingUpdate) * a->capacity);
+	}
+	u = &a->updates[a->n++];
+	u->keyhash = key_hash_row(a->key, PointerGetDatum(flat));
+	u->len = VARSIZE(flat) - VARHDRSZ;
+	u->image = VARDATA(flat);
+	u->time = time;
+	u->diff = diff;
+	MemoryContextSwitchTo(old);
+}
+
+/* Arrange the shard's updates in [lower, upper) into a new batch. */
+static dsa_pointer
+arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
+{
+	Arranging	a;
+	dsa_pointer dp;
+
+	a.key = spine->key;
+	a.cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek arranging",
+								  ALLOCSET_DEFAULT_SIZES);
+	a.capacity = 1024;
+	a.n = 0;
+	a.updates = MemoryContextAllocHuge(a.cxt, sizeof(PendingUpdate) * a.capacity);
+	persist_scan_range(spine->shard, lower, upper, arrange_update, &a);
+	*empty = (a.n == 0);
+	dp = *empty ? InvalidDsaPointer :
+		batch_build(spine->index, a.updates, a.n, lower, upper, spine->since);
+	MemoryContextDelete(a.cxt);
+	return dp;
+}
+
+/* Bring a spine up to its collection's upper. */
+static void
+follow(Spine *spine, int64 upper)
+{
+	bool		empty;
+	dsa_pointer dp;
+
+	if (spine->failed || upper <= spine->upper)
+		return;
+	dp = arrange_range(spine, spine->upper, upper, &empty);
+	spine->upper = upper;
+	if (empty)
+	{
+		publish_spine(spine);	/* a seal with no updates still publishes */
+		return;
+	}
+	if (!DsaPointerIsValid(dp))
+	{
+		fail_spine(spine);
+		return;
+	}
+	install_batch(spine, spine->nbatches, dp);
+	merge_geometrically(spine);
+}
+
+/*
+ * Adopt an index from its catalog row: hydrate it from the shard if this
+ * runtime has no spine for it yet, else follow its collection's seals.
+ * Runs in a transaction.
+ */
+void
+spine_adopt(CatalogObject *index, CatalogObject *collection, int64 published_since)
+{
+	Spine	   *spine;
+	bool		found;
+
+	spine = hash_search(spines, &index->id, HASH_ENTER, &found);
+	if (!found)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		spine->collection = collection->id;
+		spine->shard = collection->shard;
+		spine->key = keyinfo_build(index->row_type, index->nkeys, index->attnums);
+		MemoryContextSwitchTo(old);
+		spine->nbatches = 0;
+		spine->upper = 0;
+		/* exact from the shard's since, and never below what was shown */
+		spine->since = Max(collection->since, published_since);
+		spine->failed = false;
+		spine->last_full_merge = 0;
+	}
+	follow(spine, collection->upper);
+	if (!found && !spine->failed && spine->upper == 0)
+		publish_spine(spine);	/* an empty collection: published, upper 0 */
+}
+
+void
+spine_forget(PeekObjectId index)
+{
+	hash_search(spines, &index, HASH_REMOVE, NULL);
+}
+
+/*
+ * Compact a spine to since by merging all its batches there.  Returns
+ * false if it must be retried later (a full merge ran too recently).
+ */
+bool
+spine_compact(PeekObjectId index, int64 since)
+{
+	Spine	   *spine = hash_search(spines, &index, HASH_FIND, NULL);
+	dsa_pointer merged;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (spine == NULL || spine->failed || since <= spine->since)
+		return true;
+	if (!TimestampDifferenceExceeds(spine->last_full_merge, now, FULL_MERGE_INTERVAL_MS))
+		return false;
+	spine->since = since;
+	spine->last_full_merge = now;
+	if (spine->nbatches == 0)
+	{
+		publish_spine(spine);
+		return true;
+	}
+	merged = batch_merge(index, spine->batches, spine->nbatches, since);
+	if (!DsaPointerIsValid(merged))
+		fail_spine(spine);
+	else
+		install_batch(spine, 0, merged);
+	return true;
+}
+
+/* The solo runtime's local handle: its own spine's current batches. */
+bool
+spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches)
+{
+	Spine	   *spine = spines ? hash_search(spines, &index, HASH_FIND, NULL) : NULL;
+
+	if (spine == NULL || spine->failed)
+		return false;
+	*batches = spine->batches;
+	*nbatches = spine->nbatches;
+	return true;
+}

@@ -1,0 +1,184 @@
+/*-------------------------------------------------------------------------
+ *
+ * walk.c
+ *	  The walk: read an arrangement's pinned batches at a time, optionally
+ *	  for one key, into a tuplestore (DESIGN §3 rules 5 and 6).
+ *
+ *	  Batches are sorted by (key hash, row image, time), so a key lookup is a
+ *	  binary search per batch (O(log n)) followed by the few entries with
+ *	  that hash.  The batches' runs are merged in that order: every distinct
+ *	  row is complete once the merge passes it, so its multiplicity at the
+ *	  time is known right there and the walk stops as soon as the limit is
+ *	  reached, without reading further.
+ *
+ *	  Runs wherever the peek's walk runs (the waiting backend); needs only
+ *	  the pinned batches and the peek's hold.  Must not take registry locks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "miscadmin.h"
+
+#include "batch.h"
+#include "registry.h"
+#include "rows.h"
+#include "shmem.h"
+#include "walk.h"
+
+/* One batch's run of candidate entries. */
+typedef struct Cursor
+{
+	Batch	   *batch;
+	int64		pos;
+	int64		end;
+} Cursor;
+
+/* First entry with keyhash >= hash. */
+static int64
+lower_bound(Batch *batch, uint32 hash)
+{
+	int64		lo = 0;
+	int64		hi = batch->nentries;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (batch->entries[mid].keyhash < hash)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Order of (keyhash, row image) between two cursors' current entries. */
+static int
+cursor_cmp(Cursor *a, Cursor *b)
+{
+	BatchEntry *x = &a->batch->entries[a->pos];
+	BatchEntry *y = &b->batch->entries[b->pos];
+
+	if (x->keyhash != y->keyhash)
+		return x->keyhash < y->keyhash ? -1 : 1;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return memcmp(DatumGetPointer(batch_row(a->batch, x)),
+				  DatumGetPointer(batch_row(b->batch, y)), x->len);
+}
+
+static void
+emit_row(WalkSpec *spec, Datum row, int64 copies, int64 *emitted, Size *bytes)
+{
+	HeapTupleData tuple;
+	Size		max_bytes = (Size) peek_max_result_kb * 1024;
+
+	tuple.t_len = VARSIZE(DatumGetPointer(row));
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = (HeapTupleHeader) DatumGetPointer(row);
+	for (int64 i = 0; i < copies; i++)
+	{
+		if (spec->limit >= 0 && *emitted >= spec->limit)
+			return;
+		*bytes += tuple.t_len;
+		if (*bytes > max_bytes)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("peek result of \"%s\" exceeds pg_peek.max_result_bytes (%d kB)",
+							spec->name, peek_max_result_kb),
+					 errhint("Add a limit or a key to the peek, or raise pg_peek.max_result_bytes.")));
+		tuplestore_puttuple(spec->out, &tuple);
+		(*emitted)++;
+	}
+}
+
+void
+walk_batches(dsa_pointer pinned_dp, WalkSpec *spec)
+{
+	PinnedBatches *pinned = dsa_get_address(peek_dsa(), pinned_dp);
+	Cursor	   *cursors = palloc(sizeof(Cursor) * Max(pinned->nbatches, 1));
+	int			ncursors = 0;
+	int64		emitted = 0;
+	Size		bytes = 0;
+
+	if (spec->has_key && spec->key_has_null)
+		return;					/* NULL keys never match */
+
+	for (int i = 0; i < pinned->nbatches; i++)
+	{
+		Cursor	   *c = &cursors[ncursors];
+
+		c->batch = batch_get(pinned->batches[i]);
+		if (spec->has_key)
+		{
+			c->pos = lower_bound(c->batch, spec->keyhash);
+			c->end = spec->keyhash == PG_UINT32_MAX ? c->batch->nentries :
+				lower_bound(c->batch, spec->keyhash + 1);
+		}
+		else
+		{
+			c->pos = 0;
+			c->end = c->batch->nentries;
+		}
+		if (c->pos < c->end)
+			ncursors++;
+	}
+
+	while (ncursors > 0 && (spec->limit < 0 || emitted < spec->limit))
+	{
+		Cursor	   *first = &cursors[0];
+		BatchEntry *fe;
+		Datum		row;
+		int64		count = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 1; i < ncursors; i++)
+			if (cursor_cmp(&cursors[i], first) < 0)
+				first = &cursors[i];
+		fe = &first->batch->entries[first->pos];
+		row = batch_row(first->batch, fe);
+
+		/* sum this row's updates at or before the time, in every batch */
+		for (int i = 0; i < ncursors; i++)
+		{
+			Cursor	   *c = &cursors[i];
+
+			while (c->pos < c->end)
+			{
+				BatchEntry *e = &c->batch->entries[c->pos];
+
+				if (e->keyhash != fe->keyhash || e->len != fe->len ||
+					memcmp(DatumGetPointer(batch_row(c->batch, e)),
+						   DatumGetPointer(row), e->len) != 0)
+					break;
+				if (e->time <= spec->time)
+					count += e->diff;
+				c->pos++;
+			}
+		}
+
+		if (count != 0 && (!spec->has_key || key_row_matches(spec->key, row, spec->key_values)))
+		{
+			if (count < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_EXCEPTION),
+						 errmsg("row %s of \"%s\" has multiplicity " INT64_FORMAT " at time " INT64_FORMAT,
+								row_to_text(spec->row_type, row), spec->name, count, spec->time),
+						 errdetail("More copies of the row were retracted than were inserted.")));
+			emit_row(spec, row, count, &emitted, &bytes);
+		}
+
+		/* drop exhausted cursors */
+		for (int i = 0; i < ncursors;)
+		{
+			if (cursors[i].pos >= cursors[i].end)
+				cursors[i] = cursors[--ncursors];
+			else
+				i++;
+		}
+	}
+	pfree(cursors);
+}

@@ -79,7 +79,9 @@ RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_runtime_status' LANGUAGE C;
 CREATE FUNCTION peek.registry_status(
     OUT id bigint, OUT published boolean, OUT dropped boolean, OUT since bigint,
     OUT upper bigint, OUT allowed_since bigint, OUT maintenance_hold bigint,
-    OUT interactive_hold bigint, OUT waiters integer)
+    OUT interactive_hold bigint, OUT waiters integer, OUT failed boolean,
+    OUT batches integer, OUT updates bigint, OUT bytes bigint,
+    OUT live_handles integer, OUT handle_pins bigint, OUT handle_releases bigint)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_registry_status' LANGUAGE C;
 
 CREATE FUNCTION peek.active_peek_status(
@@ -96,6 +98,18 @@ SELECT o.name, o.row_type, o.owner, o.shard,
   FROM peek.objects o
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
  WHERE o.kind = 'c';
+
+CREATE VIEW peek.indexes AS
+SELECT o.name, c.name AS collection, o.key_columns AS key, o.owner,
+       CASE WHEN r.failed THEN 'failed'
+            WHEN r.published THEN 'ready'
+            ELSE 'hydrating' END AS state,
+       coalesce(r.updates, 0) AS updates, coalesce(r.batches, 0) AS batches,
+       coalesce(r.bytes, 0) AS bytes, r.since, r.upper, o.allowed_since, o.created_at
+  FROM peek.objects o
+  JOIN peek.objects c ON c.id = o.collection
+  LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
+ WHERE o.kind = 'i';
 
 CREATE VIEW peek.frontiers AS
 SELECT o.name AS object,

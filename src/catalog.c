@@ -116,6 +116,12 @@ kind_noun(char kind)
 	return kind == PEEK_KIND_INDEX ? "index" : "collection";
 }
 
+static const char *
+kind_with_article(char kind)
+{
+	return kind == PEEK_KIND_INDEX ? "an index" : "a collection";
+}
+
 /*
  * Find an object by name.  kind 0 accepts any kind.  Raises 42704 if it
  * does not exist and 42809 if it is of the other kind.
@@ -165,7 +171,8 @@ catalog_lookup(const char *name, char kind, CatalogLock lock)
 	if (kind != 0 && obj->kind != kind)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is an %s, not a %s", name, kind_noun(obj->kind), kind_noun(kind))));
+				 errmsg("\"%s\" is %s, not %s", name, kind_with_article(obj->kind),
+						kind_with_article(kind))));
 	return obj;
 }
 

@@ -89,12 +89,20 @@ peek_registry_status(PG_FUNCTION_ARGS)
 	foreach(lc, registry_snapshot())
 	{
 		RegistryEntry *e = lfirst(lc);
-		Datum		values[9];
-		bool		nulls[9] = {0};
+		Datum		values[16];
+		bool		nulls[16] = {0};
 		int32		waiters = 0;
+		int32		live_handles = 0;
+		uint64		pins = 0;
+		uint64		releases = 0;
 
 		for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
+		{
 			waiters += e->waiters[r];
+			live_handles += e->live_handles[r];
+			pins += e->pins[r];
+			releases += e->releases[r];
+		}
 		values[0] = Int64GetDatum(e->id);
 		values[1] = BoolGetDatum(e->published);
 		values[2] = BoolGetDatum(e->dropped);
@@ -105,6 +113,13 @@ peek_registry_status(PG_FUNCTION_ARGS)
 		values[7] = Int64GetDatum(e->standing_hold[PEEK_RUNTIME_INTERACTIVE]);
 		nulls[7] = !peek_interactive;
 		values[8] = Int32GetDatum(waiters);
+		values[9] = BoolGetDatum(e->failed);
+		values[10] = Int32GetDatum(e->nbatches);
+		values[11] = Int64GetDatum(e->rows);
+		values[12] = Int64GetDatum(e->bytes);
+		values[13] = Int32GetDatum(live_handles);
+		values[14] = Int64GetDatum((int64) pins);
+		values[15] = Int64GetDatum((int64) releases);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

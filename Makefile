@@ -28,3 +28,6 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initi
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies here: rebuild when any header changes.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)

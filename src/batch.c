@@ -69,6 +69,7 @@ keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums)
 		fmgr_info_copy(&key->hash[i], &tc->hash_proc_finfo, CurrentMemoryContext);
 		fmgr_info_copy(&key->eq[i], &tc->eq_opr_finfo, CurrentMemoryContext);
 	}
+	key->desc = CreateTupleDescCopy(desc);
 	ReleaseTupleDesc(desc);
 	return key;
 }
@@ -91,7 +92,6 @@ row_key_values(KeyInfo *key, Datum row, Datum *values)
 {
 	HeapTupleHeader td = DatumGetHeapTupleHeader(row);
 	HeapTupleData tuple;
-	TupleDesc	desc = lookup_rowtype_tupdesc(key->row_type, -1);
 	bool		isnull = false;
 
 	tuple.t_len = HeapTupleHeaderGetDatumLength(td);
@@ -99,8 +99,7 @@ row_key_values(KeyInfo *key, Datum row, Datum *values)
 	tuple.t_tableOid = InvalidOid;
 	tuple.t_data = td;
 	for (int i = 0; i < key->nkeys && !isnull; i++)
-		values[i] = heap_getattr(&tuple, key->attnums[i], desc, &isnull);
-	ReleaseTupleDesc(desc);
+		values[i] = heap_getattr(&tuple, key->attnums[i], key->desc, &isnull);
 	return !isnull;
 }
 
@@ -227,20 +226,21 @@ batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
 	batch->upper = upper;
 	batch->since = since;
 	batch->size = size;
-	data = batch_data(batch);	/* entries are 32 bytes: data stays aligned */
+	data = batch_data(batch);
 	for (int64 i = 0; i < out; i++)
 	{
 		BatchEntry *e = &batch->entries[i];
 		char	   *image = data + offset;
 
+		if (offset / MAXIMUM_ALIGNOF > PG_UINT32_MAX)
+			elog(ERROR, "pg_peek: batch data too large");
 		e->keyhash = updates[i].keyhash;
-		e->len = updates[i].len + VARHDRSZ;
-		e->offset = offset;
+		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
 		e->time = updates[i].time;
 		e->diff = updates[i].diff;
-		SET_VARSIZE(image, e->len);
+		SET_VARSIZE(image, updates[i].len + VARHDRSZ);
 		memcpy(VARDATA(image), updates[i].image, updates[i].len);
-		offset += MAXALIGN(e->len);
+		offset += MAXALIGN(updates[i].len + VARHDRSZ);
 	}
 	return dp;
 }
@@ -271,7 +271,7 @@ batch_merge(PeekObjectId index, dsa_pointer *inputs, int ninputs, int64 since)
 			char	   *image = DatumGetPointer(batch_row(batch, e));
 
 			updates[n].keyhash = e->keyhash;
-			updates[n].len = e->len - VARHDRSZ;
+			updates[n].len = VARSIZE(image) - VARHDRSZ;
 			updates[n].image = VARDATA(image);
 			updates[n].time = e->time;
 			updates[n].diff = e->diff;

@@ -13,6 +13,7 @@
 
 #include "access/attnum.h"
 #include "fmgr.h"
+#include "access/tupdesc.h"
 #include "port/atomics.h"
 #include "utils/dsa.h"
 
@@ -24,6 +25,7 @@
 typedef struct KeyInfo
 {
 	Oid			row_type;
+	TupleDesc	desc;			/* the row type's, to read key columns */
 	int			nkeys;
 	AttrNumber	attnums[INDEX_MAX_KEYS];
 	Oid			types[INDEX_MAX_KEYS];
@@ -38,16 +40,15 @@ extern uint32 key_hash_row(KeyInfo *key, Datum row);
 extern bool key_row_matches(KeyInfo *key, Datum row, const Datum *values);
 
 /*
- * One update.  Entries of a batch are sorted by (keyhash, row image, time)
- * and consolidated: no two share row and time, none has diff 0.  The row
- * image (a composite datum with a 4-byte header) lives in the batch's data
- * area at offset.
+ * One update, 24 bytes.  Entries of a batch are sorted by (keyhash, row
+ * image, time) and consolidated: no two share row and time, none has diff
+ * 0.  The row image (a composite datum with a 4-byte header, which gives
+ * its length) lives in the batch's data area, at offset MAXALIGN units.
  */
 typedef struct BatchEntry
 {
 	uint32		keyhash;
-	uint32		len;			/* of the row image, header included */
-	uint64		offset;
+	uint32		offset;			/* in MAXIMUM_ALIGNOF units */
 	int64		time;
 	int64		diff;
 } BatchEntry;
@@ -68,13 +69,20 @@ typedef struct Batch
 static inline char *
 batch_data(Batch *batch)
 {
-	return (char *) &batch->entries[batch->nentries];
+	return (char *) MAXALIGN(&batch->entries[batch->nentries]);
 }
 
 static inline Datum
 batch_row(Batch *batch, BatchEntry *entry)
 {
-	return PointerGetDatum(batch_data(batch) + entry->offset);
+	return PointerGetDatum(batch_data(batch) + (Size) entry->offset * MAXIMUM_ALIGNOF);
+}
+
+/* The row image's length, its 4-byte header included. */
+static inline uint32
+batch_row_len(Batch *batch, BatchEntry *entry)
+{
+	return VARSIZE(DatumGetPointer(batch_row(batch, entry)));
 }
 
 /* An update on its way into a batch (backend-local memory). */

@@ -32,6 +32,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "registry.h"
 #include "shmem.h"
 
 #define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums"
@@ -457,6 +458,17 @@ notify_catalog_changed(PeekObjectId id)
 	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
 }
 
+/*
+ * A dropped object: at commit, this backend tombstones it in the registry
+ * itself, so that no peek (not even one with a cached lookup) reads it once
+ * the drop returns; the maintenance runtime then lets go of its spine.
+ */
+void
+notify_dropped(PeekObjectId id)
+{
+	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 1);
+}
+
 /* Broadcast: every runtime raises its standing hold after commit. */
 void
 notify_standing_hold(PeekObjectId id, int64 since)
@@ -474,6 +486,8 @@ send_notices(void)
 	{
 		PeekCommand *cmd = lfirst(lc);
 
+		if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && cmd->value == 1)
+			registry_mark_dropped(cmd->object);
 		for (int r = 0; r < peek_runtime_count(); r++)
 		{
 			if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && r != PEEK_RUNTIME_MAINTENANCE)

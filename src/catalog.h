@@ -68,6 +68,7 @@ extern void catalog_set_since(PeekObjectId id, int64 since);
 /* notices sent to the runtimes when the transaction commits */
 extern void notify_catalog_changed(PeekObjectId id);
 extern void notify_standing_hold(PeekObjectId id, int64 since);
+extern void notify_dropped(PeekObjectId id);
 extern void catalog_init(void);
 
 #endif							/* PEEK_CATALOG_H */

@@ -21,6 +21,8 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/typcache.h"
 
 #include "access/htup_details.h"
@@ -170,11 +172,11 @@ peek_drop_collection(PG_FUNCTION_ARGS)
 		CatalogObject *idx = lfirst(lc);
 
 		catalog_delete(idx->id);
-		notify_catalog_changed(idx->id);
+		notify_dropped(idx->id);
 	}
 	catalog_delete(coll->id);
 	persist_drop_shard(coll->shard);
-	notify_catalog_changed(coll->id);
+	notify_dropped(coll->id);
 	PG_RETURN_VOID();
 }
 
@@ -277,6 +279,80 @@ optional_time_arg(FunctionCallInfo fcinfo, int n, const char *what, int64 if_nul
 	return PG_ARGISNULL(n) ? if_null : time_arg(fcinfo, n, what);
 }
 
+/*
+ * Peeked objects, cached by name for this backend's later peeks, so that
+ * a peek does not query the catalog.  What is cached never changes for an
+ * object's life (id, row type, owner, shard, key); a dropped object is
+ * noticed by its peek (the registry keeps a tombstone for its id), which
+ * then forgets the entry and looks the name up again.  Only objects a peek
+ * was answered on are cached: they are committed and published.
+ */
+typedef struct PeekedObject
+{
+	char		name[NAMEDATALEN * 2];	/* key */
+	CatalogObject obj;
+	KeyInfo    *key;			/* indexes */
+} PeekedObject;
+
+static HTAB *peeked_objects = NULL;
+static MemoryContext peeked_cxt = NULL;
+
+static PeekedObject *
+peeked_object(const char *name, char kind, Oid rowtype, bool *cached)
+{
+	PeekedObject *peeked = NULL;
+
+	if (peeked_objects != NULL && strlen(name) < NAMEDATALEN * 2)
+		peeked = hash_search(peeked_objects, name, HASH_FIND, NULL);
+	/* a different kind or row type: the name was dropped and reused */
+	*cached = peeked != NULL && peeked->obj.kind == kind && peeked->obj.row_type == rowtype;
+	if (peeked != NULL && !*cached)
+		hash_search(peeked_objects, name, HASH_REMOVE, NULL);
+	if (!*cached)
+	{
+		peeked = palloc0(sizeof(PeekedObject));
+		peeked->obj = *catalog_lookup(name, kind, CATALOG_READ);
+	}
+	return peeked;
+}
+
+static void
+forget_peeked_object(const char *name)
+{
+	hash_search(peeked_objects, name, HASH_REMOVE, NULL);
+}
+
+static void
+remember_peeked_object(CatalogObject *obj, KeyInfo *key)
+{
+	PeekedObject *peeked;
+	MemoryContext old;
+	bool		found;
+
+	if (strlen(obj->name) >= NAMEDATALEN * 2)
+		return;
+	if (peeked_objects == NULL)
+	{
+		HASHCTL		ctl;
+
+		peeked_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_peek peeked objects",
+										   ALLOCSET_SMALL_SIZES);
+		ctl.keysize = NAMEDATALEN * 2;
+		ctl.entrysize = sizeof(PeekedObject);
+		ctl.hcxt = peeked_cxt;
+		peeked_objects = hash_create("pg_peek peeked objects", 16, &ctl,
+									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	peeked = hash_search(peeked_objects, obj->name, HASH_ENTER, &found);
+	if (found)
+		return;
+	old = MemoryContextSwitchTo(peeked_cxt);
+	peeked->obj = *obj;
+	peeked->obj.name = peeked->name;
+	peeked->key = key ? keyinfo_build(obj->row_type, obj->nkeys, obj->attnums) : NULL;
+	MemoryContextSwitchTo(old);
+}
+
 /* persist_peek(rowtype anyelement, collection, as_of, limit) */
 Datum
 peek_persist_peek(PG_FUNCTION_ARGS)
@@ -288,8 +364,13 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 	int64		limit = optional_time_arg(fcinfo, 3, "limit", -1);
 	CatalogObject *coll;
 	PeekTicket	ticket;
+	bool		cached;
+	bool		dropped = false;
 
-	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_READ);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	peek_attach();
+retry:
+	coll = &peeked_object(name, PEEK_KIND_COLLECTION, rowtype, &cached)->obj;
 	if (rowtype != coll->row_type)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -298,9 +379,14 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 				 errhint("Pass NULL::%s as the first argument.", format_type_be(coll->row_type))));
 	check_object_reader(coll);
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	peek_attach();
-	ticket = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION, as_of);
+	ticket = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION, as_of,
+						cached ? &dropped : NULL);
+	if (dropped)
+	{
+		forget_peeked_object(name);
+		goto retry;
+	}
+	remember_peeked_object(coll, NULL);
 	persist_walk(coll->shard, coll->row_type, coll->name, ticket.time, limit, rsinfo->setResult);
 	peek_end();
 	return (Datum) 0;
@@ -395,7 +481,7 @@ peek_drop_index(PG_FUNCTION_ARGS)
 
 	check_object_owner(idx);
 	catalog_delete(idx->id);
-	notify_catalog_changed(idx->id);
+	notify_dropped(idx->id);
 	PG_RETURN_VOID();
 }
 
@@ -467,11 +553,19 @@ peek_index_peek(PG_FUNCTION_ARGS)
 	char	   *name = text_arg(fcinfo, 1, "index name");
 	int64		as_of = optional_time_arg(fcinfo, 3, "as_of", PEEK_TIME_LATEST);
 	int64		limit = optional_time_arg(fcinfo, 4, "limit", -1);
+	PeekedObject *peeked;
 	CatalogObject *idx;
 	WalkSpec	spec = {0};
 	PeekTicket	ticket;
+	bool		cached;
+	bool		dropped = false;
 
-	idx = catalog_lookup(name, PEEK_KIND_INDEX, CATALOG_READ);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	spec.out = rsinfo->setResult;
+	peek_attach();
+retry:
+	peeked = peeked_object(name, PEEK_KIND_INDEX, rowtype, &cached);
+	idx = &peeked->obj;
 	if (rowtype != idx->row_type)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -483,16 +577,21 @@ peek_index_peek(PG_FUNCTION_ARGS)
 	spec.name = idx->name;
 	spec.row_type = idx->row_type;
 	spec.limit = limit;
-	spec.key = keyinfo_build(idx->row_type, idx->nkeys, idx->attnums);
+	spec.key = peeked->key ? peeked->key :
+		keyinfo_build(idx->row_type, idx->nkeys, idx->attnums);
 	if (!PG_ARGISNULL(2))
 		key_arg(fcinfo, 2, idx, &spec);
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	spec.out = rsinfo->setResult;
-	peek_attach();
-	ticket = peek_begin(idx->id, idx->name, PEEK_KIND_INDEX, as_of);
+	ticket = peek_begin(idx->id, idx->name, PEEK_KIND_INDEX, as_of,
+						cached ? &dropped : NULL);
+	if (dropped)
+	{
+		forget_peeked_object(name);
+		goto retry;
+	}
+	remember_peeked_object(idx, spec.key);
 	spec.time = ticket.time;
-	walk_batches(ticket.batches, &spec);
+	walk_batches(ticket.handle, &spec);
 	peek_end();
 	return (Datum) 0;
 }

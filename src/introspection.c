@@ -99,9 +99,9 @@ peek_registry_status(PG_FUNCTION_ARGS)
 		for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
 		{
 			waiters += e->waiters[r];
-			live_handles += e->live_handles[r];
-			pins += e->pins[r];
-			releases += e->releases[r];
+			live_handles += pg_atomic_read_u32(&e->live_handles[r]);
+			pins += pg_atomic_read_u64(&e->pins[r]);
+			releases += pg_atomic_read_u64(&e->releases[r]);
 		}
 		values[0] = Int64GetDatum(e->id);
 		values[1] = BoolGetDatum(e->published);

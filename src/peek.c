@@ -26,6 +26,7 @@
 #include "access/xact.h"
 #include "commands/dbcommands.h"
 #include "common/hashfn.h"
+#include "common/pg_prng.h"
 #include "lib/ilist.h"
 #include "libpq/libpq.h"
 #include "miscadmin.h"
@@ -86,17 +87,16 @@ peek_withdraw(void)
 
 	SpinLockAcquire(&slot->mutex);
 	notify = slot->state == PEEK_SUBMITTED || slot->state == PEEK_PARKED;
+	if (notify)
+	{
+		slot->state = PEEK_WITHDRAWN;
+		slot->hold_object = 0;
+	}
 	runtime = slot->runtime;
 	SpinLockRelease(&slot->mutex);
 
 	if (notify)
-	{
-		SpinLockAcquire(&slot->mutex);
-		slot->state = PEEK_WITHDRAWN;
-		slot->hold_object = 0;
-		SpinLockRelease(&slot->mutex);
 		queue_slot(slot, runtime);
-	}
 	else
 		peek_end();				/* answered: let go of its batches and hold */
 }
@@ -152,10 +152,12 @@ raise_runtime_missing(int runtime)
  * Issue a peek of an object at a time (or PEEK_TIME_LATEST) and wait until
  * the serving runtime finds it ready.  Returns the resolved time; the hold at
  * that time stays in force until peek_end (or an abort).  Errors from the
- * gate (compacted, dropped) are raised here, naming the object.
+ * gate (compacted, dropped) are raised here, naming the object; with
+ * dropped, a dropped object is reported there instead (the caller looked
+ * the object up in a cache and retries).
  */
 PeekTicket
-peek_begin(PeekObjectId object, const char *name, char kind, int64 time)
+peek_begin(PeekObjectId object, const char *name, char kind, int64 time, bool *dropped)
 {
 	PeekSlot   *slot = my_peek_slot();
 	int			runtime = peek_serving_runtime();
@@ -182,7 +184,12 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time)
 	}
 
 	(void) runtime_alive(runtime, &generation);
-	(void) pg_strong_random(uuid.data, UUID_LEN);
+	for (int i = 0; i < UUID_LEN; i += 8)
+	{
+		uint64		r = pg_prng_uint64(&pg_global_prng_state);
+
+		memcpy(uuid.data + i, &r, 8);
+	}
 
 	SpinLockAcquire(&slot->mutex);
 	slot->uuid = uuid;
@@ -197,7 +204,8 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time)
 	slot->runtime_generation = generation;
 	slot->submitted_at = GetCurrentTimestamp();
 	slot->hold_object = 0;
-	slot->answer_batches = InvalidDsaPointer;
+	slot->answer_handle.nbatches = 0;
+	slot->answer_handle.index = 0;
 	SpinLockRelease(&slot->mutex);
 	peek_in_flight = true;
 	queue_slot(slot, runtime);
@@ -257,12 +265,17 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time)
 	pg_read_barrier();
 	answer = slot->answer;
 	ticket.time = slot->answer_time;
-	ticket.batches = slot->answer_batches;
+	ticket.handle = &slot->answer_handle;
 	answer_since = slot->answer_since;
 	if (answer == PEEK_ANSWER_READ)
 		return ticket;
 
 	peek_end();
+	if (answer == PEEK_ANSWER_DROPPED && dropped != NULL)
+	{
+		*dropped = true;
+		return ticket;
+	}
 	if (answer == PEEK_ANSWER_COMPACTED)
 		ereport(ERROR,
 				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
@@ -287,17 +300,15 @@ void
 peek_end(void)
 {
 	PeekSlot   *slot = my_peek_slot();
-	dsa_pointer batches;
 
+	/* the handle is ours once answered: the runtime no longer touches it */
+	if (slot->answer_handle.index != 0)
+		release_handle(&slot->answer_handle);
 	SpinLockAcquire(&slot->mutex);
-	batches = slot->answer_batches;
-	slot->answer_batches = InvalidDsaPointer;
 	slot->state = PEEK_IDLE;
 	slot->hold_object = 0;
 	SpinLockRelease(&slot->mutex);
 	peek_in_flight = false;
-	if (DsaPointerIsValid(batches))
-		release_handle(batches);
 }
 
 /* ---------------------------------------------------------------------
@@ -380,7 +391,7 @@ peek_runtime_reset(int runtime)
  * lets publishers skip the dirty mark is kept in the same lock.
  */
 static GateResult
-gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, dsa_pointer *shared)
+gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle *handle)
 {
 	PeekSlot   *slot = &peek_shared->slots[idx];
 	RegistryEntry *entry = registry_lock(lp->object, true);
@@ -423,10 +434,11 @@ gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, dsa_pointer *shared
 		entry->waiters[runtime]--;
 
 	/* a shared handle is resolved from the registry on this attempt */
-	*shared = InvalidDsaPointer;
+	handle->index = 0;
+	handle->nbatches = 0;
 	if (result == GATE_READY && lp->kind == PEEK_KIND_INDEX &&
 		peek_runtime_role(runtime) == PEEK_ROLE_INTERACTIVE)
-		*shared = resolve_shared_handle(entry, runtime);
+		resolve_shared_handle(entry, runtime, handle);
 	registry_unlock(entry);
 	return result;
 }
@@ -436,18 +448,18 @@ gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, dsa_pointer *shared
  * or (solo) a local handle on this runtime's own spine, pinned once for the
  * rest of the peek's life.
  */
-static dsa_pointer
-handle_for(int runtime, LocalPeek *lp, dsa_pointer shared)
+static void
+handle_for(int runtime, LocalPeek *lp, PeekHandle *handle)
 {
 	dsa_pointer *batches;
 	int			nbatches;
 
-	if (lp->kind != PEEK_KIND_INDEX || DsaPointerIsValid(shared))
-		return shared;
+	if (lp->kind != PEEK_KIND_INDEX || handle->index != 0)
+		return;
 	if (!spine_local_batches(lp->object, &batches, &nbatches))
 		elog(ERROR, "pg_peek: solo runtime has no arrangement for published index " INT64_FORMAT,
 			 lp->object);
-	return pin_batches(lp->object, batches, nbatches, false, runtime);
+	pin_batches(handle, lp->object, batches, nbatches, false, runtime);
 }
 
 static void
@@ -494,7 +506,7 @@ unpark(int runtime, LocalPeek *lp)
  * if it is gone, its batches are let go of here.
  */
 static void
-respond(int idx, LocalPeek *lp, PeekAnswer answer, int64 since, dsa_pointer batches)
+respond(int idx, LocalPeek *lp, PeekAnswer answer, int64 since, PeekHandle *handle)
 {
 	PeekSlot   *slot = &peek_shared->slots[idx];
 	PGPROC	   *backend = NULL;
@@ -506,7 +518,9 @@ respond(int idx, LocalPeek *lp, PeekAnswer answer, int64 since, dsa_pointer batc
 		slot->answer = answer;
 		slot->answer_time = lp->time;
 		slot->answer_since = since;
-		slot->answer_batches = batches;
+		if (handle != NULL)
+			memcpy(&slot->answer_handle, handle, offsetof(PeekHandle, batches) +
+				   sizeof(dsa_pointer) * handle->nbatches);
 		pg_write_barrier();
 		slot->state = PEEK_ANSWERED;
 		backend = slot->backend;
@@ -514,8 +528,8 @@ respond(int idx, LocalPeek *lp, PeekAnswer answer, int64 since, dsa_pointer batc
 	SpinLockRelease(&slot->mutex);
 	if (backend != NULL)
 		SetLatch(&backend->procLatch);
-	else if (DsaPointerIsValid(batches))
-		release_handle(batches);
+	else if (handle != NULL && handle->index != 0)
+		release_handle(handle);
 }
 
 /* Gate one peek and act on the result: answer it, or park it. */
@@ -525,8 +539,8 @@ examine_peek(int runtime, int idx, LocalPeek *lp)
 	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
 	PeekSlot   *slot = &peek_shared->slots[idx];
 	int64		since;
-	dsa_pointer shared;
-	GateResult	result = gate_peek(runtime, idx, lp, &since, &shared);
+	PeekHandle	handle;
+	GateResult	result = gate_peek(runtime, idx, lp, &since, &handle);
 
 	if (result == GATE_WAIT)
 	{
@@ -547,16 +561,17 @@ examine_peek(int runtime, int idx, LocalPeek *lp)
 	switch (result)
 	{
 		case GATE_READY:
-			respond(idx, lp, PEEK_ANSWER_READ, since, handle_for(runtime, lp, shared));
+			handle_for(runtime, lp, &handle);
+			respond(idx, lp, PEEK_ANSWER_READ, since, &handle);
 			break;
 		case GATE_COMPACTED:
-			respond(idx, lp, PEEK_ANSWER_COMPACTED, since, InvalidDsaPointer);
+			respond(idx, lp, PEEK_ANSWER_COMPACTED, since, NULL);
 			break;
 		case GATE_DROPPED:
-			respond(idx, lp, PEEK_ANSWER_DROPPED, since, InvalidDsaPointer);
+			respond(idx, lp, PEEK_ANSWER_DROPPED, since, NULL);
 			break;
 		case GATE_FAILED:
-			respond(idx, lp, PEEK_ANSWER_FAILED, since, InvalidDsaPointer);
+			respond(idx, lp, PEEK_ANSWER_FAILED, since, NULL);
 			break;
 		case GATE_WAIT:
 		case GATE_GONE:

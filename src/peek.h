@@ -14,15 +14,18 @@
 
 #include "utils/dsa.h"
 
+#include "shmem.h"
+
 /* What a ready peek hands its walk: the time, and for an index its batches. */
 typedef struct PeekTicket
 {
 	int64		time;
-	dsa_pointer batches;		/* PinnedBatches, or InvalidDsaPointer */
+	PeekHandle *handle;			/* index peeks; valid until peek_end */
 } PeekTicket;
 
 /* backend side */
-extern PeekTicket peek_begin(PeekObjectId object, const char *name, char kind, int64 time);
+extern PeekTicket peek_begin(PeekObjectId object, const char *name, char kind, int64 time,
+							 bool *dropped);
 extern void peek_end(void);
 
 /* runtime side */

@@ -21,6 +21,9 @@ typedef int64 PeekObjectId;
 #define PEEK_KIND_COLLECTION	'c'
 #define PEEK_KIND_INDEX			'i'
 
+/* Most batches an arrangement has (geometric merging keeps far fewer). */
+#define PEEK_MAX_BATCHES		64
+
 /* A peek's "as of" time before the runtime resolves it (as_of => NULL). */
 #define PEEK_TIME_LATEST		((int64) -1)
 

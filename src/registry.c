@@ -78,6 +78,12 @@ registry_lock(PeekObjectId id, bool create)
 	{
 		memset((char *) entry + sizeof(PeekObjectId), 0,
 			   sizeof(RegistryEntry) - sizeof(PeekObjectId));
+		for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
+		{
+			pg_atomic_init_u32(&entry->live_handles[r], 0);
+			pg_atomic_init_u64(&entry->pins[r], 0);
+			pg_atomic_init_u64(&entry->releases[r], 0);
+		}
 	}
 	return entry;
 }
@@ -396,55 +402,51 @@ registry_mark_failed(PeekObjectId id)
 }
 
 /* Pin a batch list for one reader; the pins live until release_handle. */
-dsa_pointer
-pin_batches(PeekObjectId index, dsa_pointer *batches, int nbatches, bool shared, int runtime)
+void
+pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches, int nbatches,
+			bool shared, int runtime)
 {
-	dsa_pointer dp = dsa_allocate(peek_dsa(), offsetof(PinnedBatches, batches) +
-								  sizeof(dsa_pointer) * Max(nbatches, 1));
-	PinnedBatches *pinned = dsa_get_address(peek_dsa(), dp);
-
-	pinned->index = index;
-	pinned->shared = shared;
-	pinned->runtime = runtime;
-	pinned->nbatches = nbatches;
+	handle->index = index;
+	handle->shared = shared;
+	handle->runtime = runtime;
+	handle->nbatches = nbatches;
 	for (int i = 0; i < nbatches; i++)
 	{
 		batch_pin(batches[i]);
-		pinned->batches[i] = batches[i];
+		handle->batches[i] = batches[i];
 	}
-	return dp;
 }
 
 /*
  * A shared handle: resolve the published list of a locked entry and pin it.
  * Counted as a sharing event of that runtime.
  */
-dsa_pointer
-resolve_shared_handle(RegistryEntry *entry, int runtime)
+void
+resolve_shared_handle(RegistryEntry *entry, int runtime, PeekHandle *handle)
 {
-	entry->pins[runtime]++;
-	entry->live_handles[runtime]++;
-	return pin_batches(entry->id, entry->batches, entry->nbatches, true, runtime);
+	pg_atomic_fetch_add_u64(&entry->pins[runtime], 1);
+	pg_atomic_fetch_add_u32(&entry->live_handles[runtime], 1);
+	pin_batches(handle, entry->id, entry->batches, entry->nbatches, true, runtime);
 }
 
-/* Let go of a pinned list (by the reader that walked it, or on cancel). */
+/* Let go of a handle (by the reader that walked it, or on cancel). */
 void
-release_handle(dsa_pointer dp)
+release_handle(PeekHandle *handle)
 {
-	PinnedBatches *pinned = dsa_get_address(peek_dsa(), dp);
-
-	for (int i = 0; i < pinned->nbatches; i++)
-		batch_unpin(pinned->batches[i]);
-	if (pinned->shared)
+	for (int i = 0; i < handle->nbatches; i++)
+		batch_unpin(handle->batches[i]);
+	if (handle->shared)
 	{
-		RegistryEntry *entry = registry_lock(pinned->index, false);
+		/* entries are never deleted, so counters need only a shared lock */
+		RegistryEntry *entry = dshash_find(peek_registry_table(), &handle->index, false);
 
 		if (entry != NULL)
 		{
-			entry->releases[pinned->runtime]++;
-			entry->live_handles[pinned->runtime]--;
+			pg_atomic_fetch_add_u64(&entry->releases[handle->runtime], 1);
+			pg_atomic_fetch_sub_u32(&entry->live_handles[handle->runtime], 1);
 			registry_unlock(entry);
 		}
 	}
-	dsa_free(peek_dsa(), dp);
+	handle->index = 0;
+	handle->nbatches = 0;
 }

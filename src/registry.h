@@ -16,7 +16,7 @@
 #include "nodes/pg_list.h"
 #include "utils/dsa.h"
 
-#define PEEK_MAX_BATCHES 64
+#include "shmem.h"
 
 typedef struct RegistryEntry
 {
@@ -38,20 +38,12 @@ typedef struct RegistryEntry
 	int64		rows;			/* updates in the published batches */
 	int64		bytes;
 	/* shared handles, per runtime */
-	int32		live_handles[PEEK_MAX_RUNTIMES];
-	uint64		pins[PEEK_MAX_RUNTIMES];
-	uint64		releases[PEEK_MAX_RUNTIMES];
+	pg_atomic_uint32 live_handles[PEEK_MAX_RUNTIMES];
+	pg_atomic_uint64 pins[PEEK_MAX_RUNTIMES];
+	pg_atomic_uint64 releases[PEEK_MAX_RUNTIMES];
 } RegistryEntry;
 
-/* Batches pinned for one reader: a handle's resolved batch list, in DSA. */
-typedef struct PinnedBatches
-{
-	PeekObjectId index;
-	bool		shared;			/* resolved from the registry */
-	int			runtime;		/* who resolved it */
-	int32		nbatches;
-	dsa_pointer batches[FLEXIBLE_ARRAY_MEMBER];
-} PinnedBatches;
+
 
 extern dshash_table_handle registry_create(dsa_area *dsa, int tranche);
 extern dshash_table *registry_attach(dsa_area *dsa, dshash_table_handle handle, int tranche);
@@ -71,9 +63,9 @@ extern List *registry_snapshot(void);
 extern void publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 								int64 upper, int64 since);
 extern void registry_mark_failed(PeekObjectId id);
-extern dsa_pointer pin_batches(PeekObjectId index, dsa_pointer *batches, int nbatches,
-							   bool shared, int runtime);
-extern dsa_pointer resolve_shared_handle(RegistryEntry *entry, int runtime);
-extern void release_handle(dsa_pointer pinned);
+extern void pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches,
+						int nbatches, bool shared, int runtime);
+extern void resolve_shared_handle(RegistryEntry *entry, int runtime, PeekHandle *handle);
+extern void release_handle(PeekHandle *handle);
 
 #endif							/* PEEK_REGISTRY_H */

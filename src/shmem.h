@@ -44,7 +44,8 @@ extern void queue_reset(PeekQueue *queue);
 /* Commands that backends send to runtimes after their transaction commits. */
 typedef enum PeekCommandKind
 {
-	PEEK_CMD_CATALOG_CHANGED,	/* re-read this object's catalog row */
+	PEEK_CMD_CATALOG_CHANGED,	/* re-read this object's catalog row (value
+								 * 1: it was dropped) */
 	PEEK_CMD_STANDING_HOLD		/* raise this runtime's standing hold */
 } PeekCommandKind;
 
@@ -116,6 +117,20 @@ typedef enum PeekAnswer
 	PEEK_ANSWER_FAILED			/* the index is failed (out of memory) */
 } PeekAnswer;
 
+/*
+ * A handle: an index's batch list, each batch pinned for one reader until
+ * release_handle.  Shared when resolved from the registry (a sharing event
+ * of that runtime), local when taken from the solo runtime's own spine.
+ */
+typedef struct PeekHandle
+{
+	PeekObjectId index;
+	bool		shared;
+	int			runtime;
+	int32		nbatches;		/* 0 and no index: no handle */
+	dsa_pointer batches[PEEK_MAX_BATCHES];
+} PeekHandle;
+
 typedef struct PeekSlot
 {
 	slock_t		mutex;
@@ -139,7 +154,7 @@ typedef struct PeekSlot
 	PeekAnswer	answer;
 	int64		answer_time;
 	int64		answer_since;
-	dsa_pointer answer_batches; /* index peeks: PinnedBatches to walk */
+	PeekHandle	answer_handle;	/* index peeks: the batches to walk */
 } PeekSlot;
 
 typedef struct PeekShared

@@ -60,13 +60,17 @@ cursor_cmp(Cursor *a, Cursor *b)
 {
 	BatchEntry *x = &a->batch->entries[a->pos];
 	BatchEntry *y = &b->batch->entries[b->pos];
+	uint32		xlen,
+				ylen;
 
 	if (x->keyhash != y->keyhash)
 		return x->keyhash < y->keyhash ? -1 : 1;
-	if (x->len != y->len)
-		return x->len < y->len ? -1 : 1;
+	xlen = batch_row_len(a->batch, x);
+	ylen = batch_row_len(b->batch, y);
+	if (xlen != ylen)
+		return xlen < ylen ? -1 : 1;
 	return memcmp(DatumGetPointer(batch_row(a->batch, x)),
-				  DatumGetPointer(batch_row(b->batch, y)), x->len);
+				  DatumGetPointer(batch_row(b->batch, y)), xlen);
 }
 
 static void
@@ -96,10 +100,9 @@ emit_row(WalkSpec *spec, Datum row, int64 copies, int64 *emitted, Size *bytes)
 }
 
 void
-walk_batches(dsa_pointer pinned_dp, WalkSpec *spec)
+walk_batches(PeekHandle *handle, WalkSpec *spec)
 {
-	PinnedBatches *pinned = dsa_get_address(peek_dsa(), pinned_dp);
-	Cursor	   *cursors = palloc(sizeof(Cursor) * Max(pinned->nbatches, 1));
+	Cursor	   *cursors = palloc(sizeof(Cursor) * Max(handle->nbatches, 1));
 	int			ncursors = 0;
 	int64		emitted = 0;
 	Size		bytes = 0;
@@ -107,11 +110,11 @@ walk_batches(dsa_pointer pinned_dp, WalkSpec *spec)
 	if (spec->has_key && spec->key_has_null)
 		return;					/* NULL keys never match */
 
-	for (int i = 0; i < pinned->nbatches; i++)
+	for (int i = 0; i < handle->nbatches; i++)
 	{
 		Cursor	   *c = &cursors[ncursors];
 
-		c->batch = batch_get(pinned->batches[i]);
+		c->batch = batch_get(handle->batches[i]);
 		if (spec->has_key)
 		{
 			c->pos = lower_bound(c->batch, spec->keyhash);
@@ -150,9 +153,10 @@ walk_batches(dsa_pointer pinned_dp, WalkSpec *spec)
 			{
 				BatchEntry *e = &c->batch->entries[c->pos];
 
-				if (e->keyhash != fe->keyhash || e->len != fe->len ||
+				if (e->keyhash != fe->keyhash ||
+					batch_row_len(c->batch, e) != VARSIZE(DatumGetPointer(row)) ||
 					memcmp(DatumGetPointer(batch_row(c->batch, e)),
-						   DatumGetPointer(row), e->len) != 0)
+						   DatumGetPointer(row), VARSIZE(DatumGetPointer(row))) != 0)
 					break;
 				if (e->time <= spec->time)
 					count += e->diff;

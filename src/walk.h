@@ -11,6 +11,7 @@
 #include "pg_peek.h"
 
 #include "batch.h"
+#include "shmem.h"
 #include "utils/tuplestore.h"
 
 typedef struct WalkSpec
@@ -27,6 +28,6 @@ typedef struct WalkSpec
 	Tuplestorestate *out;
 } WalkSpec;
 
-extern void walk_batches(dsa_pointer pinned, WalkSpec *spec);
+extern void walk_batches(PeekHandle *handle, WalkSpec *spec);
 
 #endif							/* PEEK_WALK_H */

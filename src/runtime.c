@@ -80,6 +80,23 @@ find_extension(void *arg)
 	*(Oid *) arg = get_extension_oid("pg_peek", true);
 }
 
+/*
+ * The interactive runtime accepts a since for an object.  Its standing hold
+ * may have been what kept the object from compacting, so the maintenance
+ * runtime is told to look at the object again.
+ */
+static void
+accept_since(int runtime, PeekObjectId id, int64 since)
+{
+	if (registry_raise_standing_hold(id, runtime, since))
+	{
+		PeekCommand reread = {PEEK_CMD_CATALOG_CHANGED, id, 0};
+
+		queue_push(peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE].commands, &reread);
+		wake_runtime(PEEK_RUNTIME_MAINTENANCE);
+	}
+}
+
 /* The interactive runtime accepts what the catalog allows. */
 static void
 raise_standing_holds(void *arg)
@@ -91,7 +108,7 @@ raise_standing_holds(void *arg)
 	{
 		CatalogObject *obj = lfirst(lc);
 
-		registry_raise_standing_hold(obj->id, runtime, obj->allowed_since);
+		accept_since(runtime, obj->id, obj->allowed_since);
 	}
 }
 
@@ -135,14 +152,8 @@ take_commands(int runtime, bool maintains)
 			runtime_count(rt, RC_COMMANDS);
 			if (maintains)
 				maintenance_note_command(&cmds[i]);
-			else if (cmds[i].kind == PEEK_CMD_STANDING_HOLD &&
-					 registry_raise_standing_hold(cmds[i].object, runtime, cmds[i].value))
-			{
-				PeekCommand reread = {PEEK_CMD_CATALOG_CHANGED, cmds[i].object, 0};
-
-				queue_push(peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE].commands, &reread);
-				wake_runtime(PEEK_RUNTIME_MAINTENANCE);
-			}
+			else if (cmds[i].kind == PEEK_CMD_STANDING_HOLD)
+				accept_since(runtime, cmds[i].object, cmds[i].value);
 		}
 		if (overflowed)
 		{

@@ -114,7 +114,8 @@ sub runtime_pid
 # psql runs with -X -A -t -v ON_ERROR_STOP=1, so rows come back as
 # 'a|b' lines. Options: timeout (seconds the statement may run, default
 # timeout_default), application_name (default a unique pg_peek_bg_*; used by
-# bg_backend_pid).
+# bg_backend_pid), verbose (1: psql VERBOSITY=verbose, so errors on stderr
+# carry their SQLSTATE, e.g. "ERROR:  57014: canceling statement ...").
 #
 # (PostgreSQL::Test::BackgroundPsql sessions, see bg_session, only return
 # after a query completes; a peek that must wait needs its own process.)
@@ -138,6 +139,7 @@ sub start_bg
 	  IPC::Run::timeout($opts{timeout} // $PostgreSQL::Test::Utils::timeout_default);
 	my @cmd = (
 		$psql, '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1',
+		($opts{verbose} ? ('-v', 'VERBOSITY=verbose') : ()),
 		'-d', $node->connstr('postgres') . " application_name=$appname",
 		'-c', $sql);
 	$h->{run} = IPC::Run::start(\@cmd, '<', \undef, '>', \$h->{stdout},

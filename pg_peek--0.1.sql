@@ -67,60 +67,139 @@ CREATE FUNCTION peek.persist_peek(rowtype anyelement, collection text,
                                   as_of bigint DEFAULT NULL, "limit" bigint DEFAULT NULL)
 RETURNS SETOF anyelement AS 'MODULE_PATHNAME', 'peek_persist_peek' LANGUAGE C;
 
--- introspection
+-- introspection: set-returning functions over shared state ...
 CREATE FUNCTION peek.runtime_status(
     OUT role text, OUT pid integer, OUT state text, OUT started_at timestamptz,
     OUT restarts integer, OUT wakeups bigint, OUT dirty_marks bigint,
     OUT peeks_served bigint, OUT peeks_parked bigint, OUT peeks_reexamined bigint,
     OUT peeks_canceled bigint, OUT commands bigint, OUT publications bigint,
-    OUT compactions bigint)
+    OUT compactions bigint, OUT dsa_bytes bigint, OUT dsa_limit bigint)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_runtime_status' LANGUAGE C;
 
 CREATE FUNCTION peek.registry_status(
     OUT id bigint, OUT published boolean, OUT dropped boolean, OUT since bigint,
-    OUT upper bigint, OUT allowed_since bigint, OUT maintenance_hold bigint,
-    OUT interactive_hold bigint, OUT waiters integer, OUT failed boolean,
-    OUT batches integer, OUT updates bigint, OUT bytes bigint,
-    OUT live_handles integer, OUT handle_pins bigint, OUT handle_releases bigint)
+    OUT upper bigint, OUT allowed_since bigint, OUT failed boolean,
+    OUT batches integer, OUT updates bigint, OUT rows bigint, OUT bytes bigint,
+    OUT hydrating boolean, OUT hydrated_rows bigint, OUT hydration_total bigint)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_registry_status' LANGUAGE C;
+
+CREATE FUNCTION peek.runtime_object_status(
+    OUT id bigint, OUT runtime text, OUT standing_hold bigint, OUT waiters integer,
+    OUT live_handles integer, OUT handle_pins bigint, OUT handle_releases bigint)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_runtime_object_status' LANGUAGE C;
+
+CREATE FUNCTION peek.peek_hold_status(
+    OUT object_id bigint, OUT runtime text, OUT "time" bigint, OUT peek uuid)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_peek_hold_status' LANGUAGE C;
 
 CREATE FUNCTION peek.active_peek_status(
     OUT id uuid, OUT object_id bigint, OUT kind text, OUT "time" bigint,
     OUT runtime text, OUT state text, OUT pid integer, OUT submitted_at timestamptz)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_active_peek_status' LANGUAGE C;
 
+CREATE FUNCTION peek.duration_status(
+    OUT runtime text, OUT kind text, OUT duration_ns bigint, OUT count bigint)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_duration_status' LANGUAGE C;
+
+-- ... restricted to what the current user may see, as pg_stat_statements
+-- does: objects it can peek (owner, pg_read_all_data), or everything for
+-- members of pg_read_all_stats (pg_monitor is one).
+CREATE FUNCTION peek.visible(owner regrole) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT pg_catalog.pg_has_role(owner, 'MEMBER')
+        OR pg_catalog.pg_has_role('pg_read_all_data', 'MEMBER')
+        OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
+$$;
+
+-- a collection's row count at its latest complete time (reads its shard)
+CREATE FUNCTION peek.shard_row_count(shard regclass, upper bigint) RETURNS bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE n bigint;
+BEGIN
+    EXECUTE format('SELECT coalesce(sum(diff), 0) FROM %s WHERE time < $1', shard)
+       INTO n USING upper;
+    RETURN n;
+END $$;
+REVOKE ALL ON FUNCTION peek.shard_row_count(regclass, bigint) FROM PUBLIC;
+
 CREATE VIEW peek.runtimes AS SELECT * FROM peek.runtime_status();
 
 CREATE VIEW peek.collections AS
-SELECT o.name, o.row_type, o.owner, o.shard,
+SELECT o.name, o.row_type, o.owner,
+       CASE WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
+       peek.shard_row_count(o.shard, greatest(r.upper, o.upper)) AS rows,
+       0 AS batches, 0::bigint AS bytes,
+       pg_catalog.pg_total_relation_size(o.shard) AS shard_bytes, o.shard,
        greatest(r.since, o.since) AS since, greatest(r.upper, o.upper) AS upper,
        o.allowed_since, o.created_at
   FROM peek.objects o
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
- WHERE o.kind = 'c';
+ WHERE o.kind = 'c' AND peek.visible(o.owner);
 
 CREATE VIEW peek.indexes AS
 SELECT o.name, c.name AS collection, o.key_columns AS key, o.owner,
        CASE WHEN r.failed THEN 'failed'
-            WHEN r.published THEN 'ready'
-            ELSE 'hydrating' END AS state,
-       coalesce(r.updates, 0) AS updates, coalesce(r.batches, 0) AS batches,
-       coalesce(r.bytes, 0) AS bytes, r.since, r.upper, o.allowed_since, o.created_at
+            WHEN r.hydrating OR NOT coalesce(r.published, false) THEN 'hydrating'
+            ELSE 'ready' END AS state,
+       CASE WHEN r.failed THEN 'arrangement exceeded pg_peek.max_memory' END AS failure,
+       coalesce(r.rows, 0) AS rows, coalesce(r.updates, 0) AS updates,
+       coalesce(r.batches, 0) AS batches, coalesce(r.bytes, 0) AS bytes,
+       r.since, r.upper, o.allowed_since, o.created_at
   FROM peek.objects o
   JOIN peek.objects c ON c.id = o.collection
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
- WHERE o.kind = 'i';
+ WHERE o.kind = 'i' AND peek.visible(o.owner);
 
+-- one row per object and runtime that holds or reads it
 CREATE VIEW peek.frontiers AS
 SELECT o.name AS object,
        CASE o.kind WHEN 'c' THEN 'collection' ELSE 'index' END AS kind,
-       r.since, r.upper, r.waiters
+       x.runtime, r.since, r.upper, x.waiters
   FROM peek.registry_status() r
   JOIN peek.objects o ON o.id = r.id
- WHERE r.published AND NOT r.dropped;
+  JOIN peek.runtime_object_status() x ON x.id = r.id
+ WHERE r.published AND NOT r.dropped AND peek.visible(o.owner);
+
+-- who holds compaction back: the user's allowance, standing holds, peeks
+CREATE VIEW peek.holds AS
+SELECT o.name AS object, 'user' AS kind, NULL::text AS runtime, o.allowed_since AS "time",
+       NULL::uuid AS peek
+  FROM peek.objects o
+ WHERE peek.visible(o.owner)
+UNION ALL
+SELECT o.name, 'standing', x.runtime, x.standing_hold, NULL
+  FROM peek.runtime_object_status() x JOIN peek.objects o ON o.id = x.id
+ WHERE peek.visible(o.owner)
+UNION ALL
+SELECT o.name, 'peek', h.runtime, h."time", h.peek
+  FROM peek.peek_hold_status() h JOIN peek.objects o ON o.id = h.object_id
+ WHERE peek.visible(o.owner);
+
+CREATE VIEW peek.arrangement_sharing AS
+SELECT o.name AS index, x.runtime, x.live_handles, x.handle_pins, x.handle_releases
+  FROM peek.runtime_object_status() x
+  JOIN peek.objects o ON o.id = x.id
+ WHERE o.kind = 'i' AND peek.visible(o.owner);
 
 CREATE VIEW peek.active_peeks AS
 SELECT p.id, o.name AS object, p.kind, p."time", p.runtime,
-       p.state, p.pid, p.submitted_at
+       CASE p.state WHEN 'running' THEN 'running' ELSE 'waiting' END AS state,
+       CASE p.state
+            WHEN 'submitted' THEN 'runtime'
+            WHEN 'parked' THEN CASE WHEN coalesce(r.published, false) THEN 'upper' ELSE 'publication' END
+       END AS waiting_on,
+       r.since, r.upper, p.pid, p.submitted_at
   FROM peek.active_peek_status() p
-  LEFT JOIN peek.objects o ON o.id = p.object_id;
+  LEFT JOIN peek.objects o ON o.id = p.object_id
+  LEFT JOIN peek.registry_status() r ON r.id = p.object_id
+ WHERE o.owner IS NULL OR peek.visible(o.owner);
+
+CREATE VIEW peek.peek_durations AS SELECT * FROM peek.duration_status();
+
+CREATE VIEW peek.hydration_progress AS
+SELECT o.name AS index, c.name AS collection, r.hydrated_rows AS rows_loaded,
+       r.hydration_total AS rows_total
+  FROM peek.registry_status() r
+  JOIN peek.objects o ON o.id = r.id
+  JOIN peek.objects c ON c.id = o.collection
+ WHERE r.hydrating AND NOT r.dropped AND peek.visible(o.owner);

@@ -222,6 +222,7 @@ batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
 	pg_atomic_init_u32(&batch->refcount, 1);
 	batch->index = index;
 	batch->nentries = out;
+	batch->rows = 0;
 	batch->lower = lower;
 	batch->upper = upper;
 	batch->since = since;
@@ -238,6 +239,7 @@ batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
 		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
 		e->time = updates[i].time;
 		e->diff = updates[i].diff;
+		batch->rows += e->diff;
 		SET_VARSIZE(image, updates[i].len + VARHDRSZ);
 		memcpy(VARDATA(image), updates[i].image, updates[i].len);
 		offset += MAXALIGN(updates[i].len + VARHDRSZ);

@@ -58,6 +58,7 @@ typedef struct Batch
 	pg_atomic_uint32 refcount;	/* spine, published list, reader pins */
 	PeekObjectId index;
 	int64		nentries;
+	int64		rows;			/* sum of diffs: the rows it adds */
 	int64		lower;			/* times of its updates: [lower, upper) */
 	int64		upper;
 	int64		since;			/* times below since were advanced to it */

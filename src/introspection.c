@@ -22,6 +22,9 @@
 PG_FUNCTION_INFO_V1(peek_runtime_status);
 PG_FUNCTION_INFO_V1(peek_registry_status);
 PG_FUNCTION_INFO_V1(peek_active_peek_status);
+PG_FUNCTION_INFO_V1(peek_runtime_object_status);
+PG_FUNCTION_INFO_V1(peek_peek_hold_status);
+PG_FUNCTION_INFO_V1(peek_duration_status);
 
 static const char *
 runtime_state_name(RuntimeState state)
@@ -49,8 +52,8 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 	for (int r = 0; r < peek_runtime_count(); r++)
 	{
 		RuntimeSlot *rt = &peek_shared->runtimes[r];
-		Datum		values[5 + RC_NUM_COUNTERS];
-		bool		nulls[5 + RC_NUM_COUNTERS] = {0};
+		Datum		values[7 + RC_NUM_COUNTERS];
+		bool		nulls[7 + RC_NUM_COUNTERS] = {0};
 		pid_t		pid;
 		RuntimeState state;
 		TimestampTz started_at;
@@ -72,12 +75,15 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 		values[4] = Int32GetDatum(Max(restarts, 0));
 		for (int c = 0; c < RC_NUM_COUNTERS; c++)
 			values[5 + c] = Int64GetDatum((int64) pg_atomic_read_u64(&rt->counters[c]));
+		values[5 + RC_NUM_COUNTERS] =
+			Int64GetDatum((int64) pg_atomic_read_u64(&peek_shared->arrangement_bytes));
+		values[6 + RC_NUM_COUNTERS] = Int64GetDatum((int64) peek_max_memory_kb * 1024);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
 }
 
-/* One row per registry entry: frontiers, holds and waiters. */
+/* One row per registry entry: frontiers, allowance, arrangement, hydration. */
 Datum
 peek_registry_status(PG_FUNCTION_ARGS)
 {
@@ -89,46 +95,128 @@ peek_registry_status(PG_FUNCTION_ARGS)
 	foreach(lc, registry_snapshot())
 	{
 		RegistryEntry *e = lfirst(lc);
-		Datum		values[16];
-		bool		nulls[16] = {0};
-		int32		waiters = 0;
-		int32		live_handles = 0;
-		uint64		pins = 0;
-		uint64		releases = 0;
+		Datum		values[14];
+		bool		nulls[14] = {0};
 
-		for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
-		{
-			waiters += e->waiters[r];
-			live_handles += pg_atomic_read_u32(&e->live_handles[r]);
-			pins += pg_atomic_read_u64(&e->pins[r]);
-			releases += pg_atomic_read_u64(&e->releases[r]);
-		}
 		values[0] = Int64GetDatum(e->id);
 		values[1] = BoolGetDatum(e->published);
 		values[2] = BoolGetDatum(e->dropped);
 		values[3] = Int64GetDatum(e->since);
 		values[4] = Int64GetDatum(e->upper);
 		values[5] = Int64GetDatum(e->allowed_since);
-		values[6] = Int64GetDatum(e->standing_hold[PEEK_RUNTIME_MAINTENANCE]);
-		values[7] = Int64GetDatum(e->standing_hold[PEEK_RUNTIME_INTERACTIVE]);
-		nulls[7] = !peek_interactive;
-		values[8] = Int32GetDatum(waiters);
-		values[9] = BoolGetDatum(e->failed);
-		values[10] = Int32GetDatum(e->nbatches);
-		values[11] = Int64GetDatum(e->rows);
-		values[12] = Int64GetDatum(e->bytes);
-		values[13] = Int32GetDatum(live_handles);
-		values[14] = Int64GetDatum((int64) pins);
-		values[15] = Int64GetDatum((int64) releases);
+		values[6] = BoolGetDatum(e->failed);
+		values[7] = Int32GetDatum(e->nbatches);
+		values[8] = Int64GetDatum(e->updates);
+		values[9] = Int64GetDatum(e->rows);
+		values[10] = Int64GetDatum(e->bytes);
+		values[11] = BoolGetDatum(e->hydrating);
+		values[12] = Int64GetDatum(e->hydrated_rows);
+		values[13] = Int64GetDatum(e->hydration_total);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	return (Datum) 0;
+}
+
+/*
+ * One row per registry entry and runtime in use: that runtime's standing
+ * hold, parked peeks and shared handles on the object.
+ */
+Datum
+peek_runtime_object_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	peek_attach();
+	foreach(lc, registry_snapshot())
+	{
+		RegistryEntry *e = lfirst(lc);
+
+		for (int r = 0; r < peek_runtime_count(); r++)
+		{
+			Datum		values[7];
+			bool		nulls[7] = {0};
+
+			values[0] = Int64GetDatum(e->id);
+			values[1] = CStringGetTextDatum(peek_role_name(peek_runtime_role(r)));
+			values[2] = Int64GetDatum(e->standing_hold[r]);
+			values[3] = Int32GetDatum(e->waiters[r]);
+			values[4] = Int32GetDatum((int32) pg_atomic_read_u32(&e->live_handles[r]));
+			values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&e->pins[r]));
+			values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&e->releases[r]));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
+}
+
+/* Every hold of a pending peek: (object, runtime, time, peek id). */
+Datum
+peek_peek_hold_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	peek_attach();
+	for (int i = 0; i < peek_shared->nslots; i++)
+	{
+		PeekSlot   *slot = &peek_shared->slots[i];
+		Datum		values[4];
+		bool		nulls[4] = {0};
+		PeekObjectId object;
+		int64		time;
+		int			runtime;
+		pg_uuid_t	uuid;
+
+		SpinLockAcquire(&slot->mutex);
+		object = slot->hold_object;
+		time = slot->hold_time;
+		runtime = slot->runtime;
+		uuid = slot->uuid;
+		SpinLockRelease(&slot->mutex);
+		if (object == 0)
+			continue;
+		values[0] = Int64GetDatum(object);
+		values[1] = CStringGetTextDatum(peek_role_name(peek_runtime_role(runtime)));
+		values[2] = Int64GetDatum(time);
+		values[3] = UUIDPGetDatum(&uuid);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* The peek duration histograms: (runtime, kind, bucket ns, count). */
+Datum
+peek_duration_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	peek_attach();
+	for (int r = 0; r < peek_runtime_count(); r++)
+		for (int k = 0; k < PEEK_DURATION_KINDS; k++)
+			for (int b = 0; b < PEEK_DURATION_BUCKETS; b++)
+			{
+				uint64		count = pg_atomic_read_u64(&peek_shared->runtimes[r].durations[k][b]);
+				Datum		values[4];
+				bool		nulls[4] = {0};
+
+				if (count == 0)
+					continue;
+				values[0] = CStringGetTextDatum(peek_role_name(peek_runtime_role(r)));
+				values[1] = CStringGetTextDatum(k == 1 ? "index" : "persist");
+				values[2] = Int64GetDatum((int64) ((uint64) 1 << b));
+				values[3] = Int64GetDatum((int64) count);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			}
 	return (Datum) 0;
 }
 
 static const char *
 peek_state_name(PeekState state)
 {
-	return state == PEEK_PARKED ? "waiting" :
+	return state == PEEK_PARKED ? "parked" :
 		state == PEEK_SUBMITTED ? "submitted" : "running";
 }
 

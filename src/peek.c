@@ -295,6 +295,24 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, bool *d
 	return ticket;				/* keep compiler quiet */
 }
 
+/* Count an answered peek's duration in its runtime's histogram. */
+static void
+record_duration(PeekSlot *slot)
+{
+	long		secs;
+	int			usecs;
+	uint64		ns;
+	int			bucket = 0;
+
+	TimestampDifference(slot->submitted_at, GetCurrentTimestamp(), &secs, &usecs);
+	ns = (uint64) secs * 1000000000 + (uint64) usecs * 1000;
+	/* the smallest power of two >= the duration */
+	while (bucket < PEEK_DURATION_BUCKETS - 1 && ((uint64) 1 << bucket) < ns)
+		bucket++;
+	pg_atomic_fetch_add_u64(&peek_shared->runtimes[slot->runtime]
+							.durations[slot->kind == PEEK_KIND_INDEX][bucket], 1);
+}
+
 /* The walk is done (or failed): release the batches and the hold. */
 void
 peek_end(void)
@@ -304,6 +322,8 @@ peek_end(void)
 	/* the handle is ours once answered: the runtime no longer touches it */
 	if (slot->answer_handle.index != 0)
 		release_handle(&slot->answer_handle);
+	if (slot->state == PEEK_ANSWERED)
+		record_duration(slot);
 	SpinLockAcquire(&slot->mutex);
 	slot->state = PEEK_IDLE;
 	slot->hold_object = 0;

@@ -333,3 +333,22 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 	SPI_cursor_close(portal);
 	SPI_finish();
 }
+
+/* How many updates have lower <= time < upper (a hydration's total). */
+int64
+persist_count_range(Oid shard, int64 lower, int64 upper)
+{
+	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Datum		args[2] = {Int64GetDatum(lower), Int64GetDatum(upper)};
+	bool		isnull;
+	int64		count;
+
+	SPI_connect();
+	if (SPI_execute_with_args(psprintf("SELECT count(*) FROM peek.%s WHERE time >= $1 AND time < $2",
+									   quote_identifier(get_rel_name(shard))),
+							  2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "pg_peek: could not count shard %u", shard);
+	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return count;
+}

@@ -164,6 +164,7 @@ detach_batches(RegistryEntry *entry, dsa_pointer *old)
 
 	memcpy(old, entry->batches, sizeof(dsa_pointer) * nold);
 	entry->nbatches = 0;
+	entry->updates = 0;
 	entry->rows = 0;
 	entry->bytes = 0;
 	return nold;
@@ -350,6 +351,7 @@ publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 	RegistryEntry *entry;
 	dsa_pointer old[PEEK_MAX_BATCHES];
 	int			nold;
+	int64		updates = 0;
 	int64		rows = 0;
 	int64		bytes = 0;
 	int			wake = 0;
@@ -360,7 +362,8 @@ publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 		Batch	   *batch = batch_get(batches[i]);
 
 		batch_pin(batches[i]);
-		rows += batch->nentries;
+		updates += batch->nentries;
+		rows += batch->rows;
 		bytes += batch->size;
 	}
 
@@ -368,8 +371,10 @@ publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 	nold = detach_batches(entry, old);
 	memcpy(entry->batches, batches, sizeof(dsa_pointer) * nbatches);
 	entry->nbatches = nbatches;
+	entry->updates = updates;
 	entry->rows = rows;
 	entry->bytes = bytes;
+	entry->hydrating = false;
 	entry->kind = PEEK_KIND_INDEX;
 	if (!entry->published || upper > entry->upper || since > entry->since)
 	{
@@ -449,4 +454,16 @@ release_handle(PeekHandle *handle)
 	}
 	handle->index = 0;
 	handle->nbatches = 0;
+}
+
+/* Progress of an index's hydration (total < 0: hydration is over). */
+void
+registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total)
+{
+	RegistryEntry *entry = registry_lock(id, true);
+
+	entry->hydrating = total >= 0;
+	entry->hydrated_rows = loaded;
+	entry->hydration_total = Max(total, 0);
+	registry_unlock(entry);
 }

@@ -35,8 +35,13 @@ typedef struct RegistryEntry
 	bool		failed;			/* out of pg_peek.max_memory */
 	int32		nbatches;		/* the published batch list */
 	dsa_pointer batches[PEEK_MAX_BATCHES];
-	int64		rows;			/* updates in the published batches */
+	int64		updates;		/* entries in the published batches */
+	int64		rows;			/* their diffs summed: the current row count */
 	int64		bytes;
+	/* hydration of an index, for peek.hydration_progress */
+	bool		hydrating;
+	int64		hydrated_rows;
+	int64		hydration_total;
 	/* shared handles, per runtime */
 	pg_atomic_uint32 live_handles[PEEK_MAX_RUNTIMES];
 	pg_atomic_uint64 pins[PEEK_MAX_RUNTIMES];
@@ -63,6 +68,7 @@ extern List *registry_snapshot(void);
 extern void publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 								int64 upper, int64 since);
 extern void registry_mark_failed(PeekObjectId id);
+extern void registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total);
 extern void pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches,
 						int nbatches, bool shared, int runtime);
 extern void resolve_shared_handle(RegistryEntry *entry, int runtime, PeekHandle *handle);

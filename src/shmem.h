@@ -78,6 +78,10 @@ typedef enum RuntimeCounter
 	RC_NUM_COUNTERS
 } RuntimeCounter;
 
+/* peek.peek_durations: counts per power-of-two nanosecond bucket */
+#define PEEK_DURATION_BUCKETS	64
+#define PEEK_DURATION_KINDS		2	/* 0 persist, 1 index */
+
 typedef struct RuntimeSlot
 {
 	slock_t		mutex;
@@ -91,6 +95,7 @@ typedef struct RuntimeSlot
 	PeekQueue  *dirty;			/* object ids published with our peeks parked */
 	PeekQueue  *commands;		/* PeekCommand from committed transactions */
 	pg_atomic_uint64 counters[RC_NUM_COUNTERS];
+	pg_atomic_uint64 durations[PEEK_DURATION_KINDS][PEEK_DURATION_BUCKETS];
 } RuntimeSlot;
 
 /*

@@ -120,6 +120,8 @@ merge_geometrically(Spine *spine)
 
 typedef struct Arranging
 {
+	PeekObjectId index;
+	int64		hydration_total;	/* < 0: following, not hydrating */
 	KeyInfo    *key;
 	PendingUpdate *updates;
 	int64		n;
@@ -147,15 +149,25 @@ arrange_update(int64 time, int64 diff, Datum row, void *arg)
 	u->time = time;
 	u->diff = diff;
 	MemoryContextSwitchTo(old);
+	if (a->hydration_total >= 0 && a->n % 10000 == 0)
+		registry_hydration_progress(a->index, a->n, a->hydration_total);
 }
 
-/* Arrange the shard's updates in [lower, upper) into a new batch. */
+/*
+ * Arrange the shard's updates in [lower, upper) into a new batch.  The first
+ * range of a spine is its hydration, shown in peek.hydration_progress.
+ */
 static dsa_pointer
 arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
 {
 	Arranging	a;
 	dsa_pointer dp;
+	bool		hydrating = spine->nbatches == 0 && lower == 0;
 
+	a.index = spine->index;
+	a.hydration_total = hydrating ? persist_count_range(spine->shard, lower, upper) : -1;
+	if (hydrating)
+		registry_hydration_progress(spine->index, 0, a.hydration_total);
 	a.key = spine->key;
 	a.cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek arranging",
 								  ALLOCSET_DEFAULT_SIZES);
@@ -167,6 +179,8 @@ arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
 	dp = *empty ? InvalidDsaPointer :
 		batch_build(spine->index, a.updates, a.n, lower, upper, spine->since);
 	MemoryContextDelete(a.cxt);
+	if (hydrating)
+		registry_hydration_progress(spine->index, a.n, -1);
 	return dp;
 }
 

@@ -38,7 +38,7 @@ sub index_upper
 {
 	my ($index) = @_;
 	return $node->safe_psql('postgres',
-		"SELECT upper FROM peek.frontiers WHERE object = '$index'");
+		"SELECT upper FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object = '$index'");
 }
 
 # ---- 1000 seals with nothing parked ----------------------------------------
@@ -61,7 +61,7 @@ $node->safe_psql('postgres', q{
 		END LOOP;
 	END $$;
 });
-ok(poll_until($node, "SELECT upper FROM peek.frontiers WHERE object = 'busy_by_k'", '1000'),
+ok(poll_until($node, "SELECT upper FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object = 'busy_by_k'", '1000'),
 	'the index followed all 1000 seals');
 my $after = counters();
 if ($mode eq 'on')
@@ -88,13 +88,14 @@ $node->safe_psql('postgres', q{
 	END $$;
 });
 ok(poll_until($node,
-		"SELECT count(*) FROM peek.frontiers WHERE object LIKE 'c%\\_by\\_k' AND upper = 1", '50'),
+		"SELECT count(*) FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object LIKE 'c%\\_by\\_k' AND upper = 1", '50'),
 	'50 indexes published');
 
 # park a key peek on index 7 at time 3 (upper is 1)
 my $h = start_bg($node,
 	"SELECT k, v FROM peek.index_peek(NULL::w, 'c7_by_k', ROW(1), as_of => 3) ORDER BY v");
-ok(poll_until($node, "SELECT state FROM peek.active_peeks WHERE object = 'c7_by_k'", 'waiting'),
+ok(poll_until($node, "SELECT state || ':' || waiting_on FROM peek.active_peeks WHERE object = 'c7_by_k'",
+		'waiting:upper'),
 	'the peek on c7_by_k is parked');
 my $parked = counters();
 
@@ -112,7 +113,7 @@ $node->safe_psql('postgres', q{
 	END $$;
 });
 ok(poll_until($node,
-		"SELECT count(*) FROM peek.frontiers WHERE object LIKE 'c%\\_by\\_k' AND upper = 6", '49'),
+		"SELECT count(*) FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object LIKE 'c%\\_by\\_k' AND upper = 6", '49'),
 	'the other 49 indexes followed 5 seals each');
 my $others = counters();
 if ($mode eq 'on')

@@ -30,7 +30,7 @@ $node->safe_psql('postgres', q{
 	SELECT peek.write('rc', ARRAY[(2, 'b'), (5, 'e')]::r[]);
 	SELECT peek.allow_compaction('rc_by_k', 1);
 });
-ok(poll_until($node, "SELECT since FROM peek.frontiers WHERE object = 'rc_by_k'", '1'),
+ok(poll_until($node, "SELECT since FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object = 'rc_by_k'", '1'),
 	'rc_by_k compacted to since 1');
 
 # index contents equal the shard's at every time from the index's since
@@ -38,7 +38,7 @@ sub index_equals_shard
 {
 	my ($index, $upper_t) = @_;
 	my $since = $node->safe_psql('postgres',
-		"SELECT since FROM peek.frontiers WHERE object = '$index'");
+		"SELECT since FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object = '$index'");
 	my $bad = $node->safe_psql('postgres', qq{
 		SELECT count(*) FROM generate_series($since, $upper_t) t
 		 WHERE (SELECT array_agg(x ORDER BY x::text) FROM peek.index_peek(NULL::r, '$index', as_of => t) x)
@@ -66,14 +66,14 @@ my @peeks = (
 	[ "SELECT count(*) FROM peek.index_peek(NULL::r, 'rc_by_k', as_of => 4)", "7" ],
 );
 my @h = map { start_bg($node, $_->[0]) } @peeks;
-ok(poll_until($node, "SELECT count(*) FROM peek.active_peeks WHERE state = 'waiting'", '3'),
+ok(poll_until($node, "SELECT count(*) FROM peek.active_peeks WHERE waiting_on = 'upper'", '3'),
 	'three index peeks parked');
 my $pid = runtime_pid($node, $serve);
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 ok(poll_until($node,
 		"SELECT pid <> $pid AND state = 'running' FROM peek.runtimes WHERE role = '$serve'"),
 	"the $serve runtime restarted");
-ok(poll_until($node, "SELECT count(*) FROM peek.active_peeks WHERE state = 'waiting'", '3'),
+ok(poll_until($node, "SELECT count(*) FROM peek.active_peeks WHERE waiting_on = 'upper'", '3'),
 	'the backends re-issued their peeks to it');
 is(holds(), $holds_before, 'standing holds are unchanged by the restart');
 $node->safe_psql('postgres', q{
@@ -92,7 +92,7 @@ for my $i (0 .. $#peeks)
 $pid = runtime_pid($node, $maint);
 my $h2 = start_bg($node,
 	"SELECT k, v FROM peek.index_peek(NULL::r, 'rc_by_k', ROW(8), as_of => 6)");
-ok(poll_until($node, "SELECT count(*) FROM peek.active_peeks WHERE state = 'waiting'", '1'),
+ok(poll_until($node, "SELECT count(*) FROM peek.active_peeks WHERE waiting_on = 'upper'", '1'),
 	'a peek waits for time 6');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 $node->safe_psql('postgres', "SELECT peek.write('rc', ARRAY[(8, 'h')]::r[])");
@@ -107,7 +107,7 @@ ok(poll_until($node, "SELECT count(*) FROM peek.indexes WHERE state = 'ready' AN
 	'both indexes re-hydrated and published at upper 7');
 ok(index_equals_shard('rc_by_k', 6), 'rc_by_k equals the shard after the restart');
 ok(index_equals_shard('rc_by_v', 6), 'rc_by_v equals the shard after the restart');
-is($node->safe_psql('postgres', "SELECT since FROM peek.frontiers WHERE object = 'rc_by_k'"),
+is($node->safe_psql('postgres', "SELECT since FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object = 'rc_by_k'"),
 	'1', 'the since of rc_by_k did not go back');
 
 # ---- crash-restart of the whole cluster ------------------------------------

@@ -50,8 +50,8 @@ sub index_equals_shard
 sub holds
 {
 	return $node->safe_psql('postgres', q{
-		SELECT string_agg(o.name || ':' || r.maintenance_hold || '/' || coalesce(r.interactive_hold::text, '-'), ',' ORDER BY o.name)
-		  FROM peek.registry_status() r JOIN peek.objects o USING (id)});
+		SELECT string_agg(object || ':' || runtime || ':' || time, ',' ORDER BY object, runtime)
+		  FROM peek.holds WHERE kind = 'standing'});
 }
 
 ok(index_equals_shard('rc_by_k', 2), 'rc_by_k equals the shard before any restart');

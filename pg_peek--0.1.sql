@@ -26,8 +26,6 @@ CREATE TABLE peek.objects (
 );
 SELECT pg_catalog.pg_extension_config_dump('peek.objects', '');
 SELECT pg_catalog.pg_extension_config_dump('peek.object_seq', '');
-REVOKE ALL ON peek.objects FROM PUBLIC;
-GRANT SELECT ON peek.objects TO PUBLIC;
 
 -- collections and their durable shards
 CREATE FUNCTION peek.create_collection(name text, row_type regtype)
@@ -111,23 +109,17 @@ LANGUAGE sql STABLE AS $$
         OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER')
 $$;
 
--- a collection's row count at its latest complete time (reads its shard)
-CREATE FUNCTION peek.shard_row_count(shard regclass, upper bigint) RETURNS bigint
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE n bigint;
-BEGIN
-    EXECUTE format('SELECT coalesce(sum(diff), 0) FROM %s WHERE time < $1', shard)
-       INTO n USING upper;
-    RETURN n;
-END $$;
-REVOKE ALL ON FUNCTION peek.shard_row_count(regclass, bigint) FROM PUBLIC;
+-- a collection's row count before its upper (reads its shard; NULL for a
+-- collection the caller may not see)
+CREATE FUNCTION peek.collection_rows(name text) RETURNS bigint
+AS 'MODULE_PATHNAME', 'peek_collection_rows' LANGUAGE C STABLE STRICT;
 
 CREATE VIEW peek.runtimes AS SELECT * FROM peek.runtime_status();
 
 CREATE VIEW peek.collections AS
 SELECT o.name, o.row_type, o.owner,
        CASE WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
-       peek.shard_row_count(o.shard, greatest(r.upper, o.upper)) AS rows,
+       peek.collection_rows(o.name) AS rows,
        0 AS batches, 0::bigint AS bytes,
        pg_catalog.pg_total_relation_size(o.shard) AS shard_bytes, o.shard,
        greatest(r.since, o.since) AS since, greatest(r.upper, o.upper) AS upper,
@@ -203,3 +195,9 @@ SELECT o.name AS index, c.name AS collection, r.hydrated_rows AS rows_loaded,
   JOIN peek.objects o ON o.id = r.id
   JOIN peek.objects c ON c.id = o.collection
  WHERE r.hydrating AND NOT r.dropped AND peek.visible(o.owner);
+
+-- the views filter their rows by what the user may see
+REVOKE ALL ON peek.objects FROM PUBLIC;
+GRANT SELECT ON peek.runtimes, peek.collections, peek.indexes, peek.frontiers,
+    peek.holds, peek.arrangement_sharing, peek.active_peeks, peek.peek_durations,
+    peek.hydration_progress TO PUBLIC;

@@ -16,6 +16,11 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
+#include "catalog/pg_authid.h"
+#include "utils/acl.h"
+
+#include "catalog.h"
+#include "persist.h"
 #include "registry.h"
 #include "shmem.h"
 
@@ -25,6 +30,7 @@ PG_FUNCTION_INFO_V1(peek_active_peek_status);
 PG_FUNCTION_INFO_V1(peek_runtime_object_status);
 PG_FUNCTION_INFO_V1(peek_peek_hold_status);
 PG_FUNCTION_INFO_V1(peek_duration_status);
+PG_FUNCTION_INFO_V1(peek_collection_rows);
 
 static const char *
 runtime_state_name(RuntimeState state)
@@ -254,4 +260,32 @@ peek_active_peek_status(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * A collection's current row count: the sum of its shard's diffs before the
+ * upper.  NULL unless the caller may see the collection (owner, or a member
+ * of pg_read_all_data or pg_read_all_stats), like the views.
+ */
+Datum
+peek_collection_rows(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_READ);
+	Oid			user = GetUserId();
+	RegistryEntry *entry;
+	int64		upper = coll->upper;
+
+	if (!has_privs_of_role(user, coll->owner) &&
+		!has_privs_of_role(user, ROLE_PG_READ_ALL_DATA) &&
+		!has_privs_of_role(user, ROLE_PG_READ_ALL_STATS))
+		PG_RETURN_NULL();
+	peek_attach();
+	entry = registry_lock(coll->id, false);
+	if (entry != NULL)
+	{
+		upper = Max(upper, entry->upper);
+		registry_unlock(entry);
+	}
+	PG_RETURN_INT64(persist_sum_diffs(coll->shard, upper));
 }

@@ -352,3 +352,27 @@ persist_count_range(Oid shard, int64 lower, int64 upper)
 	SPI_finish();
 	return count;
 }
+
+/* The sum of the diffs before upper: the row count at the latest time. */
+int64
+persist_sum_diffs(Oid shard, int64 upper)
+{
+	Relation	rel = table_open(shard, AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	int64		sum = 0;
+	bool		isnull;
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (DatumGetInt64(slot_getattr(slot, SHARD_TIME, &isnull)) < upper)
+			sum += DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	return sum;
+}

@@ -20,6 +20,7 @@ extern void persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff);
 extern void persist_walk(Oid shard, Oid row_type, const char *collection,
 						 int64 time, int64 limit, Tuplestorestate *out);
 extern int64 persist_compact(Oid shard, int64 since);
+extern int64 persist_sum_diffs(Oid shard, int64 upper);
 extern int64 persist_count_range(Oid shard, int64 lower, int64 upper);
 extern void persist_scan_range(Oid shard, int64 lower, int64 upper,
 							   void (*fn) (int64 time, int64 diff, Datum row, void *arg),

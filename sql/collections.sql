@@ -4,28 +4,6 @@ DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
 RESET client_min_messages;
 
--- try(sql): run a statement, show its SQLSTATE and message if it fails
-CREATE FUNCTION try(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE sql;
-    RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
-
--- wait_for(cond): poll until a boolean query is true (runtimes are async)
-CREATE FUNCTION wait_for(cond text, seconds int DEFAULT 30) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-    FOR i IN 1 .. seconds * 20 LOOP
-        EXECUTE cond INTO ok;
-        IF ok THEN RETURN true; END IF;
-        PERFORM pg_sleep(0.05);
-    END LOOP;
-    RETURN false;
-END $$;
-
 CREATE TYPE item AS (id int, name text, qty numeric);
 
 -- create, with the catalog row and its shard
@@ -136,5 +114,4 @@ SELECT peek.drop_collection('items');
 REVOKE USAGE ON SCHEMA peek FROM peek_stranger;
 DROP ROLE peek_stranger;
 DROP EXTENSION pg_peek CASCADE;
-DROP FUNCTION try(text), wait_for(text, int);
 DROP TYPE item;

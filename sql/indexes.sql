@@ -7,26 +7,6 @@ DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
 RESET client_min_messages;
 
-CREATE FUNCTION try(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE sql;
-    RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
-
-CREATE FUNCTION wait_for(cond text, seconds int DEFAULT 30) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-    FOR i IN 1 .. seconds * 20 LOOP
-        EXECUTE cond INTO ok;
-        IF ok THEN RETURN true; END IF;
-        PERFORM pg_sleep(0.05);
-    END LOOP;
-    RETURN false;
-END $$;
-
 CREATE TYPE acct AS (region text, id int, balance numeric, note text);
 SELECT peek.create_collection('accts', 'acct');
 
@@ -193,6 +173,5 @@ SELECT peek.create_index('wide_by_id', 'wide', '{id}');
 SELECT note = repeat('w', 200) AS found FROM peek.index_peek(NULL::acct, 'wide_by_id', ROW(5));
 
 DROP EXTENSION pg_peek CASCADE;
-DROP FUNCTION try(text), wait_for(text, int);
 DROP TYPE acct, tag, blob;
 DROP COLLATION peek_ci;

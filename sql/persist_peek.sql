@@ -5,35 +5,6 @@ DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
 RESET client_min_messages;
 
-CREATE FUNCTION try(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE sql;
-    RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
-
-CREATE FUNCTION wait_for(cond text, seconds int DEFAULT 30) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE ok boolean;
-BEGIN
-    FOR i IN 1 .. seconds * 20 LOOP
-        EXECUTE cond INTO ok;
-        IF ok THEN RETURN true; END IF;
-        PERFORM pg_sleep(0.05);
-    END LOOP;
-    RETURN false;
-END $$;
-
--- the number of live rows in a collection's shard table
-CREATE FUNCTION shard_rows(coll text) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
-BEGIN
-    EXECUTE format('SELECT count(*) FROM %s',
-                   (SELECT shard FROM peek.collections WHERE name = coll)) INTO n;
-    RETURN n;
-END $$;
-
 CREATE TYPE stock AS (sku text, qty int);
 SELECT peek.create_collection('stock', 'stock');
 
@@ -143,5 +114,4 @@ RESET pg_peek.max_result_bytes;
 SELECT count(*) FROM peek.persist_peek(NULL::stock, 'big');
 
 DROP EXTENSION pg_peek CASCADE;
-DROP FUNCTION try(text), wait_for(text, int), shard_rows(text);
 DROP TYPE stock;

@@ -123,6 +123,30 @@ kind_with_article(char kind)
 	return kind == PEEK_KIND_INDEX ? "an index" : "a collection";
 }
 
+/* Run a query returning OBJECT_COLUMNS as the extension owner: its objects. */
+static List *
+query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_only)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	SavedUser	saved;
+	List	   *result = NIL;
+
+	become_extension_owner(&saved);
+	SPI_connect();
+	spi_check(SPI_execute_with_args(query, nargs, &argtype, &arg, NULL, read_only, 0),
+			  SPI_OK_SELECT, query);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+
+		result = lappend(result, object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc));
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	restore_user(&saved);
+	return result;
+}
+
 /*
  * Find an object by name.  kind 0 accepts any kind.  Raises 42704 if it
  * does not exist and 42809 if it is of the other kind.
@@ -130,13 +154,9 @@ kind_with_article(char kind)
 CatalogObject *
 catalog_lookup(const char *name, char kind, CatalogLock lock)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	SavedUser	saved;
-	CatalogObject *obj = NULL;
-	Datum		arg = CStringGetTextDatum(name);
-	Oid			argtype = TEXTOID;
 	const char *query;
-	int			ret;
+	List	   *found;
+	CatalogObject *obj;
 
 	switch (lock)
 	{
@@ -150,20 +170,8 @@ catalog_lookup(const char *name, char kind, CatalogLock lock)
 			query = "SELECT " OBJECT_COLUMNS " FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1";
 			break;
 	}
-
-	become_extension_owner(&saved);
-	SPI_connect();
-	ret = SPI_execute_with_args(query, 1, &argtype, &arg, NULL, lock == CATALOG_READ, 1);
-	spi_check(ret, lock == CATALOG_READ ? SPI_OK_SELECT : SPI_OK_SELECT, "catalog lookup");
-	if (SPI_processed == 1)
-	{
-		MemoryContext spi = MemoryContextSwitchTo(caller);
-
-		obj = object_from_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
-		MemoryContextSwitchTo(spi);
-	}
-	SPI_finish();
-	restore_user(&saved);
+	found = query_objects(query, 1, TEXTOID, CStringGetTextDatum(name), lock == CATALOG_READ);
+	obj = found != NIL ? linitial(found) : NULL;
 
 	if (obj == NULL)
 		ereport(ERROR,
@@ -277,28 +285,9 @@ catalog_insert(CatalogObject *obj, Datum key_columns)
 List *
 catalog_indexes_of(PeekObjectId collection)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	SavedUser	saved;
-	Oid			argtype = INT8OID;
-	Datum		arg = Int64GetDatum(collection);
-	List	   *result = NIL;
-
-	become_extension_owner(&saved);
-	SPI_connect();
-	spi_check(SPI_execute_with_args("SELECT " OBJECT_COLUMNS " FROM peek.objects "
-									"WHERE collection OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-									1, &argtype, &arg, NULL, false, 0),
-			  SPI_OK_SELECT, "index lookup");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		MemoryContext spi = MemoryContextSwitchTo(caller);
-
-		result = lappend(result, object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc));
-		MemoryContextSwitchTo(spi);
-	}
-	SPI_finish();
-	restore_user(&saved);
-	return result;
+	return query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+						 "WHERE collection OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+						 1, INT8OID, Int64GetDatum(collection), false);
 }
 
 void
@@ -361,43 +350,24 @@ catalog_lock_for_compaction(PeekObjectId id)
 List *
 catalog_read(PeekObjectId *ids, int nids)
 {
-	MemoryContext caller = CurrentMemoryContext;
-	SavedUser	saved;
-	List	   *result = NIL;
-	int			ret;
+	Datum	   *elems;
 
-	become_extension_owner(&saved);
-	SPI_connect();
 	if (nids < 0)
-		ret = SPI_execute("SELECT " OBJECT_COLUMNS " FROM peek.objects", true, 0);
-	else
-	{
-		Datum	   *elems = palloc(sizeof(Datum) * Max(nids, 1));
-		Oid			argtype = INT8ARRAYOID;
-		Datum		arg;
-
-		for (int i = 0; i < nids; i++)
-			elems[i] = Int64GetDatum(ids[i]);
-		arg = PointerGetDatum(construct_array(elems, nids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		/* with each changed collection's indexes and each index's collection */
-		ret = SPI_execute_with_args("SELECT " OBJECT_COLUMNS " FROM peek.objects "
-									"WHERE id OPERATOR(pg_catalog.=) ANY ($1) "
-									"OR collection OPERATOR(pg_catalog.=) ANY ($1) "
-									"OR id IN (SELECT collection FROM peek.objects "
-									"WHERE id OPERATOR(pg_catalog.=) ANY ($1))",
-									1, &argtype, &arg, NULL, true, 0);
-	}
-	spi_check(ret, SPI_OK_SELECT, "catalog read");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		MemoryContext spi = MemoryContextSwitchTo(caller);
-
-		result = lappend(result, object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc));
-		MemoryContextSwitchTo(spi);
-	}
-	SPI_finish();
-	restore_user(&saved);
-	return result;
+		return query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects", 0, InvalidOid,
+							 (Datum) 0, true);
+	elems = palloc(sizeof(Datum) * Max(nids, 1));
+	for (int i = 0; i < nids; i++)
+		elems[i] = Int64GetDatum(ids[i]);
+	/* with each changed collection's indexes and each index's collection */
+	return query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+						 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) "
+						 "OR collection OPERATOR(pg_catalog.=) ANY ($1) "
+						 "OR id IN (SELECT collection FROM peek.objects "
+						 "WHERE id OPERATOR(pg_catalog.=) ANY ($1))",
+						 1, INT8ARRAYOID,
+						 PointerGetDatum(construct_array(elems, nids, INT8OID, 8,
+														 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
+						 true);
 }
 
 /* ---- privileges ---- */

@@ -1,0 +1,33 @@
+-- Helpers shared by the regression tests (sql/*.sql run in name order);
+-- sql/zz_cleanup.sql drops them.
+
+-- try(sql): run a statement, show its SQLSTATE and message if it fails
+CREATE FUNCTION try(sql text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE sql;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+-- wait_for(cond): poll until a boolean query is true (runtimes are async)
+CREATE FUNCTION wait_for(cond text, seconds int DEFAULT 30) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE ok boolean;
+BEGIN
+    FOR i IN 1 .. seconds * 20 LOOP
+        EXECUTE cond INTO ok;
+        IF ok THEN RETURN true; END IF;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+    RETURN false;
+END $$;
+
+-- shard_rows(coll): the number of live rows in a collection's shard table
+CREATE FUNCTION shard_rows(coll text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM %s',
+                   (SELECT shard FROM peek.collections WHERE name = coll)) INTO n;
+    RETURN n;
+END $$;

@@ -10,7 +10,8 @@
  *	  FOR NO KEY UPDATE (times follow commit order), drop takes FOR UPDATE,
  *	  compaction skips a row a writer holds instead of waiting behind it.
  *
- *	  Must not touch shared memory beyond pushing commands to runtimes.
+ *	  Must not touch shared memory beyond pushing commands to runtimes and
+ *	  tombstoning the objects a committed transaction dropped.
  *
  *-------------------------------------------------------------------------
  */

@@ -14,10 +14,13 @@
  *	  registry entry's lock and takes the peek's hold there.  A not-ready peek
  *	  is parked keyed by its object id; a publication of that object marks it
  *	  dirty for this runtime (registry.c) and serve_dirty_objects re-examines
- *	  only the peeks parked under dirty ids.
+ *	  only the peeks parked under dirty ids.  A ready index peek is answered
+ *	  with a handle on its batches: a shared handle resolved from the
+ *	  registry on that attempt (interactive runtime), or a local handle on
+ *	  the solo runtime's own spine, pinned once for the peek's life.
  *
- *	  Must not read tables: the walk itself belongs to the callers
- *	  (persist.c for shards).
+ *	  Must not read tables or batches: the walk belongs to the callers
+ *	  (walk.c for indexes, persist.c for shards), in the waiting backend.
  *
  *-------------------------------------------------------------------------
  */

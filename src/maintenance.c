@@ -120,7 +120,7 @@ static void
 adopt_index(CatalogObject *obj, CatalogObject *collection)
 {
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
-	spine_adopt(obj, collection, published_since(obj->id));
+	spine_adopt(obj, collection, Max(published_since(obj->id), obj->since));
 	runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
 	note_compaction(obj, published_since(obj->id));
 }
@@ -219,8 +219,12 @@ compact_object(void *arg)
 
 	if (work->pc->kind == PEEK_KIND_INDEX)
 	{
+		/* durable too, so a re-hydrated index never shows a lower since */
 		if (spine_compact(work->pc->id, work->since))
+		{
+			catalog_set_since(work->pc->id, work->since);
 			work->pc->durable_since = work->since;
+		}
 		return;
 	}
 

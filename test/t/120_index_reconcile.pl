@@ -112,6 +112,8 @@ is($node->safe_psql('postgres', "SELECT since FROM peek.frontiers WHERE runtime 
 
 # ---- crash-restart of the whole cluster ------------------------------------
 
+is($node->safe_psql('postgres', "SELECT since FROM peek.objects WHERE name = 'rc_by_k'"),
+	'1', "the index's since is durable in the catalog, for re-hydration after a crash");
 my $before_crash = $node->safe_psql('postgres',
 	"SELECT array_agg(x ORDER BY x::text) FROM peek.index_peek(NULL::r, 'rc_by_v', as_of => 6) x");
 my $victim = start_bg($node, 'SELECT pg_sleep(60)');
@@ -128,6 +130,8 @@ is($node->safe_psql('postgres',
 		"SELECT array_agg(x ORDER BY x::text) FROM peek.index_peek(NULL::r, 'rc_by_v', as_of => 6) x"),
 	$before_crash, 'rc_by_v has the same contents as before the crash');
 ok(index_equals_shard('rc_by_k', 6), 'rc_by_k equals the shard after the crash');
+is($node->safe_psql('postgres', "SELECT since FROM peek.indexes WHERE name = 'rc_by_k'"),
+	'1', 'the since of rc_by_k did not go back across the crash');
 ok(index_equals_shard('rc_by_v', 6), 'rc_by_v equals the shard after the crash');
 
 # no runtime error other than the terminations we caused

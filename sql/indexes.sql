@@ -145,6 +145,13 @@ RESET ROLE;
 REVOKE USAGE ON SCHEMA peek FROM peek_idx_stranger;
 DROP ROLE peek_idx_stranger;
 
+-- as_of NULL reads at least at this session's own last write, waiting for
+-- the index to publish it if need be (read-your-writes within a session)
+SELECT peek.write('accts', ARRAY[('zz', 99, 1, 'mine')]::acct[]) > 0 AS wrote;
+SELECT region, id, note FROM peek.index_peek(NULL::acct, 'accts_by_region_id', ROW('zz', 99));
+SELECT peek.write('accts', '{}'::acct[], ARRAY[('zz', 99, 1, 'mine')]::acct[]) > 0 AS retracted;
+SELECT count(*) FROM peek.index_peek(NULL::acct, 'accts_by_region_id', ROW('zz', 99));
+
 -- drop_index; dropping a collection drops its indexes
 SELECT peek.drop_index('accts_by_balance');
 SELECT peek.drop_collection('accts');
@@ -158,7 +165,7 @@ SELECT peek.create_collection('wide', 'acct');
 SELECT peek.write('wide', array_agg(('eu', g, g, repeat('w', 200))::acct)) FROM generate_series(1, 10000) g;
 ALTER SYSTEM SET pg_peek.max_memory = '1MB';
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
+SELECT wait_for($$SELECT bool_and(dsa_limit = 1048576) FROM peek.runtimes$$);
 SELECT peek.create_index('wide_by_id', 'wide', '{id}');
 SELECT wait_for($$SELECT count(*) = 1 FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object = 'wide_by_id'$$);
 SELECT try($$SELECT * FROM peek.index_peek(NULL::acct, 'wide_by_id', ROW(5))$$);
@@ -167,7 +174,7 @@ SELECT count(*) FROM peek.persist_peek(NULL::acct, 'wide');
 SELECT state FROM peek.runtimes WHERE role IN ('maintenance', 'solo');
 ALTER SYSTEM RESET pg_peek.max_memory;
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
+SELECT wait_for($$SELECT bool_and(dsa_limit = 1073741824) FROM peek.runtimes$$);
 SELECT peek.drop_index('wide_by_id');
 SELECT peek.create_index('wide_by_id', 'wide', '{id}');
 SELECT note = repeat('w', 200) AS found FROM peek.index_peek(NULL::acct, 'wide_by_id', ROW(5));

@@ -51,12 +51,13 @@ SELECT peek.create_collection('fat', 'intro');
 SELECT peek.write('fat', array_agg((g, repeat('f', 300))::intro)) FROM generate_series(1, 5000) g;
 ALTER SYSTEM SET pg_peek.max_memory = '1MB';
 SELECT pg_reload_conf();
-SELECT pg_sleep(0.5);
+SELECT wait_for($$SELECT bool_and(dsa_limit = 1048576) FROM peek.runtimes$$);
 SELECT peek.create_index('fat_by_k', 'fat', ARRAY['k']);
 SELECT wait_for($$SELECT state = 'failed' FROM peek.indexes WHERE name = 'fat_by_k'$$);
 SELECT name, state, failure, rows, batches, bytes FROM peek.indexes WHERE name = 'fat_by_k';
 ALTER SYSTEM RESET pg_peek.max_memory;
 SELECT pg_reload_conf();
+SELECT wait_for($$SELECT bool_and(dsa_limit = 1073741824) FROM peek.runtimes$$);
 
 DROP EXTENSION pg_peek CASCADE;
 DROP TYPE intro;

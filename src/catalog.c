@@ -29,12 +29,15 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
 #include "catalog.h"
 #include "registry.h"
 #include "shmem.h"
+
+static void add_notice(PeekCommandKind kind, PeekObjectId id, int64 value);
 
 #define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums"
 
@@ -315,6 +318,7 @@ catalog_set_upper(PeekObjectId id, int64 upper)
 {
 	catalog_set_column("UPDATE peek.objects SET upper = $2 WHERE id OPERATOR(pg_catalog.=) $1",
 					   id, upper);
+	add_notice(PEEK_CMD_SESSION_UPPER, id, upper);
 }
 
 void
@@ -447,6 +451,49 @@ notify_standing_hold(PeekObjectId id, int64 since)
 	add_notice(PEEK_CMD_STANDING_HOLD, id, since);
 }
 
+/*
+ * Read-your-writes within a session: the uppers this session's committed
+ * writes reached, per collection.  A peek with as_of NULL reads at least at
+ * the last time the session sealed, waiting for its publication if need be.
+ */
+static HTAB *session_uppers = NULL;
+
+typedef struct SessionUpper
+{
+	PeekObjectId id;
+	int64		upper;
+} SessionUpper;
+
+static void
+remember_session_upper(PeekObjectId id, int64 upper)
+{
+	SessionUpper *su;
+	bool		found;
+
+	if (session_uppers == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(PeekObjectId);
+		ctl.entrysize = sizeof(SessionUpper);
+		ctl.hcxt = TopMemoryContext;
+		session_uppers = hash_create("pg_peek session uppers", 16, &ctl,
+									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	su = hash_search(session_uppers, &id, HASH_ENTER, &found);
+	su->upper = found ? Max(su->upper, upper) : upper;
+}
+
+/* The last upper this session committed for a collection, or 0. */
+int64
+session_upper(PeekObjectId collection)
+{
+	SessionUpper *su = session_uppers ?
+		hash_search(session_uppers, &collection, HASH_FIND, NULL) : NULL;
+
+	return su ? su->upper : 0;
+}
+
 static void
 send_notices(void)
 {
@@ -457,6 +504,11 @@ send_notices(void)
 	{
 		PeekCommand *cmd = lfirst(lc);
 
+		if (cmd->kind == PEEK_CMD_SESSION_UPPER)
+		{
+			remember_session_upper(cmd->object, cmd->value);
+			continue;
+		}
 		if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && cmd->value == 1)
 			registry_mark_dropped(cmd->object);
 		for (int r = 0; r < peek_runtime_count(); r++)

@@ -69,6 +69,7 @@ extern void catalog_set_since(PeekObjectId id, int64 since);
 extern void notify_catalog_changed(PeekObjectId id);
 extern void notify_standing_hold(PeekObjectId id, int64 since);
 extern void notify_dropped(PeekObjectId id);
+extern int64 session_upper(PeekObjectId collection);
 extern void catalog_init(void);
 
 #endif							/* PEEK_CATALOG_H */

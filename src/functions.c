@@ -380,7 +380,7 @@ retry:
 	check_object_reader(coll);
 
 	ticket = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION, as_of,
-						cached ? &dropped : NULL);
+						session_upper(coll->id) - 1, cached ? &dropped : NULL);
 	if (dropped)
 	{
 		forget_peeked_object(name);
@@ -583,7 +583,7 @@ retry:
 		key_arg(fcinfo, 2, idx, &spec);
 
 	ticket = peek_begin(idx->id, idx->name, PEEK_KIND_INDEX, as_of,
-						cached ? &dropped : NULL);
+						session_upper(idx->collection) - 1, cached ? &dropped : NULL);
 	if (dropped)
 	{
 		forget_peeked_object(name);

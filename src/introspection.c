@@ -64,12 +64,14 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 		RuntimeState state;
 		TimestampTz started_at;
 		int			restarts;
+		int			max_memory_kb;
 
 		SpinLockAcquire(&rt->mutex);
 		pid = rt->pid;
 		state = rt->state;
 		started_at = rt->started_at;
 		restarts = rt->restarts;
+		max_memory_kb = rt->max_memory_kb;
 		SpinLockRelease(&rt->mutex);
 
 		values[0] = CStringGetTextDatum(peek_role_name(peek_runtime_role(r)));
@@ -83,7 +85,8 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 			values[5 + c] = Int64GetDatum((int64) pg_atomic_read_u64(&rt->counters[c]));
 		values[5 + RC_NUM_COUNTERS] =
 			Int64GetDatum((int64) pg_atomic_read_u64(&peek_shared->arrangement_bytes));
-		values[6 + RC_NUM_COUNTERS] = Int64GetDatum((int64) peek_max_memory_kb * 1024);
+		values[6 + RC_NUM_COUNTERS] = Int64GetDatum((int64) max_memory_kb * 1024);
+		nulls[6 + RC_NUM_COUNTERS] = max_memory_kb == 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -160,7 +160,8 @@ raise_runtime_missing(int runtime)
  * the object up in a cache and retries).
  */
 PeekTicket
-peek_begin(PeekObjectId object, const char *name, char kind, int64 time, bool *dropped)
+peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 floor,
+		   bool *dropped)
 {
 	PeekSlot   *slot = my_peek_slot();
 	int			runtime = peek_serving_runtime();
@@ -203,6 +204,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, bool *d
 	slot->object = object;
 	slot->kind = kind;
 	slot->time = time;
+	slot->floor = floor;
 	slot->runtime = runtime;
 	slot->runtime_generation = generation;
 	slot->submitted_at = GetCurrentTimestamp();
@@ -347,6 +349,7 @@ typedef struct LocalPeek
 	PeekObjectId object;
 	char		kind;
 	int64		time;
+	int64		floor;			/* as_of NULL resolves to at least this */
 	dlist_node	node;			/* in its ParkedObject's list */
 } LocalPeek;
 
@@ -428,7 +431,7 @@ gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle *handle)
 	else
 	{
 		if (t == PEEK_TIME_LATEST && entry->published)
-			t = entry->upper == 0 ? 0 : Max(entry->since, entry->upper - 1);
+			t = Max(lp->floor, entry->upper == 0 ? 0 : Max(entry->since, entry->upper - 1));
 		if (!entry->published || t == PEEK_TIME_LATEST || t >= entry->upper)
 			result = GATE_WAIT;
 		else if (entry->since > t)
@@ -633,6 +636,7 @@ handle_inbox_slot(int runtime, int idx)
 	lp->object = slot->object;
 	lp->kind = slot->kind;
 	lp->time = slot->time;
+	lp->floor = slot->floor;
 	SpinLockRelease(&slot->mutex);
 	lp->parked = false;
 	examine_peek(runtime, idx, lp);

@@ -25,7 +25,7 @@ typedef struct PeekTicket
 
 /* backend side */
 extern PeekTicket peek_begin(PeekObjectId object, const char *name, char kind, int64 time,
-							 bool *dropped);
+							 int64 floor, bool *dropped);
 extern void peek_end(void);
 
 /* runtime side */

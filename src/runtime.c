@@ -199,6 +199,7 @@ peek_runtime_main(Datum arg)
 	rt->restarts++;
 	rt->state = RUNTIME_WAITING;
 	rt->started_at = GetCurrentTimestamp();
+	rt->max_memory_kb = peek_max_memory_kb;
 	SpinLockRelease(&rt->mutex);
 
 	ereport(LOG,
@@ -253,6 +254,9 @@ peek_runtime_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			SpinLockAcquire(&rt->mutex);
+			rt->max_memory_kb = peek_max_memory_kb;
+			SpinLockRelease(&rt->mutex);
 		}
 		/* quiet ticks re-check the extension, and retry held-back compaction */
 		check_extension = (rc & WL_TIMEOUT) != 0 || !OidIsValid(extension);

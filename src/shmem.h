@@ -46,7 +46,8 @@ typedef enum PeekCommandKind
 {
 	PEEK_CMD_CATALOG_CHANGED,	/* re-read this object's catalog row (value
 								 * 1: it was dropped) */
-	PEEK_CMD_STANDING_HOLD		/* raise this runtime's standing hold */
+	PEEK_CMD_STANDING_HOLD,		/* raise this runtime's standing hold */
+	PEEK_CMD_SESSION_UPPER		/* backend-local: this session sealed up to */
 } PeekCommandKind;
 
 typedef struct PeekCommand
@@ -91,6 +92,7 @@ typedef struct RuntimeSlot
 	RuntimeState state;
 	TimestampTz started_at;
 	int			restarts;		/* starts after the first since shmem init */
+	int			max_memory_kb;	/* pg_peek.max_memory as this runtime sees it */
 	PeekQueue  *inbox;			/* peek slot numbers needing attention */
 	PeekQueue  *dirty;			/* object ids published with our peeks parked */
 	PeekQueue  *commands;		/* PeekCommand from committed transactions */
@@ -149,6 +151,7 @@ typedef struct PeekSlot
 	PeekObjectId object;
 	char		kind;
 	int64		time;			/* PEEK_TIME_LATEST until resolved */
+	int64		floor;			/* ... and then at least this time */
 	int			runtime;
 	uint64		runtime_generation;
 	TimestampTz submitted_at;

@@ -4,7 +4,10 @@
 # the same run.  Reports throughput ratios, p50/p99 latency, and arrangement
 # bytes per row against heap + btree bytes per row.
 #
-#   test/bench/point_lookups.sh [--rows N] [--seconds S] [--no-build] [--out DIR]
+#   test/bench/point_lookups.sh [--rows N] [--seconds S] [--repeat R] [--no-build] [--out DIR]
+#
+# Each pgbench run is repeated R times (default 3), interleaving the queries,
+# and the report gives medians with min-max, because the machine is noisy.
 #
 # Starts its own throwaway clusters (as the postgres user when run as root).
 set -euo pipefail
@@ -15,15 +18,17 @@ source "$ROOT/scripts/lib.sh"
 
 ROWS=1000000
 SECONDS_PER_RUN=10
+REPEAT=3
 BUILD=1
 OUT=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) ROWS=$2; shift 2 ;;
 		--seconds) SECONDS_PER_RUN=$2; shift 2 ;;
+		--repeat) REPEAT=$2; shift 2 ;;
 		--no-build) BUILD=0; shift ;;
 		--out) OUT=$2; shift 2 ;;
-		*) echo "usage: $0 [--rows N] [--seconds S] [--no-build] [--out DIR]" >&2; exit 2 ;;
+		*) echo "usage: $0 [--rows N] [--seconds S] [--repeat R] [--no-build] [--out DIR]" >&2; exit 2 ;;
 	esac
 done
 
@@ -62,7 +67,7 @@ run_pgbench() {
 }
 
 CSV="$OUT/point_lookups.csv"
-echo "mode,clients,query,tps,p50_ms,p99_ms" > "$CSV"
+echo "mode,clients,query,run,tps,p50_ms,p99_ms" > "$CSV"
 declare -A SIZES
 
 for mode in on off; do
@@ -109,28 +114,55 @@ for mode in on off; do
 	EOF
 	chmod 644 "$WORK"/*.sql
 	for clients in 1 2; do
-		for q in floor btree peek; do
-			read -r tps p50 p99 < <(run_pgbench "$mode-$q" "$clients" "$WORK/$q.sql")
-			echo "$mode,$clients,$q,$tps,$p50,$p99" >> "$CSV"
-			printf '  interactive=%s clients=%s %-6s tps=%10.0f p50=%sms p99=%sms\n' \
-				"$mode" "$clients" "$q" "$tps" "$p50" "$p99"
+		for run in $(seq 1 "$REPEAT"); do
+			for q in floor btree peek; do
+				read -r tps p50 p99 < <(run_pgbench "$mode-$q-$run" "$clients" "$WORK/$q.sql")
+				echo "$mode,$clients,$q,$run,$tps,$p50,$p99" >> "$CSV"
+				printf '  interactive=%s clients=%s run=%s %-6s tps=%10.0f p50=%sms p99=%sms\n' \
+					"$mode" "$clients" "$run" "$q" "$tps" "$p50" "$p99"
+			done
 		done
 	done
 	cluster_stop "$DATA"
 done
 
 REPORT="$OUT/point_lookups.md"
+# stats MODE CLIENTS QUERY FIELD: "median min max" over the runs
+stats() {
+	awk -F, -v m="$1" -v c="$2" -v q="$3" -v f="$4" \
+		'NR > 1 && $1 == m && $2 == c && $3 == q { print $f }' "$CSV" | sort -g | awk '
+		{ a[NR] = $1 }
+		END { printf "%s %s %s\n", a[int((NR + 1) / 2)], a[1], a[NR] }'
+}
+# per-run peek/btree ratios: "median min max"
+ratio_stats() {
+	awk -F, -v m="$1" -v c="$2" '
+		NR > 1 && $1 == m && $2 == c && $3 == "peek"  { p[$4] = $5 }
+		NR > 1 && $1 == m && $2 == c && $3 == "btree" { b[$4] = $5 }
+		END { for (r in p) printf "%.2f\n", p[r] / b[r] }' "$CSV" | sort -g | awk '
+		{ a[NR] = $1 }
+		END { printf "%s %s %s\n", a[int((NR + 1) / 2)], a[1], a[NR] }'
+}
 {
-	echo "# Point lookups: peek.index_peek vs a btree lookup ($ROWS rows, ${SECONDS_PER_RUN}s per run)"
+	echo "# Point lookups: peek.index_peek vs a btree lookup ($ROWS rows, ${SECONDS_PER_RUN}s per run, $REPEAT runs)"
 	echo
-	echo "| mode | clients | index_peek tps | btree tps | SELECT 1 tps | peek/btree | peek p50 / p99 ms | btree p50 / p99 ms |"
+	echo "Medians over the runs, min-max in brackets."
+	echo
+	echo "| mode | clients | peek/btree | index_peek tps | btree tps | SELECT 1 tps | peek p50 / p99 ms | btree p50 / p99 ms |"
 	echo "|---|---|---|---|---|---|---|---|"
 	for mode in on off; do
 		for clients in 1 2; do
-			get() { awk -F, -v m="$mode" -v c="$clients" -v q="$1" -v f="$2" \
-				'$1==m && $2==c && $3==q {print $f}' "$CSV"; }
-			ratio=$(awk -v a="$(get peek 4)" -v b="$(get btree 4)" 'BEGIN {printf "%.2f", a / b}')
-			echo "| $([ $mode = on ] && echo split || echo solo) | $clients | $(get peek 4 | cut -d. -f1) | $(get btree 4 | cut -d. -f1) | $(get floor 4 | cut -d. -f1) | ${ratio}x | $(get peek 5) / $(get peek 6) | $(get btree 5) / $(get btree 6) |"
+			read -r rm rlo rhi < <(ratio_stats "$mode" "$clients")
+			read -r pm plo phi < <(stats "$mode" "$clients" peek 5)
+			read -r bm blo bhi < <(stats "$mode" "$clients" btree 5)
+			read -r fm _ _ < <(stats "$mode" "$clients" floor 5)
+			read -r p50 _ _ < <(stats "$mode" "$clients" peek 6)
+			read -r p99 _ _ < <(stats "$mode" "$clients" peek 7)
+			read -r b50 _ _ < <(stats "$mode" "$clients" btree 6)
+			read -r b99 _ _ < <(stats "$mode" "$clients" btree 7)
+			printf '| %s | %s | %sx [%s-%s] | %.0f [%.0f-%.0f] | %.0f [%.0f-%.0f] | %.0f | %s / %s | %s / %s |\n' \
+				"$([ "$mode" = on ] && echo split || echo solo)" "$clients" "$rm" "$rlo" "$rhi" \
+				"$pm" "$plo" "$phi" "$bm" "$blo" "$bhi" "$fm" "$p50" "$p99" "$b50" "$b99"
 		done
 	done
 	echo
@@ -138,6 +170,7 @@ REPORT="$OUT/point_lookups.md"
 	echo "Memory: arrangement $arr bytes/row (DSA) vs heap + btree $heap bytes/row."
 	echo
 	echo "Targets: split-mode throughput >= 0.7x the btree; memory per row <= heap + btree."
+	echo "pgbench reads its clock lazily: sub-microsecond SELECT 1 latencies log as 0, so the floor's latencies are not shown."
 } > "$REPORT"
 cat "$REPORT"
 info "wrote $REPORT and $CSV"

@@ -162,7 +162,6 @@ peek_drop_collection(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_arg(fcinfo, 0, "collection name");
 	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
-
 	ListCell   *lc;
 
 	check_object_owner(coll);

@@ -125,6 +125,25 @@ wake_marked(int wake)
 }
 
 /*
+ * Raise a locked entry's frontiers (they only rise) and, if anything changed,
+ * count a publication and mark the entry dirty for runtimes with waiters.
+ * Returns the runtimes to wake once the lock is released.
+ */
+static int
+raise_frontiers(RegistryEntry *entry, char kind, int64 upper, int64 since, bool *changed)
+{
+	*changed = !entry->published || upper > entry->upper || since > entry->since;
+	entry->kind = kind;
+	entry->published = true;
+	entry->upper = Max(entry->upper, upper);
+	entry->since = Max(entry->since, since);
+	if (!*changed)
+		return 0;
+	entry->publications++;
+	return mark_waiters_dirty(entry);
+}
+
+/*
  * Publish an object's frontiers.  Frontiers only rise.  This is also the
  * moment a placeholder created by an early peek is adopted.  Returns whether
  * anything changed.
@@ -135,19 +154,10 @@ publish_frontiers(PeekObjectId id, char kind, int64 upper, int64 since,
 {
 	RegistryEntry *entry = registry_lock(id, true);
 	bool		changed;
-	int			wake = 0;
+	int			wake;
 
-	changed = !entry->published || upper > entry->upper || since > entry->since;
-	entry->kind = kind;
-	entry->published = true;
-	entry->upper = Max(entry->upper, upper);
-	entry->since = Max(entry->since, since);
+	wake = raise_frontiers(entry, kind, upper, since, &changed);
 	entry->allowed_since = Max(entry->allowed_since, allowed_since);
-	if (changed)
-	{
-		entry->publications++;
-		wake = mark_waiters_dirty(entry);
-	}
 	registry_unlock(entry);
 	wake_marked(wake);
 	return changed;
@@ -354,7 +364,8 @@ publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 	int64		updates = 0;
 	int64		rows = 0;
 	int64		bytes = 0;
-	int			wake = 0;
+	int			wake;
+	bool		changed;
 
 	Assert(nbatches <= PEEK_MAX_BATCHES);
 	for (int i = 0; i < nbatches; i++)
@@ -375,15 +386,7 @@ publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 	entry->rows = rows;
 	entry->bytes = bytes;
 	entry->hydrating = false;
-	entry->kind = PEEK_KIND_INDEX;
-	if (!entry->published || upper > entry->upper || since > entry->since)
-	{
-		entry->published = true;
-		entry->upper = Max(entry->upper, upper);
-		entry->since = Max(entry->since, since);
-		entry->publications++;
-		wake = mark_waiters_dirty(entry);
-	}
+	wake = raise_frontiers(entry, PEEK_KIND_INDEX, upper, since, &changed);
 	registry_unlock(entry);
 	wake_marked(wake);
 	unpin_all(old, nold);

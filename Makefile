@@ -15,6 +15,8 @@ OBJS = \
 	src/spine.o \
 	src/walk.o \
 	src/catalog.o \
+	src/capture.o \
+	src/decoder.o \
 	src/functions.o \
 	src/introspection.o
 

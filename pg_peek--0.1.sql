@@ -22,7 +22,11 @@ CREATE TABLE peek.objects (
     upper         bigint NOT NULL DEFAULT 0 CHECK (upper >= 0),
     since         bigint NOT NULL DEFAULT 0 CHECK (since >= 0),
     allowed_since bigint NOT NULL DEFAULT 0 CHECK (allowed_since >= 0),
-    created_at    timestamptz NOT NULL DEFAULT now()
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    -- sources (and their indexes): the captured table; row_type is a copy of
+    -- its row type, so that the table can be altered or dropped
+    source        oid,
+    failure       text                            -- a failed source: why
 );
 SELECT pg_catalog.pg_extension_config_dump('peek.objects', '');
 SELECT pg_catalog.pg_extension_config_dump('peek.object_seq', '');
@@ -48,6 +52,13 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'peek_write' LANGUAGE C;
 
 CREATE FUNCTION peek.allow_compaction(object text, since bigint)
 RETURNS void AS 'MODULE_PATHNAME', 'peek_allow_compaction' LANGUAGE C;
+
+-- sources: collections fed from a table's changes through logical decoding
+CREATE FUNCTION peek.create_source(name text, source regclass)
+RETURNS void AS 'MODULE_PATHNAME', 'peek_create_source' LANGUAGE C;
+
+CREATE FUNCTION peek.drop_source(name text)
+RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_source' LANGUAGE C;
 
 -- indexes (arrangements)
 CREATE FUNCTION peek.create_index(name text, collection text, key text[])
@@ -118,7 +129,10 @@ CREATE VIEW peek.runtimes AS SELECT * FROM peek.runtime_status();
 
 CREATE VIEW peek.collections AS
 SELECT o.name, o.row_type, o.owner,
-       CASE WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
+       CASE WHEN o.failure IS NOT NULL THEN 'failed'
+            WHEN o.source IS NOT NULL AND o.upper = 0 THEN 'loading'
+            WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
+       o.failure, o.source::regclass AS source,
        peek.collection_rows(o.name) AS rows,
        0 AS batches, 0::bigint AS bytes,
        pg_catalog.pg_total_relation_size(o.shard) AS shard_bytes, o.shard,
@@ -130,10 +144,11 @@ SELECT o.name, o.row_type, o.owner,
 
 CREATE VIEW peek.indexes AS
 SELECT o.name, c.name AS collection, o.key_columns AS key, o.owner,
-       CASE WHEN r.failed THEN 'failed'
+       CASE WHEN r.failed OR c.failure IS NOT NULL THEN 'failed'
             WHEN r.hydrating OR NOT coalesce(r.published, false) THEN 'hydrating'
             ELSE 'ready' END AS state,
-       CASE WHEN r.failed THEN 'arrangement exceeded pg_peek.max_memory' END AS failure,
+       CASE WHEN c.failure IS NOT NULL THEN c.failure
+            WHEN r.failed THEN 'arrangement exceeded pg_peek.max_memory' END AS failure,
        coalesce(r.rows, 0) AS rows, coalesce(r.updates, 0) AS updates,
        coalesce(r.batches, 0) AS batches, coalesce(r.bytes, 0) AS bytes,
        r.since, r.upper, o.allowed_since, o.created_at

@@ -39,7 +39,7 @@
 
 static void add_notice(PeekCommandKind kind, PeekObjectId id, int64 value);
 
-#define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums"
+#define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums, source, failure"
 
 void
 become_extension_owner(SavedUser *saved)
@@ -111,6 +111,14 @@ object_from_tuple(HeapTuple tup, TupleDesc desc)
 			for (int i = 0; i < obj->nkeys; i++)
 				obj->attnums[i] = DatumGetInt16(elems[i]);
 		}
+	}
+	obj->source = DatumGetObjectId(SPI_getbinval(tup, desc, 12, &isnull));
+	if (isnull)
+		obj->source = InvalidOid;
+	{
+		Datum		d = SPI_getbinval(tup, desc, 13, &isnull);
+
+		obj->failure = isnull ? NULL : TextDatumGetCString(d);
 	}
 	return obj;
 }
@@ -256,10 +264,10 @@ catalog_new_id(int32 *seq)
 void
 catalog_insert(CatalogObject *obj, Datum key_columns)
 {
-	Oid			argtypes[9] = {INT8OID, TEXTOID, CHAROID, OIDOID, OIDOID, OIDOID,
-	INT8OID, TEXTARRAYOID, INT2ARRAYOID};
-	Datum		args[9];
-	char		nulls[9] = "         ";
+	Oid			argtypes[10] = {INT8OID, TEXTOID, CHAROID, OIDOID, OIDOID, OIDOID,
+	INT8OID, TEXTARRAYOID, INT2ARRAYOID, OIDOID};
+	Datum		args[10];
+	char		nulls[10] = "          ";
 	Datum	   *attnums = palloc(sizeof(Datum) * Max(obj->nkeys, 1));
 
 	args[0] = Int64GetDatum(obj->id);
@@ -273,6 +281,9 @@ catalog_insert(CatalogObject *obj, Datum key_columns)
 	for (int i = 0; i < obj->nkeys; i++)
 		attnums[i] = Int16GetDatum(obj->attnums[i]);
 	args[8] = PointerGetDatum(construct_array(attnums, obj->nkeys, INT2OID, 2, true, TYPALIGN_SHORT));
+	args[9] = ObjectIdGetDatum(obj->source);
+	if (!OidIsValid(obj->source))
+		nulls[9] = 'n';
 	if (obj->kind == PEEK_KIND_COLLECTION)
 	{
 		nulls[6] = nulls[7] = nulls[8] = 'n';
@@ -280,9 +291,9 @@ catalog_insert(CatalogObject *obj, Datum key_columns)
 	else
 		nulls[5] = 'n';
 	catalog_exec_nulls("INSERT INTO peek.objects (id, name, kind, row_type, owner, shard, "
-					   "collection, key_columns, key_attnums) "
-					   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-					   9, argtypes, args, nulls, SPI_OK_INSERT);
+					   "collection, key_columns, key_attnums, source) "
+					   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+					   10, argtypes, args, nulls, SPI_OK_INSERT);
 }
 
 /* The indexes arranging a collection (for drop_collection). */
@@ -336,6 +347,58 @@ catalog_set_since(PeekObjectId id, int64 since)
 }
 
 /*
+ * A source's position: its shard holds the table's changes committed before
+ * upper.  Written in the transaction that writes those changes, so a crash
+ * loses or repeats none of them.
+ */
+void
+catalog_set_source_upper(PeekObjectId id, int64 upper)
+{
+	catalog_set_column("UPDATE peek.objects SET upper = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+					   id, upper);
+}
+
+void
+catalog_set_failure(PeekObjectId id, const char *failure)
+{
+	Oid			argtypes[2] = {INT8OID, TEXTOID};
+	Datum		args[2] = {Int64GetDatum(id), CStringGetTextDatum(failure)};
+
+	catalog_exec("UPDATE peek.objects SET failure = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+				 2, argtypes, args, SPI_OK_UPDATE);
+}
+
+/* Why an object (or the source an index arranges) failed, or NULL. */
+char *
+catalog_failure(PeekObjectId id)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+	MemoryContext caller = CurrentMemoryContext;
+	char	   *failure = NULL;
+	SavedUser	saved;
+	bool		isnull;
+
+	become_extension_owner(&saved);
+	SPI_connect();
+	spi_check(SPI_execute_with_args("SELECT coalesce(o.failure, c.failure) FROM peek.objects o "
+									"LEFT JOIN peek.objects c ON c.id OPERATOR(pg_catalog.=) o.collection "
+									"WHERE o.id OPERATOR(pg_catalog.=) $1",
+									1, &argtype, &arg, NULL, true, 1),
+			  SPI_OK_SELECT, "failure lookup");
+	if (SPI_processed > 0)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			failure = MemoryContextStrdup(caller, TextDatumGetCString(d));
+	}
+	SPI_finish();
+	restore_user(&saved);
+	return failure;
+}
+
+/*
  * Compaction rewrites a shard; it must not wait behind a writer's open
  * transaction (that would stall the maintenance runtime), so it skips a
  * locked row and retries later.  false: locked, or gone.
@@ -348,6 +411,22 @@ catalog_lock_for_compaction(PeekObjectId id)
 
 	return catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
 						"FOR NO KEY UPDATE SKIP LOCKED",
+						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * A capture round writes a source's shard and upper under the row lock
+ * writers take (drop_source waits for it, or it for drop_source).  false:
+ * the source is gone.
+ */
+bool
+catalog_lock_for_capture(PeekObjectId id)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+
+	return catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
+						"FOR NO KEY UPDATE",
 						1, &argtype, &arg, SPI_OK_SELECT) > 0;
 }
 
@@ -386,9 +465,26 @@ check_object_owner(CatalogObject *obj)
 				 errmsg("must be owner of %s \"%s\"", kind_noun(obj->kind), obj->name)));
 }
 
+/*
+ * Who may peek: the owner and members of pg_read_all_data; for a source and
+ * its indexes, whoever may SELECT from the table (while it exists).
+ */
 void
 check_object_reader(CatalogObject *obj)
 {
+	char	   *table = OidIsValid(obj->source) ? get_rel_name(obj->source) : NULL;
+
+	if (table != NULL)
+	{
+		if (pg_class_aclcheck(obj->source, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to peek %s \"%s\"",
+							obj->kind == PEEK_KIND_INDEX ? "index" : "source", obj->name),
+					 errdetail("Peeking a source or its indexes requires SELECT on table \"%s\".",
+							   table)));
+		return;
+	}
 	if (!has_privs_of_role(GetUserId(), obj->owner) &&
 		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_DATA))
 		ereport(ERROR,

@@ -28,6 +28,8 @@ typedef struct CatalogObject
 	int64		upper;
 	int64		since;
 	int64		allowed_since;
+	Oid			source;			/* sources and their indexes: the table */
+	char	   *failure;		/* a failed source: why, else NULL */
 } CatalogObject;
 
 /* How catalog_lookup locks the object's row. */
@@ -63,7 +65,11 @@ extern void check_object_reader(CatalogObject *obj);
 /* runtimes (inside a transaction with SPI connected by the caller) */
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_for_compaction(PeekObjectId id);
+extern bool catalog_lock_for_capture(PeekObjectId id);
 extern void catalog_set_since(PeekObjectId id, int64 since);
+extern void catalog_set_source_upper(PeekObjectId id, int64 upper);
+extern void catalog_set_failure(PeekObjectId id, const char *failure);
+extern char *catalog_failure(PeekObjectId id);
 
 /* notices sent to the runtimes when the transaction commits */
 extern void notify_catalog_changed(PeekObjectId id);

@@ -26,12 +26,21 @@
 #include "utils/typcache.h"
 
 #include "access/htup_details.h"
+#include "access/tupconvert.h"
+#include "catalog/catalog.h"
+#include "catalog/pg_class.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "parser/parse_coerce.h"
+#include "storage/lmgr.h"
+#include "utils/syscache.h"
 
 #include "batch.h"
+#include "capture.h"
 #include "catalog.h"
 #include "peek.h"
 #include "persist.h"
+#include "rows.h"
 #include "shmem.h"
 #include "walk.h"
 
@@ -45,6 +54,8 @@ PG_FUNCTION_INFO_V1(peek_persist_peek);
 PG_FUNCTION_INFO_V1(peek_create_index);
 PG_FUNCTION_INFO_V1(peek_drop_index);
 PG_FUNCTION_INFO_V1(peek_index_peek);
+PG_FUNCTION_INFO_V1(peek_create_source);
+PG_FUNCTION_INFO_V1(peek_drop_source);
 
 /* ---- argument checks ---- */
 
@@ -102,6 +113,18 @@ rows_arg(FunctionCallInfo fcinfo, int n, const char *what, CatalogObject *coll)
 	return rows;
 }
 
+/* A source's rows come from its table only. */
+static void
+check_not_source(CatalogObject *coll, const char *instead)
+{
+	if (OidIsValid(coll->source))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a source: its rows come from table %s", coll->name,
+						get_rel_name(coll->source) ? get_rel_name(coll->source) : "(dropped)"),
+				 instead ? errhint("%s", instead) : 0));
+}
+
 static void
 check_not_below_upper(CatalogObject *coll, int64 at)
 {
@@ -157,11 +180,10 @@ peek_create_collection(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-Datum
-peek_drop_collection(PG_FUNCTION_ARGS)
+/* Drop a collection (or source) with its indexes and its shard. */
+static void
+drop_collection_and_indexes(CatalogObject *coll)
 {
-	char	   *name = text_arg(fcinfo, 0, "collection name");
-	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
 	ListCell   *lc;
 
 	check_object_owner(coll);
@@ -175,7 +197,129 @@ peek_drop_collection(PG_FUNCTION_ARGS)
 	}
 	catalog_delete(coll->id);
 	persist_drop_shard(coll->shard);
+	if (OidIsValid(coll->source))
+		persist_drop_source_type(coll->row_type);
 	notify_dropped(coll->id);
+}
+
+Datum
+peek_drop_collection(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "collection name");
+	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
+
+	check_not_source(coll, "Use peek.drop_source.");
+	drop_collection_and_indexes(coll);
+	PG_RETURN_VOID();
+}
+
+/* ---- sources ---- */
+
+/*
+ * create_source(name, table): a collection of the table's rows, fed from its
+ * committed changes by the maintenance runtime, which creates the slot and
+ * loads the existing rows once this transaction commits.
+ */
+Datum
+peek_create_source(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "source name");
+	Oid			relid;
+	HeapTuple	tup;
+	Form_pg_class rel;
+	char	   *relname;
+	char		relkind;
+	char		replident;
+	Oid			reltype;
+	CatalogObject obj = {0};
+	int32		seq;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source table must not be NULL")));
+	relid = PG_GETARG_OID(1);
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("source name must not be empty")));
+	capture_check_requirements(name);
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	rel = (Form_pg_class) GETSTRUCT(tup);
+	relname = pstrdup(NameStr(rel->relname));
+	relkind = rel->relkind;
+	replident = rel->relreplident;
+	reltype = rel->reltype;
+	if (relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot capture \"%s\": it is not a table", relname),
+				 errdetail("Sources capture ordinary tables; partitioned tables, views and foreign tables are not supported.")));
+	if (rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot capture table \"%s\": it is %s", relname,
+						rel->relpersistence == RELPERSISTENCE_TEMP ? "temporary" : "unlogged"),
+				 errdetail("Its changes are not written to the WAL.")));
+	ReleaseSysCache(tup);
+	if (IsCatalogRelationOid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot capture system catalog \"%s\"", relname)));
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
+	if (catalog_name_taken(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pg_peek object \"%s\" already exists", name)));
+
+	/* retracting an updated or deleted row needs all of it in the WAL */
+	if (replident != REPLICA_IDENTITY_FULL)
+	{
+		SPI_connect();
+		if (SPI_execute(psprintf("ALTER TABLE %s REPLICA IDENTITY FULL",
+								 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+															relname)),
+						false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "pg_peek: could not set REPLICA IDENTITY FULL on \"%s\"", relname);
+		SPI_finish();
+		ereport(NOTICE,
+				(errmsg("table \"%s\" now has REPLICA IDENTITY FULL", relname),
+				 errdetail("A source retracts the old rows of updates and deletes, which the WAL carries in full only with REPLICA IDENTITY FULL.")));
+	}
+	else
+		LockRelationOid(relid, AccessShareLock);
+
+	obj.id = catalog_new_id(&seq);
+	obj.name = name;
+	obj.kind = PEEK_KIND_COLLECTION;
+	obj.row_type = persist_create_source_type(seq, reltype);
+	obj.owner = GetUserId();
+	obj.shard = persist_create_shard(seq, obj.row_type);
+	obj.source = relid;
+	catalog_insert(&obj, (Datum) 0);
+	notify_catalog_changed(obj.id);
+	PG_RETURN_VOID();
+}
+
+/* drop_source(name): the source, its indexes, its shard and (soon) its slot */
+Datum
+peek_drop_source(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "source name");
+	CatalogObject *src = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
+
+	if (!OidIsValid(src->source))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a collection, not a source", name),
+				 errhint("Use peek.drop_collection.")));
+	drop_collection_and_indexes(src);
 	PG_RETURN_VOID();
 }
 
@@ -185,10 +329,13 @@ peek_append(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_arg(fcinfo, 0, "collection name");
 	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
-	ArrayType  *rows = rows_arg(fcinfo, 1, "rows", coll);
-	int64		at = time_arg(fcinfo, 2, "time");
+	ArrayType  *rows;
+	int64		at;
 	int64		diff;
 
+	check_not_source(coll, NULL);
+	rows = rows_arg(fcinfo, 1, "rows", coll);
+	at = time_arg(fcinfo, 2, "time");
 	if (PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -214,6 +361,7 @@ peek_advance(PG_FUNCTION_ARGS)
 	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	int64		upper = time_arg(fcinfo, 1, "upper");
 
+	check_not_source(coll, NULL);
 	check_object_owner(coll);
 	if (upper < coll->upper)
 		ereport(ERROR,
@@ -235,10 +383,13 @@ peek_write(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_arg(fcinfo, 0, "collection name");
 	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
-	ArrayType  *inserts = rows_arg(fcinfo, 1, "inserts", coll);
-	ArrayType  *deletes = PG_NARGS() > 2 ? rows_arg(fcinfo, 2, "deletes", coll) : NULL;
+	ArrayType  *inserts;
+	ArrayType  *deletes;
 	int64		t = coll->upper;
 
+	check_not_source(coll, NULL);
+	inserts = rows_arg(fcinfo, 1, "inserts", coll);
+	deletes = PG_NARGS() > 2 ? rows_arg(fcinfo, 2, "deletes", coll) : NULL;
 	check_object_owner(coll);
 	if (t == PG_INT64_MAX)
 		ereport(ERROR,
@@ -270,13 +421,101 @@ peek_allow_compaction(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* ---- persist peeks ---- */
-
 static int64
 optional_time_arg(FunctionCallInfo fcinfo, int n, const char *what, int64 if_null)
 {
 	return PG_ARGISNULL(n) ? if_null : time_arg(fcinfo, n, what);
 }
+
+/* ---- peeks ---- */
+
+/*
+ * The row type a peek returns: the object's, or for a source (and its
+ * indexes) also its table's, as long as the table still matches.  Returns
+ * the map that converts walked rows into the table's row type when their
+ * layouts differ (the table has dropped columns), else NULL.
+ */
+static TupleConversionMap *
+check_peek_rowtype(CatalogObject *obj, Oid rowtype)
+{
+	TupleDesc	table_desc;
+	TupleDesc	row_desc;
+	TupleConversionMap *map = NULL;
+	bool		matches;
+
+	if (rowtype == obj->row_type)
+		return NULL;
+	if (!OidIsValid(obj->source) || rowtype != get_rel_type_id(obj->source))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s \"%s\" holds rows of type %s, not %s",
+						obj->kind == PEEK_KIND_INDEX ? "index" : "collection", obj->name,
+						format_type_be(obj->row_type), format_type_be(rowtype)),
+				 errhint("Pass NULL::%s as the first argument.",
+						 OidIsValid(obj->source) && get_rel_type_id(obj->source) != InvalidOid ?
+						 format_type_be(get_rel_type_id(obj->source)) : format_type_be(obj->row_type))));
+	table_desc = lookup_rowtype_tupdesc_copy(rowtype, -1);
+	row_desc = lookup_rowtype_tupdesc_copy(obj->row_type, -1);
+	matches = rows_match_table(table_desc, row_desc);
+	if (!matches)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the row type of table %s no longer matches %s \"%s\"",
+						format_type_be(rowtype),
+						obj->kind == PEEK_KIND_INDEX ? "index" : "source", obj->name),
+				 errhint("Drop the source and create it again.")));
+	if (table_desc->natts != row_desc->natts)
+		map = convert_tuples_by_position(row_desc, table_desc,
+										 gettext_noop("could not convert a source's row to its table's row type"));
+	return map;
+}
+
+/*
+ * A peek's time.  For a source, as_of NULL under strict serializable reads
+ * at the current WAL position; a peek that will wait for ingestion nudges
+ * the maintenance runtime.
+ */
+static int64
+peek_time(FunctionCallInfo fcinfo, int n, CatalogObject *obj, PeekObjectId collection)
+{
+	int64		as_of = optional_time_arg(fcinfo, n, "as_of", PEEK_TIME_LATEST);
+
+	if (!OidIsValid(obj->source))
+		return as_of;
+	if (as_of == PEEK_TIME_LATEST && peek_isolation == PEEK_ISOLATION_STRICT_SERIALIZABLE)
+		as_of = capture_strict_time();
+	if (as_of != PEEK_TIME_LATEST)
+		capture_nudge(collection, as_of);
+	return as_of;
+}
+
+/* Where a walk puts its rows: the result, or a store to convert from. */
+static Tuplestorestate *
+walk_output(ReturnSetInfo *rsinfo, TupleConversionMap *map)
+{
+	return map == NULL ? rsinfo->setResult : tuplestore_begin_heap(false, false, work_mem);
+}
+
+/* Rows walked as a source's row type, returned as its table's. */
+static void
+convert_rows(Tuplestorestate *from, ReturnSetInfo *rsinfo, TupleConversionMap *map)
+{
+	TupleTableSlot *slot;
+
+	if (map == NULL)
+		return;
+	slot = MakeSingleTupleTableSlot(map->indesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(from, true, false, slot))
+	{
+		HeapTuple	converted = execute_attr_map_tuple(ExecFetchSlotHeapTuple(slot, false, NULL), map);
+
+		tuplestore_puttuple(rsinfo->setResult, converted);
+		heap_freetuple(converted);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	tuplestore_end(from);
+}
+
 
 /*
  * Peeked objects, cached by name for this backend's later peeks, so that
@@ -290,6 +529,7 @@ typedef struct PeekedObject
 {
 	char		name[NAMEDATALEN * 2];	/* key */
 	CatalogObject obj;
+	Oid			rowtype;		/* what the peek passed (a source's table's?) */
 	KeyInfo    *key;			/* indexes */
 } PeekedObject;
 
@@ -304,7 +544,7 @@ peeked_object(const char *name, char kind, Oid rowtype, bool *cached)
 	if (peeked_objects != NULL && strlen(name) < NAMEDATALEN * 2)
 		peeked = hash_search(peeked_objects, name, HASH_FIND, NULL);
 	/* a different kind or row type: the name was dropped and reused */
-	*cached = peeked != NULL && peeked->obj.kind == kind && peeked->obj.row_type == rowtype;
+	*cached = peeked != NULL && peeked->obj.kind == kind && peeked->rowtype == rowtype;
 	if (peeked != NULL && !*cached)
 		hash_search(peeked_objects, name, HASH_REMOVE, NULL);
 	if (!*cached)
@@ -322,7 +562,7 @@ forget_peeked_object(const char *name)
 }
 
 static void
-remember_peeked_object(CatalogObject *obj, KeyInfo *key)
+remember_peeked_object(CatalogObject *obj, Oid rowtype, KeyInfo *key)
 {
 	PeekedObject *peeked;
 	MemoryContext old;
@@ -348,6 +588,8 @@ remember_peeked_object(CatalogObject *obj, KeyInfo *key)
 	old = MemoryContextSwitchTo(peeked_cxt);
 	peeked->obj = *obj;
 	peeked->obj.name = peeked->name;
+	peeked->obj.failure = NULL;
+	peeked->rowtype = rowtype;
 	peeked->key = key ? keyinfo_build(obj->row_type, obj->nkeys, obj->attnums) : NULL;
 	MemoryContextSwitchTo(old);
 }
@@ -359,9 +601,10 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
 	char	   *name = text_arg(fcinfo, 1, "collection name");
-	int64		as_of = optional_time_arg(fcinfo, 2, "as_of", PEEK_TIME_LATEST);
 	int64		limit = optional_time_arg(fcinfo, 3, "limit", -1);
 	CatalogObject *coll;
+	TupleConversionMap *map;
+	Tuplestorestate *out;
 	PeekTicket	ticket;
 	bool		cached;
 	bool		dropped = false;
@@ -370,24 +613,22 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 	peek_attach();
 retry:
 	coll = &peeked_object(name, PEEK_KIND_COLLECTION, rowtype, &cached)->obj;
-	if (rowtype != coll->row_type)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("collection \"%s\" holds rows of type %s, not %s",
-						coll->name, format_type_be(coll->row_type), format_type_be(rowtype)),
-				 errhint("Pass NULL::%s as the first argument.", format_type_be(coll->row_type))));
+	map = check_peek_rowtype(coll, rowtype);
 	check_object_reader(coll);
 
-	ticket = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION, as_of,
+	ticket = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION,
+						peek_time(fcinfo, 2, coll, coll->id),
 						session_upper(coll->id) - 1, cached ? &dropped : NULL);
 	if (dropped)
 	{
 		forget_peeked_object(name);
 		goto retry;
 	}
-	remember_peeked_object(coll, NULL);
-	persist_walk(coll->shard, coll->row_type, coll->name, ticket.time, limit, rsinfo->setResult);
+	remember_peeked_object(coll, rowtype, NULL);
+	out = walk_output(rsinfo, map);
+	persist_walk(coll->shard, coll->row_type, coll->name, ticket.time, limit, out);
 	peek_end();
+	convert_rows(out, rsinfo, map);
 	return (Datum) 0;
 }
 
@@ -467,6 +708,7 @@ peek_create_index(PG_FUNCTION_ARGS)
 	obj.row_type = coll->row_type;
 	obj.owner = GetUserId();
 	obj.collection = coll->id;
+	obj.source = coll->source;
 	catalog_insert(&obj, PG_GETARG_DATUM(2));
 	notify_catalog_changed(obj.id);
 	PG_RETURN_VOID();
@@ -550,27 +792,21 @@ peek_index_peek(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
 	char	   *name = text_arg(fcinfo, 1, "index name");
-	int64		as_of = optional_time_arg(fcinfo, 3, "as_of", PEEK_TIME_LATEST);
 	int64		limit = optional_time_arg(fcinfo, 4, "limit", -1);
 	PeekedObject *peeked;
 	CatalogObject *idx;
+	TupleConversionMap *map;
 	WalkSpec	spec = {0};
 	PeekTicket	ticket;
 	bool		cached;
 	bool		dropped = false;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	spec.out = rsinfo->setResult;
 	peek_attach();
 retry:
 	peeked = peeked_object(name, PEEK_KIND_INDEX, rowtype, &cached);
 	idx = &peeked->obj;
-	if (rowtype != idx->row_type)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("index \"%s\" holds rows of type %s, not %s",
-						idx->name, format_type_be(idx->row_type), format_type_be(rowtype)),
-				 errhint("Pass NULL::%s as the first argument.", format_type_be(idx->row_type))));
+	map = check_peek_rowtype(idx, rowtype);
 	check_object_reader(idx);
 
 	spec.name = idx->name;
@@ -581,16 +817,19 @@ retry:
 	if (!PG_ARGISNULL(2))
 		key_arg(fcinfo, 2, idx, &spec);
 
-	ticket = peek_begin(idx->id, idx->name, PEEK_KIND_INDEX, as_of,
+	ticket = peek_begin(idx->id, idx->name, PEEK_KIND_INDEX,
+						peek_time(fcinfo, 3, idx, idx->collection),
 						session_upper(idx->collection) - 1, cached ? &dropped : NULL);
 	if (dropped)
 	{
 		forget_peeked_object(name);
 		goto retry;
 	}
-	remember_peeked_object(idx, spec.key);
+	remember_peeked_object(idx, rowtype, spec.key);
 	spec.time = ticket.time;
+	spec.out = walk_output(rsinfo, map);
 	walk_batches(ticket.handle, &spec);
 	peek_end();
+	convert_rows(spec.out, rsinfo, map);
 	return (Datum) 0;
 }

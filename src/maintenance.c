@@ -19,6 +19,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "capture.h"
 #include "catalog.h"
 #include "persist.h"
 #include "registry.h"
@@ -61,6 +62,7 @@ maintenance_reset(void)
 	pending_compactions = make_id_table("pg_peek pending compactions", sizeof(PendingCompaction));
 	reread_all = true;
 	spines_reset();
+	capture_reset();
 }
 
 void
@@ -105,10 +107,20 @@ published_since(PeekObjectId id)
 	return since;
 }
 
-/* Publish one collection's catalog row. */
+/*
+ * Publish one collection's catalog row.  A source's upper is what capture
+ * has decoded, which may be beyond the durable one.
+ */
 static void
 adopt_collection(CatalogObject *obj)
 {
+	if (OidIsValid(obj->source))
+		obj->upper = capture_adopt(obj);
+	if (obj->failure != NULL)
+	{
+		registry_mark_failed(obj->id);
+		return;
+	}
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
 	if (publish_frontiers(obj->id, obj->kind, obj->upper, obj->since, obj->allowed_since))
 		runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
@@ -119,6 +131,12 @@ adopt_collection(CatalogObject *obj)
 static void
 adopt_index(CatalogObject *obj, CatalogObject *collection)
 {
+	if (collection->failure != NULL)
+	{
+		spine_forget(obj->id);
+		registry_mark_failed(obj->id);
+		return;
+	}
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
 	spine_adopt(obj, collection, Max(published_since(obj->id), obj->since));
 	runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
@@ -130,6 +148,7 @@ forget_object(PeekObjectId id)
 {
 	registry_mark_dropped(id);
 	spine_forget(id);
+	capture_forget(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
 }
 
@@ -198,11 +217,20 @@ apply_catalog_changes(void *arg)
 	if (reread_all)
 	{
 		PeekObjectId *live = palloc(sizeof(PeekObjectId) * Max(list_length(objects), 1));
+		List	   *live_sources = NIL;
 		int			n = 0;
 
 		foreach(lc, objects)
-			live[n++] = ((CatalogObject *) lfirst(lc))->id;
+		{
+			CatalogObject *obj = lfirst(lc);
+
+			live[n++] = obj->id;
+			if (OidIsValid(obj->source) && obj->kind == PEEK_KIND_COLLECTION &&
+				obj->failure == NULL)
+				live_sources = lappend(live_sources, &obj->id);
+		}
 		registry_mark_dropped_except(live, n);
+		capture_drop_orphan_slots(live_sources);
 	}
 }
 
@@ -277,6 +305,11 @@ run_compactions(void)
 void
 maintenance_step(void)
 {
+	ListCell   *lc;
+
+	/* sources whose upper rose are published like a changed catalog row */
+	foreach(lc, capture_step())
+		hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
 	if (reread_all || hash_get_num_entries(changed_ids) > 0)
 	{
 		run_in_transaction(apply_catalog_changes, NULL);

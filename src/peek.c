@@ -42,6 +42,7 @@
 #include "utils/memutils.h"
 #include "utils/wait_event.h"
 
+#include "catalog.h"
 #include "peek.h"
 #include "registry.h"
 #include "shmem.h"
@@ -289,11 +290,21 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 				 errhint("Peek at a time at or after " INT64_FORMAT ", or hold compaction back with a lower peek.allow_compaction.",
 						 answer_since)));
 	if (answer == PEEK_ANSWER_FAILED)
+	{
+		char	   *failure = catalog_failure(object);
+
+		if (failure != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s \"%s\" is failed: %s",
+							kind == PEEK_KIND_INDEX ? "index" : "source", name, failure),
+					 errhint("Drop the source and create it again.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("index \"%s\" is failed: its arrangement exceeded pg_peek.max_memory (%d kB)",
 						name, peek_max_memory_kb),
 				 errhint("Raise pg_peek.max_memory, then drop and recreate the index.")));
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
 			 errmsg("%s \"%s\" was dropped while the peek waited", kind_name(kind), name)));

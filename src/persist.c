@@ -28,6 +28,10 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/ruleutils.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+#include "lib/stringinfo.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -70,6 +74,46 @@ persist_create_shard(int32 seq, Oid row_type)
 	return get_relname_relid(relname, get_namespace_oid("peek", false));
 }
 
+/*
+ * A source's row type: a copy of its table's (live columns, their types and
+ * collations), so that the shard does not depend on the table and the table
+ * can still be altered or dropped.  Returns the type's OID.
+ */
+Oid
+persist_create_source_type(int32 seq, Oid table_rowtype)
+{
+	TupleDesc	desc = lookup_rowtype_tupdesc(table_rowtype, -1);
+	StringInfoData cols;
+	char		typname[NAMEDATALEN];
+	bool		first = true;
+
+	initStringInfo(&cols);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(&cols, "%s%s %s", first ? "" : ", ", quote_identifier(NameStr(att->attname)),
+						 format_type_extended(att->atttypid, att->atttypmod,
+											  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+		if (OidIsValid(att->attcollation) && att->attcollation != get_typcollation(att->atttypid))
+			appendStringInfo(&cols, " COLLATE %s", generate_collation_name(att->attcollation));
+		first = false;
+	}
+	ReleaseTupleDesc(desc);
+	snprintf(typname, sizeof(typname), "source_%d", seq);
+	run_ddl(psprintf("CREATE TYPE peek.%s AS (%s)", typname, cols.data));
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(typname),
+						   ObjectIdGetDatum(get_namespace_oid("peek", false)));
+}
+
+void
+persist_drop_source_type(Oid row_type)
+{
+	run_ddl(psprintf("DROP TYPE %s", format_type_be_qualified(row_type)));
+}
+
 void
 persist_drop_shard(Oid shard)
 {
@@ -83,14 +127,15 @@ persist_drop_shard(Oid shard)
  * Inserting into a shard: through the table AM, keeping the shard's indexes
  * (its time index) current, in the caller's transaction.
  */
-typedef struct ShardWriter
+struct ShardWriter
 {
 	Relation	rel;
 	EState	   *estate;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;
 	BulkInsertState bis;
-} ShardWriter;
+	MemoryContext per_row;
+};
 
 static void
 shard_writer_open(ShardWriter *w, Oid shard)
@@ -102,6 +147,8 @@ shard_writer_open(ShardWriter *w, Oid shard)
 	ExecOpenIndices(w->rri, false);
 	w->slot = table_slot_create(w->rel, NULL);
 	w->bis = GetBulkInsertState();
+	w->per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek shard writer",
+									   ALLOCSET_DEFAULT_SIZES);
 }
 
 static void
@@ -123,6 +170,7 @@ shard_insert(ShardWriter *w, int64 time, int64 diff, Datum row)
 static void
 shard_writer_close(ShardWriter *w)
 {
+	MemoryContextDelete(w->per_row);
 	FreeBulkInsertState(w->bis);
 	ExecDropSingleTupleTableSlot(w->slot);
 	ExecCloseIndices(w->rri);
@@ -131,30 +179,51 @@ shard_writer_close(ShardWriter *w)
 	CommandCounterIncrement();
 }
 
+/* A writer for a series of appends in the caller's transaction. */
+ShardWriter *
+persist_writer_open(Oid shard)
+{
+	ShardWriter *w = palloc(sizeof(ShardWriter));
+
+	shard_writer_open(w, shard);
+	return w;
+}
+
+/* Append one update; the row is normalized (see rows.c) on the way. */
+void
+persist_writer_add(ShardWriter *w, int64 time, int64 diff, Datum row)
+{
+	MemoryContext old = MemoryContextSwitchTo(w->per_row);
+
+	shard_insert(w, time, diff, row_normalize(row));
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(w->per_row);
+}
+
+/* Finish the appends; later commands of the transaction see them. */
+void
+persist_writer_close(ShardWriter *w)
+{
+	shard_writer_close(w);
+	pfree(w);
+}
+
 /* Append each row of the array at (time, diff), in the caller's transaction. */
 void
 persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff)
 {
-	ShardWriter w;
-	MemoryContext per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek append",
-												  ALLOCSET_DEFAULT_SIZES);
+	ShardWriter *w = persist_writer_open(shard);
 	ArrayIterator it = array_create_iterator(rows, 0, NULL);
 	Datum		value;
 	bool		isnull;
 
-	shard_writer_open(&w, shard);
 	while (array_iterate(it, &value, &isnull))
 	{
-		MemoryContext old = MemoryContextSwitchTo(per_row);
-
 		Assert(!isnull);		/* callers reject arrays with NULLs */
-		shard_insert(&w, time, diff, row_normalize(value));
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(per_row);
+		persist_writer_add(w, time, diff, value);
 	}
 	array_free_iterator(it);
-	MemoryContextDelete(per_row);
-	shard_writer_close(&w);
+	persist_writer_close(w);
 }
 
 /*
@@ -288,6 +357,31 @@ persist_compact(Oid shard, int64 since)
 	MemoryContextDelete(counts->cxt);
 	pfree(tids);
 	return before - after;
+}
+
+/*
+ * Retract the shard's whole contents at time (a captured TRUNCATE): every
+ * row present at time gets an update cancelling its multiplicity.  Sees the
+ * caller's own earlier appends.
+ */
+void
+persist_retract_all(Oid shard, int64 time)
+{
+	ShardWriter w;
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	RowCounts  *counts = row_counts_create();
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+
+	shard_writer_open(&w, shard);
+	scan_consolidate(w.rel, snapshot, time, counts, NULL);
+	UnregisterSnapshot(snapshot);
+	hash_seq_init(&status, counts->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+		if (rc->count != 0)
+			shard_insert(&w, time, -rc->count, row_count_datum(rc));
+	shard_writer_close(&w);
+	MemoryContextDelete(counts->cxt);
 }
 
 /*

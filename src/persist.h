@@ -14,7 +14,15 @@
 #include "utils/array.h"
 #include "utils/tuplestore.h"
 
+typedef struct ShardWriter ShardWriter;
+
 extern Oid	persist_create_shard(int32 seq, Oid row_type);
+extern Oid	persist_create_source_type(int32 seq, Oid table_rowtype);
+extern void persist_drop_source_type(Oid row_type);
+extern ShardWriter *persist_writer_open(Oid shard);
+extern void persist_writer_add(ShardWriter *w, int64 time, int64 diff, Datum row);
+extern void persist_writer_close(ShardWriter *w);
+extern void persist_retract_all(Oid shard, int64 time);
 extern void persist_drop_shard(Oid shard);
 extern void persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff);
 extern void persist_walk(Oid shard, Oid row_type, const char *collection,

@@ -14,9 +14,16 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "capture.h"
 #include "pg_peek.h"
 
 PG_MODULE_MAGIC;
+
+static const struct config_enum_entry isolation_options[] = {
+	{"serializable", PEEK_ISOLATION_SERIALIZABLE, false},
+	{"strict serializable", PEEK_ISOLATION_STRICT_SERIALIZABLE, false},
+	{NULL, 0, false}
+};
 
 void		_PG_init(void);
 
@@ -79,6 +86,18 @@ define_settings(void)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("pg_peek.isolation",
+							 "What a peek of a source with as_of NULL reads.",
+							 "serializable: the latest complete time, without waiting for ingestion; "
+							 "strict serializable: the current WAL position, so every transaction "
+							 "committed before the peek is seen.",
+							 &peek_isolation,
+							 PEEK_ISOLATION_SERIALIZABLE,
+							 isolation_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_peek");
 }

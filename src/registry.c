@@ -163,6 +163,21 @@ publish_frontiers(PeekObjectId id, char kind, int64 upper, int64 since,
 	return changed;
 }
 
+/* An object's published upper (0 if unpublished), under a shared lock. */
+int64
+registry_published_upper(PeekObjectId id)
+{
+	RegistryEntry *entry = dshash_find(peek_registry_table(), &id, false);
+	int64		upper = 0;
+
+	if (entry != NULL)
+	{
+		upper = entry->published ? entry->upper : 0;
+		dshash_release_lock(peek_registry_table(), entry);
+	}
+	return upper;
+}
+
 /*
  * Detach a locked entry's published batch list into old[]; the caller
  * unpins them once the lock is released.

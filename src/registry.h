@@ -58,6 +58,7 @@ extern void registry_unlock(RegistryEntry *entry);
 
 extern bool publish_frontiers(PeekObjectId id, char kind, int64 upper,
 							  int64 since, int64 allowed_since);
+extern int64 registry_published_upper(PeekObjectId id);
 extern void registry_mark_dropped(PeekObjectId id);
 extern void registry_mark_dropped_except(PeekObjectId *live, int nlive);
 extern bool registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since);

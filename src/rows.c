@@ -180,3 +180,29 @@ row_to_text(Oid rowtype, Datum row)
 	getTypeOutputInfo(rowtype, &output, &varlena);
 	return OidOutputFunctionCall(output, row);
 }
+
+/*
+ * Does a table's row type have exactly the columns of a source's row type
+ * (the copy made when the source was created): its live columns, in order,
+ * of the same types?  An ALTER TABLE that adds, drops or retypes a column
+ * breaks the match; renaming one does not.
+ */
+bool
+rows_match_table(TupleDesc table, TupleDesc row)
+{
+	int			j = 0;
+
+	for (int i = 0; i < table->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(table, i);
+
+		if (att->attisdropped)
+			continue;
+		if (j >= row->natts ||
+			att->atttypid != TupleDescAttr(row, j)->atttypid ||
+			att->atttypmod != TupleDescAttr(row, j)->atttypmod)
+			return false;
+		j++;
+	}
+	return j == row->natts;
+}

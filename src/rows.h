@@ -12,6 +12,7 @@
 
 #include "pg_peek.h"
 
+#include "access/tupdesc.h"
 #include "utils/hsearch.h"
 
 /* A distinct row and its summed multiplicity. */
@@ -37,6 +38,7 @@ extern void row_counts_add(RowCounts *counts, Datum row, int64 diff);
 extern void row_counts_check_nonnegative(RowCounts *counts, Oid rowtype,
 										 const char *collection, int64 time);
 extern char *row_to_text(Oid rowtype, Datum row);
+extern bool rows_match_table(TupleDesc table, TupleDesc row);
 
 static inline Datum
 row_count_datum(RowCount *rc)

@@ -33,12 +33,15 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
+#include "capture.h"
 #include "catalog.h"
 #include "peek.h"
 #include "registry.h"
 #include "runtime.h"
 
 #define RUNTIME_TICK_MS		1000L
+/* how often maintenance looks for newly flushed WAL while it has sources */
+#define CAPTURE_POLL_MS			10L
 #define MAX_COMMANDS_PER_ROUND	1024
 
 void
@@ -176,7 +179,7 @@ peek_runtime_main(Datum arg)
 	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
 	MemoryContext round_cxt;
 	Oid			extension = InvalidOid;
-	bool		check_extension = true;
+	TimestampTz extension_checked = 0;
 
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -213,18 +216,26 @@ peek_runtime_main(Datum arg)
 		MemoryContext old = MemoryContextSwitchTo(round_cxt);
 		int			rc;
 
-		/* idle until the extension exists; notice a drop and re-create */
-		if (check_extension)
+		/*
+		 * Idle until the extension exists; notice a drop and re-create on
+		 * quiet ticks.
+		 */
+		if (!OidIsValid(extension) ||
+			TimestampDifferenceExceeds(extension_checked, GetCurrentTimestamp(),
+									   RUNTIME_TICK_MS))
 		{
 			Oid			found;
 
 			run_in_transaction(find_extension, &found);
+			extension_checked = GetCurrentTimestamp();
 			if (found != extension)
 			{
 				extension = found;
-				if (OidIsValid(extension) && maintains)
+				if (maintains)
 					maintenance_reset();
-				else if (OidIsValid(extension))
+				if (maintains && !OidIsValid(extension))
+					capture_drop_orphan_slots(NIL); /* dropped with the extension */
+				else if (OidIsValid(extension) && !maintains)
 					run_in_transaction(raise_standing_holds, &runtime);
 				runtime_set_state(rt, OidIsValid(extension) ? RUNTIME_RUNNING : RUNTIME_WAITING);
 			}
@@ -245,7 +256,8 @@ peek_runtime_main(Datum arg)
 		MemoryContextReset(round_cxt);
 
 		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					   RUNTIME_TICK_MS, PG_WAIT_EXTENSION);
+					   maintains && capture_active() ? CAPTURE_POLL_MS : RUNTIME_TICK_MS,
+					   PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		if (rc & WL_LATCH_SET)
 			runtime_count(rt, RC_WAKEUPS);
@@ -258,7 +270,5 @@ peek_runtime_main(Datum arg)
 			rt->max_memory_kb = peek_max_memory_kb;
 			SpinLockRelease(&rt->mutex);
 		}
-		/* quiet ticks re-check the extension, and retry held-back compaction */
-		check_extension = (rc & WL_TIMEOUT) != 0 || !OidIsValid(extension);
 	}
 }

@@ -68,6 +68,8 @@ sub new_node
 	{
 		push @conf, "shared_preload_libraries = 'pg_peek'";
 		push @conf, 'pg_peek.interactive = ' . interactive_mode();
+		# sources decode the WAL (a conf line given below may override)
+		push @conf, 'wal_level = logical', 'max_replication_slots = 10';
 	}
 	if (defined $opts{conf})
 	{

@@ -1,0 +1,640 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture.c
+ *	  Sources: collections fed from a table's committed changes through
+ *	  logical decoding, inside the maintenance runtime.
+ *
+ *	  Each source owns a logical replication slot (plugin "pg_peek", see
+ *	  decoder.c).  The slot is created and the table's existing rows loaded
+ *	  in one transaction, with the snapshot the slot's creation exports, at
+ *	  the time just before the slot's first decodable commit.  From then on
+ *	  every round decodes the WAL flushed so far, appends the updates to the
+ *	  shard at their commit LSNs and records the decoded position as the
+ *	  source's upper, in one transaction; only after that commit is the slot
+ *	  told it may forget the WAL.  A crash in between makes the slot replay
+ *	  changes the shard already has, which the upper tells apart, so none is
+ *	  lost or applied twice.  The upper also rises while the table is idle:
+ *	  it is published (not written, which would make WAL to decode) up to
+ *	  what has been decoded.
+ *
+ *	  A table that is dropped, altered to another row type or loses REPLICA
+ *	  IDENTITY FULL fails its source (durably, with the reason); the slot
+ *	  is dropped, the runtime carries on.
+ *
+ *	  Backends use only the strict serializable read time and the nudge.
+ *	  Must not publish (maintenance.c does, after a round) nor arrange.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xlogutils.h"
+#include "catalog/pg_class.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "replication/decode.h"
+#include "replication/logical.h"
+#include "replication/slot.h"
+#include "replication/snapbuild.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "capture.h"
+#include "decoder.h"
+#include "persist.h"
+#include "registry.h"
+#include "rows.h"
+#include "shmem.h"
+
+int			peek_isolation = PEEK_ISOLATION_SERIALIZABLE;
+
+/* A round stops decoding at a commit once it holds this much. */
+#define CAPTURE_ROUND_BYTES		(64 * 1024 * 1024)
+
+typedef struct CaptureStream
+{
+	PeekObjectId id;			/* key */
+	Oid			relid;
+	Oid			shard;
+	char		slot_name[NAMEDATALEN];
+	char		table[NAMEDATALEN]; /* for messages once the table is gone */
+	bool		loaded;			/* the initial load committed */
+	bool		failed;
+	int64		durable_upper;	/* the catalog's: the shard has what is before */
+	int64		upper;			/* decoded: every commit before it is known */
+	XLogRecPtr	read_upto;		/* where the reader stopped */
+	LogicalDecodingContext *ctx;	/* kept across rounds, like a walsender's */
+	DecodedChanges changes;
+	MemoryContext cxt;
+} CaptureStream;
+
+static HTAB *streams = NULL;
+
+#define CAPTURE_XL_ROUTINE \
+	XL_ROUTINE(.page_read = read_local_xlog_page, \
+			   .segment_open = wal_segment_open, \
+			   .segment_close = wal_segment_close)
+
+static void
+slot_name_for(PeekObjectId id, char *name)
+{
+	snprintf(name, NAMEDATALEN, "pg_peek_%u_" INT64_FORMAT, MyDatabaseId, id);
+}
+
+/*
+ * Some builds list the libraries trusted as output plugins in
+ * output_plugin_libraries (superuser-settable).  The runtime trusts its own
+ * library in its own process only: no REPLICATION user gains anything, and
+ * the plugin refuses to serve anyone else (decoder.c).
+ */
+static void
+trust_own_output_plugin(void)
+{
+	const char *trusted = GetConfigOption("output_plugin_libraries", true, false);
+
+	if (trusted == NULL || strstr(trusted, "pg_peek") != NULL)
+		return;
+	SetConfigOption("output_plugin_libraries",
+					trusted[0] ? psprintf("%s, pg_peek", trusted) : "pg_peek",
+					PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/* Drop a slot unless it is gone or someone else has it in use. */
+static void
+drop_slot(const char *name)
+{
+	ReplicationSlot *slot = SearchNamedReplicationSlot(name, true);
+	pid_t		active_pid;
+
+	if (slot == NULL)
+		return;
+	SpinLockAcquire(&slot->mutex);
+	active_pid = slot->active_pid;
+	SpinLockRelease(&slot->mutex);
+	if (active_pid != 0)
+	{
+		ereport(LOG,
+				(errmsg("pg_peek could not drop replication slot \"%s\": it is in use by PID %d",
+						name, (int) active_pid)));
+		return;
+	}
+	ReplicationSlotDrop(name, true);
+}
+
+static void
+free_stream(CaptureStream *s)
+{
+	if (s->ctx != NULL)
+		FreeDecodingContext(s->ctx);
+	s->ctx = NULL;
+	if (s->cxt != NULL)
+		MemoryContextDelete(s->cxt);
+	s->cxt = NULL;
+}
+
+void
+capture_reset(void)
+{
+	HASHCTL		ctl;
+
+	if (streams != NULL)
+	{
+		HASH_SEQ_STATUS status;
+		CaptureStream *s;
+
+		hash_seq_init(&status, streams);
+		while ((s = hash_seq_search(&status)) != NULL)
+			free_stream(s);
+		hash_destroy(streams);
+	}
+	ctl.keysize = sizeof(PeekObjectId);
+	ctl.entrysize = sizeof(CaptureStream);
+	ctl.hcxt = TopMemoryContext;
+	streams = hash_create("pg_peek capture streams", 16, &ctl,
+						  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/*
+ * Take on a source from its catalog row (in a transaction).  Returns the
+ * upper to publish: what is durable, or further, what has been decoded.
+ */
+int64
+capture_adopt(CatalogObject *source)
+{
+	CaptureStream *s;
+	bool		found;
+	TupleDesc	desc;
+	MemoryContext old;
+	char	   *table;
+
+	if (source->failure != NULL)
+	{
+		capture_forget(source->id);
+		return source->upper;
+	}
+	s = hash_search(streams, &source->id, HASH_ENTER, &found);
+	if (found)
+		return Max(source->upper, s->upper);
+
+	s->relid = source->source;
+	s->shard = source->shard;
+	slot_name_for(source->id, s->slot_name);
+	table = get_rel_name(source->source);
+	if (table != NULL)
+		strlcpy(s->table, table, NAMEDATALEN);
+	else
+		snprintf(s->table, NAMEDATALEN, "%u", source->source);
+	s->loaded = source->upper > 0;
+	s->failed = false;
+	s->durable_upper = s->upper = source->upper;
+	s->read_upto = InvalidXLogRecPtr;
+	s->ctx = NULL;
+	s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek capture stream",
+								   ALLOCSET_DEFAULT_SIZES);
+	memset(&s->changes, 0, sizeof(DecodedChanges));
+	s->changes.relid = source->source;
+	s->changes.cxt = AllocSetContextCreate(s->cxt, "pg_peek decoded changes",
+										   ALLOCSET_DEFAULT_SIZES);
+	desc = lookup_rowtype_tupdesc(source->row_type, -1);
+	old = MemoryContextSwitchTo(s->cxt);
+	s->changes.row_desc = CreateTupleDescCopy(desc);
+	MemoryContextSwitchTo(old);
+	ReleaseTupleDesc(desc);
+	decoder_reset(&s->changes);
+	return source->upper;
+}
+
+/* A dropped or failed source: let go of its decoding and its slot. */
+void
+capture_forget(PeekObjectId id)
+{
+	CaptureStream *s = hash_search(streams, &id, HASH_FIND, NULL);
+	char		name[NAMEDATALEN];
+
+	if (s != NULL)
+	{
+		free_stream(s);
+		hash_search(streams, &id, HASH_REMOVE, NULL);
+	}
+	slot_name_for(id, name);
+	drop_slot(name);
+}
+
+/*
+ * Reconciliation: drop this database's pg_peek slots that belong to no live
+ * source (a drop, a failure or a load whose transaction did not commit).
+ */
+void
+capture_drop_orphan_slots(List *live_sources)
+{
+	char		prefix[NAMEDATALEN];
+	List	   *orphans = NIL;
+	ListCell   *lc;
+
+	snprintf(prefix, NAMEDATALEN, "pg_peek_%u_", MyDatabaseId);
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	for (int i = 0; i < max_replication_slots; i++)
+	{
+		ReplicationSlot *slot = &ReplicationSlotCtl->replication_slots[i];
+		bool		live = false;
+
+		if (!slot->in_use || strncmp(NameStr(slot->data.name), prefix, strlen(prefix)) != 0)
+			continue;
+		foreach(lc, live_sources)
+		{
+			char		name[NAMEDATALEN];
+
+			slot_name_for(*(PeekObjectId *) lfirst(lc), name);
+			if (strcmp(name, NameStr(slot->data.name)) == 0)
+				live = true;
+		}
+		if (!live)
+			orphans = lappend(orphans, pstrdup(NameStr(slot->data.name)));
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	foreach(lc, orphans)
+		drop_slot(lfirst(lc));
+}
+
+bool
+capture_active(void)
+{
+	return streams != NULL && hash_get_num_entries(streams) > 0;
+}
+
+/* Why the table can no longer be captured, or NULL.  In a transaction. */
+static char *
+check_table(CaptureStream *s)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(s->relid));
+	Form_pg_class rel;
+	char	   *failure = NULL;
+	TupleDesc	desc;
+
+	if (!HeapTupleIsValid(tup))
+		return psprintf("table \"%s\" was dropped", s->table);
+	rel = (Form_pg_class) GETSTRUCT(tup);
+	strlcpy(s->table, NameStr(rel->relname), NAMEDATALEN);
+	if (rel->relreplident != REPLICA_IDENTITY_FULL)
+		failure = psprintf("table \"%s\" no longer has REPLICA IDENTITY FULL", s->table);
+	else
+	{
+		desc = lookup_rowtype_tupdesc(rel->reltype, -1);
+		if (!rows_match_table(desc, s->changes.row_desc))
+			failure = psprintf("the row type of table \"%s\" changed: it no longer matches the source's row type %s",
+							   s->table, format_type_be(s->changes.row_desc->tdtypeid));
+		ReleaseTupleDesc(desc);
+	}
+	ReleaseSysCache(tup);
+	return failure;
+}
+
+/* The table's rows under the active snapshot, into the shard at time. */
+static void
+load_rows(CaptureStream *s, int64 time)
+{
+	Relation	rel = table_open(s->relid, AccessShareLock);
+	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ShardWriter *w = persist_writer_open(s->shard);
+	MemoryContext per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek load",
+												  ALLOCSET_DEFAULT_SIZES);
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		MemoryContext old = MemoryContextSwitchTo(per_row);
+		bool		should_free;
+		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
+		char	   *failure = NULL;
+		Datum		row;
+
+		CHECK_FOR_INTERRUPTS();
+		row = decoder_table_row(RelationGetDescr(rel), tuple, NULL, false,
+								s->changes.row_desc, s->table, &failure);
+		if (failure != NULL)
+			elog(ERROR, "pg_peek: %s", failure);	/* check_table ran first */
+		persist_writer_add(w, time, 1, row);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(per_row);
+	}
+	MemoryContextDelete(per_row);
+	persist_writer_close(w);
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+/* Record a failure durably; the caller commits. */
+static void
+fail_source(CaptureStream *s, const char *failure)
+{
+	ereport(LOG,
+			(errmsg("pg_peek source " INT64_FORMAT " failed: %s", s->id, failure)));
+	catalog_set_failure(s->id, failure);
+	s->failed = true;
+}
+
+/*
+ * Create the slot and load the table's rows, in one transaction run with
+ * the snapshot the slot exports: rows committed before the slot's start are
+ * in the snapshot, later commits will be decoded.  The rows get the time
+ * just before the start, and the start becomes the upper.
+ */
+static void
+load_source(CaptureStream *s)
+{
+	LogicalDecodingContext *ctx;
+	XLogRecPtr	start;
+	char	   *failure = NULL;
+	bool		exists;
+
+	/* a slot left by a load that did not commit */
+	drop_slot(s->slot_name);
+
+	StartTransactionCommand();
+	if (wal_level < WAL_LEVEL_LOGICAL)
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (catalog_lock_for_capture(s->id))
+			fail_source(s, "wal_level is not logical");
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		return;
+	}
+	XactIsoLevel = XACT_REPEATABLE_READ;
+	trust_own_output_plugin();
+	ReplicationSlotCreate(s->slot_name, true, RS_EPHEMERAL, false);
+	decoder_collect_into(&s->changes);
+	ctx = CreateInitDecodingContext("pg_peek", NIL, true, InvalidXLogRecPtr,
+									CAPTURE_XL_ROUTINE, NULL, NULL, NULL);
+	DecodingContextFindStartpoint(ctx);
+	RestoreTransactionSnapshot(SnapBuildInitialSnapshot(ctx->snapshot_builder), MyProc);
+	start = MyReplicationSlot->data.confirmed_flush;
+	FreeDecodingContext(ctx);
+	ReplicationSlotPersist();
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	exists = catalog_lock_for_capture(s->id);
+	if (exists)
+	{
+		failure = check_table(s);
+		if (failure != NULL)
+			fail_source(s, failure);
+		else
+		{
+			load_rows(s, (int64) start - 1);
+			catalog_set_source_upper(s->id, (int64) start);
+		}
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	ReplicationSlotRelease();
+
+	if (!exists || failure != NULL)
+	{
+		drop_slot(s->slot_name);
+		return;
+	}
+	s->loaded = true;
+	s->durable_upper = s->upper = (int64) start;
+	s->read_upto = start;
+	ereport(LOG,
+			(errmsg("pg_peek source " INT64_FORMAT " loaded table \"%s\" at %X/%X",
+					s->id, s->table, LSN_FORMAT_ARGS(start))));
+}
+
+/*
+ * The time bound a decoded position gives: no record starts inside a page
+ * header, so a position at a page's start stands for the first byte after
+ * the header (where GetXLogInsertRecPtr points too).
+ */
+static int64
+decoded_upper(XLogRecPtr end)
+{
+	if (end % XLOG_BLCKSZ == 0)
+		end += XLogSegmentOffset(end, wal_segment_size) == 0 ?
+			SizeOfXLogLongPHD : SizeOfXLogShortPHD;
+	return (int64) end;
+}
+
+/* Append a round's updates not yet in the shard. */
+static void
+write_updates(CaptureStream *s)
+{
+	ShardWriter *w = persist_writer_open(s->shard);
+
+	for (int64 i = 0; i < s->changes.n; i++)
+	{
+		DecodedUpdate *u = &s->changes.updates[i];
+
+		/* replayed after a crash: the shard has it */
+		if (u->time < s->durable_upper)
+			continue;
+		if (u->truncate)
+		{
+			persist_writer_close(w);
+			persist_retract_all(s->shard, u->time);
+			w = persist_writer_open(s->shard);
+		}
+		else
+			persist_writer_add(w, u->time, u->diff, u->row);
+	}
+	persist_writer_close(w);
+}
+
+/*
+ * One round: decode the WAL flushed so far (or a round's worth), then
+ * append the updates and the new upper in one transaction, then confirm to
+ * the slot.  Returns whether the upper rose.
+ */
+static bool
+decode_round(CaptureStream *s)
+{
+	XLogRecPtr	end_of_wal = GetFlushRecPtr(NULL);
+	MemoryContext old;
+	int64		upper;
+	char	   *failure;
+	bool		exists = true;
+
+	if (end_of_wal <= s->read_upto)
+		return false;
+
+	/*
+	 * The reader keeps what it allocates across rounds (it frees an
+	 * oversized record on the next read), so it runs in the stream's memory.
+	 */
+	old = MemoryContextSwitchTo(s->cxt);
+	ReplicationSlotAcquire(s->slot_name, true);
+	if (s->ctx == NULL)
+	{
+		decoder_collect_into(&s->changes);
+		trust_own_output_plugin();
+		s->ctx = CreateDecodingContext(InvalidXLogRecPtr, NIL, false, CAPTURE_XL_ROUTINE,
+									   NULL, NULL, NULL);
+		XLogBeginRead(s->ctx->reader, MyReplicationSlot->data.restart_lsn);
+	}
+	decoder_reset(&s->changes);
+	while (s->ctx->reader->EndRecPtr < end_of_wal &&
+		   s->changes.bytes < CAPTURE_ROUND_BYTES && s->changes.failure == NULL)
+	{
+		char	   *errm = NULL;
+		XLogRecord *record = XLogReadRecord(s->ctx->reader, &errm);
+
+		if (errm != NULL)
+			elog(ERROR, "pg_peek: could not read WAL for source " INT64_FORMAT ": %s",
+				 s->id, errm);
+		if (record != NULL)
+			LogicalDecodingProcessRecord(s->ctx, s->ctx->reader);
+		CHECK_FOR_INTERRUPTS();
+	}
+	s->read_upto = s->ctx->reader->EndRecPtr;
+	/* the flag it set would hide our transactions' xmin from vacuum */
+	ReplicationSlotRelease();
+	MemoryContextSwitchTo(old);
+
+	failure = s->changes.failure;
+	upper = failure != NULL ? s->changes.failed_at : decoded_upper(s->read_upto);
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (failure == NULL)
+		failure = check_table(s);
+	if (s->changes.n > 0 || failure != NULL)
+	{
+		exists = catalog_lock_for_capture(s->id);
+		if (exists)
+		{
+			write_updates(s);
+			catalog_set_source_upper(s->id, Max(upper, s->durable_upper));
+			if (failure != NULL)
+				fail_source(s, failure);
+		}
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	if (!exists)
+		return false;			/* dropped: the catalog notice forgets it */
+	if (s->changes.n > 0 || failure != NULL)
+		s->durable_upper = Max(upper, s->durable_upper);
+	decoder_reset(&s->changes);
+	if (failure != NULL)
+	{
+		free_stream(s);
+		drop_slot(s->slot_name);
+		return true;
+	}
+
+	/* committed: now the slot may let go of the WAL before read_upto */
+	ReplicationSlotAcquire(s->slot_name, true);
+	LogicalConfirmReceivedLocation(s->read_upto);
+	ReplicationSlotMarkDirty();
+	ReplicationSlotRelease();
+
+	if (upper <= s->upper)
+		return false;
+	s->upper = upper;
+	return true;
+}
+
+/*
+ * Load new sources and decode for the loaded ones.  Returns the ids (a
+ * List of PeekObjectId *) whose catalog row or upper changed, to publish.
+ */
+List *
+capture_step(void)
+{
+	HASH_SEQ_STATUS status;
+	CaptureStream *s;
+	List	   *ids = NIL;
+	List	   *changed = NIL;
+	ListCell   *lc;
+
+	if (streams == NULL)
+		return NIL;
+	/* collect first: rounds end transactions, which a hash scan must not span */
+	hash_seq_init(&status, streams);
+	while ((s = hash_seq_search(&status)) != NULL)
+		if (!s->failed)
+			ids = lappend(ids, &s->id);
+	foreach(lc, ids)
+	{
+		PeekObjectId id = *(PeekObjectId *) lfirst(lc);
+		bool		raised;
+
+		s = hash_search(streams, &id, HASH_FIND, NULL);
+		if (!s->loaded)
+		{
+			load_source(s);
+			raised = true;
+		}
+		else
+			raised = decode_round(s);
+		if (raised)
+		{
+			PeekObjectId *copy = palloc(sizeof(PeekObjectId));
+
+			*copy = id;
+			changed = lappend(changed, copy);
+		}
+	}
+	return changed;
+}
+
+/* ---- backends ---- */
+
+/* create_source's check: logical decoding must be possible. */
+void
+capture_check_requirements(const char *source)
+{
+	if (wal_level < WAL_LEVEL_LOGICAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot create source \"%s\": pg_peek sources require wal_level = logical",
+						source),
+				 errdetail("wal_level is \"%s\".", GetConfigOption("wal_level", false, false)),
+				 errhint("Set wal_level = logical in postgresql.conf and restart the server.")));
+	if (max_replication_slots == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot create source \"%s\": pg_peek sources require max_replication_slots > 0",
+						source),
+				 errhint("Each source uses one replication slot.")));
+}
+
+/*
+ * Strict serializable: read at the current WAL position, so every
+ * transaction committed before the peek (commit LSN below it) is included.
+ * Decoding reads only flushed WAL, hence the flush.
+ */
+int64
+capture_strict_time(void)
+{
+	XLogRecPtr	now = GetXLogInsertRecPtr();
+
+	XLogFlush(now);
+	return (int64) now - 1;
+}
+
+/* A peek that will wait for ingestion wakes the maintenance runtime now. */
+void
+capture_nudge(PeekObjectId source, int64 time)
+{
+	if (registry_published_upper(source) <= time)
+		wake_runtime(PEEK_RUNTIME_MAINTENANCE);
+}

@@ -1,0 +1,40 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture.h
+ *	  Sources: collections fed from a table's changes through logical
+ *	  decoding, run by the maintenance runtime.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_CAPTURE_H
+#define PEEK_CAPTURE_H
+
+#include "pg_peek.h"
+
+#include "nodes/pg_list.h"
+
+#include "catalog.h"
+
+/* pg_peek.isolation */
+typedef enum PeekIsolation
+{
+	PEEK_ISOLATION_SERIALIZABLE,
+	PEEK_ISOLATION_STRICT_SERIALIZABLE
+} PeekIsolation;
+
+extern int	peek_isolation;
+
+/* maintenance runtime */
+extern void capture_reset(void);
+extern int64 capture_adopt(CatalogObject *source);
+extern void capture_forget(PeekObjectId id);
+extern void capture_drop_orphan_slots(List *live_sources);
+extern List *capture_step(void);
+extern bool capture_active(void);
+
+/* backends */
+extern void capture_check_requirements(const char *source);
+extern int64 capture_strict_time(void);
+extern void capture_nudge(PeekObjectId source, int64 time);
+
+#endif							/* PEEK_CAPTURE_H */

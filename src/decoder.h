@@ -1,0 +1,47 @@
+/*-------------------------------------------------------------------------
+ *
+ * decoder.h
+ *	  pg_peek's logical decoding output plugin: the committed changes of a
+ *	  source table, as updates for the source's shard.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_DECODER_H
+#define PEEK_DECODER_H
+
+#include "pg_peek.h"
+
+#include "access/htup.h"
+#include "access/tupdesc.h"
+
+/* One update of a source: a row at a commit LSN, or a TRUNCATE there. */
+typedef struct DecodedUpdate
+{
+	int64		time;
+	int64		diff;
+	Datum		row;			/* of the source's row type; none for TRUNCATE */
+	bool		truncate;
+} DecodedUpdate;
+
+/* What one decoding round collected for one source. */
+typedef struct DecodedChanges
+{
+	Oid			relid;			/* the source table */
+	TupleDesc	row_desc;		/* the source's row type (its copy) */
+	MemoryContext cxt;			/* holds the updates; reset each round */
+	DecodedUpdate *updates;
+	int64		n;
+	int64		capacity;
+	Size		bytes;
+	int64		txn_start;		/* the replayed transaction's first update */
+	char	   *failure;		/* a change that cannot be captured: why */
+	int64		failed_at;		/* ... and its commit LSN */
+} DecodedChanges;
+
+extern void decoder_collect_into(DecodedChanges *changes);
+extern void decoder_reset(DecodedChanges *changes);
+extern Datum decoder_table_row(TupleDesc table_desc, HeapTuple tuple, HeapTuple old_tuple,
+							   bool from_wal, TupleDesc row_desc, const char *table,
+							   char **failure);
+
+#endif							/* PEEK_DECODER_H */

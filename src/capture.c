@@ -136,11 +136,23 @@ drop_slot(const char *name)
 	ReplicationSlotDrop(name, true);
 }
 
+/*
+ * Let go of a stream's decoding and memory.  Freeing a decoding context
+ * cleans up the reorder buffer's spill files under the acquired slot's
+ * name; a slot someone else dropped leaves only the context's memory (which
+ * lives in the stream's) and its open WAL segment to close.
+ */
 static void
 free_stream(CaptureStream *s)
 {
-	if (s->ctx != NULL)
+	if (s->ctx != NULL && SearchNamedReplicationSlot(s->slot_name, true) != NULL)
+	{
+		ReplicationSlotAcquire(s->slot_name, true);
 		FreeDecodingContext(s->ctx);
+		ReplicationSlotRelease();
+	}
+	else if (s->ctx != NULL && s->ctx->reader->seg.ws_file >= 0)
+		wal_segment_close(s->ctx->reader);
 	s->ctx = NULL;
 	if (s->cxt != NULL)
 		MemoryContextDelete(s->cxt);
@@ -419,17 +431,23 @@ load_source(CaptureStream *s)
 }
 
 /*
- * The time bound a decoded position gives: no record starts inside a page
- * header, so a position at a page's start stands for the first byte after
- * the header (where GetXLogInsertRecPtr points too).
+ * No record starts inside a page header, so the first byte of a page and
+ * the first byte after its header are the same position for times:
+ * GetXLogInsertRecPtr points after the header, a decoded end at the page.
  */
+static Size
+page_header_at(XLogRecPtr ptr)
+{
+	if (ptr % XLOG_BLCKSZ != 0)
+		return 0;
+	return XLogSegmentOffset(ptr, wal_segment_size) == 0 ? SizeOfXLogLongPHD : SizeOfXLogShortPHD;
+}
+
+/* The time bound a decoded end gives: every commit before it is known. */
 static int64
 decoded_upper(XLogRecPtr end)
 {
-	if (end % XLOG_BLCKSZ == 0)
-		end += XLogSegmentOffset(end, wal_segment_size) == 0 ?
-			SizeOfXLogLongPHD : SizeOfXLogShortPHD;
-	return (int64) end;
+	return (int64) (end + page_header_at(end));
 }
 
 /* Append a round's updates not yet in the shard. */
@@ -626,8 +644,10 @@ int64
 capture_strict_time(void)
 {
 	XLogRecPtr	now = GetXLogInsertRecPtr();
+	XLogRecPtr	page = now - now % XLOG_BLCKSZ;
 
-	XLogFlush(now);
+	/* what was inserted ends at the page's start if now is past its header */
+	XLogFlush(now - page_header_at(page) == page ? page : now);
 	return (int64) now - 1;
 }
 

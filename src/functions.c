@@ -458,6 +458,8 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 	row_desc = lookup_rowtype_tupdesc_copy(obj->row_type, -1);
 	matches = rows_match_table(table_desc, row_desc);
 	if (!matches)
+		raise_if_source_failed(obj->id, obj->kind, obj->name);
+	if (!matches)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the row type of table %s no longer matches %s \"%s\"",

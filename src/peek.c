@@ -152,6 +152,20 @@ raise_runtime_missing(int runtime)
 					 peek_database)));
 }
 
+/* A peek of a failed source (or an index of one) fails with the reason. */
+void
+raise_if_source_failed(PeekObjectId object, char kind, const char *name)
+{
+	char	   *failure = catalog_failure(object);
+
+	if (failure != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s \"%s\" is failed: %s",
+						kind == PEEK_KIND_INDEX ? "index" : "source", name, failure),
+				 errhint("Drop the source and create it again.")));
+}
+
 /*
  * Issue a peek of an object at a time (or PEEK_TIME_LATEST) and wait until
  * the serving runtime finds it ready.  Returns the resolved time; the hold at
@@ -291,14 +305,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 						 answer_since)));
 	if (answer == PEEK_ANSWER_FAILED)
 	{
-		char	   *failure = catalog_failure(object);
-
-		if (failure != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("%s \"%s\" is failed: %s",
-							kind == PEEK_KIND_INDEX ? "index" : "source", name, failure),
-					 errhint("Drop the source and create it again.")));
+		raise_if_source_failed(object, kind, name);
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("index \"%s\" is failed: its arrangement exceeded pg_peek.max_memory (%d kB)",

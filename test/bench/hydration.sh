@@ -16,8 +16,12 @@ hydration_run() {
         psql_q -c "SELECT peek.create_index('points_h', 'points', ARRAY['k'])" >/dev/null
         peek_s=$(wait_index_ready points_h)
         psql_q -c "SELECT peek.drop_index('points_h')" >/dev/null
-        btree_s=$(psql_q -c "SELECT clock_timestamp() AS t0 \\gset" -c "CREATE INDEX bt_k ON bt (k)" \
-            -c "SELECT extract(epoch FROM clock_timestamp() - :'t0')" | tail -n 1)
+        btree_s=$(psql_q <<'SQL'
+SELECT clock_timestamp() AS t0 \gset
+CREATE INDEX bt_k ON bt (k);
+SELECT extract(epoch FROM clock_timestamp() - :'t0');
+SQL
+)
         psql_q -c "DROP INDEX bt_k"
         csv_add hydration.csv "$mode" "$run" "$ROWS" "$peek_s" "$btree_s"
         progress "  run=$run create_index ${peek_s}s, CREATE INDEX ${btree_s}s"

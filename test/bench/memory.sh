@@ -28,8 +28,10 @@ memory_report() {
         read -r arr pg ratio <<<"$(awk -v a="$arr" -v p="$pg" -v n="$ROWS" \
             'BEGIN { printf "%.1f %.1f %.2f", a / n, p / n, a / p }')"
         report "| $(mode_name "$mode") | $arr | $pg | ${ratio}× |"
-        [[ $mode == on ]] && target "memory per row: arrangement vs heap + btree" "≤ 1.0×" \
-            "$arr vs $pg bytes (${ratio}×)" "$(verdict "$ratio" le 1.0)"
+        if [[ $mode == on ]]; then
+            target "memory per row: arrangement vs heap + btree" "≤ 1.0×" \
+                "$arr vs $pg bytes (${ratio}×)" "$(verdict "$ratio" le 1.0)"
+        fi
     done
     return 0
 }

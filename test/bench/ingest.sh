@@ -121,12 +121,12 @@ capture_setup() {
     psql_q >/dev/null <<'SQL'
 CREATE TABLE cap_t (k int PRIMARY KEY, v text);
 CREATE TABLE plain_t (k int PRIMARY KEY, v text);
-CREATE TYPE cap_row AS (k int, v text);
 SELECT peek.create_source('cap', 'cap_t');
 SELECT peek.create_index('cap_by_k', 'cap', ARRAY['k']);
 
 -- Commit a fresh row into the captured table, then poll the index by its key
--- until it shows (up to 10 s, recorded as is so a miss shows).
+-- until it shows (up to 10 s, recorded as is so a miss shows).  A source's rows
+-- are of its table's row type.
 CREATE PROCEDURE bench_capture_visibility(label text, secs float8, k0 int) LANGUAGE plpgsql AS $$
 DECLARE k int := k0; t0 timestamptz := clock_timestamp(); t1 timestamptz;
 BEGIN
@@ -135,7 +135,7 @@ BEGIN
     INSERT INTO cap_t VALUES (k, 'probe');
     COMMIT;
     t1 := clock_timestamp();
-    WHILE NOT EXISTS (SELECT 1 FROM peek.index_peek(NULL::cap_row, 'cap_by_k', ROW(k)))
+    WHILE NOT EXISTS (SELECT 1 FROM peek.index_peek(NULL::cap_t, 'cap_by_k', ROW(k)))
           AND clock_timestamp() < t1 + interval '10 seconds' LOOP
       PERFORM pg_sleep(0.0005);
     END LOOP;

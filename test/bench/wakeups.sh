@@ -121,6 +121,7 @@ set title 'Wake-ups per second of the runtime that serves peeks, $WAKE_INDEXES i
 set xlabel 'peeks parked on w_001_by_k'
 set ylabel 'split: per second'
 set y2label 'solo: wake-ups per second'
+set key below
 set xtics (0, 1, 10)
 set yrange [0:*]
 set y2range [0:*]

@@ -1,10 +1,10 @@
 # shellcheck shell=bash
-# scripts/lib.sh: helpers shared by scripts/test and scripts/demo.
+# scripts/lib.sh: helpers shared by scripts/test, scripts/demo and scripts/bench.
 # Source it (after `set -euo pipefail` and after setting ROOT to the repo
 # root); it does nothing on its own.
 #
 # Provides:
-#   ensure_packages            install the Debian packages we need if missing
+#   ensure_packages [PKG...]   install the Debian packages we need (and PKGs) if missing
 #   stop_debian_main_cluster   stop the package's own 15/main cluster on 5432
 #   build_and_install LOG      make clean all install (log to LOG)
 #   AS_PG / as_pg CMD...       run CMD as the postgres user (when root)
@@ -23,6 +23,8 @@ PG_TAP_PERL=$PGXS_DIR/src/test/perl
 
 REQUIRED_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-client-15
                    libkrb5-dev libipc-run-perl make gcc)
+# Only scripts/bench needs these (its charts); it passes them to ensure_packages.
+BENCH_PACKAGES=(gnuplot-nox)
 
 # Data directories started by cluster_start and not yet stopped; scripts stop
 # them from their EXIT trap (see stop_all_clusters).
@@ -31,19 +33,21 @@ RUNNING_CLUSTERS=()
 info() { printf '==> %s\n' "$*"; }
 warn() { printf 'WARNING: %s\n' "$*"; }
 
-# Print the required packages that are not installed, one per line.
+# Print the required packages (and the ones named) that are not installed,
+# one per line.
 missing_packages() {
     local pkg status
-    for pkg in "${REQUIRED_PACKAGES[@]}"; do
+    for pkg in "${REQUIRED_PACKAGES[@]}" "$@"; do
         status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
         [[ $status == installed ]] || printf '%s\n' "$pkg"
     done
 }
 
-# Install whatever is missing (apt-get update first). Needs root to install.
+# Install whatever is missing of the required packages and the ones named
+# (apt-get update first). Needs root to install.
 ensure_packages() {
     local missing
-    mapfile -t missing < <(missing_packages)
+    mapfile -t missing < <(missing_packages "$@")
     ((${#missing[@]} == 0)) && return 0
     if ((EUID != 0)); then
         printf 'ERROR: missing Debian packages: %s (run as root to install them)\n' \

@@ -443,6 +443,22 @@ page_header_at(XLogRecPtr ptr)
 	return XLogSegmentOffset(ptr, wal_segment_size) == 0 ? SizeOfXLogLongPHD : SizeOfXLogShortPHD;
 }
 
+/*
+ * Flush the WAL inserted so far and return the insert position.  Decoding
+ * reads only flushed WAL; with synchronous_commit = off, commits would wait
+ * for the WAL writer to be decoded.
+ */
+static XLogRecPtr
+flush_inserted_wal(void)
+{
+	XLogRecPtr	now = GetXLogInsertRecPtr();
+	XLogRecPtr	page = now - now % XLOG_BLCKSZ;
+
+	/* what was inserted ends at the page's start if now is past its header */
+	XLogFlush(now - page_header_at(page) == page ? page : now);
+	return now;
+}
+
 /* The time bound a decoded end gives: every commit before it is known. */
 static int64
 decoded_upper(XLogRecPtr end)
@@ -483,14 +499,16 @@ write_updates(CaptureStream *s)
 static bool
 decode_round(CaptureStream *s)
 {
-	XLogRecPtr	end_of_wal = GetFlushRecPtr(NULL);
+	XLogRecPtr	end_of_wal;
 	MemoryContext old;
 	int64		upper;
 	char	   *failure;
 	bool		exists = true;
 
-	if (end_of_wal <= s->read_upto)
+	if (GetXLogInsertRecPtr() <= s->read_upto + page_header_at(s->read_upto))
 		return false;
+	(void) flush_inserted_wal();
+	end_of_wal = GetFlushRecPtr(NULL);
 
 	/*
 	 * The reader keeps what it allocates across rounds (it frees an
@@ -643,12 +661,7 @@ capture_check_requirements(const char *source)
 int64
 capture_strict_time(void)
 {
-	XLogRecPtr	now = GetXLogInsertRecPtr();
-	XLogRecPtr	page = now - now % XLOG_BLCKSZ;
-
-	/* what was inserted ends at the page's start if now is past its header */
-	XLogFlush(now - page_header_at(page) == page ? page : now);
-	return (int64) now - 1;
+	return (int64) flush_inserted_wal() - 1;
 }
 
 /* A peek that will wait for ingestion wakes the maintenance runtime now. */

@@ -135,6 +135,52 @@ kind_with_article(char kind)
 	return kind == PEEK_KIND_INDEX ? "an index" : "a collection";
 }
 
+/*
+ * The catalog's statements are few and fixed (string literals), and the
+ * runtimes run some of them many times a second: each is planned once per
+ * process and kept, keyed by the literal's address.  The plan cache replans
+ * one whose tables changed (a drop and re-create of the extension).
+ */
+typedef struct SavedPlan
+{
+	const char *query;			/* key */
+	SPIPlanPtr	plan;
+} SavedPlan;
+
+static HTAB *saved_plans = NULL;
+
+/* Execute a catalog statement through its kept plan; SPI is connected. */
+static int
+execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
+			  const char *nulls, bool read_only)
+{
+	SavedPlan  *saved;
+	bool		found;
+
+	if (saved_plans == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(const char *);
+		ctl.entrysize = sizeof(SavedPlan);
+		ctl.hcxt = TopMemoryContext;
+		saved_plans = hash_create("pg_peek catalog plans", 32, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	saved = hash_search(saved_plans, &query, HASH_ENTER, &found);
+	if (!found)
+	{
+		saved->plan = SPI_prepare(query, nargs, argtypes);
+		if (saved->plan == NULL || SPI_keepplan(saved->plan) != 0)
+		{
+			hash_search(saved_plans, &query, HASH_REMOVE, NULL);
+			elog(ERROR, "pg_peek: could not prepare \"%s\": %s", query,
+				 SPI_result_code_string(SPI_result));
+		}
+	}
+	return SPI_execute_plan(saved->plan, args, nulls, read_only, 0);
+}
+
 /* Run a query returning OBJECT_COLUMNS as the extension owner: its objects. */
 static List *
 query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_only)
@@ -145,7 +191,7 @@ query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_on
 
 	become_extension_owner(&saved);
 	SPI_connect();
-	spi_check(SPI_execute_with_args(query, nargs, &argtype, &arg, NULL, read_only, 0),
+	spi_check(execute_saved(query, nargs, &argtype, &arg, NULL, read_only),
 			  SPI_OK_SELECT, query);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -207,7 +253,7 @@ catalog_exec_nulls(const char *query, int nargs, Oid *argtypes, Datum *args,
 
 	become_extension_owner(&saved);
 	SPI_connect();
-	spi_check(SPI_execute_with_args(query, nargs, argtypes, args, nulls, false, 0),
+	spi_check(execute_saved(query, nargs, argtypes, args, nulls, false),
 			  expected, query);
 	processed = SPI_processed;
 	SPI_finish();

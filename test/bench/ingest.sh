@@ -7,7 +7,7 @@
 #  * Commit-to-visible: a probe commits one row with peek.write and times an
 #    index peek at that time (which waits until the index has it), idle and
 #    while the bulk ingest runs.
-#  * Capture (when the build has peek.create_source): write TPS of a pgbench
+#  * Capture: write TPS of a pgbench
 #    upsert workload on a captured table (with an index on its collection)
 #    against the same workload on an uncaptured table, and commit-to-visible
 #    of a probe row through the index under that load.
@@ -113,10 +113,6 @@ ingest_run() {
 
 # ---- capture -------------------------------------------------------------
 
-capture_available() {
-    [[ $(psql_q -c "SELECT to_regprocedure('peek.create_source(text,regclass)') IS NOT NULL") == t ]]
-}
-
 capture_setup() {
     psql_q >/dev/null <<'SQL'
 CREATE TABLE cap_t (k int PRIMARY KEY, v text);
@@ -151,10 +147,6 @@ SQL
 capture_run() {
     local mode=$1 run table tps p50 p99 n probe
     csv_init capture.csv "mode,run,table,tps,p50_ms,p99_ms"
-    if ! capture_available; then
-        progress "  capture: peek.create_source is not in this build; skipped"
-        return 0
-    fi
     capture_setup
     for table in cap_t plain_t; do
         bench_script "upsert-$table" >/dev/null <<EOF
@@ -201,11 +193,6 @@ ingest_report() {
     done
     report "" "No target is set for append ingest; the ratio shows the price of a time-versioned, durable index against a plain table."
     report "" "### Capture" ""
-    if [[ -z $(csv_values $c run) ]]; then
-        report "Not measured: this build has no \`peek.create_source\`."
-        target "capture: write TPS captured vs uncaptured" "≥ 0.9×" "not measured (no capture in this build)" "not measured"
-        return 0
-    fi
     report "A pgbench upsert workload (2 clients, random keys in 1..$ROWS) on a table captured by" \
         "\`peek.create_source\` with an index on its collection, against the same workload on an" \
         "uncaptured table, interleaved per run.  Meanwhile a probe commits a fresh row into the" \

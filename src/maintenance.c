@@ -310,6 +310,9 @@ maintenance_step(void)
 	/* sources whose upper rose are published like a changed catalog row */
 	foreach(lc, capture_step())
 		hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
+	/* a quiet round does the large merges busy rounds put off */
+	if (!reread_all && hash_get_num_entries(changed_ids) == 0)
+		spines_merge_deferred();
 	if (reread_all || hash_get_num_entries(changed_ids) > 0)
 	{
 		run_in_transaction(apply_catalog_changes, NULL);

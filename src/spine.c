@@ -32,6 +32,14 @@
 /* A full merge to apply a new since at most this often per index. */
 #define FULL_MERGE_INTERVAL_MS	1000
 
+/*
+ * A merge this large waits for a quiet round (one with nothing new to
+ * arrange), so that it does not hold back the next seal's publication while
+ * updates keep coming; a spine with this many batches merges regardless.
+ */
+#define DEFERRED_MERGE_ENTRIES	(64 * 1024)
+#define MAX_DEFERRING_BATCHES	16
+
 typedef struct Spine
 {
 	PeekObjectId index;			/* key */
@@ -43,6 +51,7 @@ typedef struct Spine
 	int64		upper;
 	int64		since;
 	bool		failed;
+	bool		merge_deferred;
 	TimestampTz last_full_merge;
 } Spine;
 
@@ -93,10 +102,14 @@ install_batch(Spine *spine, int from, dsa_pointer dp)
 	batch_unpin(dp);
 }
 
-/* Merge the last two batches while the older is at most twice the newer. */
+/*
+ * Merge the last two batches while the older is at most twice the newer;
+ * unless quiet, a large merge is deferred (see DEFERRED_MERGE_ENTRIES).
+ */
 static void
-merge_geometrically(Spine *spine)
+merge_geometrically(Spine *spine, bool quiet)
 {
+	spine->merge_deferred = false;
 	while (spine->nbatches >= 2)
 	{
 		int			n = spine->nbatches;
@@ -106,6 +119,12 @@ merge_geometrically(Spine *spine)
 
 		if (older->nentries > 2 * newer->nentries && n < PEEK_MAX_BATCHES)
 			break;
+		if (!quiet && n < MAX_DEFERRING_BATCHES &&
+			older->nentries + newer->nentries > DEFERRED_MERGE_ENTRIES)
+		{
+			spine->merge_deferred = true;
+			break;
+		}
 		merged = batch_merge(spine->index, &spine->batches[n - 2], 2, spine->since);
 		if (!DsaPointerIsValid(merged))
 		{
@@ -206,7 +225,7 @@ follow(Spine *spine, int64 upper)
 		return;
 	}
 	install_batch(spine, spine->nbatches, dp);
-	merge_geometrically(spine);
+	merge_geometrically(spine, false);
 }
 
 /*
@@ -234,11 +253,25 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 published_sin
 		/* exact from the shard's since, and never below what was shown */
 		spine->since = Max(collection->since, published_since);
 		spine->failed = false;
+		spine->merge_deferred = false;
 		spine->last_full_merge = 0;
 	}
 	follow(spine, collection->upper);
 	if (!found && !spine->failed && spine->upper == 0)
 		publish_spine(spine);	/* an empty collection: published, upper 0 */
+}
+
+/* A quiet round: run the merges busy rounds deferred. */
+void
+spines_merge_deferred(void)
+{
+	HASH_SEQ_STATUS status;
+	Spine	   *spine;
+
+	hash_seq_init(&status, spines);
+	while ((spine = hash_seq_search(&status)) != NULL)
+		if (spine->merge_deferred && !spine->failed)
+			merge_geometrically(spine, true);
 }
 
 void

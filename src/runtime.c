@@ -226,9 +226,11 @@ peek_runtime_main(Datum arg)
 		{
 			Oid			found;
 
+			bool		first = extension_checked == 0;
+
 			run_in_transaction(find_extension, &found);
 			extension_checked = GetCurrentTimestamp();
-			if (found != extension)
+			if (found != extension || first)
 			{
 				extension = found;
 				if (maintains)

@@ -9,7 +9,9 @@
 #    its initial load races the writers too.
 #  * crash 1: SIGKILL of a client backend (the postmaster restarts all);
 #  * crash 2: SIGKILL of the runtime that decodes (maintenance, or solo);
-#  * then a load with no crash.
+#  * then a load with no crash;
+#  * crash 3: SIGKILL of that runtime while it loads a 300000-row table: the
+#    load starts again (its slot too) and the source equals the table.
 #  * After each: every (time, row) of the shard sums to -1, 0 or 1 (a change
 #    applied twice would give 2), no row sums to a negative count, and the
 #    source keeps its one slot.
@@ -86,7 +88,7 @@ sub finish_load
 # ---- the checks ----------------------------------------------------------------------
 
 my $digest = q{md5(coalesce(string_agg(r::text, ';' ORDER BY r::text COLLATE "C"), '')) || ' ' || count(*)};
-my $shard;
+my ($shard, $slot);
 
 sub check_source
 {
@@ -123,8 +125,8 @@ sub check_source
 		diag("shard updates at one time and row summing beyond 1:\n"
 			  . sql("SELECT time, data::text, sum(diff) FROM $shard GROUP BY time, data HAVING abs(sum(diff)) > 1 LIMIT 20"));
 	}
-	is(sql("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pg_peek%'"), '1',
-		"$label: the source still has its one slot");
+	is(sql("SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot'"), '1',
+		"$label: the source still has its slot");
 }
 
 sub wait_crash_restart
@@ -150,7 +152,7 @@ sql(q{
 ok(poll_until($node, "SELECT state FROM peek.collections WHERE name = 'src'", 'ready'),
 	'the source is ready (loaded under the load)');
 $shard = sql("SELECT shard FROM peek.collections WHERE name = 'src'");
-my $slot = sql("SELECT slot_name FROM pg_replication_slots");
+$slot = sql("SELECT slot_name FROM pg_replication_slots");
 like($slot, qr/^pg_peek_\d+_\d+$/, "the source has its slot $slot");
 ok(poll_until($node, "SELECT count(DISTINCT time) > 200 FROM $shard"),
 	'the source is capturing the load');
@@ -191,6 +193,37 @@ check_source('crash 2');
 $tx = finish_load(start_load(3));
 cmp_ok($tx, '>', 0, "after the crashes: pgbench committed $tx more transactions");
 check_source('after the crashes');
+
+# ---- crash 3: SIGKILL of the runtime while it loads a table ---------------------------------
+
+sql(q{
+	CREATE TABLE big (k int, v text);
+	ALTER TABLE big REPLICA IDENTITY FULL;
+	INSERT INTO big SELECT g % 1000, repeat('x', 100) || g FROM generate_series(1, 300000) g;
+	SELECT peek.create_source('big_src', 'big');
+});
+my $loading = poll_until($node,
+	"SELECT state = 'loading' AND EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name LIKE 'pg_peek%' "
+	  . "AND slot_name <> '$slot') FROM peek.collections WHERE name = 'big_src'");
+ok($loading, 'big_src is loading, its slot created');
+$pid = runtime_pid($node, $maint);
+$offset = -s $node->logfile;
+is(kill('KILL', $pid), 1, "SIGKILL the $maint runtime $pid while it loads");
+wait_crash_restart('crash 3', $offset);
+sql("INSERT INTO big VALUES (-1, 'after the crash'); DELETE FROM big WHERE k = 7;");
+ok(poll_until($node, "SELECT state FROM peek.collections WHERE name = 'big_src'", 'ready', 60),
+	'crash 3: big_src is loaded after all');
+is( sql(qq{
+		SET pg_peek.isolation = 'strict serializable';
+		SET statement_timeout = '60s';
+		SELECT (SELECT $digest FROM peek.persist_peek(NULL::big, 'big_src') r) = (SELECT $digest FROM big r)}),
+	't', 'crash 3: big_src equals its table');
+my $big_shard = sql("SELECT shard FROM peek.collections WHERE name = 'big_src'");
+is(sql("SELECT count(DISTINCT time) FROM $big_shard WHERE diff > 0 AND (data).k <> -1"), '1',
+	'crash 3: the table was loaded once, at one time');
+is(sql("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pg_peek%'"), '2',
+	'crash 3: one slot per source, none left from the killed load');
+check_source('after crash 3');
 
 $node->stop;
 done_testing();

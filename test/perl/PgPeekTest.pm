@@ -25,7 +25,7 @@ use Time::HiRes qw(usleep);
 our @EXPORT = qw(
   new_node poll_until runtime_pid serving_role interactive_mode
   start_bg finish_bg bg_done bg_backend_pid bg_session
-  sql_error source_state
+  sql_error
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -235,15 +235,6 @@ sub sql_error
 	return ('', '') if $rc == 0;
 	return ($1, $2) if $err =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):\s+([^\n]*)/;
 	return ('?????', $err);
-}
-
-# source_state($node, $name): 'state|failure' of a source in
-# peek.collections ('' when it does not exist).
-sub source_state
-{
-	my ($node, $name) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT state || '|' || coalesce(failure, '') FROM peek.collections WHERE name = '$name'");
 }
 
 1;

@@ -25,6 +25,7 @@ use Time::HiRes qw(usleep);
 our @EXPORT = qw(
   new_node poll_until runtime_pid serving_role interactive_mode
   start_bg finish_bg bg_done bg_backend_pid bg_session
+  sql_error
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -221,6 +222,19 @@ sub bg_session
 	die "this PostgreSQL::Test::Cluster has no background_psql\n"
 	  unless $node->can('background_psql');
 	return $node->background_psql('postgres', %params);
+}
+
+# sql_error($node, $sql, $db = 'postgres'): run $sql (psql, VERBOSITY
+# verbose) and return the SQLSTATE and message of its first error, or
+# ('', '') if it succeeded. NOTICEs are ignored.
+sub sql_error
+{
+	my ($node, $sql, $db) = @_;
+	my ($rc, $out, $err) =
+	  $node->psql($db // 'postgres', "\\set VERBOSITY verbose\n$sql");
+	return ('', '') if $rc == 0;
+	return ($1, $2) if $err =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):\s+([^\n]*)/;
+	return ('?????', $err);
 }
 
 1;

@@ -36,7 +36,6 @@
 #include "access/xlog_internal.h"
 #include "access/xlogutils.h"
 #include "catalog/pg_class.h"
-#include "commands/extension.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "replication/decode.h"
@@ -402,7 +401,7 @@ load_source(CaptureStream *s)
 	ReplicationSlotPersist();
 
 	PushActiveSnapshot(GetTransactionSnapshot());
-	exists = catalog_lock_for_capture(s->id);
+	exists = catalog_lock_extension() && catalog_lock_for_capture(s->id);
 	if (exists)
 	{
 		failure = check_table(s);
@@ -550,7 +549,7 @@ decode_round(CaptureStream *s)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* dropped with the extension: the runtime's next check resets capture */
-	exists = OidIsValid(get_extension_oid("pg_peek", true));
+	exists = catalog_lock_extension();
 	if (exists && failure == NULL)
 		failure = check_table(s);
 	if (exists && (s->changes.n > 0 || failure != NULL))

@@ -20,11 +20,13 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -474,6 +476,22 @@ catalog_lock_for_capture(PeekObjectId id)
 	return catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
 						"FOR NO KEY UPDATE",
 						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * A runtime's transaction that reads the catalog first makes sure it exists
+ * and stays: DROP EXTENSION waits for the lock taken here, or has committed
+ * and the extension is gone (false).
+ */
+bool
+catalog_lock_extension(void)
+{
+	Oid			extension = get_extension_oid("pg_peek", true);
+
+	if (!OidIsValid(extension))
+		return false;
+	LockDatabaseObject(ExtensionRelationId, extension, 0, AccessShareLock);
+	return get_extension_oid("pg_peek", true) == extension;
 }
 
 /* The rows of the given objects, or of all of them with nids < 0. */

@@ -63,6 +63,7 @@ extern void check_object_owner(CatalogObject *obj);
 extern void check_object_reader(CatalogObject *obj);
 
 /* runtimes (inside a transaction with SPI connected by the caller) */
+extern bool catalog_lock_extension(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_for_compaction(PeekObjectId id);
 extern bool catalog_lock_for_capture(PeekObjectId id);

@@ -177,6 +177,8 @@ apply_catalog_changes(void *arg)
 	List	   *objects;
 	ListCell   *lc;
 
+	if (!catalog_lock_extension())
+		return;					/* dropped: the runtime's next check resets */
 	if (reread_all)
 		objects = catalog_read(NULL, -1);
 	else
@@ -245,6 +247,8 @@ compact_object(void *arg)
 {
 	CompactionWork *work = arg;
 
+	if (!catalog_lock_extension())
+		return;
 	if (work->pc->kind == PEEK_KIND_INDEX)
 	{
 		/* durable too, so a re-hydrated index never shows a lower since */

@@ -385,6 +385,21 @@ persist_retract_all(Oid shard, int64 time)
 }
 
 /*
+ * Keep a shard from being dropped until the end of the transaction; false
+ * if it is gone already (a drop that committed, or that we waited for).
+ */
+bool
+persist_lock_shard(Oid shard)
+{
+	Relation	rel = try_relation_open(shard, AccessShareLock);
+
+	if (rel == NULL)
+		return false;
+	relation_close(rel, NoLock);
+	return true;
+}
+
+/*
  * Feed every update with lower <= time < upper to fn, in no particular
  * order: the rows an index needs to hydrate (lower 0) or to follow a seal.
  * Runs in the caller's transaction and snapshot.

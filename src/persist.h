@@ -24,6 +24,7 @@ extern void persist_writer_add(ShardWriter *w, int64 time, int64 diff, Datum row
 extern void persist_writer_close(ShardWriter *w);
 extern void persist_retract_all(Oid shard, int64 time);
 extern void persist_drop_shard(Oid shard);
+extern bool persist_lock_shard(Oid shard);
 extern void persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff);
 extern void persist_walk(Oid shard, Oid row_type, const char *collection,
 						 int64 time, int64 limit, Tuplestorestate *out);

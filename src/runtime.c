@@ -107,6 +107,8 @@ raise_standing_holds(void *arg)
 	int			runtime = *(int *) arg;
 	ListCell   *lc;
 
+	if (!catalog_lock_extension())
+		return;
 	foreach(lc, catalog_read(NULL, -1))
 	{
 		CatalogObject *obj = lfirst(lc);

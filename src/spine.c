@@ -212,6 +212,9 @@ follow(Spine *spine, int64 upper)
 
 	if (spine->failed || upper <= spine->upper)
 		return;
+	/* a collection dropped meanwhile: its notice will forget the spine */
+	if (!persist_lock_shard(spine->shard))
+		return;
 	dp = arrange_range(spine, spine->upper, upper, &empty);
 	spine->upper = upper;
 	if (empty)

@@ -7,7 +7,9 @@
  *	  object's frontiers in the registry, keep each index's arrangement
  *	  (spine.c) hydrated and following its collection, tombstone dropped
  *	  objects, and compact shards and arrangements as far as every hold
- *	  allows.
+ *	  allows.  Each round first lets capture (capture.c) decode for the
+ *	  sources; a source whose upper rose is then published like a changed
+ *	  catalog row.
  *
  *	  Runs only in the maintenance (or solo) runtime's loop (runtime.c).
  *	  Must not answer peeks: that is peek.c's job.

@@ -448,7 +448,13 @@ gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle *handle)
 		result = GATE_FAILED;
 	else
 	{
-		if (t == PEEK_TIME_LATEST && entry->published)
+		/*
+		 * Nothing is complete yet (upper 0): the latest complete time is
+		 * resolved once there is one, which for a source is just before its
+		 * load, not time 0.
+		 */
+		if (t == PEEK_TIME_LATEST && entry->published &&
+			(entry->upper > 0 || lp->floor >= 0))
 			t = Max(lp->floor, entry->upper == 0 ? 0 : Max(entry->since, entry->upper - 1));
 		if (!entry->published || t == PEEK_TIME_LATEST || t >= entry->upper)
 			result = GATE_WAIT;

@@ -4,7 +4,9 @@
  *	  The maintenance runtime's arrangements: one spine per index, a list of
  *	  batches merged geometrically (like an LSM: a batch merges with its
  *	  predecessor while that one is at most twice its size, so merge work
- *	  per update is logarithmic and the list stays short).
+ *	  per update is logarithmic and the list stays short).  A large merge
+ *	  waits for a quiet round, so that it does not delay the publication of
+ *	  the next seal while updates keep coming.
  *
  *	  A spine hydrates from its collection's persist shard, follows every
  *	  seal by arranging the newly sealed updates, compacts by merging at its

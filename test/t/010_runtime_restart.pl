@@ -126,9 +126,9 @@ my %bg = (
 
 my $waiting_sql =
   "SELECT string_agg(object || ':' || coalesce(time::text, 'latest') || ':' || state, ',' ORDER BY object, time) FROM peek.active_peeks";
-my $waiting_all = 'empty:0:waiting,items:3:waiting,items:4:waiting,items:5:waiting';
+my $waiting_all = 'empty:latest:waiting,items:3:waiting,items:4:waiting,items:5:waiting';
 ok(poll_until($node, $waiting_sql, $waiting_all),
-	'four peeks are waiting (as_of NULL on the empty collection waits for time 0)');
+	'four peeks are waiting (as_of NULL on the empty collection waits, its time not yet resolved)');
 ok( poll_until($node,
 		"SELECT string_agg(object || ':' || w, ',' ORDER BY object) FROM (SELECT object, sum(waiters) AS w FROM peek.frontiers GROUP BY object) f",
 		'empty:1,items:3'),

@@ -8,10 +8,11 @@
  *	  decoder.c).  The slot is created and the table's existing rows loaded
  *	  in one transaction, with the snapshot the slot's creation exports, at
  *	  the time just before the slot's first decodable commit.  From then on
- *	  every round decodes the WAL flushed so far, appends the updates to the
- *	  shard at their commit LSNs and records the decoded position as the
- *	  source's upper, in one transaction; only after that commit is the slot
- *	  told it may forget the WAL.  A crash in between makes the slot replay
+ *	  every round decodes the WAL inserted so far (flushing it first),
+ *	  appends the updates to the shard at their commit LSNs and records the
+ *	  decoded position as the source's upper, in one transaction; only once
+ *	  that commit is flushed is the slot told it may forget the WAL (the
+ *	  commit itself does not wait).  A crash in between makes the slot replay
  *	  changes the shard already has, which the upper tells apart, so none is
  *	  lost or applied twice.  The upper also rises while the table is idle:
  *	  it is published (not written, which would make WAL to decode) up to
@@ -78,6 +79,8 @@ typedef struct CaptureStream
 	int64		durable_upper;	/* the catalog's: the shard has what is before */
 	int64		upper;			/* decoded: every commit before it is known */
 	XLogRecPtr	read_upto;		/* where the reader stopped */
+	XLogRecPtr	confirm_upto;	/* to confirm to the slot once ... */
+	XLogRecPtr	confirm_after;	/* ... the WAL is flushed to here */
 	LogicalDecodingContext *ctx;	/* kept across rounds, like a walsender's */
 	DecodedChanges changes;
 	MemoryContext cxt;
@@ -215,6 +218,7 @@ capture_adopt(CatalogObject *source)
 	s->failed = false;
 	s->durable_upper = s->upper = source->upper;
 	s->read_upto = InvalidXLogRecPtr;
+	s->confirm_upto = InvalidXLogRecPtr;
 	s->ctx = NULL;
 	s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek capture stream",
 								   ALLOCSET_DEFAULT_SIZES);
@@ -492,23 +496,43 @@ write_updates(CaptureStream *s)
 }
 
 /*
- * One round: decode the WAL flushed so far (or a round's worth), then
- * append the updates and the new upper in one transaction, then confirm to
- * the slot.  Returns whether the upper rose.
+ * Tell the slot it may forget the WAL before confirm_upto, once the round
+ * that wrote those changes to the shard is durable.
+ */
+static void
+confirm_if_flushed(CaptureStream *s)
+{
+	if (XLogRecPtrIsInvalid(s->confirm_upto) || GetFlushRecPtr(NULL) < s->confirm_after)
+		return;
+	ReplicationSlotAcquire(s->slot_name, true);
+	LogicalConfirmReceivedLocation(s->confirm_upto);
+	ReplicationSlotMarkDirty();
+	ReplicationSlotRelease();
+	s->confirm_upto = InvalidXLogRecPtr;
+}
+
+/*
+ * One round: decode the WAL inserted so far (or a round's worth), then
+ * append the updates and the new upper in one transaction.  That commit
+ * does not wait for its flush: the slot is told only once it is flushed
+ * (at the latest by the next round's flush), so a crash before that replays
+ * the changes.  Returns whether the upper rose.
  */
 static bool
 decode_round(CaptureStream *s)
 {
 	XLogRecPtr	end_of_wal;
 	MemoryContext old;
+	bool		wrote;
 	int64		upper;
 	char	   *failure;
 	bool		exists;
 
 	if (GetXLogInsertRecPtr() <= s->read_upto + page_header_at(s->read_upto))
 		return false;
-	(void) flush_inserted_wal();
-	end_of_wal = GetFlushRecPtr(NULL);
+	/* a record boundary: records before it are whole and flushed */
+	end_of_wal = flush_inserted_wal();
+	confirm_if_flushed(s);
 
 	/*
 	 * The reader keeps what it allocates across rounds (it frees an
@@ -525,7 +549,7 @@ decode_round(CaptureStream *s)
 		XLogBeginRead(s->ctx->reader, MyReplicationSlot->data.restart_lsn);
 	}
 	decoder_reset(&s->changes);
-	while (s->ctx->reader->EndRecPtr < end_of_wal &&
+	while (decoded_upper(s->ctx->reader->EndRecPtr) < (int64) end_of_wal &&
 		   s->changes.bytes < CAPTURE_ROUND_BYTES && s->changes.failure == NULL)
 	{
 		char	   *errm = NULL;
@@ -554,6 +578,9 @@ decode_round(CaptureStream *s)
 		failure = check_table(s);
 	if (exists && (s->changes.n > 0 || failure != NULL))
 	{
+		/* a failure must be durable before the slot goes: that commit waits */
+		(void) set_config_option("synchronous_commit", failure == NULL ? "off" : "on",
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 		exists = catalog_lock_for_capture(s->id);
 		if (exists)
 		{
@@ -568,7 +595,8 @@ decode_round(CaptureStream *s)
 
 	if (!exists)
 		return false;			/* dropped: the catalog notice forgets it */
-	if (s->changes.n > 0 || failure != NULL)
+	wrote = s->changes.n > 0;
+	if (wrote || failure != NULL)
 		s->durable_upper = Max(upper, s->durable_upper);
 	decoder_reset(&s->changes);
 	if (failure != NULL)
@@ -578,11 +606,9 @@ decode_round(CaptureStream *s)
 		return true;
 	}
 
-	/* committed: now the slot may let go of the WAL before read_upto */
-	ReplicationSlotAcquire(s->slot_name, true);
-	LogicalConfirmReceivedLocation(s->read_upto);
-	ReplicationSlotMarkDirty();
-	ReplicationSlotRelease();
+	s->confirm_upto = s->read_upto;
+	s->confirm_after = wrote ? XactLastCommitEnd : InvalidXLogRecPtr;
+	confirm_if_flushed(s);
 
 	if (upper <= s->upper)
 		return false;

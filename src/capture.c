@@ -386,7 +386,7 @@ load_source(CaptureStream *s)
 	if (wal_level < WAL_LEVEL_LOGICAL)
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
-		if (catalog_lock_for_capture(s->id))
+		if (catalog_lock_row(s->id, false))
 			fail_source(s, "wal_level is not logical");
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -405,7 +405,7 @@ load_source(CaptureStream *s)
 	ReplicationSlotPersist();
 
 	PushActiveSnapshot(GetTransactionSnapshot());
-	exists = catalog_lock_extension() && catalog_lock_for_capture(s->id);
+	exists = catalog_lock_extension() && catalog_lock_row(s->id, false);
 	if (exists)
 	{
 		failure = check_table(s);
@@ -581,7 +581,7 @@ decode_round(CaptureStream *s)
 		/* a failure must be durable before the slot goes: that commit waits */
 		(void) set_config_option("synchronous_commit", failure == NULL ? "off" : "on",
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-		exists = catalog_lock_for_capture(s->id);
+		exists = catalog_lock_row(s->id, false);
 		if (exists)
 		{
 			write_updates(s);

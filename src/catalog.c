@@ -429,10 +429,10 @@ catalog_failure(PeekObjectId id)
 
 	become_extension_owner(&saved);
 	SPI_connect();
-	spi_check(SPI_execute_with_args("SELECT coalesce(o.failure, c.failure) FROM peek.objects o "
-									"LEFT JOIN peek.objects c ON c.id OPERATOR(pg_catalog.=) o.collection "
-									"WHERE o.id OPERATOR(pg_catalog.=) $1",
-									1, &argtype, &arg, NULL, true, 1),
+	spi_check(execute_saved("SELECT coalesce(o.failure, c.failure) FROM peek.objects o "
+							"LEFT JOIN peek.objects c ON c.id OPERATOR(pg_catalog.=) o.collection "
+							"WHERE o.id OPERATOR(pg_catalog.=) $1",
+							1, &argtype, &arg, NULL, true),
 			  SPI_OK_SELECT, "failure lookup");
 	if (SPI_processed > 0)
 	{
@@ -447,33 +447,22 @@ catalog_failure(PeekObjectId id)
 }
 
 /*
- * Compaction rewrites a shard; it must not wait behind a writer's open
- * transaction (that would stall the maintenance runtime), so it skips a
- * locked row and retries later.  false: locked, or gone.
+ * Lock an object's row as writers do, before the maintenance runtime writes
+ * its shard (false: the object is gone).  Compaction skips a row a writer
+ * holds (false too) and retries later, rather than stall the runtime behind
+ * a writer's open transaction; a capture round waits (drop_source waits for
+ * it, or it for drop_source).
  */
 bool
-catalog_lock_for_compaction(PeekObjectId id)
+catalog_lock_row(PeekObjectId id, bool skip_locked)
 {
 	Oid			argtype = INT8OID;
 	Datum		arg = Int64GetDatum(id);
 
-	return catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
-						"FOR NO KEY UPDATE SKIP LOCKED",
-						1, &argtype, &arg, SPI_OK_SELECT) > 0;
-}
-
-/*
- * A capture round writes a source's shard and upper under the row lock
- * writers take (drop_source waits for it, or it for drop_source).  false:
- * the source is gone.
- */
-bool
-catalog_lock_for_capture(PeekObjectId id)
-{
-	Oid			argtype = INT8OID;
-	Datum		arg = Int64GetDatum(id);
-
-	return catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
+	return catalog_exec(skip_locked ?
+						"SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
+						"FOR NO KEY UPDATE SKIP LOCKED" :
+						"SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
 						"FOR NO KEY UPDATE",
 						1, &argtype, &arg, SPI_OK_SELECT) > 0;
 }

@@ -65,8 +65,7 @@ extern void check_object_reader(CatalogObject *obj);
 /* runtimes (inside a transaction with SPI connected by the caller) */
 extern bool catalog_lock_extension(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
-extern bool catalog_lock_for_compaction(PeekObjectId id);
-extern bool catalog_lock_for_capture(PeekObjectId id);
+extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);
 extern void catalog_set_source_upper(PeekObjectId id, int64 upper);
 extern void catalog_set_failure(PeekObjectId id, const char *failure);

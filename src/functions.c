@@ -59,14 +59,34 @@ PG_FUNCTION_INFO_V1(peek_drop_source);
 
 /* ---- argument checks ---- */
 
-static char *
-text_arg(FunctionCallInfo fcinfo, int n, const char *what)
+/* A required argument: NULL is an error that names it. */
+static void
+require_arg(FunctionCallInfo fcinfo, int n, const char *what)
 {
 	if (PG_ARGISNULL(n))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s must not be NULL", what)));
+}
+
+static char *
+text_arg(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	require_arg(fcinfo, n, what);
 	return text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+/* The name of an object being created: neither NULL nor empty. */
+static char *
+new_name_arg(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	char	   *name = text_arg(fcinfo, n, what);
+
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("%s must not be empty", what)));
+	return name;
 }
 
 static int64
@@ -74,10 +94,7 @@ time_arg(FunctionCallInfo fcinfo, int n, const char *what)
 {
 	int64		t;
 
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be NULL", what)));
+	require_arg(fcinfo, n, what);
 	t = PG_GETARG_INT64(n);
 	if (t < 0)
 		ereport(ERROR,
@@ -117,12 +134,16 @@ rows_arg(FunctionCallInfo fcinfo, int n, const char *what, CatalogObject *coll)
 static void
 check_not_source(CatalogObject *coll, const char *instead)
 {
-	if (OidIsValid(coll->source))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is a source: its rows come from table %s", coll->name,
-						get_rel_name(coll->source) ? get_rel_name(coll->source) : "(dropped)"),
-				 instead ? errhint("%s", instead) : 0));
+	char	   *table;
+
+	if (!OidIsValid(coll->source))
+		return;
+	table = get_rel_name(coll->source);
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("\"%s\" is a source: its rows come from table %s", coll->name,
+					table ? table : "(dropped)"),
+			 instead ? errhint("%s", instead) : 0));
 }
 
 static void
@@ -141,21 +162,14 @@ check_not_below_upper(CatalogObject *coll, int64 at)
 Datum
 peek_create_collection(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_arg(fcinfo, 0, "collection name");
+	char	   *name = new_name_arg(fcinfo, 0, "collection name");
 	Oid			row_type;
 	CatalogObject obj = {0};
 	int32		seq;
 	AclResult	aclresult;
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("row type must not be NULL")));
+	require_arg(fcinfo, 1, "row type");
 	row_type = PG_GETARG_OID(1);
-	if (name[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("collection name must not be empty")));
 	if (get_typtype(row_type) != TYPTYPE_COMPOSITE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -223,7 +237,7 @@ peek_drop_collection(PG_FUNCTION_ARGS)
 Datum
 peek_create_source(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_arg(fcinfo, 0, "source name");
+	char	   *name = new_name_arg(fcinfo, 0, "source name");
 	Oid			relid;
 	HeapTuple	tup;
 	Form_pg_class rel;
@@ -234,15 +248,8 @@ peek_create_source(PG_FUNCTION_ARGS)
 	CatalogObject obj = {0};
 	int32		seq;
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("source table must not be NULL")));
+	require_arg(fcinfo, 1, "source table");
 	relid = PG_GETARG_OID(1);
-	if (name[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("source name must not be empty")));
 	capture_check_requirements(name);
 
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
@@ -336,10 +343,7 @@ peek_append(PG_FUNCTION_ARGS)
 	check_not_source(coll, NULL);
 	rows = rows_arg(fcinfo, 1, "rows", coll);
 	at = time_arg(fcinfo, 2, "time");
-	if (PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("diff must not be NULL")));
+	require_arg(fcinfo, 3, "diff");
 	diff = PG_GETARG_INT64(3);
 	if (diff == 0)
 		ereport(ERROR,
@@ -454,21 +458,26 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 				 errhint("Pass NULL::%s as the first argument.",
 						 OidIsValid(obj->source) && get_rel_type_id(obj->source) != InvalidOid ?
 						 format_type_be(get_rel_type_id(obj->source)) : format_type_be(obj->row_type))));
-	table_desc = lookup_rowtype_tupdesc_copy(rowtype, -1);
-	row_desc = lookup_rowtype_tupdesc_copy(obj->row_type, -1);
+	table_desc = lookup_rowtype_tupdesc(rowtype, -1);
+	row_desc = lookup_rowtype_tupdesc(obj->row_type, -1);
 	matches = rows_match_table(table_desc, row_desc);
+	/* the map outlives the type cache's pins: it keeps copies */
+	if (matches && table_desc->natts != row_desc->natts)
+		map = convert_tuples_by_position(CreateTupleDescCopy(row_desc),
+										 CreateTupleDescCopy(table_desc),
+										 gettext_noop("could not convert a source's row to its table's row type"));
+	ReleaseTupleDesc(table_desc);
+	ReleaseTupleDesc(row_desc);
 	if (!matches)
+	{
 		raise_if_source_failed(obj->id, obj->kind, obj->name);
-	if (!matches)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the row type of table %s no longer matches %s \"%s\"",
 						format_type_be(rowtype),
 						obj->kind == PEEK_KIND_INDEX ? "index" : "source", obj->name),
 				 errhint("Drop the source and create it again.")));
-	if (table_desc->natts != row_desc->natts)
-		map = convert_tuples_by_position(row_desc, table_desc,
-										 gettext_noop("could not convert a source's row to its table's row type"));
+	}
 	return map;
 }
 
@@ -640,7 +649,7 @@ retry:
 Datum
 peek_create_index(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_arg(fcinfo, 0, "index name");
+	char	   *name = new_name_arg(fcinfo, 0, "index name");
 	char	   *coll_name = text_arg(fcinfo, 1, "collection name");
 	CatalogObject *coll;
 	CatalogObject obj = {0};
@@ -651,14 +660,7 @@ peek_create_index(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	int32		seq;
 
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("key columns must not be NULL")));
-	if (name[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("index name must not be empty")));
+	require_arg(fcinfo, 2, "key columns");
 	coll = catalog_lookup(coll_name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	check_object_owner(coll);
 	if (catalog_name_taken(name))

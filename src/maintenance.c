@@ -263,7 +263,7 @@ compact_object(void *arg)
 	}
 
 	/* a writer holding the row: try again on a later round */
-	if (!catalog_lock_for_compaction(work->pc->id))
+	if (!catalog_lock_row(work->pc->id, true))
 		return;
 	(void) persist_compact(work->pc->shard, work->since);
 	catalog_set_since(work->pc->id, work->since);

@@ -26,12 +26,12 @@
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "executor/tuptable.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
-#include "lib/stringinfo.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -323,6 +323,28 @@ persist_walk(Oid shard, Oid row_type, const char *collection, int64 time,
 }
 
 /*
+ * Append one update per row with a non-zero count, at time, with the count
+ * times sign as its diff.  Returns how many were appended.
+ */
+static int64
+append_counts(ShardWriter *w, RowCounts *counts, int64 time, int64 sign)
+{
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+	int64		n = 0;
+
+	hash_seq_init(&status, counts->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+	{
+		if (rc->count == 0)
+			continue;
+		shard_insert(w, time, sign * rc->count, row_count_datum(rc));
+		n++;
+	}
+	return n;
+}
+
+/*
  * Compaction: advance every update at or before since to since and merge,
  * dropping rows whose diffs cancel.  Runs in the maintenance runtime's
  * transaction, after the registry's since was raised (so no peek below it
@@ -335,24 +357,15 @@ persist_compact(Oid shard, int64 since)
 	Snapshot	snapshot = GetActiveSnapshot();
 	RowCounts  *counts = row_counts_create();
 	ItemPointerData *tids;
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
 	int64		before;
-	int64		after = 0;
+	int64		after;
 
 	shard_writer_open(&w, shard);
 	before = scan_consolidate(w.rel, snapshot, since, counts, &tids);
 	for (int64 i = 0; i < before; i++)
 		simple_table_tuple_delete(w.rel, &tids[i], snapshot);
 
-	hash_seq_init(&status, counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-	{
-		if (rc->count == 0)
-			continue;
-		shard_insert(&w, since, rc->count, row_count_datum(rc));
-		after++;
-	}
+	after = append_counts(&w, counts, since, 1);
 	shard_writer_close(&w);
 	MemoryContextDelete(counts->cxt);
 	pfree(tids);
@@ -370,16 +383,11 @@ persist_retract_all(Oid shard, int64 time)
 	ShardWriter w;
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	RowCounts  *counts = row_counts_create();
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
 
 	shard_writer_open(&w, shard);
 	scan_consolidate(w.rel, snapshot, time, counts, NULL);
 	UnregisterSnapshot(snapshot);
-	hash_seq_init(&status, counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-		if (rc->count != 0)
-			shard_insert(&w, time, -rc->count, row_count_datum(rc));
+	(void) append_counts(&w, counts, time, -1);
 	shard_writer_close(&w);
 	MemoryContextDelete(counts->cxt);
 }

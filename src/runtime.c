@@ -194,8 +194,6 @@ peek_runtime_main(Datum arg)
 	 * pending, then announce the new generation so backends re-issue.
 	 */
 	peek_runtime_reset(runtime);
-	if (maintains)
-		maintenance_reset();
 	before_shmem_exit(runtime_exit, Int32GetDatum(runtime));
 	SpinLockAcquire(&rt->mutex);
 	rt->pid = MyProcPid;
@@ -219,15 +217,14 @@ peek_runtime_main(Datum arg)
 		int			rc;
 
 		/*
-		 * Idle until the extension exists; notice a drop and re-create on
-		 * quiet ticks.
+		 * Idle until the extension exists; notice a drop and re-create once
+		 * a second.  The first check reconciles whatever it finds.
 		 */
 		if (!OidIsValid(extension) ||
 			TimestampDifferenceExceeds(extension_checked, GetCurrentTimestamp(),
 									   RUNTIME_TICK_MS))
 		{
 			Oid			found;
-
 			bool		first = extension_checked == 0;
 
 			run_in_transaction(find_extension, &found);

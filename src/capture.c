@@ -43,6 +43,7 @@
 #include "replication/logical.h"
 #include "replication/slot.h"
 #include "replication/snapbuild.h"
+#include "storage/lmgr.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
@@ -293,15 +294,25 @@ capture_active(void)
 	return streams != NULL && hash_get_num_entries(streams) > 0;
 }
 
-/* Why the table can no longer be captured, or NULL.  In a transaction. */
+/*
+ * Why the table can no longer be captured, or NULL.  In a transaction.  The
+ * table is locked first, so that a DROP or ALTER TABLE is either complete
+ * or waits; a decoding round does not wait for one in progress (wait =
+ * false) and looks again on the next round, which its commit brings.
+ */
 static char *
-check_table(CaptureStream *s)
+check_table(CaptureStream *s, bool wait)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(s->relid));
+	HeapTuple	tup;
 	Form_pg_class rel;
 	char	   *failure = NULL;
 	TupleDesc	desc;
 
+	if (wait)
+		LockRelationOid(s->relid, AccessShareLock);
+	else if (!ConditionalLockRelationOid(s->relid, AccessShareLock))
+		return NULL;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(s->relid));
 	if (!HeapTupleIsValid(tup))
 		return psprintf("table \"%s\" was dropped", s->table);
 	rel = (Form_pg_class) GETSTRUCT(tup);
@@ -408,7 +419,7 @@ load_source(CaptureStream *s)
 	exists = catalog_lock_extension() && catalog_lock_row(s->id, false);
 	if (exists)
 	{
-		failure = check_table(s);
+		failure = check_table(s, true);
 		if (failure != NULL)
 			fail_source(s, failure);
 		else
@@ -575,7 +586,7 @@ decode_round(CaptureStream *s)
 	/* dropped with the extension: the runtime's next check resets capture */
 	exists = catalog_lock_extension();
 	if (exists && failure == NULL)
-		failure = check_table(s);
+		failure = check_table(s, false);
 	if (exists && (s->changes.n > 0 || failure != NULL))
 	{
 		/* a failure must be durable before the slot goes: that commit waits */

@@ -14,9 +14,13 @@
 #   cluster_stop DATA [MODE]   pg_ctl stop (fast, falling back to immediate)
 
 # shellcheck disable=SC2034  # used by the scripts that source this file
-PG_BIN=/usr/lib/postgresql/15/bin
+# PG_PEEK_PG_ROOT: a relocated copy of the PostgreSQL tree (ROOT/usr/lib/
+# postgresql/15 and ROOT/usr/share/postgresql/15, see scripts/private-pg), so
+# that several work trees can install and test at once; empty = the system's.
+PG_ROOT=${PG_PEEK_PG_ROOT:-}
+PG_BIN=$PG_ROOT/usr/lib/postgresql/15/bin
 PG_CONFIG=$PG_BIN/pg_config
-PGXS_DIR=/usr/lib/postgresql/15/lib/pgxs
+PGXS_DIR=$PG_ROOT/usr/lib/postgresql/15/lib/pgxs
 PG_REGRESS=$PGXS_DIR/src/test/regress/pg_regress
 PG_ISOLATION_REGRESS=$PGXS_DIR/src/test/isolation/pg_isolation_regress
 PG_TAP_PERL=$PGXS_DIR/src/test/perl

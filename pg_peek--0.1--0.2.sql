@@ -1,0 +1,5 @@
+-- pg_peek 0.1 -> 0.2
+\echo Use "ALTER EXTENSION pg_peek UPDATE TO '0.2'" to load this file. \quit
+
+-- A fresh CREATE EXTENSION runs pg_peek--0.1.sql and then this script, so
+-- every change of 0.2 to the SQL objects lives here, once.

@@ -39,7 +39,7 @@
 #include "registry.h"
 #include "shmem.h"
 
-static void add_notice(PeekCommandKind kind, PeekObjectId id, int64 value);
+static void notify_session_upper(PeekObjectId id, int64 upper);
 
 #define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums, source, failure"
 
@@ -377,7 +377,7 @@ catalog_set_upper(PeekObjectId id, int64 upper)
 {
 	catalog_set_column("UPDATE peek.objects SET upper = $2 WHERE id OPERATOR(pg_catalog.=) $1",
 					   id, upper);
-	add_notice(PEEK_CMD_SESSION_UPPER, id, upper);
+	notify_session_upper(id, upper);
 }
 
 void
@@ -548,57 +548,19 @@ check_object_reader(CatalogObject *obj)
 
 /* ---- notices to the runtimes at commit ---- */
 
-static List *pending_notices = NIL; /* PeekCommand *, in TopTransactionContext */
-
-static void
-add_notice(PeekCommandKind kind, PeekObjectId id, int64 value)
-{
-	PeekCommand *cmd;
-	ListCell   *lc;
-	MemoryContext old;
-
-	foreach(lc, pending_notices)
-	{
-		cmd = lfirst(lc);
-		if (cmd->kind == kind && cmd->object == id)
-		{
-			cmd->value = Max(cmd->value, value);
-			return;
-		}
-	}
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	cmd = palloc(sizeof(PeekCommand));
-	cmd->kind = kind;
-	cmd->object = id;
-	cmd->value = value;
-	pending_notices = lappend(pending_notices, cmd);
-	MemoryContextSwitchTo(old);
-}
-
-/* The maintenance runtime re-reads this object's row after commit. */
-void
-notify_catalog_changed(PeekObjectId id)
-{
-	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
-}
-
 /*
- * A dropped object: at commit, this backend tombstones it in the registry
- * itself, so that no peek (not even one with a cached lookup) reads it once
- * the drop returns; the maintenance runtime then lets go of its spine.
+ * A notice waits in the transaction until it commits, tagged with the
+ * subtransaction that made it: a subtransaction's abort (ROLLBACK TO
+ * SAVEPOINT, a plpgsql EXCEPTION block) discards its notices, its commit
+ * hands them to its parent, so a rolled-back call sends nothing.
  */
-void
-notify_dropped(PeekObjectId id)
+typedef struct PendingNotice
 {
-	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 1);
-}
+	PeekCommand cmd;
+	SubTransactionId subid;
+} PendingNotice;
 
-/* Broadcast: every runtime raises its standing hold after commit. */
-void
-notify_standing_hold(PeekObjectId id, int64 since)
-{
-	add_notice(PEEK_CMD_STANDING_HOLD, id, since);
-}
+static List *pending_notices = NIL; /* PendingNotice *, in TopTransactionContext */
 
 /*
  * Read-your-writes within a session: the uppers this session's committed
@@ -614,10 +576,68 @@ typedef struct SessionUpper
 } SessionUpper;
 
 static void
-remember_session_upper(PeekObjectId id, int64 upper)
+add_notice(PeekCommandKind kind, PeekObjectId id, int64 value)
 {
-	SessionUpper *su;
+	SubTransactionId subid = GetCurrentSubTransactionId();
+	PendingNotice *notice;
+	ListCell   *lc;
+	MemoryContext old;
+
+	foreach(lc, pending_notices)
+	{
+		notice = lfirst(lc);
+		if (notice->cmd.kind == kind && notice->cmd.object == id && notice->subid == subid)
+		{
+			notice->cmd.value = Max(notice->cmd.value, value);
+			return;
+		}
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	notice = palloc(sizeof(PendingNotice));
+	notice->cmd.kind = kind;
+	notice->cmd.object = id;
+	notice->cmd.value = value;
+	notice->subid = subid;
+	pending_notices = lappend(pending_notices, notice);
+	MemoryContextSwitchTo(old);
+}
+
+/* The maintenance runtime re-reads this object's row after commit. */
+void
+notify_catalog_changed(PeekObjectId id)
+{
+	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
+}
+
+/*
+ * A dropped object: at commit, this backend tombstones it in the registry
+ * itself, so that no peek (not even one with a cached lookup) reads it once
+ * the drop returns; the maintenance runtime then lets go of its spine.  The
+ * registry is attached now, since a commit callback must not fail.
+ */
+void
+notify_dropped(PeekObjectId id)
+{
+	(void) peek_registry_table();
+	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 1);
+}
+
+/* Broadcast: every runtime raises its standing hold after commit. */
+void
+notify_standing_hold(PeekObjectId id, int64 since)
+{
+	add_notice(PEEK_CMD_STANDING_HOLD, id, since);
+}
+
+/*
+ * This session sealed a collection up to upper: remembered at commit.  The
+ * entry is made now, since a commit callback must not allocate.
+ */
+static void
+notify_session_upper(PeekObjectId id, int64 upper)
+{
 	bool		found;
+	SessionUpper *su;
 
 	if (session_uppers == NULL)
 	{
@@ -630,7 +650,9 @@ remember_session_upper(PeekObjectId id, int64 upper)
 									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	su = hash_search(session_uppers, &id, HASH_ENTER, &found);
-	su->upper = found ? Max(su->upper, upper) : upper;
+	if (!found)
+		su->upper = 0;
+	add_notice(PEEK_CMD_SESSION_UPPER, id, upper);
 }
 
 /* The last upper this session committed for a collection, or 0. */
@@ -643,6 +665,7 @@ session_upper(PeekObjectId collection)
 	return su ? su->upper : 0;
 }
 
+/* At commit: no allocation, no error (see notify_dropped). */
 static void
 send_notices(void)
 {
@@ -651,15 +674,17 @@ send_notices(void)
 
 	foreach(lc, pending_notices)
 	{
-		PeekCommand *cmd = lfirst(lc);
+		PeekCommand *cmd = &((PendingNotice *) lfirst(lc))->cmd;
 
 		if (cmd->kind == PEEK_CMD_SESSION_UPPER)
 		{
-			remember_session_upper(cmd->object, cmd->value);
+			SessionUpper *su = hash_search(session_uppers, &cmd->object, HASH_FIND, NULL);
+
+			su->upper = Max(su->upper, cmd->value);
 			continue;
 		}
 		if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && cmd->value == 1)
-			registry_mark_dropped(cmd->object);
+			registry_tombstone(cmd->object);
 		for (int r = 0; r < peek_runtime_count(); r++)
 		{
 			if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && r != PEEK_RUNTIME_MAINTENANCE)
@@ -700,8 +725,40 @@ catalog_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+static void
+catalog_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_COMMIT_SUB:
+			foreach(lc, pending_notices)
+			{
+				PendingNotice *notice = lfirst(lc);
+
+				if (notice->subid == mySubid)
+					notice->subid = parentSubid;
+			}
+			break;
+		case SUBXACT_EVENT_ABORT_SUB:
+			foreach(lc, pending_notices)
+			{
+				PendingNotice *notice = lfirst(lc);
+
+				if (notice->subid == mySubid)
+					pending_notices = foreach_delete_current(pending_notices, lc);
+			}
+			break;
+		default:
+			break;
+	}
+}
+
 void
 catalog_init(void)
 {
 	RegisterXactCallback(catalog_xact_callback, NULL);
+	RegisterSubXactCallback(catalog_subxact_callback, NULL);
 }

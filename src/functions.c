@@ -40,6 +40,7 @@
 #include "catalog.h"
 #include "peek.h"
 #include "persist.h"
+#include "registry.h"
 #include "rows.h"
 #include "shmem.h"
 #include "walk.h"
@@ -532,8 +533,8 @@ convert_rows(Tuplestorestate *from, ReturnSetInfo *rsinfo, TupleConversionMap *m
  * Peeked objects, cached by name for this backend's later peeks, so that
  * a peek does not query the catalog.  What is cached never changes for an
  * object's life (id, row type, owner, shard, key); a dropped object is
- * noticed by its peek (the registry keeps a tombstone for its id), which
- * then forgets the entry and looks the name up again.  Only objects a peek
+ * noticed before the peek (its id is no longer live in the registry) or by
+ * the peek's gate, and the name is looked up again.  Only objects a peek
  * was answered on are cached: they are committed and published.
  */
 typedef struct PeekedObject
@@ -554,8 +555,13 @@ peeked_object(const char *name, char kind, Oid rowtype, bool *cached)
 
 	if (peeked_objects != NULL && strlen(name) < NAMEDATALEN * 2)
 		peeked = hash_search(peeked_objects, name, HASH_FIND, NULL);
-	/* a different kind or row type: the name was dropped and reused */
-	*cached = peeked != NULL && peeked->obj.kind == kind && peeked->rowtype == rowtype;
+	/*
+	 * A different kind or row type, or an id the registry no longer has
+	 * live: the name was dropped (and maybe reused).  A drop that commits
+	 * after this check is reported by the peek's gate.
+	 */
+	*cached = peeked != NULL && peeked->obj.kind == kind && peeked->rowtype == rowtype &&
+		registry_is_live(peeked->obj.id);
 	if (peeked != NULL && !*cached)
 		hash_search(peeked_objects, name, HASH_REMOVE, NULL);
 	if (!*cached)
@@ -623,6 +629,7 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	peek_attach();
 retry:
+	dropped = false;
 	coll = &peeked_object(name, PEEK_KIND_COLLECTION, rowtype, &cached)->obj;
 	map = check_peek_rowtype(coll, rowtype);
 	check_object_reader(coll);
@@ -808,6 +815,7 @@ peek_index_peek(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	peek_attach();
 retry:
+	dropped = false;
 	peeked = peeked_object(name, PEEK_KIND_INDEX, rowtype, &cached);
 	idx = &peeked->obj;
 	map = check_peek_rowtype(idx, rowtype);

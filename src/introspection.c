@@ -284,7 +284,7 @@ peek_collection_rows(PG_FUNCTION_ARGS)
 		!has_privs_of_role(user, ROLE_PG_READ_ALL_STATS))
 		PG_RETURN_NULL();
 	peek_attach();
-	entry = registry_lock(coll->id, false);
+	entry = registry_lock(coll->id, false, NULL);
 	if (entry != NULL)
 	{
 		upper = Max(upper, entry->upper);

@@ -40,6 +40,7 @@ typedef struct PendingCompaction
 static HTAB *changed_ids = NULL;	/* PeekObjectId set: re-read these rows */
 static bool reread_all = true;
 static HTAB *pending_compactions = NULL;
+static HTAB *tombstones = NULL; /* PeekObjectId set: registry entries to delete */
 
 static HTAB *
 make_id_table(const char *name, Size entrysize)
@@ -60,8 +61,11 @@ maintenance_reset(void)
 		hash_destroy(changed_ids);
 	if (pending_compactions != NULL)
 		hash_destroy(pending_compactions);
+	if (tombstones != NULL)
+		hash_destroy(tombstones);
 	changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
 	pending_compactions = make_id_table("pg_peek pending compactions", sizeof(PendingCompaction));
+	tombstones = make_id_table("pg_peek tombstones", sizeof(PeekObjectId));
 	reread_all = true;
 	spines_reset();
 	capture_reset();
@@ -98,7 +102,7 @@ note_compaction(CatalogObject *obj, int64 since)
 static int64
 published_since(PeekObjectId id)
 {
-	RegistryEntry *entry = registry_lock(id, false);
+	RegistryEntry *entry = registry_lock(id, false, NULL);
 	int64		since = 0;
 
 	if (entry != NULL)
@@ -145,6 +149,11 @@ adopt_index(CatalogObject *obj, CatalogObject *collection)
 	note_compaction(obj, published_since(obj->id));
 }
 
+/*
+ * A dropped object (or an id a late peek made a placeholder for, which the
+ * catalog does not have): release its batches and tombstone its entry; the
+ * tombstone is deleted once no peek is parked on it (delete_tombstones).
+ */
 static void
 forget_object(PeekObjectId id)
 {
@@ -152,6 +161,19 @@ forget_object(PeekObjectId id)
 	spine_forget(id);
 	capture_forget(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
+	hash_search(tombstones, &id, HASH_ENTER, NULL);
+}
+
+static void
+delete_tombstones(void)
+{
+	HASH_SEQ_STATUS status;
+	PeekObjectId *id;
+
+	hash_seq_init(&status, tombstones);
+	while ((id = hash_seq_search(&status)) != NULL)
+		if (registry_delete_tombstone(*id))
+			hash_search(tombstones, id, HASH_REMOVE, NULL);
 }
 
 static CatalogObject *
@@ -233,7 +255,13 @@ apply_catalog_changes(void *arg)
 				obj->failure == NULL)
 				live_sources = lappend(live_sources, &obj->id);
 		}
-		registry_mark_dropped_except(live, n);
+		foreach(lc, registry_mark_dropped_except(live, n))
+		{
+			PeekObjectId id = *(PeekObjectId *) lfirst(lc);
+
+			spine_forget(id);
+			hash_search(tombstones, &id, HASH_ENTER, NULL);
+		}
 		capture_drop_orphan_slots(live_sources);
 	}
 }
@@ -328,4 +356,6 @@ maintenance_step(void)
 	}
 	if (hash_get_num_entries(pending_compactions) > 0)
 		run_compactions();
+	if (hash_get_num_entries(tombstones) > 0)
+		delete_tombstones();
 }

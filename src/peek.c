@@ -434,11 +434,25 @@ peek_runtime_reset(int runtime)
  * ready holds compaction at its time from here on; the waiter count that
  * lets publishers skip the dirty mark is kept in the same lock.
  */
+/* The solo runtime's local handle on its own spine (see gate_peek). */
+static void
+pin_local_handle(int runtime, PeekObjectId index, PeekHandle *handle)
+{
+	dsa_pointer *batches;
+	int			nbatches;
+
+	if (!spine_local_batches(index, &batches, &nbatches))
+		elog(ERROR, "solo runtime has no arrangement for published index " INT64_FORMAT,
+			 index);
+	pin_batches(handle, index, batches, nbatches, false, runtime);
+}
+
 static GateResult
 gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle *handle)
 {
 	PeekSlot   *slot = &peek_shared->slots[idx];
-	RegistryEntry *entry = registry_lock(lp->object, true);
+	bool		created;
+	RegistryEntry *entry = registry_lock(lp->object, true, &created);
 	int64		t = lp->time;
 	GateResult	result;
 
@@ -483,33 +497,31 @@ gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle *handle)
 	else if (result != GATE_WAIT && lp->parked)
 		entry->waiters[runtime]--;
 
-	/* a shared handle is resolved from the registry on this attempt */
+	/*
+	 * The batches a ready index peek walks are pinned under the entry lock:
+	 * a shared handle resolved from the registry on this attempt, or (solo)
+	 * a local handle on this runtime's own spine, kept for the peek's life.
+	 */
 	handle->index = 0;
 	handle->nbatches = 0;
-	if (result == GATE_READY && lp->kind == PEEK_KIND_INDEX &&
-		peek_runtime_role(runtime) == PEEK_ROLE_INTERACTIVE)
-		resolve_shared_handle(entry, runtime, handle);
+	if (result == GATE_READY && lp->kind == PEEK_KIND_INDEX)
+	{
+		if (peek_runtime_role(runtime) == PEEK_ROLE_INTERACTIVE)
+			resolve_shared_handle(entry, runtime, handle);
+		else
+			pin_local_handle(runtime, lp->object, handle);
+	}
 	registry_unlock(entry);
+
+	/* an id the registry did not know: maintenance checks the catalog */
+	if (created)
+	{
+		PeekCommand verify = {PEEK_CMD_CATALOG_CHANGED, lp->object, 0};
+
+		queue_push(peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE].commands, &verify);
+		wake_runtime(PEEK_RUNTIME_MAINTENANCE);
+	}
 	return result;
-}
-
-/*
- * The batches a ready index peek walks: the shared handle the gate resolved,
- * or (solo) a local handle on this runtime's own spine, pinned once for the
- * rest of the peek's life.
- */
-static void
-handle_for(int runtime, LocalPeek *lp, PeekHandle *handle)
-{
-	dsa_pointer *batches;
-	int			nbatches;
-
-	if (lp->kind != PEEK_KIND_INDEX || handle->index != 0)
-		return;
-	if (!spine_local_batches(lp->object, &batches, &nbatches))
-		elog(ERROR, "pg_peek: solo runtime has no arrangement for published index " INT64_FORMAT,
-			 lp->object);
-	pin_batches(handle, lp->object, batches, nbatches, false, runtime);
 }
 
 static void
@@ -541,7 +553,7 @@ unpark_local(LocalPeek *lp)
 static void
 unpark(int runtime, LocalPeek *lp)
 {
-	RegistryEntry *entry = registry_lock(lp->object, false);
+	RegistryEntry *entry = registry_lock(lp->object, false, NULL);
 
 	if (entry != NULL)
 	{
@@ -611,7 +623,6 @@ examine_peek(int runtime, int idx, LocalPeek *lp)
 	switch (result)
 	{
 		case GATE_READY:
-			handle_for(runtime, lp, &handle);
 			respond(idx, lp, PEEK_ANSWER_READ, since, &handle);
 			break;
 		case GATE_COMPACTED:
@@ -699,7 +710,7 @@ reexamine_object(int runtime, PeekObjectId id)
 	int			n = 0;
 
 	/* clear the mark first, so a publication from here on marks us again */
-	entry = registry_lock(id, false);
+	entry = registry_lock(id, false, NULL);
 	if (entry != NULL)
 	{
 		entry->dirty[runtime] = false;

@@ -13,6 +13,18 @@
  *	  entry lock from the user's allowance, every standing hold and every
  *	  peek hold; the gate (peek.c) takes peek holds under the same lock.
  *
+ *	  Batch ownership, the one rule: a batch is referenced by the spine that
+ *	  built it (one pin, owned by the maintenance runtime), by the published
+ *	  list of its registry entry (one pin) and by each reader's handle.  Only
+ *	  the maintenance runtime releases the spine's and the published list's
+ *	  pins; a backend that drops an object only tombstones its entry
+ *	  (registry_tombstone), which allocates nothing and frees nothing, so it
+ *	  is safe in a commit callback.  Publishing to a tombstone installs
+ *	  nothing.  The maintenance runtime deletes a tombstone once no peek is
+ *	  parked on it (registry_delete_tombstone); a peek that comes later with
+ *	  a stale id makes a placeholder, which the maintenance runtime checks
+ *	  against the catalog (registry_lock reports the creation).
+ *
  *	  Must not touch the catalog or do I/O: callers hold a partition lock.
  *
  *-------------------------------------------------------------------------
@@ -61,19 +73,25 @@ registry_attach(dsa_area *dsa, dshash_table_handle handle, int tranche)
 /*
  * Find an object's entry and lock it exclusively.  With create, a missing
  * entry is made as an unpublished placeholder at the minimum frontier, so
- * that early peeks can park on it (late binding).
+ * that early peeks can park on it (late binding); *created (if not NULL)
+ * tells the caller, who must then have the maintenance runtime check the id
+ * against the catalog (see registry_verify_placeholder).
  */
 RegistryEntry *
-registry_lock(PeekObjectId id, bool create)
+registry_lock(PeekObjectId id, bool create, bool *created)
 {
 	dshash_table *table = peek_registry_table();
 	RegistryEntry *entry;
 	bool		found;
 
+	if (created != NULL)
+		*created = false;
 	if (!create)
 		return dshash_find(table, &id, true);
 
 	entry = dshash_find_or_insert(table, &id, &found);
+	if (created != NULL)
+		*created = !found;
 	if (!found)
 	{
 		memset((char *) entry + sizeof(PeekObjectId), 0,
@@ -152,7 +170,7 @@ bool
 publish_frontiers(PeekObjectId id, char kind, int64 upper, int64 since,
 				  int64 allowed_since)
 {
-	RegistryEntry *entry = registry_lock(id, true);
+	RegistryEntry *entry = registry_lock(id, true, NULL);
 	bool		changed;
 	int			wake;
 
@@ -179,6 +197,24 @@ registry_published_upper(PeekObjectId id)
 }
 
 /*
+ * Whether an object a backend looked up before is still there: published
+ * and not tombstoned (a deleted tombstone has no entry).
+ */
+bool
+registry_is_live(PeekObjectId id)
+{
+	RegistryEntry *entry = dshash_find(peek_registry_table(), &id, false);
+	bool		live = false;
+
+	if (entry != NULL)
+	{
+		live = entry->published && !entry->dropped;
+		dshash_release_lock(peek_registry_table(), entry);
+	}
+	return live;
+}
+
+/*
  * Detach a locked entry's published batch list into old[]; the caller
  * unpins them once the lock is released.
  */
@@ -189,6 +225,7 @@ detach_batches(RegistryEntry *entry, dsa_pointer *old)
 
 	memcpy(old, entry->batches, sizeof(dsa_pointer) * nold);
 	entry->nbatches = 0;
+	entry->spine_pinned = false;
 	entry->updates = 0;
 	entry->rows = 0;
 	entry->bytes = 0;
@@ -202,10 +239,38 @@ unpin_all(dsa_pointer *batches, int n)
 		batch_unpin(batches[i]);
 }
 
+/*
+ * A committed drop, seen by the dropping backend at commit: tombstone the
+ * entry so no peek reads the object once the drop returns, and wake the
+ * runtimes with peeks parked on it.  Finds, never inserts; frees nothing
+ * (the maintenance runtime releases the batches in registry_mark_dropped).
+ */
+void
+registry_tombstone(PeekObjectId id)
+{
+	RegistryEntry *entry = dshash_find(peek_registry_table(), &id, true);
+	int			wake = 0;
+
+	if (entry == NULL)
+		return;					/* never published: maintenance learns it */
+	if (!entry->dropped)
+	{
+		entry->dropped = true;
+		wake = mark_waiters_dirty(entry);
+	}
+	registry_unlock(entry);
+	wake_marked(wake);
+}
+
+/*
+ * The maintenance runtime lets go of a dropped object: tombstone its entry
+ * (making one if need be, for late peeks to find) and release the
+ * published list's pins.
+ */
 void
 registry_mark_dropped(PeekObjectId id)
 {
-	RegistryEntry *entry = registry_lock(id, true);
+	RegistryEntry *entry = registry_lock(id, true, NULL);
 	dsa_pointer old[PEEK_MAX_BATCHES];
 	int			nold;
 	int			wake = 0;
@@ -222,9 +287,32 @@ registry_mark_dropped(PeekObjectId id)
 }
 
 /*
- * Tombstone every entry whose id is not in live[] (sorted).  Used when the
- * maintenance runtime reconciles with a full read of the catalog.
+ * Delete a tombstone once no runtime has a peek parked on it (they are
+ * answered "dropped" first).  Returns false while it must stay.
  */
+bool
+registry_delete_tombstone(PeekObjectId id)
+{
+	RegistryEntry *entry = registry_lock(id, false, NULL);
+
+	if (entry == NULL)
+		return true;
+	if (!entry->dropped)
+	{
+		/* re-created as a placeholder meanwhile: no longer ours to delete */
+		registry_unlock(entry);
+		return true;
+	}
+	for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
+		if (entry->waiters[r] > 0)
+		{
+			registry_unlock(entry);
+			return false;
+		}
+	dshash_delete_entry(peek_registry_table(), entry);
+	return true;
+}
+
 static int
 id_cmp(const void *a, const void *b)
 {
@@ -234,38 +322,51 @@ id_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void
+/*
+ * Tombstone every entry whose id is not in live[] and release its published
+ * list.  Used when the maintenance runtime reconciles with a full read of
+ * the catalog; returns the ids of all tombstones (palloc'd), to delete.
+ */
+List *
 registry_mark_dropped_except(PeekObjectId *live, int nlive)
 {
 	dshash_seq_status status;
 	RegistryEntry *entry;
 	int			wake = 0;
+	List	   *dropped = NIL;
 
 	qsort(live, nlive, sizeof(PeekObjectId), id_cmp);
 	dshash_seq_init(&status, peek_registry_table(), true);
 	while ((entry = dshash_seq_next(&status)) != NULL)
 	{
 		dsa_pointer old[PEEK_MAX_BATCHES];
+		PeekObjectId *copy;
 		int			nold;
 
-		if (entry->dropped ||
-			bsearch(&entry->id, live, nlive, sizeof(PeekObjectId), id_cmp) != NULL)
+		if (bsearch(&entry->id, live, nlive, sizeof(PeekObjectId), id_cmp) != NULL)
 			continue;
-		entry->dropped = true;
-		wake |= mark_waiters_dirty(entry);
+		copy = palloc(sizeof(PeekObjectId));
+		*copy = entry->id;
+		dropped = lappend(dropped, copy);
+		if (!entry->dropped)
+		{
+			entry->dropped = true;
+			wake |= mark_waiters_dirty(entry);
+		}
 		/* unpinning never takes a registry lock, so it may happen here */
 		nold = detach_batches(entry, old);
 		unpin_all(old, nold);
 	}
 	dshash_seq_term(&status);
 	wake_marked(wake);
+	return dropped;
 }
 
 /* A runtime accepts a since for an object; only rises. Returns true if raised. */
 bool
 registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since)
 {
-	RegistryEntry *entry = registry_lock(id, true);
+	RegistryEntry *entry = registry_lock(id, true, NULL);
 	bool		raised = since > entry->standing_hold[runtime];
 
 	if (raised)
@@ -302,7 +403,7 @@ min_peek_hold(PeekObjectId id)
 int64
 registry_advance_since(PeekObjectId id, int64 *target)
 {
-	RegistryEntry *entry = registry_lock(id, false);
+	RegistryEntry *entry = registry_lock(id, false, NULL);
 	int64		allowed;
 	int64		since;
 
@@ -365,9 +466,12 @@ registry_snapshot(void)
 /* ---- arrangements and handles ---- */
 
 /*
- * Publish an index's batch list with its frontiers.  The registry's list
- * holds a reference on each of its batches; the list it replaces lets go
- * of its own after the lock is released (freeing batches no reader pins).
+ * Publish an index's batch list (the spine's, each batch pinned by the
+ * spine) with its frontiers.  The published list takes a pin of its own on
+ * each batch, so a reader may resolve it under the entry lock whatever the
+ * spine does next; the list it replaces lets go of its pins after the lock
+ * is released.  A tombstoned entry gets nothing: the spine keeps its pins
+ * until the maintenance runtime forgets it.
  */
 void
 publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
@@ -375,11 +479,11 @@ publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 {
 	RegistryEntry *entry;
 	dsa_pointer old[PEEK_MAX_BATCHES];
-	int			nold;
+	int			nold = 0;
 	int64		updates = 0;
 	int64		rows = 0;
 	int64		bytes = 0;
-	int			wake;
+	int			wake = 0;
 	bool		changed;
 
 	Assert(nbatches <= PEEK_MAX_BATCHES);
@@ -387,31 +491,61 @@ publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 	{
 		Batch	   *batch = batch_get(batches[i]);
 
-		batch_pin(batches[i]);
 		updates += batch->nentries;
 		rows += batch->rows;
 		bytes += batch->size;
 	}
 
-	entry = registry_lock(id, true);
-	nold = detach_batches(entry, old);
-	memcpy(entry->batches, batches, sizeof(dsa_pointer) * nbatches);
-	entry->nbatches = nbatches;
-	entry->updates = updates;
-	entry->rows = rows;
-	entry->bytes = bytes;
-	entry->hydrating = false;
-	wake = raise_frontiers(entry, PEEK_KIND_INDEX, upper, since, &changed);
+	entry = registry_lock(id, true, NULL);
+	if (!entry->dropped)
+	{
+		/* batches stay alive meanwhile: the spine pins them */
+		for (int i = 0; i < nbatches; i++)
+			batch_pin(batches[i]);
+		nold = detach_batches(entry, old);
+		memcpy(entry->batches, batches, sizeof(dsa_pointer) * nbatches);
+		entry->nbatches = nbatches;
+		entry->spine_pinned = true;
+		entry->updates = updates;
+		entry->rows = rows;
+		entry->bytes = bytes;
+		entry->hydrating = false;
+		wake = raise_frontiers(entry, PEEK_KIND_INDEX, upper, since, &changed);
+	}
 	registry_unlock(entry);
 	wake_marked(wake);
 	unpin_all(old, nold);
+}
+
+/*
+ * A maintenance runtime starting in a fresh process: the spines of the
+ * incarnation before it are gone, but each of them still pinned the list
+ * it had published.  Release those pins once (spine_pinned says whether a
+ * list still carries one), so that re-hydration leaks nothing.
+ */
+void
+registry_release_dead_spines(void)
+{
+	dshash_seq_status status;
+	RegistryEntry *entry;
+
+	dshash_seq_init(&status, peek_registry_table(), true);
+	while ((entry = dshash_seq_next(&status)) != NULL)
+	{
+		if (!entry->spine_pinned)
+			continue;
+		entry->spine_pinned = false;
+		/* the published list's own pins keep every batch alive here */
+		unpin_all(entry->batches, entry->nbatches);
+	}
+	dshash_seq_term(&status);
 }
 
 /* The index ran out of memory: peeks on it fail until it is recreated. */
 void
 registry_mark_failed(PeekObjectId id)
 {
-	RegistryEntry *entry = registry_lock(id, true);
+	RegistryEntry *entry = registry_lock(id, true, NULL);
 	dsa_pointer old[PEEK_MAX_BATCHES];
 	int			nold = detach_batches(entry, old);
 	int			wake;
@@ -460,7 +594,7 @@ release_handle(PeekHandle *handle)
 		batch_unpin(handle->batches[i]);
 	if (handle->shared)
 	{
-		/* entries are never deleted, so counters need only a shared lock */
+		/* counters are atomics: a shared lock keeps the entry from deletion */
 		RegistryEntry *entry = dshash_find(peek_registry_table(), &handle->index, false);
 
 		if (entry != NULL)
@@ -478,7 +612,7 @@ release_handle(PeekHandle *handle)
 void
 registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total)
 {
-	RegistryEntry *entry = registry_lock(id, true);
+	RegistryEntry *entry = registry_lock(id, true, NULL);
 
 	entry->hydrating = total >= 0;
 	entry->hydrated_rows = loaded;

@@ -34,6 +34,7 @@ typedef struct RegistryEntry
 	/* arrangements (indexes) */
 	bool		failed;			/* out of pg_peek.max_memory */
 	int32		nbatches;		/* the published batch list */
+	bool		spine_pinned;	/* ... is pinned by a spine as well */
 	dsa_pointer batches[PEEK_MAX_BATCHES];
 	int64		updates;		/* entries in the published batches */
 	int64		rows;			/* their diffs summed: the current row count */
@@ -53,14 +54,18 @@ typedef struct RegistryEntry
 extern dshash_table_handle registry_create(dsa_area *dsa, int tranche);
 extern dshash_table *registry_attach(dsa_area *dsa, dshash_table_handle handle, int tranche);
 
-extern RegistryEntry *registry_lock(PeekObjectId id, bool create);
+extern RegistryEntry *registry_lock(PeekObjectId id, bool create, bool *created);
 extern void registry_unlock(RegistryEntry *entry);
 
 extern bool publish_frontiers(PeekObjectId id, char kind, int64 upper,
 							  int64 since, int64 allowed_since);
 extern int64 registry_published_upper(PeekObjectId id);
+extern bool registry_is_live(PeekObjectId id);
+extern void registry_tombstone(PeekObjectId id);
 extern void registry_mark_dropped(PeekObjectId id);
-extern void registry_mark_dropped_except(PeekObjectId *live, int nlive);
+extern List *registry_mark_dropped_except(PeekObjectId *live, int nlive);
+extern bool registry_delete_tombstone(PeekObjectId id);
+extern void registry_release_dead_spines(void);
 extern bool registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since);
 extern int64 registry_advance_since(PeekObjectId id, int64 *target);
 extern void registry_reset_runtime(int runtime);

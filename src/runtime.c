@@ -65,15 +65,23 @@ peek_runtime_register(void)
 	}
 }
 
+/*
+ * Run fn in a transaction of its own.  Commit leaves TopMemoryContext
+ * current; the caller's context (the loop's round context) is restored so
+ * that what the round allocates afterwards is freed with the round.
+ */
 void
 run_in_transaction(void (*fn) (void *arg), void *arg)
 {
+	MemoryContext caller = CurrentMemoryContext;
+
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	fn(arg);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	MemoryContextSwitchTo(caller);
 	pgstat_report_stat(false);
 }
 
@@ -185,6 +193,8 @@ peek_runtime_main(Datum arg)
 
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	/* a query cancel (pg_cancel_backend) has no query to cancel here */
+	pqsignal(SIGINT, SIG_IGN);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(peek_database, NULL, 0);
 	peek_attach();

@@ -10,9 +10,13 @@
  *
  *	  A spine hydrates from its collection's persist shard, follows every
  *	  seal by arranging the newly sealed updates, compacts by merging at its
- *	  since, and publishes after each change.  The registry's published list
- *	  is the only owner of the batches; the spine mirrors it, so a restarted
- *	  maintenance runtime leaks nothing and re-hydrates.
+ *	  since, and publishes after each change.  The spine holds one pin on
+ *	  each of its batches (registry.c states the ownership rule): it takes
+ *	  over the build's reference, lets go of the batches a merge replaced
+ *	  only after publishing the result, and releases everything when the
+ *	  index is forgotten or failed.  A restarted maintenance runtime
+ *	  releases its dead predecessor's pins (registry_release_dead_spines)
+ *	  and re-hydrates.
  *
  *	  Runs only in the maintenance (or solo) runtime.  Must not answer peeks.
  *
@@ -59,13 +63,36 @@ typedef struct Spine
 
 static HTAB *spines = NULL;
 
+/* Let go of a spine's pins. */
+static void
+release_spine(Spine *spine)
+{
+	for (int i = 0; i < spine->nbatches; i++)
+		batch_unpin(spine->batches[i]);
+	spine->nbatches = 0;
+}
+
+/*
+ * Start over with no spines: release ours, or in a fresh process those of
+ * the maintenance runtime that ran before.
+ */
 void
 spines_reset(void)
 {
 	HASHCTL		ctl;
 
 	if (spines != NULL)
+	{
+		HASH_SEQ_STATUS status;
+		Spine	   *spine;
+
+		hash_seq_init(&status, spines);
+		while ((spine = hash_seq_search(&status)) != NULL)
+			release_spine(spine);
 		hash_destroy(spines);
+	}
+	else
+		registry_release_dead_spines();
 	ctl.keysize = sizeof(PeekObjectId);
 	ctl.entrysize = sizeof(Spine);
 	ctl.hcxt = TopMemoryContext;
@@ -87,21 +114,27 @@ fail_spine(Spine *spine)
 			 errmsg("pg_peek index " INT64_FORMAT " exceeds pg_peek.max_memory (%d kB) and is failed",
 					spine->index, peek_max_memory_kb)));
 	spine->failed = true;
-	spine->nbatches = 0;
 	registry_mark_failed(spine->index);
+	release_spine(spine);
 }
 
 /*
  * Replace batches [from, nbatches) with one new batch (a build or merge
- * result holding one reference), publish, and drop the build reference.
+ * result, whose one reference becomes the spine's pin), publish, and only
+ * then let go of the replaced batches.
  */
 static void
 install_batch(Spine *spine, int from, dsa_pointer dp)
 {
+	dsa_pointer replaced[PEEK_MAX_BATCHES];
+	int			nreplaced = spine->nbatches - from;
+
+	memcpy(replaced, &spine->batches[from], sizeof(dsa_pointer) * nreplaced);
 	spine->batches[from] = dp;
 	spine->nbatches = from + 1;
 	publish_spine(spine);
-	batch_unpin(dp);
+	for (int i = 0; i < nreplaced; i++)
+		batch_unpin(replaced[i]);
 }
 
 /*
@@ -282,6 +315,11 @@ spines_merge_deferred(void)
 void
 spine_forget(PeekObjectId index)
 {
+	Spine	   *spine = hash_search(spines, &index, HASH_FIND, NULL);
+
+	if (spine == NULL)
+		return;
+	release_spine(spine);
 	hash_search(spines, &index, HASH_REMOVE, NULL);
 }
 

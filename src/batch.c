@@ -32,6 +32,7 @@
 #include "utils/typcache.h"
 
 #include "batch.h"
+#include "rows.h"
 #include "shmem.h"
 
 /* ---- keys ---- */
@@ -168,7 +169,10 @@ reserve_memory(Size size)
 
 /*
  * Build a batch from updates (which this sorts in place): times below since
- * advance to since, equal (row, time) pairs consolidate, zeros vanish.
+ * advance to since, equal (row, time) pairs consolidate, zeros vanish.  Two
+ * updates whose diffs would sum beyond bigint's range stay apart: the walk,
+ * which sums a row's updates anyway, reports the overflow to the peek, as
+ * the persist walk does, and the maintenance runtime never fails on it.
  * Returns InvalidDsaPointer if pg_peek.max_memory would be exceeded.
  */
 dsa_pointer
@@ -192,9 +196,12 @@ batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
 	/* consolidate in place */
 	for (int64 i = 0; i < n; i++)
 	{
+		int64		sum;
+
 		CHECK_FOR_INTERRUPTS();
-		if (out > 0 && pending_update_cmp(&updates[out - 1], &updates[i]) == 0)
-			updates[out - 1].diff += updates[i].diff;
+		if (out > 0 && pending_update_cmp(&updates[out - 1], &updates[i]) == 0 &&
+			!pg_add_s64_overflow(updates[out - 1].diff, updates[i].diff, &sum))
+			updates[out - 1].diff = sum;
 		else
 		{
 			if (out > 0 && updates[out - 1].diff == 0)
@@ -239,7 +246,7 @@ batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
 		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
 		e->time = updates[i].time;
 		e->diff = updates[i].diff;
-		batch->rows += e->diff;
+		batch->rows = add_saturating(batch->rows, e->diff);
 		SET_VARSIZE(image, updates[i].len + VARHDRSZ);
 		memcpy(VARDATA(image), updates[i].image, updates[i].len);
 		offset += MAXALIGN(updates[i].len + VARHDRSZ);

@@ -41,8 +41,8 @@ extern bool key_row_matches(KeyInfo *key, Datum row, const Datum *values);
 
 /*
  * One update, 24 bytes.  Entries of a batch are sorted by (keyhash, row
- * image, time) and consolidated: no two share row and time, none has diff
- * 0.  The row image (a composite datum with a 4-byte header, which gives
+ * image, time) and consolidated: no two share row and time (unless their
+ * diffs would sum beyond bigint's range), none has diff 0.  The row image (a composite datum with a 4-byte header, which gives
  * its length) lives in the batch's data area, at offset MAXALIGN units.
  */
 typedef struct BatchEntry

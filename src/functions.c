@@ -31,7 +31,12 @@
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "utils/datum.h"
 #include "storage/lmgr.h"
 #include "utils/syscache.h"
 
@@ -738,8 +743,52 @@ peek_drop_index(PG_FUNCTION_ARGS)
 }
 
 /*
+ * One key field converted to its key column's type by the rules of SQL
+ * assignment (as INSERT converts a value for a column: numeric 2.5 rounds
+ * to int 3, real 0.1 widens to its double value, a domain's checks apply).
+ * Returns false if the result is NULL.
+ */
+static bool
+coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx)
+{
+	Form_pg_attribute att = TupleDescAttr(key->desc, key->attnums[i] - 1);
+	int16		typlen;
+	bool		typbyval;
+	Node	   *expr;
+	ExprState  *state;
+	ExprContext *econtext;
+	bool		isnull;
+	Datum		result;
+
+	get_typlenbyval(from, &typlen, &typbyval);
+	expr = coerce_to_target_type(NULL,
+								 (Node *) makeConst(from, -1, InvalidOid, typlen, *value,
+													false, typbyval),
+								 from, att->atttypid, att->atttypmod,
+								 COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+	if (expr == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("key column \"%s\" of index \"%s\" is of type %s, but the key gives %s",
+						NameStr(att->attname), idx->name, format_type_be(att->atttypid),
+						format_type_be(from)),
+				 errhint("Cast the key field, e.g. ROW(value::%s).",
+						 format_type_be(att->atttypid))));
+	assign_expr_collations(NULL, expr);
+	state = ExecInitExpr((Expr *) expression_planner((Expr *) expr), NULL);
+	econtext = CreateStandaloneExprContext();
+	result = ExecEvalExpr(state, econtext, &isnull);
+	/* the value outlives the context: it is copied out first */
+	get_typlenbyval(att->atttypid, &typlen, &typbyval);
+	if (!isnull)
+		*value = datumCopy(result, typbyval, typlen);
+	FreeExprContext(econtext, true);
+	return !isnull;
+}
+
+/*
  * The key of an index peek: ROW(v1, ...) in key-column order, each field
- * coerced to its key column's type (through text when the types differ).
+ * converted to its key column's type (coerce_key_field).
  */
 static void
 key_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, WalkSpec *spec)
@@ -764,30 +813,15 @@ key_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, WalkSpec *spec)
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Oid			from = TupleDescAttr(desc, i)->atttypid;
-		Oid			to = spec->key->types[i];
 		bool		isnull;
 		Datum		value = heap_getattr(&tuple, i + 1, desc, &isnull);
 
+		if (!isnull && from != spec->key->types[i])
+			isnull = !coerce_key_field(&value, from, spec->key, i, idx);
 		if (isnull)
 		{
 			spec->key_has_null = true;
 			continue;
-		}
-		if (from != to)
-		{
-			Oid			out,
-						in,
-						ioparam;
-			bool		varlena;
-
-			if (!can_coerce_type(1, &from, &to, COERCION_ASSIGNMENT) && from != UNKNOWNOID)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("key column %d of index \"%s\" is of type %s, not %s",
-								i + 1, idx->name, format_type_be(to), format_type_be(from))));
-			getTypeOutputInfo(from, &out, &varlena);
-			getTypeInputInfo(to, &in, &ioparam);
-			value = OidInputFunctionCall(in, OidOutputFunctionCall(out, value), ioparam, -1);
 		}
 		spec->key_values[i] = value;
 	}

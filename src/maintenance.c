@@ -35,6 +35,7 @@ typedef struct PendingCompaction
 	char		kind;
 	Oid			shard;
 	int64		durable_since;	/* what the shard is compacted to */
+	int64		durable_upper;	/* the collection's catalog upper: since stays below */
 } PendingCompaction;
 
 static HTAB *changed_ids = NULL;	/* PeekObjectId set: re-read these rows */
@@ -85,9 +86,12 @@ maintenance_note_command(PeekCommand *cmd)
 	hash_search(changed_ids, &cmd->object, HASH_ENTER, NULL);
 }
 
-/* Note an object whose allowance is above its since: it may compact. */
+/*
+ * Note an object whose allowance is above its since: it may compact, up to
+ * below its collection's durable upper (see registry_advance_since).
+ */
 static void
-note_compaction(CatalogObject *obj, int64 since)
+note_compaction(CatalogObject *obj, int64 since, int64 durable_upper)
 {
 	PendingCompaction *pc;
 
@@ -97,6 +101,7 @@ note_compaction(CatalogObject *obj, int64 since)
 	pc->kind = obj->kind;
 	pc->shard = obj->shard;
 	pc->durable_since = since;
+	pc->durable_upper = durable_upper;
 }
 
 static int64
@@ -115,22 +120,23 @@ published_since(PeekObjectId id)
 
 /*
  * Publish one collection's catalog row.  A source's upper is what capture
- * has decoded, which may be beyond the durable one.
+ * has decoded, which may be beyond the durable one (obj->upper, which
+ * bounds compaction).
  */
 static void
 adopt_collection(CatalogObject *obj)
 {
-	if (OidIsValid(obj->source))
-		obj->upper = capture_adopt(obj);
+	int64		upper = OidIsValid(obj->source) ? capture_adopt(obj) : obj->upper;
+
 	if (obj->failure != NULL)
 	{
 		registry_mark_failed(obj->id);
 		return;
 	}
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
-	if (publish_frontiers(obj->id, obj->kind, obj->upper, obj->since, obj->allowed_since))
+	if (publish_frontiers(obj->id, obj->kind, upper, obj->since, obj->allowed_since))
 		runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
-	note_compaction(obj, obj->since);
+	note_compaction(obj, obj->since, obj->upper);
 }
 
 /* Hydrate or follow one index over its (already adopted) collection. */
@@ -144,9 +150,10 @@ adopt_index(CatalogObject *obj, CatalogObject *collection)
 		return;
 	}
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
-	spine_adopt(obj, collection, Max(published_since(obj->id), obj->since));
+	spine_adopt(obj, collection, registry_published_upper(collection->id),
+				Max(published_since(obj->id), obj->since));
 	runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
-	note_compaction(obj, published_since(obj->id));
+	note_compaction(obj, published_since(obj->id), collection->upper);
 }
 
 /*
@@ -320,9 +327,10 @@ run_compactions(void)
 	for (int i = 0; i < n; i++)
 	{
 		int64		target;
-		int64		since = registry_advance_since(ids[i], &target);
+		int64		since;
 
 		pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
+		since = registry_advance_since(ids[i], pc->durable_upper, &target);
 		if (since > pc->durable_since)
 		{
 			CompactionWork work = {pc, since};

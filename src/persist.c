@@ -135,7 +135,15 @@ struct ShardWriter
 	TupleTableSlot *slot;
 	BulkInsertState bis;
 	MemoryContext per_row;
+	TupleDesc	row_desc;		/* rows are normalized with it */
 };
+
+/* The row type of a shard's data column. */
+static Oid
+shard_row_type(Relation rel)
+{
+	return TupleDescAttr(RelationGetDescr(rel), SHARD_DATA - 1)->atttypid;
+}
 
 static void
 shard_writer_open(ShardWriter *w, Oid shard)
@@ -149,6 +157,7 @@ shard_writer_open(ShardWriter *w, Oid shard)
 	w->bis = GetBulkInsertState();
 	w->per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek shard writer",
 									   ALLOCSET_DEFAULT_SIZES);
+	w->row_desc = row_desc(shard_row_type(w->rel));
 }
 
 static void
@@ -171,6 +180,7 @@ static void
 shard_writer_close(ShardWriter *w)
 {
 	MemoryContextDelete(w->per_row);
+	FreeTupleDesc(w->row_desc);
 	FreeBulkInsertState(w->bis);
 	ExecDropSingleTupleTableSlot(w->slot);
 	ExecCloseIndices(w->rri);
@@ -195,7 +205,7 @@ persist_writer_add(ShardWriter *w, int64 time, int64 diff, Datum row)
 {
 	MemoryContext old = MemoryContextSwitchTo(w->per_row);
 
-	shard_insert(w, time, diff, row_normalize(row));
+	shard_insert(w, time, diff, row_normalize(w->row_desc, row));
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(w->per_row);
 }
@@ -277,7 +287,7 @@ persist_walk(Oid shard, Oid row_type, const char *collection, int64 time,
 {
 	Relation	rel = table_open(shard, AccessShareLock);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	RowCounts  *counts = row_counts_create();
+	RowCounts  *counts = row_counts_create(row_type);
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
 	Size		max_bytes = (Size) peek_max_result_kb * 1024;
@@ -348,24 +358,32 @@ append_counts(ShardWriter *w, RowCounts *counts, int64 time, int64 sign)
  * Compaction: advance every update at or before since to since and merge,
  * dropping rows whose diffs cancel.  Runs in the maintenance runtime's
  * transaction, after the registry's since was raised (so no peek below it
- * can start).  Returns how many rows the shard lost.
+ * can start).  A row whose merged multiplicity would leave bigint's range
+ * leaves the shard as it is: its updates stay apart, and a peek reports
+ * the overflow.  Returns how many rows the shard lost.
  */
 int64
 persist_compact(Oid shard, int64 since)
 {
 	ShardWriter w;
 	Snapshot	snapshot = GetActiveSnapshot();
-	RowCounts  *counts = row_counts_create();
+	RowCounts  *counts;
 	ItemPointerData *tids;
 	int64		before;
-	int64		after;
+	int64		after = 0;
 
 	shard_writer_open(&w, shard);
+	counts = row_counts_create(shard_row_type(w.rel));
+	counts->tolerate_overflow = true;
 	before = scan_consolidate(w.rel, snapshot, since, counts, &tids);
-	for (int64 i = 0; i < before; i++)
-		simple_table_tuple_delete(w.rel, &tids[i], snapshot);
-
-	after = append_counts(&w, counts, since, 1);
+	if (counts->overflowed)
+		after = before;
+	else
+	{
+		for (int64 i = 0; i < before; i++)
+			simple_table_tuple_delete(w.rel, &tids[i], snapshot);
+		after = append_counts(&w, counts, since, 1);
+	}
 	shard_writer_close(&w);
 	MemoryContextDelete(counts->cxt);
 	pfree(tids);
@@ -382,9 +400,10 @@ persist_retract_all(Oid shard, int64 time)
 {
 	ShardWriter w;
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	RowCounts  *counts = row_counts_create();
+	RowCounts  *counts;
 
 	shard_writer_open(&w, shard);
+	counts = row_counts_create(shard_row_type(w.rel));
 	scan_consolidate(w.rel, snapshot, time, counts, NULL);
 	UnregisterSnapshot(snapshot);
 	(void) append_counts(&w, counts, time, -1);
@@ -485,7 +504,7 @@ persist_sum_diffs(Oid shard, int64 upper)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (DatumGetInt64(slot_getattr(slot, SHARD_TIME, &isnull)) < upper)
-			sum += DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull));
+			sum = add_saturating(sum, DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull)));
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);

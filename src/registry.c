@@ -35,6 +35,7 @@
 
 #include "batch.h"
 #include "registry.h"
+#include "rows.h"
 #include "shmem.h"
 
 static dshash_parameters
@@ -397,11 +398,16 @@ min_peek_hold(PeekObjectId id)
 /*
  * Advance an object's since as far as every hold allows: the user's
  * allowance, each running role's standing hold, each pending peek, and the
- * upper.  Returns the since now in force; *target is where it would go if
- * no peek held it back (so the caller knows whether to retry later).
+ * upper.  The since stays strictly below the upper and below durable_upper
+ * (the upper its shard durably holds): a shard compacted to a time that is
+ * not complete would be read again as new updates by the indexes that
+ * follow it, a peek at the latest complete time would wait, and a source
+ * whose since followed its WAL-driven upper would compact on its own WAL.
+ * Returns the since now in force; *target is where it would go if no peek
+ * held it back (so the caller knows whether to retry later).
  */
 int64
-registry_advance_since(PeekObjectId id, int64 *target)
+registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target)
 {
 	RegistryEntry *entry = registry_lock(id, false, NULL);
 	int64		allowed;
@@ -412,7 +418,7 @@ registry_advance_since(PeekObjectId id, int64 *target)
 		*target = 0;
 		return 0;
 	}
-	allowed = Min(entry->allowed_since, entry->upper);
+	allowed = Min(entry->allowed_since, Min(entry->upper, durable_upper) - 1);
 	for (int r = 0; r < peek_runtime_count(); r++)
 		allowed = Min(allowed, entry->standing_hold[r]);
 	*target = Max(allowed, entry->since);
@@ -492,7 +498,7 @@ publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 		Batch	   *batch = batch_get(batches[i]);
 
 		updates += batch->nentries;
-		rows += batch->rows;
+		rows = add_saturating(rows, batch->rows);
 		bytes += batch->size;
 	}
 

@@ -4,10 +4,11 @@
  *	  Row images and consolidation.
  *
  *	  A collection's rows are composite datums.  Distinct rows are told apart
- *	  by their binary image, the way record_image_eq (*=) does; to make the
- *	  image canonical, rows are normalized when written: fields stored
- *	  compressed or out of line are expanded, so equal values always give
- *	  equal bytes.  Consolidation sums diffs per image.
+ *	  the way record_image_eq (*=) does, by the images of their fields: every
+ *	  row is brought to one canonical image (row_normalize) where it enters
+ *	  a shard, a consolidation or an arrangement, so that comparing images
+ *	  compares fields, whatever header or storage the datum had.
+ *	  Consolidation sums diffs per image.
  *
  *	  Must not read or write tables; callers feed it rows.
  *
@@ -26,54 +27,54 @@
 
 #include "rows.h"
 
+/* The descriptor row_normalize forms rows of rowtype with: its current one. */
+TupleDesc
+row_desc(Oid rowtype)
+{
+	return lookup_rowtype_tupdesc_copy(rowtype, -1);
+}
+
 /*
- * Return a canonical flat image of a composite datum: no compressed or
- * external fields.  Rows that are already canonical are returned detoasted
- * but otherwise untouched.
+ * Return the canonical image of a row, formed with desc (from row_desc):
+ * the row's live fields, formed afresh.  Whatever header the datum carries
+ * (a heap tuple's, a plpgsql variable's), however its fields are stored
+ * (compressed, out of line, short headers) and whichever attributes it
+ * predates (ALTER TYPE ... ADD ATTRIBUTE: they read as NULL), equal fields
+ * give equal bytes.  Dropped attributes become NULL.
  */
 Datum
-row_normalize(Datum row)
+row_normalize(TupleDesc desc, Datum row)
 {
 	HeapTupleHeader td = DatumGetHeapTupleHeader(row);
-	TupleDesc	desc;
 	HeapTupleData tuple;
-	Datum	   *values;
-	bool	   *nulls;
-	bool		changed = false;
-	Datum		result = PointerGetDatum(td);
+	Datum	   *values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	HeapTuple	formed;
+	Datum		result;
 
-	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(td), HeapTupleHeaderGetTypMod(td));
 	tuple.t_len = HeapTupleHeaderGetDatumLength(td);
 	ItemPointerSetInvalid(&tuple.t_self);
 	tuple.t_tableOid = InvalidOid;
 	tuple.t_data = td;
-
-	if (HeapTupleHasVarWidth(&tuple))
+	heap_deform_tuple(&tuple, desc, values, nulls);
+	for (int i = 0; i < desc->natts; i++)
 	{
-		values = palloc(sizeof(Datum) * desc->natts);
-		nulls = palloc(sizeof(bool) * desc->natts);
-		heap_deform_tuple(&tuple, desc, values, nulls);
-		for (int i = 0; i < desc->natts; i++)
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, i);
+		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-			if (att->attisdropped || nulls[i] || att->attlen != -1)
-				continue;
-			if (VARATT_IS_EXTERNAL(DatumGetPointer(values[i])) ||
-				VARATT_IS_COMPRESSED(DatumGetPointer(values[i])))
-			{
-				values[i] = PointerGetDatum(detoast_attr((struct varlena *) DatumGetPointer(values[i])));
-				changed = true;
-			}
-		}
-		if (changed)
-		{
-			HeapTuple	formed = heap_form_tuple(desc, values, nulls);
-
-			result = heap_copy_tuple_as_datum(formed, desc);
-		}
+		if (att->attisdropped)
+			nulls[i] = true;
+		if (nulls[i])
+			continue;
+		if (att->attlen == -1 &&
+			(VARATT_IS_EXTERNAL(DatumGetPointer(values[i])) ||
+			 VARATT_IS_COMPRESSED(DatumGetPointer(values[i]))))
+			values[i] = PointerGetDatum(detoast_attr((struct varlena *) DatumGetPointer(values[i])));
 	}
-	ReleaseTupleDesc(desc);
+	formed = heap_form_tuple(desc, values, nulls);
+	result = heap_copy_tuple_as_datum(formed, desc);
+	heap_freetuple(formed);
+	pfree(values);
+	pfree(nulls);
 	return result;
 }
 
@@ -96,14 +97,23 @@ row_image_match(const void *key1, const void *key2, Size keysize)
 	return memcmp(a->key.image, b->key.image, a->key.len);
 }
 
+/* Consolidation of rows of rowtype. */
 RowCounts *
-row_counts_create(void)
+row_counts_create(Oid rowtype)
 {
 	RowCounts  *counts = palloc(sizeof(RowCounts));
 	HASHCTL		ctl;
+	MemoryContext old;
 
 	counts->cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek row counts",
 										ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(counts->cxt);
+	counts->desc = row_desc(rowtype);
+	counts->scratch = AllocSetContextCreate(counts->cxt, "pg_peek row counts scratch",
+											ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(old);
+	counts->tolerate_overflow = false;
+	counts->overflowed = false;
 	ctl.keysize = sizeof(((RowCount *) 0)->key);
 	ctl.entrysize = sizeof(RowCount);
 	ctl.hash = row_image_hash;
@@ -115,21 +125,24 @@ row_counts_create(void)
 }
 
 /*
- * Add diff copies of row (a possibly toasted composite datum).  The key is
- * the row's bytes without the varlena header, whose form (short or not)
- * depends on how the row was stored; the copy kept is a plain 4-byte-header
- * datum, usable as a HeapTupleHeader.
+ * Add diff copies of row, by its canonical image (row_normalize).  The copy
+ * kept is a plain 4-byte-header datum, usable as a HeapTupleHeader.  A
+ * multiplicity out of bigint's range is an error, unless the caller
+ * tolerates it (counts->overflowed is set instead, the count left as is).
  */
 void
 row_counts_add(RowCounts *counts, Datum row, int64 diff)
 {
-	struct varlena *flat = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(row));
+	MemoryContext old = MemoryContextSwitchTo(counts->scratch);
+	struct varlena *flat = (struct varlena *) DatumGetPointer(row_normalize(counts->desc, row));
 	RowCount	probe;
 	RowCount   *rc;
 	bool		found;
+	int64		sum;
 
-	probe.key.image = VARDATA_ANY(flat);
-	probe.key.len = VARSIZE_ANY_EXHDR(flat);
+	MemoryContextSwitchTo(old);
+	probe.key.image = VARDATA(flat);
+	probe.key.len = VARSIZE(flat) - VARHDRSZ;
 	rc = hash_search(counts->table, &probe, HASH_ENTER, &found);
 	if (!found)
 	{
@@ -141,12 +154,22 @@ row_counts_add(RowCounts *counts, Datum row, int64 diff)
 		rc->key.len = probe.key.len;
 		rc->count = 0;
 	}
-	if (pg_add_s64_overflow(rc->count, diff, &rc->count))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("multiplicity of a row is out of range")));
-	if ((Pointer) flat != DatumGetPointer(row))
-		pfree(flat);
+	if (!pg_add_s64_overflow(rc->count, diff, &sum))
+		rc->count = sum;
+	else if (counts->tolerate_overflow)
+		counts->overflowed = true;
+	else
+		row_count_out_of_range();
+	MemoryContextReset(counts->scratch);
+}
+
+/* A row's summed multiplicity left bigint: the same error from every peek. */
+void
+row_count_out_of_range(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("multiplicity of a row is out of range")));
 }
 
 /* DESIGN §3 rule 5: a negative multiplicity is invalid data. */

@@ -2,8 +2,8 @@
  *
  * rows.h
  *	  Row images and consolidation: rows of a collection are compared by
- *	  their binary image (as record_image_eq does), and updates are summed
- *	  per distinct row.
+ *	  the images of their fields (as record_image_eq does), through one
+ *	  canonical image per row, and updates are summed per distinct row.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,6 +13,7 @@
 #include "pg_peek.h"
 
 #include "access/tupdesc.h"
+#include "common/int.h"
 #include "utils/hsearch.h"
 
 /* A distinct row and its summed multiplicity. */
@@ -30,15 +31,40 @@ typedef struct RowCounts
 {
 	HTAB	   *table;
 	MemoryContext cxt;
+	MemoryContext scratch;		/* per row */
+	TupleDesc	desc;			/* rows are normalized with it */
+	bool		tolerate_overflow;	/* a count out of range: flag, no error */
+	bool		overflowed;
 } RowCounts;
 
-extern Datum row_normalize(Datum row);
-extern RowCounts *row_counts_create(void);
+extern TupleDesc row_desc(Oid rowtype);
+extern Datum row_normalize(TupleDesc desc, Datum row);
+extern RowCounts *row_counts_create(Oid rowtype);
 extern void row_counts_add(RowCounts *counts, Datum row, int64 diff);
+extern void row_count_out_of_range(void) pg_attribute_noreturn();
 extern void row_counts_check_nonnegative(RowCounts *counts, Oid rowtype,
 										 const char *collection, int64 time);
 extern char *row_to_text(Oid rowtype, Datum row);
 extern bool rows_match_table(TupleDesc table, TupleDesc row);
+
+/* A multiplicity summed into *count; 22003 if it leaves bigint's range. */
+static inline void
+row_count_add(int64 *count, int64 diff)
+{
+	if (pg_add_s64_overflow(*count, diff, count))
+		row_count_out_of_range();
+}
+
+/* A sum only shown (row counts in views): it stops at bigint's bounds. */
+static inline int64
+add_saturating(int64 a, int64 b)
+{
+	int64		sum;
+
+	if (pg_add_s64_overflow(a, b, &sum))
+		return b > 0 ? PG_INT64_MAX : PG_INT64_MIN;
+	return sum;
+}
 
 static inline Datum
 row_count_datum(RowCount *rc)

@@ -28,11 +28,13 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 #include "batch.h"
 #include "catalog.h"
 #include "persist.h"
 #include "registry.h"
+#include "rows.h"
 #include "spine.h"
 
 /* A full merge to apply a new since at most this often per index. */
@@ -177,6 +179,7 @@ typedef struct Arranging
 	PeekObjectId index;
 	int64		hydration_total;	/* < 0: following, not hydrating */
 	KeyInfo    *key;
+	TupleDesc	row_desc;		/* rows are normalized with it */
 	PendingUpdate *updates;
 	int64		n;
 	int64		capacity;
@@ -188,7 +191,7 @@ arrange_update(int64 time, int64 diff, Datum row, void *arg)
 {
 	Arranging  *a = arg;
 	MemoryContext old = MemoryContextSwitchTo(a->cxt);
-	struct varlena *flat = pg_detoast_datum_copy((struct varlena *) DatumGetPointer(row));
+	struct varlena *flat = (struct varlena *) DatumGetPointer(row_normalize(a->row_desc, row));
 	PendingUpdate *u;
 
 	if (a->n == a->capacity)
@@ -225,6 +228,8 @@ arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
 	a.key = spine->key;
 	a.cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek arranging",
 								  ALLOCSET_DEFAULT_SIZES);
+	/* the type's current descriptor: rows from before an ALTER TYPE match */
+	a.row_desc = row_desc(spine->key->row_type);
 	a.capacity = 1024;
 	a.n = 0;
 	a.updates = MemoryContextAllocHuge(a.cxt, sizeof(PendingUpdate) * a.capacity);
@@ -233,19 +238,52 @@ arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
 	dp = *empty ? InvalidDsaPointer :
 		batch_build(spine->index, a.updates, a.n, lower, upper, spine->since);
 	MemoryContextDelete(a.cxt);
+	FreeTupleDesc(a.row_desc);
 	if (hydrating)
 		registry_hydration_progress(spine->index, a.n, -1);
 	return dp;
 }
 
-/* Bring a spine up to its collection's upper. */
+/*
+ * Has the row type gained or lost attributes (ALTER TYPE) since the spine's
+ * rows were normalized?  Their images would not compare with new rows'.
+ */
+static bool
+row_type_changed(Spine *spine)
+{
+	TupleDesc	desc = lookup_rowtype_tupdesc(spine->key->row_type, -1);
+	bool		changed = desc->natts != spine->key->desc->natts;
+
+	for (int i = 0; i < desc->natts && !changed; i++)
+		changed = TupleDescAttr(desc, i)->attisdropped !=
+			TupleDescAttr(spine->key->desc, i)->attisdropped;
+	ReleaseTupleDesc(desc);
+	return changed;
+}
+
+/*
+ * Bring a spine up to its collection's upper.  After a change of the row
+ * type it hydrates again, so that every image is of the current type.
+ */
 static void
 follow(Spine *spine, int64 upper)
 {
 	bool		empty;
 	dsa_pointer dp;
 
-	if (spine->failed || upper <= spine->upper)
+	if (spine->failed)
+		return;
+	if (spine->upper > 0 && row_type_changed(spine))
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		spine->key = keyinfo_build(spine->key->row_type, spine->key->nkeys,
+								   spine->key->attnums);
+		MemoryContextSwitchTo(old);
+		spine->nbatches = 0;
+		spine->upper = 0;
+	}
+	if (upper <= spine->upper)
 		return;
 	/* a collection dropped meanwhile: its notice will forget the spine */
 	if (!persist_lock_shard(spine->shard))
@@ -268,11 +306,12 @@ follow(Spine *spine, int64 upper)
 
 /*
  * Adopt an index from its catalog row: hydrate it from the shard if this
- * runtime has no spine for it yet, else follow its collection's seals.
- * Runs in a transaction.
+ * runtime has no spine for it yet, else follow its collection's seals up to
+ * upper (the collection's published upper).  Runs in a transaction.
  */
 void
-spine_adopt(CatalogObject *index, CatalogObject *collection, int64 published_since)
+spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
+			int64 published_since)
 {
 	Spine	   *spine;
 	bool		found;
@@ -294,7 +333,7 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 published_sin
 		spine->merge_deferred = false;
 		spine->last_full_merge = 0;
 	}
-	follow(spine, collection->upper);
+	follow(spine, upper);
 	if (!found && !spine->failed && spine->upper == 0)
 		publish_spine(spine);	/* an empty collection: published, upper 0 */
 }

@@ -15,7 +15,7 @@
 
 extern void spines_reset(void);
 extern void spine_adopt(CatalogObject *index, CatalogObject *collection,
-						int64 published_since);
+						int64 upper, int64 published_since);
 extern void spine_forget(PeekObjectId index);
 extern void spines_merge_deferred(void);
 extern bool spine_compact(PeekObjectId index, int64 since);

@@ -159,7 +159,7 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 						   DatumGetPointer(row), VARSIZE(DatumGetPointer(row))) != 0)
 					break;
 				if (e->time <= spec->time)
-					count += e->diff;
+					row_count_add(&count, e->diff);
 				c->pos++;
 			}
 		}

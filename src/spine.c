@@ -280,7 +280,7 @@ follow(Spine *spine, int64 upper)
 		spine->key = keyinfo_build(spine->key->row_type, spine->key->nkeys,
 								   spine->key->attnums);
 		MemoryContextSwitchTo(old);
-		spine->nbatches = 0;
+		release_spine(spine);
 		spine->upper = 0;
 	}
 	if (upper <= spine->upper)

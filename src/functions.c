@@ -857,6 +857,9 @@ peek_index_peek(PG_FUNCTION_ARGS)
 retry:
 	peeked = peeked_object(name, PEEK_KIND_INDEX, rowtype, &cached);
 	idx = &peeked->obj;
+	/* a failed index's key columns may be gone: say why it failed */
+	if (idx->failure != NULL)
+		raise_if_failed(idx->id, idx->kind, idx->name);
 	map = check_peek_rowtype(idx, rowtype);
 	check_object_reader(idx);
 

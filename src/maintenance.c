@@ -286,7 +286,6 @@ apply_catalog_changes(void *arg)
 	foreach(lc, objects)
 	{
 		CatalogObject *obj = lfirst(lc);
-
 		char	   *failure;
 
 		if (obj->kind != PEEK_KIND_COLLECTION)

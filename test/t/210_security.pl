@@ -12,7 +12,7 @@
 #    collection and its index are failed (55000, reason in the views) and can
 #    be dropped; ALTER TABLE ... DROP COLUMN of an index's key column fails
 #    the index; a temporary row type is refused with 0A000;
-#  * bob cannot block alice's drop_collection with a column of the shard's
+#  * bob cannot block alice's drops with a column of a shard's or a source's
 #    row type (42501);
 #  * a cheap function of bob's in a WHERE on any view sees none of alice's
 #    names; the status functions behind the views show bob none of alice's
@@ -225,6 +225,12 @@ is($st, '42501', "bob cannot use the shard's row type $shard ($msg)");
 is($st, '42501', "nor its array type ($msg)");
 ($st, $msg) = sql_error($node, "$as_bob CREATE FUNCTION bob_f($shard) RETURNS int LANGUAGE sql AS 'SELECT 1'");
 is($st, '42501', "nor make a function of it ($msg)");
+sql(qq{$as_alice CREATE TABLE alice_src (k int); SELECT peek.create_source('alice_s', 'alice_src')});
+my $source_type = sql("SELECT row_type FROM peek.collections WHERE name = 'alice_s'");
+($st, $msg) = sql_error($node, "$as_bob CREATE TABLE bob_block (x $source_type)");
+is($st, '42501', "nor a source's row type $source_type ($msg)");
+sql("$as_alice SELECT peek.drop_source('alice_s')");
+is(sql("SELECT count(*) FROM peek.objects WHERE name = 'alice_s'"), '0', 'alice drops her source');
 
 # ---- the views and status functions show bob none of alice's objects
 

@@ -145,11 +145,13 @@ is(sql("SELECT rolsuper FROM pg_roles WHERE rolname = 'alice'"), 'f', 'alice is 
 # ---- from here on: no runtime restarts, bob's collection keeps publishing
 
 my $runtimes_sql =
-  "SELECT string_agg(role || ':' || pid || ':' || restarts, ',' ORDER BY role) FROM peek.runtimes";
+  "SELECT string_agg(role || ':' || coalesce(pid::text, 'stopped') || ':' || restarts, ',' ORDER BY role) FROM peek.runtimes";
 my $runtimes = sql($runtimes_sql);
+my $log_offset = -s $node->logfile;
 my $bob_k = 1;
 
-# after an attack: the runtimes did not restart and bob's index follows a write
+# after an attack: the runtimes did not restart (nor stopped meanwhile) and
+# bob's index follows a write
 sub still_serving
 {
 	my ($label) = @_;
@@ -158,6 +160,8 @@ sub still_serving
 	is(sql("$as_bob SELECT v FROM peek.index_peek(NULL::bob_row, 'bob_k', ROW($bob_k), as_of => $t)"),
 		"v$bob_k", "$label: bob's index follows his write");
 	is(sql($runtimes_sql), $runtimes, "$label: no runtime restarted");
+	my ($exit) = slurp_file($node->logfile, $log_offset) =~ /^.*(pg_peek.*(?:exited with|terminated by).*)$/m;
+	is($exit // '', '', "$label: no runtime exited");
 }
 
 still_serving('search_path');
@@ -281,6 +285,7 @@ ok(poll_until($node, "SELECT state FROM peek.indexes WHERE name = 'bob_k'", 'rea
 	'bob\'s index is ready');
 is(sql("SELECT state FROM peek.indexes WHERE name = 'alice_tv'"), 'failed', 'alice\'s failed index stays failed');
 $runtimes = sql($runtimes_sql);
+$log_offset = -s $node->logfile;
 sleep 2;
 still_serving('after the restart');
 is(sql('SELECT count(*) FROM public.marker'), '0', 'no superuser ran any of alice\'s look-alikes');

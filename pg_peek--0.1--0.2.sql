@@ -3,3 +3,72 @@
 
 -- A fresh CREATE EXTENSION runs pg_peek--0.1.sql and then this script, so
 -- every change of 0.2 to the SQL objects lives here, once.
+
+-- Issue 10, security: an index fails on its own (a key column dropped by
+-- ALTER TABLE), with the reason in its own row; the views filter by
+-- peek.visible before any condition of the caller's runs (security_barrier),
+-- so that a function in a caller's WHERE never sees another role's objects.
+CREATE OR REPLACE VIEW peek.indexes WITH (security_barrier) AS
+SELECT o.name, c.name AS collection, o.key_columns AS key, o.owner,
+       CASE WHEN r.failed OR o.failure IS NOT NULL OR c.failure IS NOT NULL THEN 'failed'
+            WHEN r.hydrating OR NOT coalesce(r.published, false) THEN 'hydrating'
+            ELSE 'ready' END AS state,
+       CASE WHEN o.failure IS NOT NULL THEN o.failure
+            WHEN c.failure IS NOT NULL THEN c.failure
+            WHEN r.failed THEN 'arrangement exceeded pg_peek.max_memory' END AS failure,
+       coalesce(r.rows, 0) AS rows, coalesce(r.updates, 0) AS updates,
+       coalesce(r.batches, 0) AS batches, coalesce(r.bytes, 0) AS bytes,
+       r.since, r.upper, o.allowed_since, o.created_at
+  FROM peek.objects o
+  JOIN peek.objects c ON c.id = o.collection
+  LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
+ WHERE o.kind = 'i' AND peek.visible(o.owner);
+
+-- (filtered once, after the UNION ALL: a security barrier does not keep a
+-- caller's condition from the branches of a UNION ALL)
+CREATE OR REPLACE VIEW peek.holds WITH (security_barrier) AS
+SELECT o.name AS object, h.kind, h.runtime, h."time", h.peek
+  FROM (SELECT id, 'user' AS kind, NULL::text AS runtime, allowed_since AS "time",
+               NULL::uuid AS peek
+          FROM peek.objects
+        UNION ALL
+        SELECT x.id, 'standing', x.runtime, x.standing_hold, NULL
+          FROM peek.runtime_object_status() x
+        UNION ALL
+        SELECT h.object_id, 'peek', h.runtime, h."time", h.peek
+          FROM peek.peek_hold_status() h) h
+  JOIN peek.objects o ON o.id = h.id
+ WHERE peek.visible(o.owner);
+
+ALTER VIEW peek.collections SET (security_barrier);
+ALTER VIEW peek.frontiers SET (security_barrier);
+ALTER VIEW peek.arrangement_sharing SET (security_barrier);
+ALTER VIEW peek.active_peeks SET (security_barrier);
+ALTER VIEW peek.hydration_progress SET (security_barrier);
+
+-- Issue 10, security: no role but the extension's may use a shard's or a
+-- source's row type (in a column of its own table, which would block the
+-- collection's drop); shards made from now on are created so.
+DO $$
+DECLARE
+    t regtype;
+BEGIN
+    FOR t IN SELECT oid FROM pg_catalog.pg_type
+              WHERE typnamespace OPERATOR(pg_catalog.=) 'peek'::regnamespace
+                AND (typname OPERATOR(pg_catalog.~) '^shard_[0-9]+$'
+                     OR typname OPERATOR(pg_catalog.~) '^source_[0-9]+$')
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE USAGE ON TYPE %s FROM PUBLIC', t);
+    END LOOP;
+END
+$$;
+
+-- Issue 10, security: peek.visible and the status functions behind the
+-- views agree on who sees an object (privileges of the owner, as
+-- has_privs_of_role: membership without INHERIT does not count).
+CREATE OR REPLACE FUNCTION peek.visible(owner regrole) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT pg_catalog.pg_has_role(owner, 'USAGE')
+        OR pg_catalog.pg_has_role('pg_read_all_data', 'USAGE')
+        OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
+$$;

@@ -30,6 +30,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -43,6 +44,11 @@ static void notify_session_upper(PeekObjectId id, int64 upper);
 
 #define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums, source, failure"
 
+/*
+ * The extension's statements run as its owner (a superuser), so nothing the
+ * caller controls may reach them: search_path is pinned, as PostgreSQL does
+ * for maintenance commands, and the operation is security-restricted.
+ */
 void
 become_extension_owner(SavedUser *saved)
 {
@@ -56,12 +62,17 @@ become_extension_owner(SavedUser *saved)
 	ReleaseSysCache(tup);
 
 	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
-	SetUserIdAndSecContext(owner, saved->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(owner, saved->sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	saved->guc_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 }
 
 void
 restore_user(SavedUser *saved)
 {
+	AtEOXact_GUC(false, saved->guc_nestlevel);
 	SetUserIdAndSecContext(saved->userid, saved->sec_context);
 }
 
@@ -207,6 +218,17 @@ query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_on
 	return result;
 }
 
+/* Find an object by name, without locking its row; NULL if there is none. */
+CatalogObject *
+catalog_find(const char *name)
+{
+	List	   *found = query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+									  "WHERE name OPERATOR(pg_catalog.=) $1",
+									  1, TEXTOID, CStringGetTextDatum(name), true);
+
+	return found != NIL ? linitial(found) : NULL;
+}
+
 /*
  * Find an object by name.  kind 0 accepts any kind.  Raises 42704 if it
  * does not exist and 42809 if it is of the other kind.
@@ -227,11 +249,16 @@ catalog_lookup(const char *name, char kind, CatalogLock lock)
 			query = "SELECT " OBJECT_COLUMNS " FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE";
 			break;
 		default:
-			query = "SELECT " OBJECT_COLUMNS " FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1";
+			query = NULL;
 			break;
 	}
-	found = query_objects(query, 1, TEXTOID, CStringGetTextDatum(name), lock == CATALOG_READ);
-	obj = found != NIL ? linitial(found) : NULL;
+	if (query != NULL)
+	{
+		found = query_objects(query, 1, TEXTOID, CStringGetTextDatum(name), false);
+		obj = found != NIL ? linitial(found) : NULL;
+	}
+	else
+		obj = catalog_find(name);
 
 	if (obj == NULL)
 		ereport(ERROR,
@@ -305,7 +332,7 @@ catalog_new_id(int32 *seq)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("pg_peek ran out of object ids")));
 	*seq = (int32) value;
-	return ((int64) ext << 32) | value;
+	return PEEK_OBJECT_ID(ext, value);
 }
 
 /* Insert a collection's or an index's row (key_columns names its keys). */
@@ -406,19 +433,23 @@ catalog_set_source_upper(PeekObjectId id, int64 upper)
 					   id, upper);
 }
 
-void
+/* Record why an object failed; false if its row is gone (dropped). */
+bool
 catalog_set_failure(PeekObjectId id, const char *failure)
 {
 	Oid			argtypes[2] = {INT8OID, TEXTOID};
 	Datum		args[2] = {Int64GetDatum(id), CStringGetTextDatum(failure)};
 
-	catalog_exec("UPDATE peek.objects SET failure = $2 WHERE id OPERATOR(pg_catalog.=) $1",
-				 2, argtypes, args, SPI_OK_UPDATE);
+	return catalog_exec("UPDATE peek.objects SET failure = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+						2, argtypes, args, SPI_OK_UPDATE) > 0;
 }
 
-/* Why an object (or the source an index arranges) failed, or NULL. */
+/*
+ * Why an object failed, or the collection an index arranges, or NULL.
+ * *noun names what failed: "index", "collection" or "source".
+ */
 char *
-catalog_failure(PeekObjectId id)
+catalog_failure(PeekObjectId id, const char **noun)
 {
 	Oid			argtype = INT8OID;
 	Datum		arg = Int64GetDatum(id);
@@ -429,17 +460,25 @@ catalog_failure(PeekObjectId id)
 
 	become_extension_owner(&saved);
 	SPI_connect();
-	spi_check(execute_saved("SELECT coalesce(o.failure, c.failure) FROM peek.objects o "
-							"LEFT JOIN peek.objects c ON c.id OPERATOR(pg_catalog.=) o.collection "
-							"WHERE o.id OPERATOR(pg_catalog.=) $1",
+	/* f: the object itself if it failed, else its collection */
+	spi_check(execute_saved("SELECT f.failure, f.kind, f.source IS NOT NULL "
+							"FROM peek.objects o JOIN peek.objects f "
+							"ON f.id OPERATOR(pg_catalog.=) o.id AND o.failure IS NOT NULL "
+							"OR f.id OPERATOR(pg_catalog.=) o.collection AND o.failure IS NULL "
+							"WHERE o.id OPERATOR(pg_catalog.=) $1 AND f.failure IS NOT NULL",
 							1, &argtype, &arg, NULL, true),
 			  SPI_OK_SELECT, "failure lookup");
 	if (SPI_processed > 0)
 	{
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		Datum		d = SPI_getbinval(tup, desc, 1, &isnull);
 
-		if (!isnull)
-			failure = MemoryContextStrdup(caller, TextDatumGetCString(d));
+		failure = MemoryContextStrdup(caller, TextDatumGetCString(d));
+		if (DatumGetChar(SPI_getbinval(tup, desc, 2, &isnull)) == PEEK_KIND_INDEX)
+			*noun = "index";
+		else
+			*noun = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)) ? "source" : "collection";
 	}
 	SPI_finish();
 	restore_user(&saved);
@@ -483,6 +522,24 @@ catalog_lock_extension(void)
 	return get_extension_oid("pg_peek", true) == extension;
 }
 
+/*
+ * Whether another transaction drops the extension: it holds or waits for
+ * the extension's AccessExclusiveLock (DROP EXTENSION takes it first).  A
+ * peek that waits gives up then, as the drop would otherwise wait for it.
+ */
+bool
+catalog_extension_dropping(Oid extension)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, ExtensionRelationId, extension, 0);
+	/* a mode no one else takes on an extension, conflicting with the drop's */
+	if (LockAcquire(&tag, RowShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, RowShareLock, false);
+	return false;
+}
+
 /* The rows of the given objects, or of all of them with nids < 0. */
 List *
 catalog_read(PeekObjectId *ids, int nids)
@@ -499,7 +556,7 @@ catalog_read(PeekObjectId *ids, int nids)
 	return query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
 						 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) "
 						 "OR collection OPERATOR(pg_catalog.=) ANY ($1) "
-						 "OR id IN (SELECT collection FROM peek.objects "
+						 "OR id OPERATOR(pg_catalog.=) ANY (SELECT collection FROM peek.objects "
 						 "WHERE id OPERATOR(pg_catalog.=) ANY ($1))",
 						 1, INT8ARRAYOID,
 						 PointerGetDatum(construct_array(elems, nids, INT8OID, 8,

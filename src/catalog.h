@@ -29,7 +29,7 @@ typedef struct CatalogObject
 	int64		since;
 	int64		allowed_since;
 	Oid			source;			/* sources and their indexes: the table */
-	char	   *failure;		/* a failed source: why, else NULL */
+	char	   *failure;		/* a failed object: why, else NULL */
 } CatalogObject;
 
 /* How catalog_lookup locks the object's row. */
@@ -40,17 +40,24 @@ typedef enum CatalogLock
 	CATALOG_DROP				/* conflicts with writers and compaction */
 } CatalogLock;
 
-/* running SPI as the extension's owner */
+/*
+ * Running SPI as the extension's owner, with search_path pinned to
+ * PEEK_SAFE_SEARCH_PATH (the runtimes run under it throughout).
+ */
+#define PEEK_SAFE_SEARCH_PATH "pg_catalog, pg_temp"
+
 typedef struct SavedUser
 {
 	Oid			userid;
 	int			sec_context;
+	int			guc_nestlevel;
 } SavedUser;
 
 extern void become_extension_owner(SavedUser *saved);
 extern void restore_user(SavedUser *saved);
 
 /* backends */
+extern CatalogObject *catalog_find(const char *name);
 extern CatalogObject *catalog_lookup(const char *name, char kind, CatalogLock lock);
 extern PeekObjectId catalog_new_id(int32 *seq);
 extern bool catalog_name_taken(const char *name);
@@ -68,8 +75,9 @@ extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);
 extern void catalog_set_source_upper(PeekObjectId id, int64 upper);
-extern void catalog_set_failure(PeekObjectId id, const char *failure);
-extern char *catalog_failure(PeekObjectId id);
+extern bool catalog_set_failure(PeekObjectId id, const char *failure);
+extern char *catalog_failure(PeekObjectId id, const char **noun);
+extern bool catalog_extension_dropping(Oid extension);
 
 /* notices sent to the runtimes when the transaction commits */
 extern void notify_catalog_changed(PeekObjectId id);

@@ -20,6 +20,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -28,6 +29,7 @@
 #include "access/htup_details.h"
 #include "access/tupconvert.h"
 #include "catalog/catalog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
@@ -165,6 +167,45 @@ check_not_below_upper(CatalogObject *coll, int64 at)
 
 /* ---- collections ---- */
 
+/*
+ * Whether a type, or one it is made of, lives in a temporary schema: it
+ * goes at the end of its session, and a collection must outlast that.
+ */
+static bool
+type_is_temporary(Oid type)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	Form_pg_type form;
+	bool		temporary;
+	Oid			part = InvalidOid;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for type %u", type);
+	form = (Form_pg_type) GETSTRUCT(tup);
+	temporary = isAnyTempNamespace(form->typnamespace);
+	if (OidIsValid(form->typelem) && IsTrueArrayType(form))
+		part = form->typelem;
+	else if (form->typtype == TYPTYPE_DOMAIN)
+		part = form->typbasetype;
+	else if (form->typtype == TYPTYPE_RANGE)
+		part = get_range_subtype(type);
+	else if (form->typtype == TYPTYPE_MULTIRANGE)
+		part = get_multirange_range(type);
+	ReleaseSysCache(tup);
+	if (temporary || OidIsValid(part))
+		return temporary || type_is_temporary(part);
+	if (type_is_rowtype(type))
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc(type, -1);
+
+		for (int i = 0; i < desc->natts && !temporary; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				temporary = type_is_temporary(TupleDescAttr(desc, i)->atttypid);
+		ReleaseTupleDesc(desc);
+	}
+	return temporary;
+}
+
 Datum
 peek_create_collection(PG_FUNCTION_ARGS)
 {
@@ -184,6 +225,12 @@ peek_create_collection(PG_FUNCTION_ARGS)
 	aclresult = pg_type_aclcheck(row_type, GetUserId(), ACL_USAGE);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error_type(aclresult, row_type);
+	if (type_is_temporary(row_type))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("row type of collection \"%s\" cannot be temporary: %s",
+						name, format_type_be(row_type)),
+				 errdetail("A temporary type, or a type with a field of one, is dropped at the end of its session.")));
 	if (catalog_name_taken(name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -476,7 +523,7 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 	ReleaseTupleDesc(row_desc);
 	if (!matches)
 	{
-		raise_if_source_failed(obj->id, obj->kind, obj->name);
+		raise_if_failed(obj->id, obj->kind, obj->name);
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the row type of table %s no longer matches %s \"%s\"",
@@ -852,6 +899,9 @@ retry:
 	dropped = false;
 	peeked = peeked_object(name, PEEK_KIND_INDEX, rowtype, &cached);
 	idx = &peeked->obj;
+	/* a failed index's key columns may be gone: say why it failed */
+	if (idx->failure != NULL)
+		raise_if_failed(idx->id, idx->kind, idx->name);
 	map = check_peek_rowtype(idx, rowtype);
 	check_object_reader(idx);
 

@@ -3,7 +3,8 @@
  * introspection.c
  *	  Set-returning functions behind the peek.* views: the runtimes, the
  *	  registry's frontiers and the peeks in flight.  Read-only: copies shared
- *	  state under its locks and never changes it.
+ *	  state under its locks and never changes it.  Rows about an object
+ *	  are shown only to whom the views show it.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,6 +14,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
@@ -45,6 +47,63 @@ runtime_state_name(RuntimeState state)
 			return "running";
 	}
 	return "unknown";
+}
+
+/*
+ * Who sees an object's state, as the views say (peek.visible): its owner
+ * and members of pg_read_all_data or pg_read_all_stats.
+ */
+static bool
+sees_all(void)
+{
+	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_DATA) ||
+		has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+}
+
+static bool
+may_see(Oid owner)
+{
+	return sees_all() || has_privs_of_role(GetUserId(), owner);
+}
+
+/*
+ * The objects the caller may not see, whose rows the functions below leave
+ * out (as the views do): NULL when the caller sees them all.  An id that is
+ * not in the catalog (a dropped object) names nothing and is shown.
+ */
+static HTAB *
+hidden_objects(void)
+{
+	HTAB	   *hidden = NULL;
+	ListCell   *lc;
+
+	if (sees_all())
+		return NULL;
+	foreach(lc, catalog_read(NULL, -1))
+	{
+		CatalogObject *obj = lfirst(lc);
+
+		if (may_see(obj->owner))
+			continue;
+		if (hidden == NULL)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = sizeof(PeekObjectId);
+			ctl.entrysize = sizeof(PeekObjectId);
+			ctl.hcxt = CurrentMemoryContext;
+			hidden = hash_create("pg_peek hidden objects", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		}
+		hash_search(hidden, &obj->id, HASH_ENTER, NULL);
+	}
+	return hidden;
+}
+
+static bool
+is_hidden(HTAB *hidden, PeekObjectId id)
+{
+	return hidden != NULL && hash_search(hidden, &id, HASH_FIND, NULL) != NULL;
 }
 
 /* One row per runtime of the configured mode. */
@@ -97,6 +156,7 @@ Datum
 peek_registry_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HTAB	   *hidden = hidden_objects();
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -106,6 +166,9 @@ peek_registry_status(PG_FUNCTION_ARGS)
 		RegistryEntry *e = lfirst(lc);
 		Datum		values[14];
 		bool		nulls[14] = {0};
+
+		if (is_hidden(hidden, e->id))
+			continue;
 
 		values[0] = Int64GetDatum(e->id);
 		values[1] = BoolGetDatum(e->published);
@@ -134,6 +197,7 @@ Datum
 peek_runtime_object_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HTAB	   *hidden = hidden_objects();
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -141,6 +205,9 @@ peek_runtime_object_status(PG_FUNCTION_ARGS)
 	foreach(lc, registry_snapshot())
 	{
 		RegistryEntry *e = lfirst(lc);
+
+		if (is_hidden(hidden, e->id))
+			continue;
 
 		for (int r = 0; r < peek_runtime_count(); r++)
 		{
@@ -165,6 +232,7 @@ Datum
 peek_peek_hold_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HTAB	   *hidden = hidden_objects();
 
 	InitMaterializedSRF(fcinfo, 0);
 	peek_attach();
@@ -184,7 +252,7 @@ peek_peek_hold_status(PG_FUNCTION_ARGS)
 		runtime = slot->runtime;
 		uuid = slot->uuid;
 		SpinLockRelease(&slot->mutex);
-		if (object == 0)
+		if (object == 0 || is_hidden(hidden, object))
 			continue;
 		values[0] = Int64GetDatum(object);
 		values[1] = CStringGetTextDatum(peek_role_name(peek_runtime_role(runtime)));
@@ -234,6 +302,7 @@ Datum
 peek_active_peek_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HTAB	   *hidden = hidden_objects();
 
 	InitMaterializedSRF(fcinfo, 0);
 	peek_attach();
@@ -249,6 +318,8 @@ peek_active_peek_status(PG_FUNCTION_ARGS)
 		SpinLockRelease(&slot->mutex);
 		if (copy.state != PEEK_SUBMITTED && copy.state != PEEK_PARKED &&
 			copy.state != PEEK_ANSWERED)
+			continue;
+		if (is_hidden(hidden, copy.object))
 			continue;
 
 		values[0] = UUIDPGetDatum(&copy.uuid);
@@ -267,22 +338,28 @@ peek_active_peek_status(PG_FUNCTION_ARGS)
 
 /*
  * A collection's current row count: the sum of its shard's diffs before the
- * upper.  NULL unless the caller may see the collection (owner, or a member
- * of pg_read_all_data or pg_read_all_stats), like the views.
+ * upper (NULL once its shard is gone with its row type).  A collection the
+ * caller may not see is answered as one that does not exist.
  */
 Datum
 peek_collection_rows(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_READ);
-	Oid			user = GetUserId();
+	CatalogObject *coll = catalog_find(name);
 	RegistryEntry *entry;
-	int64		upper = coll->upper;
+	int64		upper;
 
-	if (!has_privs_of_role(user, coll->owner) &&
-		!has_privs_of_role(user, ROLE_PG_READ_ALL_DATA) &&
-		!has_privs_of_role(user, ROLE_PG_READ_ALL_STATS))
+	if (coll == NULL || !may_see(coll->owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("collection \"%s\" does not exist", name)));
+	if (coll->kind != PEEK_KIND_COLLECTION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is an index, not a collection", name)));
+	if (!persist_lock_shard(coll->shard))
 		PG_RETURN_NULL();
+	upper = coll->upper;
 	peek_attach();
 	entry = registry_lock(coll->id, false, NULL);
 	if (entry != NULL)

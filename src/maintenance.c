@@ -9,7 +9,8 @@
  *	  objects, and compact shards and arrangements as far as every hold
  *	  allows.  Each round first lets capture (capture.c) decode for the
  *	  sources; a source whose upper rose is then published like a changed
- *	  catalog row.
+ *	  catalog row.  An error in one object's work fails that object
+ *	  (durably, with the reason), never the runtime.
  *
  *	  Runs only in the maintenance (or solo) runtime's loop (runtime.c).
  *	  Must not answer peeks: that is peek.c's job.
@@ -18,9 +19,12 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 
+#include "batch.h"
 #include "capture.h"
 #include "catalog.h"
 #include "persist.h"
@@ -40,6 +44,7 @@ typedef struct PendingCompaction
 
 static HTAB *changed_ids = NULL;	/* PeekObjectId set: re-read these rows */
 static bool reread_all = true;
+static bool retry_all = false;	/* an object's work met a transient error */
 static HTAB *pending_compactions = NULL;
 static HTAB *tombstones = NULL; /* PeekObjectId set: registry entries to delete */
 
@@ -104,6 +109,71 @@ note_compaction(CatalogObject *obj, int64 since, int64 durable_upper)
 	pc->durable_upper = durable_upper;
 }
 
+/*
+ * Fail an object for good, with the reason its peeks and the views show.
+ * Nothing if its row is gone meanwhile (a drop committed).
+ */
+static void
+fail_object(PeekObjectId id, const char *reason)
+{
+	ereport(LOG,
+			(errmsg("pg_peek object " INT64_FORMAT " failed: %s", id, reason)));
+	if (!catalog_set_failure(id, reason))
+		return;
+	spine_forget(id);
+	capture_forget(id);
+	registry_mark_failed(id);
+	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
+}
+
+/*
+ * Do one object's work in a subtransaction, as PL/pgSQL runs an EXCEPTION
+ * block.  An error there is that object's: it fails the object, and the
+ * round goes on with the others, so that no user's object (a dropped row
+ * type or key column) can put the runtime into a restart loop.  A cancel or
+ * a transient conflict fails nothing: the next round re-reads the catalog.
+ * Returns the failure, or NULL.
+ */
+static char *
+object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+
+	if (edata == NULL)
+		return NULL;
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+		edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK)
+	{
+		ereport(LOG,
+				(errmsg("pg_peek object " INT64_FORMAT " will be retried: %s", id, edata->message)));
+		retry_all = true;
+		return NULL;
+	}
+	fail_object(id, edata->message);
+	return edata->message;
+}
+
 static int64
 published_since(PeekObjectId id)
 {
@@ -124,8 +194,9 @@ published_since(PeekObjectId id)
  * bounds compaction).
  */
 static void
-adopt_collection(CatalogObject *obj)
+adopt_collection(void *arg)
 {
+	CatalogObject *obj = arg;
 	int64		upper = OidIsValid(obj->source) ? capture_adopt(obj) : obj->upper;
 
 	if (obj->failure != NULL)
@@ -133,22 +204,34 @@ adopt_collection(CatalogObject *obj)
 		registry_mark_failed(obj->id);
 		return;
 	}
+	persist_check_shard(obj->shard, obj->row_type);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
 	if (publish_frontiers(obj->id, obj->kind, upper, obj->since, obj->allowed_since))
 		runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
 	note_compaction(obj, obj->since, obj->upper);
 }
 
+typedef struct IndexWork
+{
+	CatalogObject *index;
+	CatalogObject *collection;
+} IndexWork;
+
 /* Hydrate or follow one index over its (already adopted) collection. */
 static void
-adopt_index(CatalogObject *obj, CatalogObject *collection)
+adopt_index(void *arg)
 {
-	if (collection->failure != NULL)
+	CatalogObject *obj = ((IndexWork *) arg)->index;
+	CatalogObject *collection = ((IndexWork *) arg)->collection;
+
+	if (collection->failure != NULL || obj->failure != NULL)
 	{
 		spine_forget(obj->id);
 		registry_mark_failed(obj->id);
 		return;
 	}
+	/* its key columns still exist (ALTER TABLE ... DROP COLUMN) */
+	(void) keyinfo_build(obj->row_type, obj->nkeys, obj->attnums);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
 	spine_adopt(obj, collection, registry_published_upper(collection->id),
 				Max(published_since(obj->id), obj->since));
@@ -231,20 +314,24 @@ apply_catalog_changes(void *arg)
 	foreach(lc, objects)
 	{
 		CatalogObject *obj = lfirst(lc);
+		char	   *failure;
 
-		if (obj->kind == PEEK_KIND_COLLECTION)
-			adopt_collection(obj);
+		if (obj->kind != PEEK_KIND_COLLECTION)
+			continue;
+		failure = object_work(obj->id, adopt_collection, obj);
+		if (failure != NULL)
+			obj->failure = failure; /* and its indexes' */
 	}
 	foreach(lc, objects)
 	{
 		CatalogObject *obj = lfirst(lc);
-		CatalogObject *collection;
+		IndexWork	work = {obj, NULL};
 
 		if (obj->kind != PEEK_KIND_INDEX)
 			continue;
-		collection = find_object(objects, obj->collection);
-		if (collection != NULL)
-			adopt_index(obj, collection);
+		work.collection = find_object(objects, obj->collection);
+		if (work.collection != NULL)
+			(void) object_work(obj->id, adopt_index, &work);
 	}
 
 	if (reread_all)
@@ -280,12 +367,10 @@ typedef struct CompactionWork
 } CompactionWork;
 
 static void
-compact_object(void *arg)
+compact_one(void *arg)
 {
 	CompactionWork *work = arg;
 
-	if (!catalog_lock_extension())
-		return;
 	if (work->pc->kind == PEEK_KIND_INDEX)
 	{
 		/* durable too, so a re-hydrated index never shows a lower since */
@@ -303,6 +388,15 @@ compact_object(void *arg)
 	(void) persist_compact(work->pc->shard, work->since);
 	catalog_set_since(work->pc->id, work->since);
 	work->pc->durable_since = work->since;
+}
+
+static void
+compact_object(void *arg)
+{
+	CompactionWork *work = arg;
+
+	if (catalog_lock_extension())
+		(void) object_work(work->pc->id, compact_one, work);
 }
 
 /*
@@ -337,6 +431,10 @@ run_compactions(void)
 
 			run_in_transaction(compact_object, &work);
 			runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_COMPACTIONS);
+			/* a failed object is no longer pending */
+			pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
+			if (pc == NULL)
+				continue;
 		}
 		if (pc->durable_since >= target)
 			hash_search(pending_compactions, &ids[i], HASH_REMOVE, NULL);
@@ -357,8 +455,9 @@ maintenance_step(void)
 		spines_merge_deferred();
 	if (reread_all || hash_get_num_entries(changed_ids) > 0)
 	{
+		retry_all = false;
 		run_in_transaction(apply_catalog_changes, NULL);
-		reread_all = false;
+		reread_all = retry_all;
 		hash_destroy(changed_ids);
 		changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
 	}

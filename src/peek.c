@@ -152,18 +152,22 @@ raise_runtime_missing(int runtime)
 					 peek_database)));
 }
 
-/* A peek of a failed source (or an index of one) fails with the reason. */
+/*
+ * A peek of a failed object (or of an index of a failed collection) fails
+ * with the reason.
+ */
 void
-raise_if_source_failed(PeekObjectId object, char kind, const char *name)
+raise_if_failed(PeekObjectId object, char kind, const char *name)
 {
-	char	   *failure = catalog_failure(object);
+	const char *noun = NULL;
+	char	   *failure = catalog_failure(object, &noun);
 
 	if (failure != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s \"%s\" is failed: %s",
-						kind == PEEK_KIND_INDEX ? "index" : "source", name, failure),
-				 errhint("Drop the source and create it again.")));
+						kind == PEEK_KIND_INDEX ? "index" : noun, name, failure),
+				 errhint("Drop the %s and create it again.", noun)));
 }
 
 /*
@@ -245,6 +249,13 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 
+		/* DROP EXTENSION would wait for this peek's catalog locks */
+		if (catalog_extension_dropping(PEEK_OBJECT_EXTENSION(object)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("extension pg_peek is being dropped"),
+					 errdetail("The peek of %s \"%s\" waited.", kind_name(kind), name)));
+
 		/* A client that went away will never read the answer. */
 		if (whereToSendOutput == DestRemote && !pq_check_connection())
 			ereport(FATAL,
@@ -305,7 +316,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 						 answer_since)));
 	if (answer == PEEK_ANSWER_FAILED)
 	{
-		raise_if_source_failed(object, kind, name);
+		raise_if_failed(object, kind, name);
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("index \"%s\" is failed: its arrangement exceeded pg_peek.max_memory (%d kB)",

@@ -27,7 +27,7 @@ typedef struct PeekTicket
 extern PeekTicket peek_begin(PeekObjectId object, const char *name, char kind, int64 time,
 							 int64 floor, bool *dropped);
 extern void peek_end(void);
-extern void raise_if_source_failed(PeekObjectId object, char kind, const char *name);
+extern void raise_if_failed(PeekObjectId object, char kind, const char *name);
 
 /* runtime side */
 extern void peek_runtime_reset(int runtime);

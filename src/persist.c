@@ -7,6 +7,9 @@
  *	  straight through the table AM in the caller's transaction; the walk
  *	  reads the shard at a time with a snapshot taken after the peek's wait;
  *	  compaction advances updates before since to since and merges them.
+ *	  A shard depends on its row type; one dropped with it (DROP TYPE ...
+ *	  CASCADE) is reported to the maintenance runtime, which fails the
+ *	  collection.
  *
  *	  Must not decide readiness or holds: callers run under a peek's hold
  *	  (walk) or the maintenance runtime's since (compaction).
@@ -20,8 +23,12 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
@@ -60,18 +67,88 @@ run_ddl(const char *query)
 	restore_user(&saved);
 }
 
-/* Create the shard table of a new collection; returns its OID. */
+/*
+ * Create the shard table of a new collection; returns its OID.  The shard
+ * depends on its row type: DROP TYPE is refused, and DROP TYPE ... CASCADE
+ * drops the shard, which fails the collection (see shard_drop_hook).  Its
+ * own row type may not be used by anyone else, so that no other role can
+ * make a drop of the collection wait for or depend on theirs.
+ */
 Oid
 persist_create_shard(int32 seq, Oid row_type)
 {
 	char		relname[NAMEDATALEN];
+	ObjectAddress shard;
+	ObjectAddress type;
 
 	snprintf(relname, sizeof(relname), "shard_%d", seq);
 	run_ddl(psprintf("CREATE TABLE peek.%s (time bigint NOT NULL, diff bigint NOT NULL, data %s NOT NULL)",
 					 relname, format_type_be_qualified(row_type)));
 	/* indexes follow seals by reading the newly sealed times */
 	run_ddl(psprintf("CREATE INDEX ON peek.%s (time)", relname));
-	return get_relname_relid(relname, get_namespace_oid("peek", false));
+	run_ddl(psprintf("REVOKE USAGE ON TYPE peek.%s FROM PUBLIC", relname));
+	ObjectAddressSet(shard, RelationRelationId,
+					 get_relname_relid(relname, get_namespace_oid("peek", false)));
+	ObjectAddressSet(type, TypeRelationId, row_type);
+	recordDependencyOn(&shard, &type, DEPENDENCY_NORMAL);
+	return shard.objectId;
+}
+
+/*
+ * Raise if a collection's shard is gone though its catalog row is not:
+ * dropped with its row type (DROP TYPE ... CASCADE).  Otherwise the shard
+ * cannot be dropped until the end of the transaction.
+ */
+void
+persist_check_shard(Oid shard, Oid row_type)
+{
+	if (persist_lock_shard(shard))
+		return;
+	if (!SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(row_type)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("its row type (OID %u) was dropped, and its shard with it", row_type)));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("its shard (OID %u) was dropped", shard)));
+}
+
+static object_access_hook_type prev_object_access_hook = NULL;
+
+/*
+ * A shard dropped by anything but its collection's drop (DROP TYPE ...
+ * CASCADE on the row type): the maintenance runtime is told to look at the
+ * collection at commit, and fails it.  A collection's own drop sends the
+ * same notice with its drop.
+ */
+static void
+shard_drop_hook(ObjectAccessType access, Oid classId, Oid objectId, int subId, void *arg)
+{
+	Oid			peek;
+	Oid			extension;
+	char	   *relname;
+	int32		seq;
+	int			len;
+
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access != OAT_DROP || classId != RelationRelationId || subId != 0)
+		return;
+	peek = get_namespace_oid("peek", true);
+	if (!OidIsValid(peek) || get_rel_namespace(objectId) != peek)
+		return;
+	relname = get_rel_name(objectId);
+	extension = get_extension_oid("pg_peek", true);
+	if (relname != NULL && OidIsValid(extension) &&
+		sscanf(relname, "shard_%d%n", &seq, &len) == 1 && relname[len] == '\0')
+		notify_catalog_changed(PEEK_OBJECT_ID(extension, seq));
+}
+
+void
+persist_init(void)
+{
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = shard_drop_hook;
 }
 
 /*
@@ -104,6 +181,7 @@ persist_create_source_type(int32 seq, Oid table_rowtype)
 	ReleaseTupleDesc(desc);
 	snprintf(typname, sizeof(typname), "source_%d", seq);
 	run_ddl(psprintf("CREATE TYPE peek.%s AS (%s)", typname, cols.data));
+	run_ddl(psprintf("REVOKE USAGE ON TYPE peek.%s FROM PUBLIC", typname));
 	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(typname),
 						   ObjectIdGetDatum(get_namespace_oid("peek", false)));
 }
@@ -445,7 +523,8 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 	SPI_connect();
 	portal = SPI_cursor_open_with_args(NULL,
 									   psprintf("SELECT time, diff, data FROM peek.%s "
-												"WHERE time >= $1 AND time < $2",
+												"WHERE time OPERATOR(pg_catalog.>=) $1 "
+												"AND time OPERATOR(pg_catalog.<) $2",
 												quote_identifier(relname)),
 									   2, argtypes, args, NULL, true, 0);
 	for (;;)
@@ -480,7 +559,9 @@ persist_count_range(Oid shard, int64 lower, int64 upper)
 	int64		count;
 
 	SPI_connect();
-	if (SPI_execute_with_args(psprintf("SELECT count(*) FROM peek.%s WHERE time >= $1 AND time < $2",
+	if (SPI_execute_with_args(psprintf("SELECT pg_catalog.count(*) FROM peek.%s "
+									   "WHERE time OPERATOR(pg_catalog.>=) $1 "
+									   "AND time OPERATOR(pg_catalog.<) $2",
 									   quote_identifier(get_rel_name(shard))),
 							  2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "pg_peek: could not count shard %u", shard);

@@ -116,6 +116,7 @@ _PG_init(void)
 	peek_runtime_register();
 	peek_backend_init();
 	catalog_init();
+	persist_init();
 }
 
 int

@@ -18,6 +18,9 @@
  */
 typedef int64 PeekObjectId;
 
+#define PEEK_OBJECT_ID(extension, seq)	(((int64) (extension) << 32) | (int64) (seq))
+#define PEEK_OBJECT_EXTENSION(id)		((Oid) ((uint64) (id) >> 32))
+
 #define PEEK_KIND_COLLECTION	'c'
 #define PEEK_KIND_INDEX			'i'
 
@@ -54,6 +57,7 @@ extern void peek_shmem_init(void);
 extern void peek_runtime_register(void);
 extern void peek_backend_init(void);
 extern void catalog_init(void);
+extern void persist_init(void);
 
 /* helpers */
 extern int	peek_runtime_count(void);

@@ -29,6 +29,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
@@ -197,6 +198,8 @@ peek_runtime_main(Datum arg)
 	pqsignal(SIGINT, SIG_IGN);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(peek_database, NULL, 0);
+	/* the runtime is a superuser: the database's search_path is not its own */
+	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
 	peek_attach();
 
 	/*

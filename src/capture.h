@@ -24,6 +24,9 @@ typedef enum PeekIsolation
 
 extern int	peek_isolation;
 
+/* the loader worker */
+extern PGDLLEXPORT void capture_loader_main(Datum arg);
+
 /* maintenance runtime */
 extern void capture_reset(void);
 extern int64 capture_adopt(CatalogObject *source);

@@ -273,6 +273,13 @@ peek_create_source(PG_FUNCTION_ARGS)
 				 errmsg("cannot capture table \"%s\": it is %s", relname,
 						rel->relpersistence == RELPERSISTENCE_TEMP ? "temporary" : "unlogged"),
 				 errdetail("Its changes are not written to the WAL.")));
+	/* the source's rows are read as a superuser: no policy would apply */
+	if (rel->relrowsecurity)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot capture table \"%s\": it has row-level security enabled", relname),
+				 errdetail("A source would show every row of the table to whoever may SELECT from it, whatever its policies."),
+				 errhint("Capture a table without row-level security, or run ALTER TABLE ... DISABLE ROW LEVEL SECURITY first.")));
 	ReleaseSysCache(tup);
 	if (IsCatalogRelationOid(relid))
 		ereport(ERROR,

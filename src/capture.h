@@ -2,7 +2,8 @@
  *
  * capture.h
  *	  Sources: collections fed from a table's changes through logical
- *	  decoding, run by the maintenance runtime.
+ *	  decoding, run by the maintenance runtime; each loaded first by a
+ *	  loader worker.
  *
  *-------------------------------------------------------------------------
  */

@@ -279,7 +279,7 @@ peek_create_source(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot capture table \"%s\": it has row-level security enabled", relname),
 				 errdetail("A source would show every row of the table to whoever may SELECT from it, whatever its policies."),
-				 errhint("Capture a table without row-level security, or run ALTER TABLE ... DISABLE ROW LEVEL SECURITY first.")));
+				 errhint("Sources cannot apply row-level security policies: capture a table that has none.")));
 	ReleaseSysCache(tup);
 	if (IsCatalogRelationOid(relid))
 		ereport(ERROR,

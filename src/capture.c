@@ -764,7 +764,7 @@ decode_round(CaptureStream *s)
 	MemoryContext old;
 	bool		wrote;
 	int64		upper;
-	char	   *failure;
+	char	   *failure = NULL;
 	bool		exists;
 
 	/*
@@ -794,11 +794,16 @@ decode_round(CaptureStream *s)
 	 */
 	old = MemoryContextSwitchTo(s->cxt);
 	ReplicationSlotAcquire(s->slot_name, true);
-	if (s->ctx != NULL && MyReplicationSlot->data.confirmed_flush != s->confirmed)
+	/* invalidated: neither the WAL nor the catalog rows it needs are kept */
+	if (XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))
+		failure = "the WAL its replication slot needs was removed (max_slot_wal_keep_size)";
+	else if (s->ctx != NULL && MyReplicationSlot->data.confirmed_flush != s->confirmed)
+		failure = "its replication slot was advanced by another process";
+	if (failure != NULL)
 	{
 		ReplicationSlotRelease();
 		MemoryContextSwitchTo(old);
-		fail_stream(s, "its replication slot was advanced by another process");
+		fail_stream(s, failure);
 		return true;
 	}
 	if (s->ctx == NULL)
@@ -878,13 +883,24 @@ decode_round(CaptureStream *s)
 	return true;
 }
 
+/* An error the same round may not meet again: a lock or a slot busy for now. */
+static bool
+error_is_transient(int sqlerrcode)
+{
+	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK ||
+		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		sqlerrcode == ERRCODE_OBJECT_IN_USE;
+}
+
 /*
  * A round whose error fails only its source.  The error may come from
  * anywhere in the round (the slot, the WAL, the plugin, the shard), inside
  * the round's transaction, one the reorder buffer started, or none: undo
  * what it left as a top-level error handler would, then fail the source.
- * A slot someone else took meanwhile is tried again on the next round; a
- * cancel is the runtime's business.
+ * After a transient error (a lock timeout, a slot someone else took for a
+ * moment) the source decodes again from its slot on the next round: the
+ * durable upper tells the changes the shard has.  A cancel is the
+ * runtime's business.
  */
 static bool
 guarded_round(CaptureStream *s)
@@ -892,6 +908,7 @@ guarded_round(CaptureStream *s)
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	ErrorData  *edata;
+	SlotState	slot;
 	pid_t		active_pid;
 	volatile bool raised = false;
 
@@ -916,21 +933,22 @@ guarded_round(CaptureStream *s)
 		MemoryContextSwitchTo(cxt);
 		ereport(LOG,
 				(errmsg("pg_peek source " INT64_FORMAT " could not decode: %s", s->id, edata->message)));
-		switch (slot_state(s->slot_name, &active_pid))
+		slot = slot_state(s->slot_name, &active_pid);
+		if (slot == SLOT_GONE)
 		{
-			case SLOT_IN_USE:
-				discard_decoding(s, false);
-				s->read_upto = InvalidXLogRecPtr;
-				s->confirm_upto = InvalidXLogRecPtr;
-				break;
-			case SLOT_GONE:
-				fail_stream(s, "its replication slot was dropped");
-				raised = true;
-				break;
-			case SLOT_FREE:
-				fail_stream(s, psprintf("decoding its changes failed: %s", edata->message));
-				raised = true;
-				break;
+			fail_stream(s, "its replication slot was dropped");
+			raised = true;
+		}
+		else if (slot == SLOT_IN_USE || error_is_transient(edata->sqlerrcode))
+		{
+			discard_decoding(s, false);
+			s->read_upto = InvalidXLogRecPtr;
+			s->confirm_upto = InvalidXLogRecPtr;
+		}
+		else
+		{
+			fail_stream(s, psprintf("decoding its changes failed: %s", edata->message));
+			raised = true;
 		}
 	}
 	PG_END_TRY();

@@ -13,7 +13,10 @@
 #    loaded exactly once;
 #  * pg_drop_replication_slot on a source's slot fails that source (55000,
 #    "its replication slot was dropped"); no runtime restarts, the other
-#    objects go on, also after a server restart.
+#    objects go on, also after a server restart; so does WAL the slot
+#    needs being removed (max_slot_wal_keep_size);
+#  * a lock timeout in a decoding round is tried again: no runtime restart,
+#    no change lost or applied twice.
 # Throughout, the runtimes keep their pids (no restart) except across the
 # server restarts and the crash a SIGKILL causes.
 use strict;
@@ -294,4 +297,69 @@ ok(poll_until($node, "SELECT count(*) FROM pg_stat_activity WHERE backend_type =
 end_idle_xact($idle);
 
 $node->stop;
+
+# ---- errors while decoding -------------------------------------------------------------------
+
+# A lock timeout (set for the database) while a round waits for the source's
+# catalog row: the round is tried again, the source loses nothing.  Then WAL
+# the slot needs is removed: an open transaction with a change holds the
+# slot's restart_lsn back, max_slot_wal_keep_size is tiny, a checkpoint after
+# enough WAL invalidates the slot.  The source fails with the reason, nothing
+# restarts, also across a server restart.
+{
+	my $n = new_node('decoding_errors', conf => [ 'max_slot_wal_keep_size = 1MB', 'wal_keep_size = 0' ]);
+	my $strict_n = "SET pg_peek.isolation = 'strict serializable'; SET statement_timeout = '60s';";
+	$n->safe_psql('postgres', q{
+		CREATE EXTENSION pg_peek;
+		CREATE TABLE w (k int);
+		CREATE TABLE filler (x text);
+		INSERT INTO w VALUES (1);
+		SELECT peek.create_source('ws', 'w');
+		ALTER DATABASE postgres SET lock_timeout = '100ms';
+	});
+	ok(poll_until($n, "SELECT state FROM peek.collections WHERE name = 'ws'", 'ready'), 'ws: ready');
+	$n->restart;    # the runtimes take the database's lock_timeout
+	ok(poll_until($n, "SELECT bool_and(state = 'running') FROM peek.runtimes"), 'the runtimes run');
+	my $offset = -s $n->logfile;
+	my $locker = $n->background_psql('postgres');
+	$locker->query_safe("BEGIN; SELECT 1 FROM peek.objects WHERE name = 'ws' FOR UPDATE");
+	$n->safe_psql('postgres', 'INSERT INTO w VALUES (2)');
+	ok( eval {
+			$n->wait_for_log(qr/pg_peek source \d+ could not decode: canceling statement due to lock timeout/, $offset);
+			1;
+		},
+		'ws: a round meets the lock timeout');
+	sleep 1;
+	$locker->query_safe('COMMIT');
+	$locker->quit;
+	$n->safe_psql('postgres', 'INSERT INTO w VALUES (3)');
+	is($n->safe_psql('postgres', "$strict_n SELECT string_agg(k::text, ',' ORDER BY k) FROM peek.persist_peek(NULL::w, 'ws')"),
+		'1,2,3', 'ws: after the lock is gone, the source has every row once');
+	is($n->safe_psql('postgres', "SELECT bool_and(restarts = 0) FROM peek.runtimes"), 't',
+		'ws: no runtime restarted over the lock timeout');
+	$n->safe_psql('postgres', 'ALTER DATABASE postgres RESET lock_timeout');
+
+	my $holder = $n->background_psql('postgres');
+	$holder->query_safe("BEGIN; INSERT INTO filler VALUES ('held')");
+	for (1 .. 3)
+	{
+		$n->safe_psql('postgres',
+			"INSERT INTO filler SELECT repeat('y', 200) FROM generate_series(1, 100000); SELECT pg_switch_wal(); CHECKPOINT");
+	}
+	ok(poll_until($n, "SELECT state FROM peek.collections WHERE name = 'ws'", 'failed'),
+		'ws: failed once the WAL its slot needs is removed');
+	is($n->safe_psql('postgres', "SELECT failure FROM peek.collections WHERE name = 'ws'"),
+		'the WAL its replication slot needs was removed (max_slot_wal_keep_size)', 'ws: the failure says why');
+	eval { $holder->quit };
+	$n->restart;
+	ok(poll_until($n, "SELECT bool_and(state = 'running') FROM peek.runtimes"), 'after a restart: the runtimes run');
+	sleep 1;
+	is($n->safe_psql('postgres', "SELECT state FROM peek.collections WHERE name = 'ws'"), 'failed',
+		'after a restart: ws is still failed');
+	is($n->safe_psql('postgres', "SELECT bool_and(restarts = 0 AND state = 'running') FROM peek.runtimes"), 't',
+		'after a restart: no runtime restarted');
+	is($n->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots"), '0', 'ws: its slot is dropped');
+	$n->stop;
+}
+
 done_testing();

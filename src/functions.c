@@ -231,8 +231,8 @@ peek_drop_collection(PG_FUNCTION_ARGS)
 
 /*
  * create_source(name, table): a collection of the table's rows, fed from its
- * committed changes by the maintenance runtime, which creates the slot and
- * loads the existing rows once this transaction commits.
+ * committed changes by the maintenance runtime; once this transaction
+ * commits, a loader it starts creates the slot and loads the existing rows.
  */
 Datum
 peek_create_source(PG_FUNCTION_ARGS)

@@ -2,7 +2,7 @@
 -- decoding.  The initial load, INSERT/UPDATE/DELETE/TRUNCATE at their commit
 -- LSNs, earlier times, rollbacks, the table's row type (with a dropped
 -- column), read-your-writes under strict serializable, schema changes that
--- fail a source, privileges and bad input.
+-- fail a source, row-level security, privileges and bad input.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -174,6 +174,26 @@ SET pg_peek.isolation = 'strict serializable';
 SELECT * FROM peek.index_peek(NULL::orders, 'orders_by_id', ROW(9));
 RESET pg_peek.isolation;
 
+-- row-level security: a source reads its table as a superuser, so it would
+-- show every row to whoever may read the table.  A table with it is refused,
+-- and enabling it fails the source (at the ALTER, even on an idle table)
+CREATE TABLE secrets (id int PRIMARY KEY, owner_name text);
+INSERT INTO secrets VALUES (1, 'a'), (2, 'b');
+ALTER TABLE secrets ENABLE ROW LEVEL SECURITY;
+SELECT try($$SELECT peek.create_source('secrets_src', 'secrets')$$);
+SELECT count(*) FROM peek.collections WHERE name = 'secrets_src';
+ALTER TABLE secrets DISABLE ROW LEVEL SECURITY;
+SELECT peek.create_source('secrets_src', 'secrets');
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'secrets_src'$$);
+ALTER TABLE secrets ENABLE ROW LEVEL SECURITY;
+SELECT wait_for($$SELECT state = 'failed' FROM peek.collections WHERE name = 'secrets_src'$$);
+SELECT name, state, failure FROM peek.collections WHERE name = 'secrets_src';
+SELECT try($$SELECT * FROM peek.persist_peek(NULL::secrets, 'secrets_src')$$);
+SELECT bool_and(state = 'running') AS running,
+       string_agg(pid::text, ',' ORDER BY role) = :'runtime_pids' AS not_restarted
+  FROM peek.runtimes;
+SELECT peek.drop_source('secrets_src');
+
 -- drop_source removes the source, its indexes, its shard, its row type and
 -- its slot
 SELECT peek.drop_source('items_src');
@@ -189,7 +209,7 @@ SELECT relreplident FROM pg_class WHERE relname = 'orders';
 DROP PROCEDURE read_your_writes(int);
 DROP FUNCTION wal_now();
 DROP VIEW orders_view;
-DROP TABLE orders, items, bins, elsewhere, scratch;
+DROP TABLE orders, items, bins, elsewhere, scratch, secrets;
 SELECT peek.drop_collection('plain');
 DROP TYPE plain_row;
 REVOKE USAGE ON SCHEMA peek FROM peek_src_reader;

@@ -7,7 +7,12 @@
  *	  Each source owns a logical replication slot (plugin "pg_peek", see
  *	  decoder.c).  The slot is created and the table's existing rows loaded
  *	  in one transaction, with the snapshot the slot's creation exports, at
- *	  the time just before the slot's first decodable commit.  From then on
+ *	  the time just before the slot's first decodable commit.  That is done
+ *	  by a loader, a dynamic background worker per source being loaded
+ *	  (creating a slot waits for every running transaction with an xid, so
+ *	  the maintenance loop must not); the maintenance runtime starts it,
+ *	  learns that it stopped, re-reads the source's row and either decodes
+ *	  from the loaded position, or starts another loader.  From then on
  *	  every round decodes the WAL inserted so far (flushing it first),
  *	  appends the updates to the shard at their commit LSNs and records the
  *	  decoded position as the source's upper, in one transaction; only once
@@ -18,9 +23,11 @@
  *	  it is published (not written, which would make WAL to decode) up to
  *	  what has been decoded.
  *
- *	  A table that is dropped, altered to another row type or loses REPLICA
- *	  IDENTITY FULL fails its source (durably, with the reason); the slot
- *	  is dropped, the runtime carries on.
+ *	  A table that is dropped, altered to another row type, loses REPLICA
+ *	  IDENTITY FULL or gets row-level security fails its source (durably,
+ *	  with the reason); so does a slot that someone else dropped or
+ *	  advanced, or any error while decoding for it: the slot is dropped, the
+ *	  runtime carries on with the other sources.
  *
  *	  Backends use only the strict serializable read time and the nudge.
  *	  Must not publish (maintenance.c does, after a round) nor arrange.
@@ -39,13 +46,17 @@
 #include "catalog/pg_class.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "postmaster/bgworker.h"
 #include "replication/decode.h"
 #include "replication/logical.h"
 #include "replication/slot.h"
 #include "replication/snapbuild.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -54,7 +65,9 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 #include "utils/typcache.h"
+#include "utils/wait_event.h"
 
 #include "capture.h"
 #include "decoder.h"
@@ -68,6 +81,10 @@ int			peek_isolation = PEEK_ISOLATION_SERIALIZABLE;
 /* A round stops decoding at a commit once it holds this much. */
 #define CAPTURE_ROUND_BYTES		(64 * 1024 * 1024)
 
+/* A loader that stopped without loading is started again after this, doubling. */
+#define LOADER_RETRY_MIN_MS		1000
+#define LOADER_RETRY_MAX_MS		30000
+
 typedef struct CaptureStream
 {
 	PeekObjectId id;			/* key */
@@ -77,17 +94,25 @@ typedef struct CaptureStream
 	char		table[NAMEDATALEN]; /* for messages once the table is gone */
 	bool		loaded;			/* the initial load committed */
 	bool		failed;
+	BackgroundWorkerHandle *loader; /* loading it now */
+	TimestampTz loader_retry_at;	/* when to start a loader (again) */
+	int			loader_retry_ms;
+	bool		loader_waits;	/* no background worker was free (logged) */
 	int64		durable_upper;	/* the catalog's: the shard has what is before */
 	int64		upper;			/* decoded: every commit before it is known */
 	XLogRecPtr	read_upto;		/* where the reader stopped */
 	XLogRecPtr	confirm_upto;	/* to confirm to the slot once ... */
 	XLogRecPtr	confirm_after;	/* ... the WAL is flushed to here */
+	XLogRecPtr	confirmed;		/* the slot's confirmed position, as we left it */
 	LogicalDecodingContext *ctx;	/* kept across rounds, like a walsender's */
 	DecodedChanges changes;
 	MemoryContext cxt;
 } CaptureStream;
 
 static HTAB *streams = NULL;
+
+/* field4 of the advisory lock a loader holds on its source's id (SQL uses 1, 2) */
+#define PEEK_LOADER_LOCK_FIELD4	0x7065
 
 #define CAPTURE_XL_ROUTINE \
 	XL_ROUTINE(.page_read = read_local_xlog_page, \
@@ -118,46 +143,95 @@ trust_own_output_plugin(void)
 					PGC_SUSET, PGC_S_OVERRIDE);
 }
 
+typedef enum SlotState
+{
+	SLOT_FREE,
+	SLOT_IN_USE,				/* by another process */
+	SLOT_GONE
+} SlotState;
+
+static SlotState
+slot_state(const char *name, pid_t *active_pid)
+{
+	ReplicationSlot *slot = SearchNamedReplicationSlot(name, true);
+
+	if (slot == NULL)
+		return SLOT_GONE;
+	SpinLockAcquire(&slot->mutex);
+	*active_pid = slot->active_pid;
+	SpinLockRelease(&slot->mutex);
+	return *active_pid != 0 && *active_pid != MyProcPid ? SLOT_IN_USE : SLOT_FREE;
+}
+
 /* Drop a slot unless it is gone or someone else has it in use. */
 static void
 drop_slot(const char *name)
 {
-	ReplicationSlot *slot = SearchNamedReplicationSlot(name, true);
 	pid_t		active_pid;
 
-	if (slot == NULL)
-		return;
-	SpinLockAcquire(&slot->mutex);
-	active_pid = slot->active_pid;
-	SpinLockRelease(&slot->mutex);
-	if (active_pid != 0)
+	switch (slot_state(name, &active_pid))
 	{
-		ereport(LOG,
-				(errmsg("pg_peek could not drop replication slot \"%s\": it is in use by PID %d",
-						name, (int) active_pid)));
-		return;
+		case SLOT_GONE:
+			return;
+		case SLOT_IN_USE:
+			ereport(LOG,
+					(errmsg("pg_peek could not drop replication slot \"%s\": it is in use by PID %d",
+							name, (int) active_pid)));
+			return;
+		case SLOT_FREE:
+			break;
 	}
 	ReplicationSlotDrop(name, true);
 }
 
 /*
- * Let go of a stream's decoding and memory.  Freeing a decoding context
- * cleans up the reorder buffer's spill files under the acquired slot's
- * name; a slot someone else dropped leaves only the context's memory (which
- * lives in the stream's) and its open WAL segment to close.
+ * Let go of a stream's decoding (not of its row type and memory).  Freeing
+ * a decoding context cleans up the reorder buffer's spill files under the
+ * acquired slot's name; a slot someone else dropped or holds, or a context
+ * an error left half-way (whole = false), leaves only the context's memory
+ * and its open WAL segment to close (the spill files go with the slot, or
+ * when the next context starts).
  */
 static void
-free_stream(CaptureStream *s)
+discard_decoding(CaptureStream *s, bool whole)
 {
-	if (s->ctx != NULL && SearchNamedReplicationSlot(s->slot_name, true) != NULL)
+	pid_t		active_pid;
+
+	if (s->ctx == NULL)
+		return;
+	if (whole && slot_state(s->slot_name, &active_pid) == SLOT_FREE)
 	{
 		ReplicationSlotAcquire(s->slot_name, true);
 		FreeDecodingContext(s->ctx);
 		ReplicationSlotRelease();
 	}
-	else if (s->ctx != NULL && s->ctx->reader->seg.ws_file >= 0)
-		wal_segment_close(s->ctx->reader);
+	else
+	{
+		if (s->ctx->reader->seg.ws_file >= 0)
+			wal_segment_close(s->ctx->reader);
+		/* the reader and the reorder buffer live in it */
+		MemoryContextDelete(s->ctx->context);
+	}
 	s->ctx = NULL;
+}
+
+/* Stop the stream's loader, if any, and wait until it has let go of the slot. */
+static void
+stop_loader(CaptureStream *s)
+{
+	if (s->loader == NULL)
+		return;
+	TerminateBackgroundWorker(s->loader);
+	(void) WaitForBackgroundWorkerShutdown(s->loader);
+	pfree(s->loader);
+	s->loader = NULL;
+}
+
+static void
+free_stream(CaptureStream *s)
+{
+	stop_loader(s);
+	discard_decoding(s, true);
 	if (s->cxt != NULL)
 		MemoryContextDelete(s->cxt);
 	s->cxt = NULL;
@@ -185,28 +259,15 @@ capture_reset(void)
 						  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
-/*
- * Take on a source from its catalog row (in a transaction).  Returns the
- * upper to publish: what is durable, or further, what has been decoded.
- */
-int64
-capture_adopt(CatalogObject *source)
+/* A stream for a source's catalog row (in a transaction), not loaded yet. */
+static void
+stream_init(CaptureStream *s, CatalogObject *source)
 {
-	CaptureStream *s;
-	bool		found;
 	TupleDesc	desc;
 	MemoryContext old;
 	char	   *table;
 
-	if (source->failure != NULL)
-	{
-		capture_forget(source->id);
-		return source->upper;
-	}
-	s = hash_search(streams, &source->id, HASH_ENTER, &found);
-	if (found)
-		return Max(source->upper, s->upper);
-
+	s->id = source->id;
 	s->relid = source->source;
 	s->shard = source->shard;
 	slot_name_for(source->id, s->slot_name);
@@ -215,11 +276,16 @@ capture_adopt(CatalogObject *source)
 		strlcpy(s->table, table, NAMEDATALEN);
 	else
 		snprintf(s->table, NAMEDATALEN, "%u", source->source);
-	s->loaded = source->upper > 0;
+	s->loaded = false;
 	s->failed = false;
-	s->durable_upper = s->upper = source->upper;
+	s->loader = NULL;
+	s->loader_retry_at = 0;
+	s->loader_retry_ms = LOADER_RETRY_MIN_MS;
+	s->loader_waits = false;
+	s->durable_upper = s->upper = 0;
 	s->read_upto = InvalidXLogRecPtr;
 	s->confirm_upto = InvalidXLogRecPtr;
+	s->confirmed = InvalidXLogRecPtr;
 	s->ctx = NULL;
 	s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek capture stream",
 								   ALLOCSET_DEFAULT_SIZES);
@@ -233,10 +299,41 @@ capture_adopt(CatalogObject *source)
 	MemoryContextSwitchTo(old);
 	ReleaseTupleDesc(desc);
 	decoder_reset(&s->changes);
-	return source->upper;
 }
 
-/* A dropped or failed source: let go of its decoding and its slot. */
+/* The load committed: decode from its position (the slot's start). */
+static void
+stream_loaded(CaptureStream *s, int64 upper)
+{
+	s->loaded = true;
+	s->durable_upper = s->upper = upper;
+}
+
+/*
+ * Take on a source from its catalog row (in a transaction).  Returns the
+ * upper to publish: what is durable, or further, what has been decoded.
+ * A row re-read once its loader stopped tells whether the load committed.
+ */
+int64
+capture_adopt(CatalogObject *source)
+{
+	CaptureStream *s;
+	bool		found;
+
+	if (source->failure != NULL)
+	{
+		capture_forget(source->id);
+		return source->upper;
+	}
+	s = hash_search(streams, &source->id, HASH_ENTER, &found);
+	if (!found)
+		stream_init(s, source);
+	if (!s->loaded && s->loader == NULL && source->upper > 0)
+		stream_loaded(s, source->upper);
+	return Max(source->upper, s->upper);
+}
+
+/* A dropped or failed source: let go of its loader, its decoding and its slot. */
 void
 capture_forget(PeekObjectId id)
 {
@@ -319,6 +416,8 @@ check_table(CaptureStream *s, bool wait)
 	strlcpy(s->table, NameStr(rel->relname), NAMEDATALEN);
 	if (rel->relreplident != REPLICA_IDENTITY_FULL)
 		failure = psprintf("table \"%s\" no longer has REPLICA IDENTITY FULL", s->table);
+	else if (rel->relrowsecurity)
+		failure = psprintf(ROW_SECURITY_FAILURE, s->table);
 	else
 	{
 		desc = lookup_rowtype_tupdesc(rel->reltype, -1);
@@ -377,10 +476,31 @@ fail_source(CaptureStream *s, const char *failure)
 }
 
 /*
+ * Fail a loaded source outside a round: record why (durably: the slot goes
+ * next) and let go of its decoding and its slot.
+ */
+static void
+fail_stream(CaptureStream *s, const char *failure)
+{
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	(void) set_config_option("synchronous_commit", "on",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	/* dropped meanwhile: the catalog notice forgets it */
+	if (catalog_lock_extension() && catalog_lock_row(s->id, false))
+		fail_source(s, failure);
+	s->failed = true;
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	discard_decoding(s, false);
+	drop_slot(s->slot_name);
+}
+
+/*
  * Create the slot and load the table's rows, in one transaction run with
  * the snapshot the slot exports: rows committed before the slot's start are
  * in the snapshot, later commits will be decoded.  The rows get the time
- * just before the start, and the start becomes the upper.
+ * just before the start, and the start becomes the upper.  In a loader.
  */
 static void
 load_source(CaptureStream *s)
@@ -437,12 +557,118 @@ load_source(CaptureStream *s)
 		drop_slot(s->slot_name);
 		return;
 	}
-	s->loaded = true;
-	s->durable_upper = s->upper = (int64) start;
-	s->read_upto = start;
 	ereport(LOG,
 			(errmsg("pg_peek source " INT64_FORMAT " loaded table \"%s\" at %X/%X",
 					s->id, s->table, LSN_FORMAT_ARGS(start))));
+}
+
+/*
+ * A loader: a dynamic background worker that loads one source (its id in
+ * bgw_extra, its database in bgw_main_arg), then exits.  An error exits
+ * too, leaving a persistent slot at most, which the next loader drops.  One
+ * loader per source at a time: one that an earlier maintenance runtime
+ * started (and that outlived it) finishes before another looks.
+ */
+void
+capture_loader_main(Datum arg)
+{
+	PeekObjectId id;
+	CaptureStream s;
+	LOCKTAG		tag;
+	bool		load = false;
+	ListCell   *lc;
+
+	memcpy(&id, MyBgworkerEntry->bgw_extra, sizeof(PeekObjectId));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
+	SetConfigOption("search_path", "pg_catalog", PGC_SUSET, PGC_S_OVERRIDE);
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (id >> 32), (uint32) id,
+						 PEEK_LOADER_LOCK_FIELD4);
+	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (catalog_lock_extension())
+		foreach(lc, catalog_read(&id, 1))
+		{
+			CatalogObject *obj = lfirst(lc);
+
+			if (obj->id == id && OidIsValid(obj->source) && obj->failure == NULL &&
+				obj->upper == 0)
+			{
+				stream_init(&s, obj);
+				load = true;
+			}
+		}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	if (load)
+		load_source(&s);
+}
+
+/* Start a loader for the stream; without a free background worker, later. */
+static void
+start_loader(CaptureStream *s)
+{
+	BackgroundWorker worker;
+	MemoryContext old;
+	bool		started;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_peek");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "capture_loader_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_peek loader for source " INT64_FORMAT, s->id);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_peek loader");
+	worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
+	memcpy(worker.bgw_extra, &s->id, sizeof(PeekObjectId));
+	worker.bgw_notify_pid = MyProcPid;
+
+	old = MemoryContextSwitchTo(s->cxt);
+	started = RegisterDynamicBackgroundWorker(&worker, &s->loader);
+	MemoryContextSwitchTo(old);
+	if (started)
+	{
+		s->loader_waits = false;
+		return;
+	}
+	s->loader = NULL;
+	if (!s->loader_waits)
+		ereport(LOG,
+				(errmsg("pg_peek source " INT64_FORMAT " waits for a background worker to load table \"%s\"",
+						s->id, s->table),
+				 errhint("Raise max_worker_processes.")));
+	s->loader_waits = true;
+	s->loader_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LOADER_RETRY_MIN_MS);
+}
+
+/*
+ * A source not loaded yet: start its loader when due.  Returns true once
+ * the loader has stopped, so that the source's row is read again: loaded,
+ * failed, or (killed, or an error) to be loaded by another loader later.
+ */
+static bool
+loader_step(CaptureStream *s)
+{
+	pid_t		pid;
+
+	if (s->loader == NULL)
+	{
+		if (GetCurrentTimestamp() >= s->loader_retry_at)
+			start_loader(s);
+		return false;
+	}
+	if (GetBackgroundWorkerPid(s->loader, &pid) != BGWH_STOPPED)
+		return false;
+	pfree(s->loader);
+	s->loader = NULL;
+	s->loader_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), s->loader_retry_ms);
+	s->loader_retry_ms = Min(s->loader_retry_ms * 2, LOADER_RETRY_MAX_MS);
+	return true;
 }
 
 /*
@@ -518,6 +744,7 @@ confirm_if_flushed(CaptureStream *s)
 	ReplicationSlotAcquire(s->slot_name, true);
 	LogicalConfirmReceivedLocation(s->confirm_upto);
 	ReplicationSlotMarkDirty();
+	s->confirmed = MyReplicationSlot->data.confirmed_flush;
 	ReplicationSlotRelease();
 	s->confirm_upto = InvalidXLogRecPtr;
 }
@@ -533,12 +760,28 @@ static bool
 decode_round(CaptureStream *s)
 {
 	XLogRecPtr	end_of_wal;
+	pid_t		active_pid;
 	MemoryContext old;
 	bool		wrote;
 	int64		upper;
-	char	   *failure;
+	char	   *failure = NULL;
 	bool		exists;
 
+	/*
+	 * The slot is the source's, but a superuser or a REPLICATION role can
+	 * drop it, use it for a while (the plugin refuses to decode for them:
+	 * wait) or advance it past changes the shard does not have.
+	 */
+	switch (slot_state(s->slot_name, &active_pid))
+	{
+		case SLOT_GONE:
+			fail_stream(s, "its replication slot was dropped");
+			return true;
+		case SLOT_IN_USE:
+			return false;
+		case SLOT_FREE:
+			break;
+	}
 	if (GetXLogInsertRecPtr() <= s->read_upto + page_header_at(s->read_upto))
 		return false;
 	/* a record boundary: records before it are whole and flushed */
@@ -551,6 +794,18 @@ decode_round(CaptureStream *s)
 	 */
 	old = MemoryContextSwitchTo(s->cxt);
 	ReplicationSlotAcquire(s->slot_name, true);
+	/* invalidated: neither the WAL nor the catalog rows it needs are kept */
+	if (XLogRecPtrIsInvalid(MyReplicationSlot->data.restart_lsn))
+		failure = "the WAL its replication slot needs was removed (max_slot_wal_keep_size)";
+	else if (s->ctx != NULL && MyReplicationSlot->data.confirmed_flush != s->confirmed)
+		failure = "its replication slot was advanced by another process";
+	if (failure != NULL)
+	{
+		ReplicationSlotRelease();
+		MemoryContextSwitchTo(old);
+		fail_stream(s, failure);
+		return true;
+	}
 	if (s->ctx == NULL)
 	{
 		decoder_collect_into(&s->changes);
@@ -558,6 +813,7 @@ decode_round(CaptureStream *s)
 		s->ctx = CreateDecodingContext(InvalidXLogRecPtr, NIL, false, CAPTURE_XL_ROUTINE,
 									   NULL, NULL, NULL);
 		XLogBeginRead(s->ctx->reader, MyReplicationSlot->data.restart_lsn);
+		s->confirmed = MyReplicationSlot->data.confirmed_flush;
 	}
 	decoder_reset(&s->changes);
 	while (decoded_upper(s->ctx->reader->EndRecPtr) < (int64) end_of_wal &&
@@ -612,7 +868,7 @@ decode_round(CaptureStream *s)
 	decoder_reset(&s->changes);
 	if (failure != NULL)
 	{
-		free_stream(s);
+		discard_decoding(s, true);
 		drop_slot(s->slot_name);
 		return true;
 	}
@@ -625,6 +881,78 @@ decode_round(CaptureStream *s)
 		return false;
 	s->upper = upper;
 	return true;
+}
+
+/* An error the same round may not meet again: a lock or a slot busy for now. */
+static bool
+error_is_transient(int sqlerrcode)
+{
+	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK ||
+		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		sqlerrcode == ERRCODE_OBJECT_IN_USE;
+}
+
+/*
+ * A round whose error fails only its source.  The error may come from
+ * anywhere in the round (the slot, the WAL, the plugin, the shard), inside
+ * the round's transaction, one the reorder buffer started, or none: undo
+ * what it left as a top-level error handler would, then fail the source.
+ * After a transient error (a lock timeout, a slot someone else took for a
+ * moment) the source decodes again from its slot on the next round: the
+ * durable upper tells the changes the shard has.  A cancel is the
+ * runtime's business.
+ */
+static bool
+guarded_round(CaptureStream *s)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *edata;
+	SlotState	slot;
+	pid_t		active_pid;
+	volatile bool raised = false;
+
+	PG_TRY();
+	{
+		raised = decode_round(s);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			PG_RE_THROW();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		LWLockReleaseAll();
+		ConditionVariableCancelSleep();
+		pgstat_report_wait_end();
+		if (MyReplicationSlot != NULL)
+			ReplicationSlotRelease();
+		CurrentResourceOwner = owner;
+		MemoryContextSwitchTo(cxt);
+		ereport(LOG,
+				(errmsg("pg_peek source " INT64_FORMAT " could not decode: %s", s->id, edata->message)));
+		slot = slot_state(s->slot_name, &active_pid);
+		if (slot == SLOT_GONE)
+		{
+			fail_stream(s, "its replication slot was dropped");
+			raised = true;
+		}
+		else if (slot == SLOT_IN_USE || error_is_transient(edata->sqlerrcode))
+		{
+			discard_decoding(s, false);
+			s->read_upto = InvalidXLogRecPtr;
+			s->confirm_upto = InvalidXLogRecPtr;
+		}
+		else
+		{
+			fail_stream(s, psprintf("decoding its changes failed: %s", edata->message));
+			raised = true;
+		}
+	}
+	PG_END_TRY();
+	return raised;
 }
 
 /*
@@ -653,13 +981,7 @@ capture_step(void)
 		bool		raised;
 
 		s = hash_search(streams, &id, HASH_FIND, NULL);
-		if (!s->loaded)
-		{
-			load_source(s);
-			raised = true;
-		}
-		else
-			raised = decode_round(s);
+		raised = s->loaded ? guarded_round(s) : loader_step(s);
 		if (raised)
 		{
 			PeekObjectId *copy = palloc(sizeof(PeekObjectId));

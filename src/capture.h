@@ -2,7 +2,8 @@
  *
  * capture.h
  *	  Sources: collections fed from a table's changes through logical
- *	  decoding, run by the maintenance runtime.
+ *	  decoding, run by the maintenance runtime; each loaded first by a
+ *	  loader worker.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +24,9 @@ typedef enum PeekIsolation
 } PeekIsolation;
 
 extern int	peek_isolation;
+
+/* the loader worker */
+extern PGDLLEXPORT void capture_loader_main(Datum arg);
 
 /* maintenance runtime */
 extern void capture_reset(void);

@@ -12,7 +12,8 @@
  *	  Runs inside the reorder buffer's replay under a historic snapshot, so
  *	  it must not read user tables and must not raise an error for a change
  *	  it cannot capture (a row type that no longer matches, an old row the
- *	  WAL does not carry): it records why instead, and the source fails.
+ *	  WAL does not carry, a table that got row-level security): it records
+ *	  why instead, and the source fails.
  *
  *-------------------------------------------------------------------------
  */
@@ -181,6 +182,13 @@ decoder_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		old_tuple = &change->data.tp.oldtuple->tuple;
 	if (change->data.tp.newtuple != NULL)
 		new_tuple = &change->data.tp.newtuple->tuple;
+
+	/* from this commit on, its rows are no longer for every reader */
+	if (relation->rd_rel->relrowsecurity)
+	{
+		fail_at(changes, txn, psprintf(ROW_SECURITY_FAILURE, table));
+		return;
+	}
 
 	/* retracting a row needs all of it: only REPLICA IDENTITY FULL logs that */
 	if (change->action != REORDER_BUFFER_CHANGE_INSERT &&

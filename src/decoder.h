@@ -38,6 +38,10 @@ typedef struct DecodedChanges
 	int64		failed_at;		/* ... and its commit LSN */
 } DecodedChanges;
 
+/* a source reads its table as a superuser: row-level security fails it */
+#define ROW_SECURITY_FAILURE \
+	"table \"%s\" has row-level security enabled: a source would show every row to whoever may read the table"
+
 extern void decoder_collect_into(DecodedChanges *changes);
 extern void decoder_reset(DecodedChanges *changes);
 extern Datum decoder_table_row(TupleDesc table_desc, HeapTuple tuple, HeapTuple old_tuple,

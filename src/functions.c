@@ -284,8 +284,8 @@ peek_drop_collection(PG_FUNCTION_ARGS)
 
 /*
  * create_source(name, table): a collection of the table's rows, fed from its
- * committed changes by the maintenance runtime, which creates the slot and
- * loads the existing rows once this transaction commits.
+ * committed changes by the maintenance runtime; once this transaction
+ * commits, a loader it starts creates the slot and loads the existing rows.
  */
 Datum
 peek_create_source(PG_FUNCTION_ARGS)
@@ -326,6 +326,13 @@ peek_create_source(PG_FUNCTION_ARGS)
 				 errmsg("cannot capture table \"%s\": it is %s", relname,
 						rel->relpersistence == RELPERSISTENCE_TEMP ? "temporary" : "unlogged"),
 				 errdetail("Its changes are not written to the WAL.")));
+	/* the source's rows are read as a superuser: no policy would apply */
+	if (rel->relrowsecurity)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot capture table \"%s\": it has row-level security enabled", relname),
+				 errdetail("A source would show every row of the table to whoever may SELECT from it, whatever its policies."),
+				 errhint("Sources cannot apply row-level security policies: capture a table that has none.")));
 	ReleaseSysCache(tup);
 	if (IsCatalogRelationOid(relid))
 		ereport(ERROR,

@@ -10,7 +10,8 @@
 #  * crash 1: SIGKILL of a client backend (the postmaster restarts all);
 #  * crash 2: SIGKILL of the runtime that decodes (maintenance, or solo);
 #  * then a load with no crash;
-#  * crash 3: SIGKILL of that runtime while it loads a 300000-row table: the
+#  * crash 3: SIGKILL of that runtime while its loader loads a 300000-row
+#    table (the crash takes the loader down too): the
 #    load starts again (its slot too) and the source equals the table.
 #  * After each: every (time, row) of the shard sums to -1, 0 or 1 (a change
 #    applied twice would give 2), no row sums to a negative count, and the
@@ -194,7 +195,7 @@ $tx = finish_load(start_load(3));
 cmp_ok($tx, '>', 0, "after the crashes: pgbench committed $tx more transactions");
 check_source('after the crashes');
 
-# ---- crash 3: SIGKILL of the runtime while it loads a table ---------------------------------
+# ---- crash 3: SIGKILL of the runtime while a source loads ------------------------------------
 
 sql(q{
 	CREATE TABLE big (k int, v text);

@@ -4,6 +4,7 @@
 MODULE_big = pg_peek
 OBJS = \
 	src/pg_peek.o \
+	src/config.o \
 	src/shmem.o \
 	src/registry.o \
 	src/runtime.o \

@@ -21,6 +21,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "config.h"
 #include "postgres.h"
 
 #include "access/htup_details.h"
@@ -218,14 +219,14 @@ batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
 
 	if (!reserve_memory(size))
 		return InvalidDsaPointer;
-	dp = dsa_allocate_extended(peek_dsa(), size, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
+	dp = dsa_allocate_extended(shmem_dsa(), size, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(dp))
 	{
 		pg_atomic_fetch_sub_u64(&peek_shared->arrangement_bytes, size);
 		return InvalidDsaPointer;
 	}
 
-	batch = dsa_get_address(peek_dsa(), dp);
+	batch = dsa_get_address(shmem_dsa(), dp);
 	pg_atomic_init_u32(&batch->refcount, 1);
 	batch->index = index;
 	batch->nentries = out;
@@ -295,7 +296,7 @@ batch_merge(PeekObjectId index, dsa_pointer *inputs, int ninputs, int64 since)
 Batch *
 batch_get(dsa_pointer dp)
 {
-	return (Batch *) dsa_get_address(peek_dsa(), dp);
+	return (Batch *) dsa_get_address(shmem_dsa(), dp);
 }
 
 void
@@ -313,6 +314,6 @@ batch_unpin(dsa_pointer dp)
 	if (pg_atomic_fetch_sub_u32(&batch->refcount, 1) == 1)
 	{
 		pg_atomic_fetch_sub_u64(&peek_shared->arrangement_bytes, batch->size);
-		dsa_free(peek_dsa(), dp);
+		dsa_free(shmem_dsa(), dp);
 	}
 }

@@ -76,8 +76,6 @@
 #include "rows.h"
 #include "shmem.h"
 
-int			peek_isolation = PEEK_ISOLATION_SERIALIZABLE;
-
 /* A round stops decoding at a commit once it holds this much. */
 #define CAPTURE_ROUND_BYTES		(64 * 1024 * 1024)
 

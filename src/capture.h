@@ -16,15 +16,6 @@
 
 #include "catalog.h"
 
-/* pg_peek.isolation */
-typedef enum PeekIsolation
-{
-	PEEK_ISOLATION_SERIALIZABLE,
-	PEEK_ISOLATION_STRICT_SERIALIZABLE
-} PeekIsolation;
-
-extern int	peek_isolation;
-
 /* the loader worker */
 extern PGDLLEXPORT void capture_loader_main(Datum arg);
 

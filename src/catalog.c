@@ -15,6 +15,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "config.h"
 #include "postgres.h"
 
 #include "access/xact.h"
@@ -675,7 +676,7 @@ notify_catalog_changed(PeekObjectId id)
 void
 notify_dropped(PeekObjectId id)
 {
-	(void) peek_registry_table();
+	registry_attach();
 	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 1);
 }
 
@@ -742,7 +743,7 @@ send_notices(void)
 		}
 		if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && cmd->value == 1)
 			registry_tombstone(cmd->object);
-		for (int r = 0; r < peek_runtime_count(); r++)
+		for (int r = 0; r < config_runtime_count(); r++)
 		{
 			if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && r != PEEK_RUNTIME_MAINTENANCE)
 				continue;

@@ -11,6 +11,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "config.h"
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
@@ -686,7 +687,7 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 	bool		dropped = false;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	peek_attach();
+	registry_attach();
 retry:
 	dropped = false;
 	coll = &peeked_object(name, PEEK_KIND_COLLECTION, rowtype, &cached)->obj;
@@ -901,7 +902,7 @@ peek_index_peek(PG_FUNCTION_ARGS)
 	bool		dropped = false;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	peek_attach();
+	registry_attach();
 retry:
 	dropped = false;
 	peeked = peeked_object(name, PEEK_KIND_INDEX, rowtype, &cached);

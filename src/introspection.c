@@ -8,6 +8,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "config.h"
 #include "postgres.h"
 
 #include "fmgr.h"
@@ -113,8 +114,8 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 	InitMaterializedSRF(fcinfo, 0);
-	peek_attach();
-	for (int r = 0; r < peek_runtime_count(); r++)
+	registry_attach();
+	for (int r = 0; r < config_runtime_count(); r++)
 	{
 		RuntimeSlot *rt = &peek_shared->runtimes[r];
 		Datum		values[7 + RC_NUM_COUNTERS];
@@ -133,7 +134,7 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 		max_memory_kb = rt->max_memory_kb;
 		SpinLockRelease(&rt->mutex);
 
-		values[0] = CStringGetTextDatum(peek_role_name(peek_runtime_role(r)));
+		values[0] = CStringGetTextDatum(config_role_name(config_runtime_role(r)));
 		values[1] = Int32GetDatum(pid);
 		nulls[1] = pid == 0;
 		values[2] = CStringGetTextDatum(runtime_state_name(state));
@@ -160,7 +161,7 @@ peek_registry_status(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	peek_attach();
+	registry_attach();
 	foreach(lc, registry_snapshot())
 	{
 		RegistryEntry *e = lfirst(lc);
@@ -201,7 +202,7 @@ peek_runtime_object_status(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	peek_attach();
+	registry_attach();
 	foreach(lc, registry_snapshot())
 	{
 		RegistryEntry *e = lfirst(lc);
@@ -209,13 +210,13 @@ peek_runtime_object_status(PG_FUNCTION_ARGS)
 		if (is_hidden(hidden, e->id))
 			continue;
 
-		for (int r = 0; r < peek_runtime_count(); r++)
+		for (int r = 0; r < config_runtime_count(); r++)
 		{
 			Datum		values[7];
 			bool		nulls[7] = {0};
 
 			values[0] = Int64GetDatum(e->id);
-			values[1] = CStringGetTextDatum(peek_role_name(peek_runtime_role(r)));
+			values[1] = CStringGetTextDatum(config_role_name(config_runtime_role(r)));
 			values[2] = Int64GetDatum(e->standing_hold[r]);
 			values[3] = Int32GetDatum(e->waiters[r]);
 			values[4] = Int32GetDatum((int32) pg_atomic_read_u32(&e->live_handles[r]));
@@ -235,7 +236,7 @@ peek_peek_hold_status(PG_FUNCTION_ARGS)
 	HTAB	   *hidden = hidden_objects();
 
 	InitMaterializedSRF(fcinfo, 0);
-	peek_attach();
+	registry_attach();
 	for (int i = 0; i < peek_shared->nslots; i++)
 	{
 		PeekSlot   *slot = &peek_shared->slots[i];
@@ -255,7 +256,7 @@ peek_peek_hold_status(PG_FUNCTION_ARGS)
 		if (object == 0 || is_hidden(hidden, object))
 			continue;
 		values[0] = Int64GetDatum(object);
-		values[1] = CStringGetTextDatum(peek_role_name(peek_runtime_role(runtime)));
+		values[1] = CStringGetTextDatum(config_role_name(config_runtime_role(runtime)));
 		values[2] = Int64GetDatum(time);
 		values[3] = UUIDPGetDatum(&uuid);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -270,8 +271,8 @@ peek_duration_status(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 	InitMaterializedSRF(fcinfo, 0);
-	peek_attach();
-	for (int r = 0; r < peek_runtime_count(); r++)
+	registry_attach();
+	for (int r = 0; r < config_runtime_count(); r++)
 		for (int k = 0; k < PEEK_DURATION_KINDS; k++)
 			for (int b = 0; b < PEEK_DURATION_BUCKETS; b++)
 			{
@@ -281,7 +282,7 @@ peek_duration_status(PG_FUNCTION_ARGS)
 
 				if (count == 0)
 					continue;
-				values[0] = CStringGetTextDatum(peek_role_name(peek_runtime_role(r)));
+				values[0] = CStringGetTextDatum(config_role_name(config_runtime_role(r)));
 				values[1] = CStringGetTextDatum(k == 1 ? "index" : "persist");
 				values[2] = Int64GetDatum((int64) ((uint64) 1 << b));
 				values[3] = Int64GetDatum((int64) count);
@@ -305,7 +306,7 @@ peek_active_peek_status(PG_FUNCTION_ARGS)
 	HTAB	   *hidden = hidden_objects();
 
 	InitMaterializedSRF(fcinfo, 0);
-	peek_attach();
+	registry_attach();
 	for (int i = 0; i < peek_shared->nslots; i++)
 	{
 		PeekSlot   *slot = &peek_shared->slots[i];
@@ -327,7 +328,7 @@ peek_active_peek_status(PG_FUNCTION_ARGS)
 		values[2] = CStringGetTextDatum(copy.kind == PEEK_KIND_INDEX ? "index" : "persist");
 		values[3] = Int64GetDatum(copy.time);
 		nulls[3] = copy.time == PEEK_TIME_LATEST;
-		values[4] = CStringGetTextDatum(peek_role_name(peek_runtime_role(copy.runtime)));
+		values[4] = CStringGetTextDatum(config_role_name(config_runtime_role(copy.runtime)));
 		values[5] = CStringGetTextDatum(peek_state_name(copy.state));
 		values[6] = Int32GetDatum(copy.backend_pid);
 		values[7] = TimestampTzGetDatum(copy.submitted_at);
@@ -360,7 +361,7 @@ peek_collection_rows(PG_FUNCTION_ARGS)
 	if (!persist_lock_shard(coll->shard))
 		PG_RETURN_NULL();
 	upper = coll->upper;
-	peek_attach();
+	registry_attach();
 	entry = registry_lock(coll->id, false, NULL);
 	if (entry != NULL)
 	{

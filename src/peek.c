@@ -24,6 +24,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "config.h"
 #include "postgres.h"
 
 #include "access/xact.h"
@@ -145,7 +146,7 @@ raise_runtime_missing(int runtime)
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("pg_peek %s runtime is not running",
-					peek_role_name(peek_runtime_role(runtime))),
+					config_role_name(config_runtime_role(runtime))),
 			 errdetail("The peek waited %d ms for the runtime to start.",
 					   peek_runtime_wait_ms),
 			 errhint("Check the server log, max_worker_processes and that pg_peek.database is \"%s\".",
@@ -183,7 +184,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 		   bool *dropped)
 {
 	PeekSlot   *slot = my_peek_slot();
-	int			runtime = peek_serving_runtime();
+	int			runtime = config_serving_runtime();
 	uint64		generation;
 	TimestampTz missing_since = 0;
 	pg_uuid_t	uuid;
@@ -517,7 +518,7 @@ gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle *handle)
 	handle->nbatches = 0;
 	if (result == GATE_READY && lp->kind == PEEK_KIND_INDEX)
 	{
-		if (peek_runtime_role(runtime) == PEEK_ROLE_INTERACTIVE)
+		if (config_runtime_role(runtime) == PEEK_ROLE_INTERACTIVE)
 			resolve_shared_handle(entry, runtime, handle);
 		else
 			pin_local_handle(runtime, lp->object, handle);

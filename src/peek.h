@@ -24,6 +24,7 @@ typedef struct PeekTicket
 } PeekTicket;
 
 /* backend side */
+extern void peek_backend_init(void);
 extern PeekTicket peek_begin(PeekObjectId object, const char *name, char kind, int64 time,
 							 int64 floor, bool *dropped);
 extern void peek_end(void);

@@ -16,6 +16,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "config.h"
 #include "postgres.h"
 
 #include "access/heapam.h"

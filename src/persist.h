@@ -16,6 +16,8 @@
 
 typedef struct ShardWriter ShardWriter;
 
+extern void persist_init(void);
+
 extern Oid	persist_create_shard(int32 seq, Oid row_type);
 extern void persist_check_shard(Oid shard, Oid row_type);
 extern Oid	persist_create_source_type(int32 seq, Oid table_rowtype);

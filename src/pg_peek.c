@@ -1,105 +1,85 @@
 /*-------------------------------------------------------------------------
  *
  * pg_peek.c
- *	  Module entry point: the settings and _PG_init, which calls one init per
- *	  subsystem.  Owns nothing else; every mechanism lives in its own file.
+ *	  Module entry point: _PG_init defines the settings, installs the shared
+ *	  memory hooks, registers the runtimes' background workers and calls one
+ *	  init per subsystem.  Owns nothing else; every mechanism lives in its
+ *	  own file, and no file calls this one.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <limits.h>
-
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "utils/guc.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 
-#include "capture.h"
-#include "pg_peek.h"
+#include "catalog.h"
+#include "config.h"
+#include "peek.h"
+#include "persist.h"
+#include "registry.h"
+#include "shmem.h"
 
 PG_MODULE_MAGIC;
 
-static const struct config_enum_entry isolation_options[] = {
-	{"serializable", PEEK_ISOLATION_SERIALIZABLE, false},
-	{"strict serializable", PEEK_ISOLATION_STRICT_SERIALIZABLE, false},
-	{NULL, 0, false}
-};
-
 void		_PG_init(void);
 
-char	   *peek_database = NULL;
-bool		peek_interactive = true;
-int			peek_max_memory_kb = 1024 * 1024;
-int			peek_max_result_kb = 256 * 1024;
-int			peek_runtime_wait_ms = 10000;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 static void
-define_settings(void)
+pg_peek_shmem_request(void)
 {
-	DefineCustomStringVariable("pg_peek.database",
-							   "Database the pg_peek runtimes connect to and serve.",
-							   NULL,
-							   &peek_database,
-							   "postgres",
-							   PGC_POSTMASTER,
-							   0,
-							   NULL, NULL, NULL);
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(shmem_size());
+}
 
-	DefineCustomBoolVariable("pg_peek.interactive",
-							 "Split the runtimes: maintenance plus an interactive runtime that serves peeks.",
-							 "off runs a single solo runtime that maintains and serves peeks itself.",
-							 &peek_interactive,
-							 true,
-							 PGC_POSTMASTER,
-							 0,
-							 NULL, NULL, NULL);
+/*
+ * The registry's dshash is created in the DSA area while the area cannot
+ * grow, so that the postmaster never needs a DSM segment.
+ */
+static void
+pg_peek_shmem_startup(void)
+{
+	dsa_area   *dsa;
 
-	DefineCustomIntVariable("pg_peek.max_memory",
-							"Cap on shared memory used by arrangements.",
-							NULL,
-							&peek_max_memory_kb,
-							1024 * 1024,
-							1024,
-							INT_MAX,
-							PGC_SIGHUP,
-							GUC_UNIT_KB,
-							NULL, NULL, NULL);
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
 
-	DefineCustomIntVariable("pg_peek.max_result_bytes",
-							"Largest result a single peek may return.",
-							NULL,
-							&peek_max_result_kb,
-							256 * 1024,
-							1,
-							INT_MAX,
-							PGC_USERSET,
-							GUC_UNIT_KB,
-							NULL, NULL, NULL);
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	dsa = shmem_startup();
+	if (dsa != NULL)
+	{
+		registry_create(dsa);
+		shmem_startup_done(dsa);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
 
-	DefineCustomIntVariable("pg_peek.runtime_wait_timeout",
-							"How long a peek waits for a runtime that is not running before it fails.",
-							NULL,
-							&peek_runtime_wait_ms,
-							10000,
-							0,
-							INT_MAX,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
+static void
+register_runtimes(void)
+{
+	for (int r = 0; r < config_runtime_count(); r++)
+	{
+		BackgroundWorker worker;
+		const char *role = config_role_name(config_runtime_role(r));
 
-	DefineCustomEnumVariable("pg_peek.isolation",
-							 "What a peek of a source with as_of NULL reads.",
-							 "serializable: the latest complete time, without waiting for ingestion; "
-							 "strict serializable: the current WAL position, so every transaction "
-							 "committed before the peek is seen.",
-							 &peek_isolation,
-							 PEEK_ISOLATION_SERIALIZABLE,
-							 isolation_options,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
-
-	MarkGUCPrefixReserved("pg_peek");
+		memset(&worker, 0, sizeof(worker));
+		worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+		worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+		worker.bgw_restart_time = 1;
+		snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_peek");
+		snprintf(worker.bgw_function_name, BGW_MAXLEN, "peek_runtime_main");
+		snprintf(worker.bgw_name, BGW_MAXLEN, "pg_peek %s runtime", role);
+		snprintf(worker.bgw_type, BGW_MAXLEN, "pg_peek %s", role);
+		worker.bgw_main_arg = Int32GetDatum(r);
+		RegisterBackgroundWorker(&worker);
+	}
 }
 
 void
@@ -111,46 +91,13 @@ _PG_init(void)
 				 errmsg("pg_peek must be loaded via shared_preload_libraries"),
 				 errhint("Add pg_peek to shared_preload_libraries in postgresql.conf and restart the server.")));
 
-	define_settings();
-	peek_shmem_init();
-	peek_runtime_register();
+	config_define_settings();
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = pg_peek_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = pg_peek_shmem_startup;
+	register_runtimes();
 	peek_backend_init();
 	catalog_init();
 	persist_init();
-}
-
-int
-peek_runtime_count(void)
-{
-	return peek_interactive ? 2 : 1;
-}
-
-/* The runtime that serves peeks: interactive when split, solo otherwise. */
-int
-peek_serving_runtime(void)
-{
-	return peek_interactive ? PEEK_RUNTIME_INTERACTIVE : PEEK_RUNTIME_MAINTENANCE;
-}
-
-PeekRole
-peek_runtime_role(int runtime)
-{
-	if (!peek_interactive)
-		return PEEK_ROLE_SOLO;
-	return runtime == PEEK_RUNTIME_INTERACTIVE ? PEEK_ROLE_INTERACTIVE : PEEK_ROLE_MAINTENANCE;
-}
-
-const char *
-peek_role_name(PeekRole role)
-{
-	switch (role)
-	{
-		case PEEK_ROLE_MAINTENANCE:
-			return "maintenance";
-		case PEEK_ROLE_INTERACTIVE:
-			return "interactive";
-		case PEEK_ROLE_SOLO:
-			return "solo";
-	}
-	return "unknown";
 }

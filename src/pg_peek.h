@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * pg_peek.h
- *	  Declarations shared by every part of pg_peek: settings, runtime roles,
- *	  object ids and the per-subsystem init entry points called by _PG_init.
+ *	  Types and constants shared by every part of pg_peek: object ids, kinds,
+ *	  runtime slots and roles.  Declares no function or variable (the
+ *	  settings are in config.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -44,25 +45,5 @@ typedef enum PeekRole
 	PEEK_ROLE_INTERACTIVE,
 	PEEK_ROLE_SOLO
 } PeekRole;
-
-/* settings (pg_peek.c) */
-extern char *peek_database;
-extern bool peek_interactive;
-extern int	peek_max_memory_kb;
-extern int	peek_max_result_kb;
-extern int	peek_runtime_wait_ms;
-
-/* per-subsystem init, called once from _PG_init */
-extern void peek_shmem_init(void);
-extern void peek_runtime_register(void);
-extern void peek_backend_init(void);
-extern void catalog_init(void);
-extern void persist_init(void);
-
-/* helpers */
-extern int	peek_runtime_count(void);
-extern int	peek_serving_runtime(void);
-extern const char *peek_role_name(PeekRole role);
-extern PeekRole peek_runtime_role(int runtime);
 
 #endif							/* PG_PEEK_H */

@@ -29,14 +29,19 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "config.h"
 #include "postgres.h"
 
 #include "nodes/pg_list.h"
+#include "storage/lwlock.h"
+#include "utils/memutils.h"
 
 #include "batch.h"
 #include "registry.h"
 #include "rows.h"
 #include "shmem.h"
+
+static dshash_table *attached_registry = NULL;
 
 static dshash_parameters
 registry_params(int tranche)
@@ -52,23 +57,45 @@ registry_params(int tranche)
 	return params;
 }
 
-dshash_table_handle
-registry_create(dsa_area *dsa, int tranche)
+/*
+ * Create the registry in the area shmem_startup just laid out (the caller
+ * holds AddinShmemInitLock).
+ */
+void
+registry_create(dsa_area *dsa)
 {
-	dshash_parameters params = registry_params(tranche);
-	dshash_table *table = dshash_create(dsa, &params, NULL);
-	dshash_table_handle handle = dshash_get_hash_table_handle(table);
+	dshash_parameters params;
+	dshash_table *table;
 
+	peek_shared->registry_tranche = LWLockNewTrancheId();
+	params = registry_params(peek_shared->registry_tranche);
+	table = dshash_create(dsa, &params, NULL);
+	peek_shared->registry_handle = dshash_get_hash_table_handle(table);
 	dshash_detach(table);
-	return handle;
 }
 
-dshash_table *
-registry_attach(dsa_area *dsa, dshash_table_handle handle, int tranche)
+/* Attach this process to the DSA area and the registry, once. */
+void
+registry_attach(void)
 {
-	dshash_parameters params = registry_params(tranche);
+	dshash_parameters params;
+	MemoryContext oldcxt;
 
-	return dshash_attach(dsa, &params, handle, NULL);
+	if (attached_registry != NULL)
+		return;
+	shmem_attach();
+	LWLockRegisterTranche(peek_shared->registry_tranche, "pg_peek_registry");
+	params = registry_params(peek_shared->registry_tranche);
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	attached_registry = dshash_attach(shmem_dsa(), &params, peek_shared->registry_handle, NULL);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+static dshash_table *
+registry_table(void)
+{
+	registry_attach();
+	return attached_registry;
 }
 
 /*
@@ -81,7 +108,7 @@ registry_attach(dsa_area *dsa, dshash_table_handle handle, int tranche)
 RegistryEntry *
 registry_lock(PeekObjectId id, bool create, bool *created)
 {
-	dshash_table *table = peek_registry_table();
+	dshash_table *table = registry_table();
 	RegistryEntry *entry;
 	bool		found;
 
@@ -110,7 +137,7 @@ registry_lock(PeekObjectId id, bool create, bool *created)
 void
 registry_unlock(RegistryEntry *entry)
 {
-	dshash_release_lock(peek_registry_table(), entry);
+	dshash_release_lock(registry_table(), entry);
 }
 
 /*
@@ -186,13 +213,13 @@ publish_frontiers(PeekObjectId id, char kind, int64 upper, int64 since,
 int64
 registry_published_upper(PeekObjectId id)
 {
-	RegistryEntry *entry = dshash_find(peek_registry_table(), &id, false);
+	RegistryEntry *entry = dshash_find(registry_table(), &id, false);
 	int64		upper = 0;
 
 	if (entry != NULL)
 	{
 		upper = entry->published ? entry->upper : 0;
-		dshash_release_lock(peek_registry_table(), entry);
+		dshash_release_lock(registry_table(), entry);
 	}
 	return upper;
 }
@@ -204,13 +231,13 @@ registry_published_upper(PeekObjectId id)
 bool
 registry_is_live(PeekObjectId id)
 {
-	RegistryEntry *entry = dshash_find(peek_registry_table(), &id, false);
+	RegistryEntry *entry = dshash_find(registry_table(), &id, false);
 	bool		live = false;
 
 	if (entry != NULL)
 	{
 		live = entry->published && !entry->dropped;
-		dshash_release_lock(peek_registry_table(), entry);
+		dshash_release_lock(registry_table(), entry);
 	}
 	return live;
 }
@@ -249,7 +276,7 @@ unpin_all(dsa_pointer *batches, int n)
 void
 registry_tombstone(PeekObjectId id)
 {
-	RegistryEntry *entry = dshash_find(peek_registry_table(), &id, true);
+	RegistryEntry *entry = dshash_find(registry_table(), &id, true);
 	int			wake = 0;
 
 	if (entry == NULL)
@@ -310,7 +337,7 @@ registry_delete_tombstone(PeekObjectId id)
 			registry_unlock(entry);
 			return false;
 		}
-	dshash_delete_entry(peek_registry_table(), entry);
+	dshash_delete_entry(registry_table(), entry);
 	return true;
 }
 
@@ -337,7 +364,7 @@ registry_mark_dropped_except(PeekObjectId *live, int nlive)
 	List	   *dropped = NIL;
 
 	qsort(live, nlive, sizeof(PeekObjectId), id_cmp);
-	dshash_seq_init(&status, peek_registry_table(), true);
+	dshash_seq_init(&status, registry_table(), true);
 	while ((entry = dshash_seq_next(&status)) != NULL)
 	{
 		dsa_pointer old[PEEK_MAX_BATCHES];
@@ -419,7 +446,7 @@ registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target)
 		return 0;
 	}
 	allowed = Min(entry->allowed_since, Min(entry->upper, durable_upper) - 1);
-	for (int r = 0; r < peek_runtime_count(); r++)
+	for (int r = 0; r < config_runtime_count(); r++)
 		allowed = Min(allowed, entry->standing_hold[r]);
 	*target = Max(allowed, entry->since);
 	allowed = Min(allowed, min_peek_hold(id));
@@ -440,7 +467,7 @@ registry_reset_runtime(int runtime)
 	dshash_seq_status status;
 	RegistryEntry *entry;
 
-	dshash_seq_init(&status, peek_registry_table(), true);
+	dshash_seq_init(&status, registry_table(), true);
 	while ((entry = dshash_seq_next(&status)) != NULL)
 	{
 		entry->waiters[runtime] = 0;
@@ -457,7 +484,7 @@ registry_snapshot(void)
 	RegistryEntry *entry;
 	List	   *result = NIL;
 
-	dshash_seq_init(&status, peek_registry_table(), false);
+	dshash_seq_init(&status, registry_table(), false);
 	while ((entry = dshash_seq_next(&status)) != NULL)
 	{
 		RegistryEntry *copy = palloc(sizeof(RegistryEntry));
@@ -535,7 +562,7 @@ registry_release_dead_spines(void)
 	dshash_seq_status status;
 	RegistryEntry *entry;
 
-	dshash_seq_init(&status, peek_registry_table(), true);
+	dshash_seq_init(&status, registry_table(), true);
 	while ((entry = dshash_seq_next(&status)) != NULL)
 	{
 		if (!entry->spine_pinned)
@@ -601,7 +628,7 @@ release_handle(PeekHandle *handle)
 	if (handle->shared)
 	{
 		/* counters are atomics: a shared lock keeps the entry from deletion */
-		RegistryEntry *entry = dshash_find(peek_registry_table(), &handle->index, false);
+		RegistryEntry *entry = dshash_find(registry_table(), &handle->index, false);
 
 		if (entry != NULL)
 		{

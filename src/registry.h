@@ -51,8 +51,8 @@ typedef struct RegistryEntry
 
 
 
-extern dshash_table_handle registry_create(dsa_area *dsa, int tranche);
-extern dshash_table *registry_attach(dsa_area *dsa, dshash_table_handle handle, int tranche);
+extern void registry_create(dsa_area *dsa);
+extern void registry_attach(void);
 
 extern RegistryEntry *registry_lock(PeekObjectId id, bool create, bool *created);
 extern void registry_unlock(RegistryEntry *entry);

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * runtime.c
- *	  The runtimes: background worker registration and the one loop every
- *	  role runs.  Split mode registers a maintenance and an interactive
+ *	  The runtimes: the one loop every role runs (the module registers the
+ *	  background workers).  Split mode registers a maintenance and an interactive
  *	  runtime; solo mode a single runtime that does both jobs.  The loop
  *	  waits on its latch, then takes commands, does maintenance (if its role
  *	  maintains) and serves peeks (if its role serves them).
@@ -18,6 +18,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "config.h"
 #include "postgres.h"
 
 #include "access/xact.h"
@@ -44,27 +45,6 @@
 /* how often maintenance looks for newly flushed WAL while it has sources */
 #define CAPTURE_POLL_MS			10L
 #define MAX_COMMANDS_PER_ROUND	1024
-
-void
-peek_runtime_register(void)
-{
-	for (int r = 0; r < peek_runtime_count(); r++)
-	{
-		BackgroundWorker worker;
-		const char *role = peek_role_name(peek_runtime_role(r));
-
-		memset(&worker, 0, sizeof(worker));
-		worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		worker.bgw_restart_time = 1;
-		snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_peek");
-		snprintf(worker.bgw_function_name, BGW_MAXLEN, "peek_runtime_main");
-		snprintf(worker.bgw_name, BGW_MAXLEN, "pg_peek %s runtime", role);
-		snprintf(worker.bgw_type, BGW_MAXLEN, "pg_peek %s", role);
-		worker.bgw_main_arg = Int32GetDatum(r);
-		RegisterBackgroundWorker(&worker);
-	}
-}
 
 /*
  * Run fn in a transaction of its own.  Commit leaves TopMemoryContext
@@ -184,7 +164,7 @@ void
 peek_runtime_main(Datum arg)
 {
 	int			runtime = DatumGetInt32(arg);
-	PeekRole	role = peek_runtime_role(runtime);
+	PeekRole	role = config_runtime_role(runtime);
 	bool		maintains = role != PEEK_ROLE_INTERACTIVE;
 	bool		serves = role != PEEK_ROLE_MAINTENANCE;
 	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
@@ -200,7 +180,7 @@ peek_runtime_main(Datum arg)
 	BackgroundWorkerInitializeConnection(peek_database, NULL, 0);
 	/* the runtime is a superuser: the database's search_path is not its own */
 	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
-	peek_attach();
+	registry_attach();
 
 	/*
 	 * Reconciliation, shared part: drop what a previous incarnation had
@@ -220,7 +200,7 @@ peek_runtime_main(Datum arg)
 
 	ereport(LOG,
 			(errmsg("pg_peek %s runtime started in database \"%s\"",
-					peek_role_name(role), peek_database)));
+					config_role_name(role), peek_database)));
 
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek runtime round",
 									  ALLOCSET_DEFAULT_SIZES);

@@ -1,13 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *	  Static shared memory of pg_peek: requested in shmem_request_hook, laid
- *	  out in shmem_startup_hook (runtime slots, peek slots, queues) and the
- *	  DSA area created in place there, as pgstat_shmem.c does, because the
- *	  postmaster cannot create DSM segments.  Every process attaches once.
+ *	  Static shared memory of pg_peek: its size (asked for by the module's
+ *	  shmem_request_hook), its layout (runtime slots, peek slots, queues)
+ *	  and the DSA area created in place, as pgstat_shmem.c does, because the
+ *	  postmaster cannot create DSM segments (laid out from the module's
+ *	  shmem_startup_hook).  Every process attaches to the area once.
  *
- *	  Owns the memory layout and the queues; the meaning of registry entries
- *	  belongs to registry.c, the peek protocol to peek.c.
+ *	  Owns the memory layout and the queues.  Must not call any other file
+ *	  but config.c: the registry (registry.c) lives in the area, the peek
+ *	  protocol (peek.c) uses the slots.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,7 +21,6 @@
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
-#include "registry.h"
 #include "shmem.h"
 
 #define PEEK_DSA_INIT_SIZE		(1024 * 1024)
@@ -27,11 +28,7 @@
 
 PeekShared *peek_shared = NULL;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
 static dsa_area *attached_dsa = NULL;
-static dshash_table *attached_registry = NULL;
 
 static Size
 queue_size(int capacity, Size item_size)
@@ -39,8 +36,8 @@ queue_size(int capacity, Size item_size)
 	return MAXALIGN(add_size(offsetof(PeekQueue, items), mul_size(capacity, item_size)));
 }
 
-static Size
-peek_shmem_size(void)
+Size
+shmem_size(void)
 {
 	Size		size = MAXALIGN(sizeof(PeekShared));
 
@@ -53,14 +50,6 @@ peek_shmem_size(void)
 		size = add_size(size, queue_size(PEEK_COMMAND_CAPACITY, sizeof(PeekCommand)));
 	}
 	return size;
-}
-
-static void
-peek_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(peek_shmem_size());
 }
 
 static PeekQueue *
@@ -76,82 +65,74 @@ queue_init(char **cursor, int capacity, Size item_size)
 	return queue;
 }
 
-static void
-peek_shmem_startup(void)
+/*
+ * Lay out the shared memory, once (the caller holds AddinShmemInitLock).
+ * Returns the new DSA area, which cannot grow yet so that what the caller
+ * creates in it stays in place; shmem_startup_done lets it grow.  NULL when
+ * it was laid out already.
+ */
+dsa_area *
+shmem_startup(void)
 {
 	bool		found;
+	char	   *cursor;
+	dsa_area   *dsa;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
+	peek_shared = ShmemInitStruct("pg_peek", shmem_size(), &found);
+	if (found)
+		return NULL;
 
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	peek_shared = ShmemInitStruct("pg_peek", peek_shmem_size(), &found);
-	if (!found)
+	cursor = (char *) peek_shared + MAXALIGN(sizeof(PeekShared));
+	memset(peek_shared, 0, sizeof(PeekShared));
+	peek_shared->nslots = MaxBackends;
+	pg_atomic_init_u64(&peek_shared->arrangement_bytes, 0);
+	peek_shared->slots = (PeekSlot *) cursor;
+	cursor += MAXALIGN(mul_size(MaxBackends, sizeof(PeekSlot)));
+	memset(peek_shared->slots, 0, sizeof(PeekSlot) * MaxBackends);
+	for (int i = 0; i < MaxBackends; i++)
+		SpinLockInit(&peek_shared->slots[i].mutex);
+
+	for (int i = 0; i < PEEK_MAX_RUNTIMES; i++)
 	{
-		char	   *cursor = (char *) peek_shared + MAXALIGN(sizeof(PeekShared));
-		dsa_area   *dsa;
+		RuntimeSlot *rt = &peek_shared->runtimes[i];
 
-		memset(peek_shared, 0, sizeof(PeekShared));
-		peek_shared->nslots = MaxBackends;
-		pg_atomic_init_u64(&peek_shared->arrangement_bytes, 0);
-		peek_shared->slots = (PeekSlot *) cursor;
-		cursor += MAXALIGN(mul_size(MaxBackends, sizeof(PeekSlot)));
-		memset(peek_shared->slots, 0, sizeof(PeekSlot) * MaxBackends);
-		for (int i = 0; i < MaxBackends; i++)
-			SpinLockInit(&peek_shared->slots[i].mutex);
-
-		for (int i = 0; i < PEEK_MAX_RUNTIMES; i++)
-		{
-			RuntimeSlot *rt = &peek_shared->runtimes[i];
-
-			SpinLockInit(&rt->mutex);
-			rt->state = RUNTIME_STOPPED;
-			rt->restarts = -1;
-			rt->inbox = queue_init(&cursor, MaxBackends, sizeof(int));
-			rt->dirty = queue_init(&cursor, MaxBackends, sizeof(PeekObjectId));
-			rt->commands = queue_init(&cursor, PEEK_COMMAND_CAPACITY, sizeof(PeekCommand));
-			for (int c = 0; c < RC_NUM_COUNTERS; c++)
-				pg_atomic_init_u64(&rt->counters[c], 0);
-			for (int k = 0; k < PEEK_DURATION_KINDS; k++)
-				for (int b = 0; b < PEEK_DURATION_BUCKETS; b++)
-					pg_atomic_init_u64(&rt->durations[k][b], 0);
-		}
-
-		/*
-		 * The DSA lives in place in static shared memory; the registry's
-		 * dshash is created inside it while the area cannot grow, so that the
-		 * postmaster never needs a DSM segment.
-		 */
-		peek_shared->dsa_tranche = LWLockNewTrancheId();
-		peek_shared->registry_tranche = LWLockNewTrancheId();
-		peek_shared->dsa_place = cursor;
-		dsa = dsa_create_in_place(peek_shared->dsa_place, PEEK_DSA_INIT_SIZE,
-								  peek_shared->dsa_tranche, NULL);
-		dsa_pin(dsa);
-		dsa_set_size_limit(dsa, PEEK_DSA_INIT_SIZE);
-		peek_shared->registry_handle = registry_create(dsa, peek_shared->registry_tranche);
-		dsa_set_size_limit(dsa, -1);
-		dsa_detach(dsa);
+		SpinLockInit(&rt->mutex);
+		rt->state = RUNTIME_STOPPED;
+		rt->restarts = -1;
+		rt->inbox = queue_init(&cursor, MaxBackends, sizeof(int));
+		rt->dirty = queue_init(&cursor, MaxBackends, sizeof(PeekObjectId));
+		rt->commands = queue_init(&cursor, PEEK_COMMAND_CAPACITY, sizeof(PeekCommand));
+		for (int c = 0; c < RC_NUM_COUNTERS; c++)
+			pg_atomic_init_u64(&rt->counters[c], 0);
+		for (int k = 0; k < PEEK_DURATION_KINDS; k++)
+			for (int b = 0; b < PEEK_DURATION_BUCKETS; b++)
+				pg_atomic_init_u64(&rt->durations[k][b], 0);
 	}
-	LWLockRelease(AddinShmemInitLock);
+
+	peek_shared->dsa_tranche = LWLockNewTrancheId();
+	peek_shared->dsa_place = cursor;
+	dsa = dsa_create_in_place(peek_shared->dsa_place, PEEK_DSA_INIT_SIZE,
+							  peek_shared->dsa_tranche, NULL);
+	dsa_pin(dsa);
+	dsa_set_size_limit(dsa, PEEK_DSA_INIT_SIZE);
+	return dsa;
 }
 
+/* The area laid out by shmem_startup may grow from now on. */
 void
-peek_shmem_init(void)
+shmem_startup_done(dsa_area *dsa)
 {
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = peek_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = peek_shmem_startup;
+	dsa_set_size_limit(dsa, -1);
+	dsa_detach(dsa);
 }
 
-/* Attach this process to the DSA area and the registry, once. */
+/* Attach this process to the DSA area, once. */
 void
-peek_attach(void)
+shmem_attach(void)
 {
 	MemoryContext oldcxt;
 
-	if (attached_registry != NULL)
+	if (attached_dsa != NULL)
 		return;
 	if (peek_shared == NULL)
 		ereport(ERROR,
@@ -159,28 +140,18 @@ peek_attach(void)
 				 errmsg("pg_peek must be loaded via shared_preload_libraries")));
 
 	LWLockRegisterTranche(peek_shared->dsa_tranche, "pg_peek_dsa");
-	LWLockRegisterTranche(peek_shared->registry_tranche, "pg_peek_registry");
 
 	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 	attached_dsa = dsa_attach_in_place(peek_shared->dsa_place, NULL);
 	dsa_pin_mapping(attached_dsa);
-	attached_registry = registry_attach(attached_dsa, peek_shared->registry_handle,
-										peek_shared->registry_tranche);
 	MemoryContextSwitchTo(oldcxt);
 }
 
 dsa_area *
-peek_dsa(void)
+shmem_dsa(void)
 {
-	peek_attach();
+	shmem_attach();
 	return attached_dsa;
-}
-
-dshash_table *
-peek_registry_table(void)
-{
-	peek_attach();
-	return attached_registry;
 }
 
 PeekSlot *

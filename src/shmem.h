@@ -179,9 +179,11 @@ typedef struct PeekShared
 
 extern PeekShared *peek_shared;
 
-extern void peek_attach(void);
-extern dsa_area *peek_dsa(void);
-extern dshash_table *peek_registry_table(void);
+extern Size shmem_size(void);
+extern dsa_area *shmem_startup(void);
+extern void shmem_startup_done(dsa_area *dsa);
+extern void shmem_attach(void);
+extern dsa_area *shmem_dsa(void);
 extern PeekSlot *my_peek_slot(void);
 
 static inline void

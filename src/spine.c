@@ -22,6 +22,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "config.h"
 #include "postgres.h"
 
 #include "miscadmin.h"

@@ -5,6 +5,7 @@ MODULE_big = pg_peek
 OBJS = \
 	src/pg_peek.o \
 	src/config.o \
+	src/spi.o \
 	src/shmem.o \
 	src/registry.o \
 	src/runtime.o \

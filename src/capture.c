@@ -75,6 +75,7 @@
 #include "registry.h"
 #include "rows.h"
 #include "shmem.h"
+#include "spi.h"
 
 /* A round stops decoding at a commit once it holds this much. */
 #define CAPTURE_ROUND_BYTES		(64 * 1024 * 1024)
@@ -480,16 +481,14 @@ fail_source(CaptureStream *s, const char *failure)
 static void
 fail_stream(CaptureStream *s, const char *failure)
 {
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	spi_xact_begin();
 	(void) set_config_option("synchronous_commit", "on",
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	/* dropped meanwhile: the catalog notice forgets it */
 	if (catalog_lock_extension() && catalog_lock_row(s->id, false))
 		fail_source(s, failure);
 	s->failed = true;
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	spi_xact_commit();
 	discard_decoding(s, false);
 	drop_slot(s->slot_name);
 }
@@ -546,8 +545,7 @@ load_source(CaptureStream *s)
 			catalog_set_source_upper(s->id, (int64) start);
 		}
 	}
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	spi_xact_commit();
 	ReplicationSlotRelease();
 
 	if (!exists || failure != NULL)
@@ -586,8 +584,7 @@ capture_loader_main(Datum arg)
 						 PEEK_LOADER_LOCK_FIELD4);
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
 
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	spi_xact_begin();
 	if (catalog_lock_extension())
 		foreach(lc, catalog_read(&id, 1))
 		{
@@ -600,8 +597,7 @@ capture_loader_main(Datum arg)
 				load = true;
 			}
 		}
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	spi_xact_commit();
 	if (load)
 		load_source(&s);
 }
@@ -835,8 +831,7 @@ decode_round(CaptureStream *s)
 	failure = s->changes.failure;
 	upper = failure != NULL ? s->changes.failed_at : decoded_upper(s->read_upto);
 
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	spi_xact_begin();
 	/* dropped with the extension: the runtime's next check resets capture */
 	exists = catalog_lock_extension();
 	if (exists && failure == NULL)
@@ -855,8 +850,7 @@ decode_round(CaptureStream *s)
 				fail_source(s, failure);
 		}
 	}
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	spi_xact_commit();
 
 	if (!exists)
 		return false;			/* dropped: the catalog notice forgets it */

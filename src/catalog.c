@@ -40,49 +40,11 @@
 #include "catalog.h"
 #include "registry.h"
 #include "shmem.h"
+#include "spi.h"
 
 static void notify_session_upper(PeekObjectId id, int64 upper);
 
 #define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums, source, failure"
-
-/*
- * The extension's statements run as its owner (a superuser), so nothing the
- * caller controls may reach them: search_path is pinned, as PostgreSQL does
- * for maintenance commands, and the operation is security-restricted.
- */
-void
-become_extension_owner(SavedUser *saved)
-{
-	Oid			nsp = get_namespace_oid("peek", false);
-	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for namespace %u", nsp);
-	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
-	ReleaseSysCache(tup);
-
-	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
-	SetUserIdAndSecContext(owner, saved->sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	saved->guc_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-}
-
-void
-restore_user(SavedUser *saved)
-{
-	AtEOXact_GUC(false, saved->guc_nestlevel);
-	SetUserIdAndSecContext(saved->userid, saved->sec_context);
-}
-
-static void
-spi_check(int ret, int expected, const char *what)
-{
-	if (ret != expected)
-		elog(ERROR, "pg_peek: %s failed: %s", what, SPI_result_code_string(ret));
-}
 
 static int64
 getint64(HeapTuple tup, TupleDesc desc, int col)
@@ -203,8 +165,7 @@ query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_on
 	SavedUser	saved;
 	List	   *result = NIL;
 
-	become_extension_owner(&saved);
-	SPI_connect();
+	spi_connect_as_owner(&saved);
 	spi_check(execute_saved(query, nargs, &argtype, &arg, NULL, read_only),
 			  SPI_OK_SELECT, query);
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -214,8 +175,7 @@ query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_on
 		result = lappend(result, object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc));
 		MemoryContextSwitchTo(spi);
 	}
-	SPI_finish();
-	restore_user(&saved);
+	spi_finish_as_owner(&saved);
 	return result;
 }
 
@@ -281,13 +241,11 @@ catalog_exec_nulls(const char *query, int nargs, Oid *argtypes, Datum *args,
 	SavedUser	saved;
 	uint64		processed;
 
-	become_extension_owner(&saved);
-	SPI_connect();
+	spi_connect_as_owner(&saved);
 	spi_check(execute_saved(query, nargs, argtypes, args, nulls, false),
 			  expected, query);
 	processed = SPI_processed;
-	SPI_finish();
-	restore_user(&saved);
+	spi_finish_as_owner(&saved);
 	return processed;
 }
 
@@ -320,13 +278,11 @@ catalog_new_id(int32 *seq)
 	bool		isnull;
 	int64		value;
 
-	become_extension_owner(&saved);
-	SPI_connect();
+	spi_connect_as_owner(&saved);
 	spi_check(SPI_execute("SELECT pg_catalog.nextval('peek.object_seq')", false, 1),
 			  SPI_OK_SELECT, "nextval");
 	value = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-	restore_user(&saved);
+	spi_finish_as_owner(&saved);
 
 	if (value > PG_INT32_MAX)
 		ereport(ERROR,
@@ -459,8 +415,7 @@ catalog_failure(PeekObjectId id, const char **noun)
 	SavedUser	saved;
 	bool		isnull;
 
-	become_extension_owner(&saved);
-	SPI_connect();
+	spi_connect_as_owner(&saved);
 	/* f: the object itself if it failed, else its collection */
 	spi_check(execute_saved("SELECT f.failure, f.kind, f.source IS NOT NULL "
 							"FROM peek.objects o JOIN peek.objects f "
@@ -481,8 +436,7 @@ catalog_failure(PeekObjectId id, const char **noun)
 		else
 			*noun = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)) ? "source" : "collection";
 	}
-	SPI_finish();
-	restore_user(&saved);
+	spi_finish_as_owner(&saved);
 	return failure;
 }
 

@@ -40,22 +40,6 @@ typedef enum CatalogLock
 	CATALOG_DROP				/* conflicts with writers and compaction */
 } CatalogLock;
 
-/*
- * Running SPI as the extension's owner, with search_path pinned to
- * PEEK_SAFE_SEARCH_PATH (the runtimes run under it throughout).
- */
-#define PEEK_SAFE_SEARCH_PATH "pg_catalog, pg_temp"
-
-typedef struct SavedUser
-{
-	Oid			userid;
-	int			sec_context;
-	int			guc_nestlevel;
-} SavedUser;
-
-extern void become_extension_owner(SavedUser *saved);
-extern void restore_user(SavedUser *saved);
-
 /* backends */
 extern CatalogObject *catalog_find(const char *name);
 extern CatalogObject *catalog_lookup(const char *name, char kind, CatalogLock lock);

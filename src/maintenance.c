@@ -12,8 +12,10 @@
  *	  catalog row.  An error in one object's work fails that object
  *	  (durably, with the reason), never the runtime.
  *
- *	  Runs only in the maintenance (or solo) runtime's loop (runtime.c).
- *	  Must not answer peeks: that is peek.c's job.
+ *	  Runs in the maintenance (or solo) runtime's loop (runtime.c), but for
+ *	  maintenance_accept_standing_holds, by which the interactive runtime
+ *	  raises its standing holds to what the catalog allows.  Must not
+ *	  answer peeks: that is peek.c's job.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,8 +31,9 @@
 #include "catalog.h"
 #include "persist.h"
 #include "registry.h"
-#include "runtime.h"
+#include "maintenance.h"
 #include "spine.h"
+#include "spi.h"
 
 /* An object whose since may advance: its allowance is above its since. */
 typedef struct PendingCompaction
@@ -429,7 +432,7 @@ run_compactions(void)
 		{
 			CompactionWork work = {pc, since};
 
-			run_in_transaction(compact_object, &work);
+			spi_run_in_transaction(compact_object, &work);
 			runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_COMPACTIONS);
 			/* a failed object is no longer pending */
 			pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
@@ -456,7 +459,7 @@ maintenance_step(void)
 	if (reread_all || hash_get_num_entries(changed_ids) > 0)
 	{
 		retry_all = false;
-		run_in_transaction(apply_catalog_changes, NULL);
+		spi_run_in_transaction(apply_catalog_changes, NULL);
 		reread_all = retry_all;
 		hash_destroy(changed_ids);
 		changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
@@ -465,4 +468,31 @@ maintenance_step(void)
 		run_compactions();
 	if (hash_get_num_entries(tombstones) > 0)
 		delete_tombstones();
+}
+
+/* Raise the runtime's standing holds to what the catalog allows. */
+static void
+accept_catalog_holds(void *arg)
+{
+	int			runtime = *(int *) arg;
+	ListCell   *lc;
+
+	if (!catalog_lock_extension())
+		return;
+	foreach(lc, catalog_read(NULL, -1))
+	{
+		CatalogObject *obj = lfirst(lc);
+
+		registry_accept_standing_hold(obj->id, runtime, obj->allowed_since);
+	}
+}
+
+/*
+ * The interactive runtime accepts what the catalog allows: at start, and
+ * when its command queue overflowed (it may have missed a raise).
+ */
+void
+maintenance_accept_standing_holds(int runtime)
+{
+	spi_run_in_transaction(accept_catalog_holds, &runtime);
 }

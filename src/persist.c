@@ -48,6 +48,7 @@
 #include "catalog.h"
 #include "persist.h"
 #include "rows.h"
+#include "spi.h"
 
 #define SHARD_TIME		1
 #define SHARD_DIFF		2
@@ -57,15 +58,10 @@ static void
 run_ddl(const char *query)
 {
 	SavedUser	saved;
-	int			ret;
 
-	become_extension_owner(&saved);
-	SPI_connect();
-	ret = SPI_execute(query, false, 0);
-	if (ret != SPI_OK_UTILITY)
-		elog(ERROR, "pg_peek: \"%s\" failed: %s", query, SPI_result_code_string(ret));
-	SPI_finish();
-	restore_user(&saved);
+	spi_connect_as_owner(&saved);
+	spi_check(SPI_execute(query, false, 0), SPI_OK_UTILITY, query);
+	spi_finish_as_owner(&saved);
 }
 
 /*

@@ -404,6 +404,23 @@ registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since)
 	return raised;
 }
 
+/*
+ * A runtime other than maintenance accepts a since for an object.  Its
+ * standing hold may have been what kept the object from compacting, so the
+ * maintenance runtime is told to look at the object again.
+ */
+void
+registry_accept_standing_hold(PeekObjectId id, int runtime, int64 since)
+{
+	if (registry_raise_standing_hold(id, runtime, since))
+	{
+		PeekCommand reread = {PEEK_CMD_CATALOG_CHANGED, id, 0};
+
+		queue_push(peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE].commands, &reread);
+		wake_runtime(PEEK_RUNTIME_MAINTENANCE);
+	}
+}
+
 /* The lowest time any in-flight peek holds on this object, or INT64_MAX. */
 static int64
 min_peek_hold(PeekObjectId id)

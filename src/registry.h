@@ -67,6 +67,7 @@ extern List *registry_mark_dropped_except(PeekObjectId *live, int nlive);
 extern bool registry_delete_tombstone(PeekObjectId id);
 extern void registry_release_dead_spines(void);
 extern bool registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since);
+extern void registry_accept_standing_hold(PeekObjectId id, int runtime, int64 since);
 extern int64 registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target);
 extern void registry_reset_runtime(int runtime);
 extern List *registry_snapshot(void);

@@ -14,7 +14,8 @@
  *	  Errors exit with code 1, so the postmaster restarts the runtime.
  *
  *	  Owns the runtime slots' identity fields.  Must not implement
- *	  maintenance (maintenance.c) or the peek protocol (peek.c).
+ *	  maintenance (maintenance.c, which also holds the standing holds'
+ *	  acceptance) or the peek protocol (peek.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -39,71 +40,19 @@
 #include "catalog.h"
 #include "peek.h"
 #include "registry.h"
+#include "maintenance.h"
 #include "runtime.h"
+#include "spi.h"
 
 #define RUNTIME_TICK_MS		1000L
 /* how often maintenance looks for newly flushed WAL while it has sources */
 #define CAPTURE_POLL_MS			10L
 #define MAX_COMMANDS_PER_ROUND	1024
 
-/*
- * Run fn in a transaction of its own.  Commit leaves TopMemoryContext
- * current; the caller's context (the loop's round context) is restored so
- * that what the round allocates afterwards is freed with the round.
- */
-void
-run_in_transaction(void (*fn) (void *arg), void *arg)
-{
-	MemoryContext caller = CurrentMemoryContext;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	fn(arg);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	MemoryContextSwitchTo(caller);
-	pgstat_report_stat(false);
-}
-
 static void
 find_extension(void *arg)
 {
 	*(Oid *) arg = get_extension_oid("pg_peek", true);
-}
-
-/*
- * The interactive runtime accepts a since for an object.  Its standing hold
- * may have been what kept the object from compacting, so the maintenance
- * runtime is told to look at the object again.
- */
-static void
-accept_since(int runtime, PeekObjectId id, int64 since)
-{
-	if (registry_raise_standing_hold(id, runtime, since))
-	{
-		PeekCommand reread = {PEEK_CMD_CATALOG_CHANGED, id, 0};
-
-		queue_push(peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE].commands, &reread);
-		wake_runtime(PEEK_RUNTIME_MAINTENANCE);
-	}
-}
-
-/* The interactive runtime accepts what the catalog allows. */
-static void
-raise_standing_holds(void *arg)
-{
-	int			runtime = *(int *) arg;
-	ListCell   *lc;
-
-	if (!catalog_lock_extension())
-		return;
-	foreach(lc, catalog_read(NULL, -1))
-	{
-		CatalogObject *obj = lfirst(lc);
-
-		accept_since(runtime, obj->id, obj->allowed_since);
-	}
 }
 
 static void
@@ -147,14 +96,14 @@ take_commands(int runtime, bool maintains)
 			if (maintains)
 				maintenance_note_command(&cmds[i]);
 			else if (cmds[i].kind == PEEK_CMD_STANDING_HOLD)
-				accept_since(runtime, cmds[i].object, cmds[i].value);
+				registry_accept_standing_hold(cmds[i].object, runtime, cmds[i].value);
 		}
 		if (overflowed)
 		{
 			if (maintains)
 				maintenance_note_command(NULL);
 			else
-				run_in_transaction(raise_standing_holds, &runtime);
+				maintenance_accept_standing_holds(runtime);
 		}
 	} while (n == MAX_COMMANDS_PER_ROUND);
 	pfree(cmds);
@@ -220,7 +169,7 @@ peek_runtime_main(Datum arg)
 			Oid			found;
 			bool		first = extension_checked == 0;
 
-			run_in_transaction(find_extension, &found);
+			spi_run_in_transaction(find_extension, &found);
 			extension_checked = GetCurrentTimestamp();
 			if (found != extension || first)
 			{
@@ -230,7 +179,7 @@ peek_runtime_main(Datum arg)
 				if (maintains && !OidIsValid(extension))
 					capture_drop_orphan_slots(NIL); /* dropped with the extension */
 				else if (OidIsValid(extension) && !maintains)
-					run_in_transaction(raise_standing_holds, &runtime);
+					maintenance_accept_standing_holds(runtime);
 				runtime_set_state(rt, OidIsValid(extension) ? RUNTIME_RUNNING : RUNTIME_WAITING);
 			}
 		}

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * maintenance.h
+ *	  The maintenance duties the runtime loop runs for the maintenance (or
+ *	  solo) role, and the standing holds every runtime accepts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_MAINTENANCE_H
+#define PEEK_MAINTENANCE_H
+
+#include "pg_peek.h"
+
+#include "shmem.h"
+
+extern void maintenance_reset(void);
+extern void maintenance_note_command(PeekCommand *cmd);
+extern void maintenance_step(void);
+extern void maintenance_accept_standing_holds(int runtime);
+
+#endif							/* PEEK_MAINTENANCE_H */

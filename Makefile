@@ -17,6 +17,7 @@ OBJS = \
 	src/spine.o \
 	src/walk.o \
 	src/catalog.o \
+	src/notify.o \
 	src/capture.o \
 	src/decoder.o \
 	src/functions.o \

@@ -21,11 +21,11 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "config.h"
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "common/hashfn.h"
+#include "config.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"

@@ -542,7 +542,7 @@ load_source(CaptureStream *s)
 		else
 		{
 			load_rows(s, (int64) start - 1);
-			catalog_set_source_upper(s->id, (int64) start);
+			catalog_set_upper(s->id, (int64) start);
 		}
 	}
 	spi_xact_commit();
@@ -845,7 +845,7 @@ decode_round(CaptureStream *s)
 		if (exists)
 		{
 			write_updates(s);
-			catalog_set_source_upper(s->id, Max(upper, s->durable_upper));
+			catalog_set_upper(s->id, Max(upper, s->durable_upper));
 			if (failure != NULL)
 				fail_source(s, failure);
 		}

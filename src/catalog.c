@@ -2,20 +2,18 @@
  *
  * catalog.c
  *	  The durable catalog: rows of peek.objects read and written through SPI
- *	  as the extension's owner (callers check the user's privileges first),
- *	  and the notices that tell the runtimes about committed changes, so that
- *	  they never poll the whole catalog.
+ *	  as the extension's owner (callers check the user's privileges first).
+ *	  The notices that tell the runtimes about committed changes are
+ *	  notify.c's.
  *
  *	  Row locks give the serialization rules: writers of one collection take
  *	  FOR NO KEY UPDATE (times follow commit order), drop takes FOR UPDATE,
  *	  compaction skips a row a writer holds instead of waiting behind it.
  *
- *	  Must not touch shared memory beyond pushing commands to runtimes and
- *	  tombstoning the objects a committed transaction dropped.
+ *	  Must not touch shared memory.
  *
  *-------------------------------------------------------------------------
  */
-#include "config.h"
 #include "postgres.h"
 
 #include "access/xact.h"
@@ -26,6 +24,7 @@
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "config.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
@@ -38,11 +37,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
-#include "registry.h"
-#include "shmem.h"
 #include "spi.h"
-
-static void notify_session_upper(PeekObjectId id, int64 upper);
 
 #define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums, source, failure"
 
@@ -356,12 +351,16 @@ catalog_set_column(const char *query, PeekObjectId id, int64 value)
 	catalog_exec(query, 2, argtypes, args, SPI_OK_UPDATE);
 }
 
+/*
+ * An object's upper: what is written to its shard is complete below it.  A
+ * source's is written in the transaction that writes its changes, so a
+ * crash loses or repeats none of them.
+ */
 void
 catalog_set_upper(PeekObjectId id, int64 upper)
 {
 	catalog_set_column("UPDATE peek.objects SET upper = $2 WHERE id OPERATOR(pg_catalog.=) $1",
 					   id, upper);
-	notify_session_upper(id, upper);
 }
 
 void
@@ -376,18 +375,6 @@ catalog_set_since(PeekObjectId id, int64 since)
 {
 	catalog_set_column("UPDATE peek.objects SET since = $2 WHERE id OPERATOR(pg_catalog.=) $1",
 					   id, since);
-}
-
-/*
- * A source's position: its shard holds the table's changes committed before
- * upper.  Written in the transaction that writes those changes, so a crash
- * loses or repeats none of them.
- */
-void
-catalog_set_source_upper(PeekObjectId id, int64 upper)
-{
-	catalog_set_column("UPDATE peek.objects SET upper = $2 WHERE id OPERATOR(pg_catalog.=) $1",
-					   id, upper);
 }
 
 /* Record why an object failed; false if its row is gone (dropped). */
@@ -556,221 +543,4 @@ check_object_reader(CatalogObject *obj)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to peek %s \"%s\"", kind_noun(obj->kind), obj->name),
 				 errdetail("Only the owner and members of pg_read_all_data may peek.")));
-}
-
-/* ---- notices to the runtimes at commit ---- */
-
-/*
- * A notice waits in the transaction until it commits, tagged with the
- * subtransaction that made it: a subtransaction's abort (ROLLBACK TO
- * SAVEPOINT, a plpgsql EXCEPTION block) discards its notices, its commit
- * hands them to its parent, so a rolled-back call sends nothing.
- */
-typedef struct PendingNotice
-{
-	PeekCommand cmd;
-	SubTransactionId subid;
-} PendingNotice;
-
-static List *pending_notices = NIL; /* PendingNotice *, in TopTransactionContext */
-
-/*
- * Read-your-writes within a session: the uppers this session's committed
- * writes reached, per collection.  A peek with as_of NULL reads at least at
- * the last time the session sealed, waiting for its publication if need be.
- */
-static HTAB *session_uppers = NULL;
-
-typedef struct SessionUpper
-{
-	PeekObjectId id;
-	int64		upper;
-} SessionUpper;
-
-static void
-add_notice(PeekCommandKind kind, PeekObjectId id, int64 value)
-{
-	SubTransactionId subid = GetCurrentSubTransactionId();
-	PendingNotice *notice;
-	ListCell   *lc;
-	MemoryContext old;
-
-	foreach(lc, pending_notices)
-	{
-		notice = lfirst(lc);
-		if (notice->cmd.kind == kind && notice->cmd.object == id && notice->subid == subid)
-		{
-			notice->cmd.value = Max(notice->cmd.value, value);
-			return;
-		}
-	}
-	old = MemoryContextSwitchTo(TopTransactionContext);
-	notice = palloc(sizeof(PendingNotice));
-	notice->cmd.kind = kind;
-	notice->cmd.object = id;
-	notice->cmd.value = value;
-	notice->subid = subid;
-	pending_notices = lappend(pending_notices, notice);
-	MemoryContextSwitchTo(old);
-}
-
-/* The maintenance runtime re-reads this object's row after commit. */
-void
-notify_catalog_changed(PeekObjectId id)
-{
-	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
-}
-
-/*
- * A dropped object: at commit, this backend tombstones it in the registry
- * itself, so that no peek (not even one with a cached lookup) reads it once
- * the drop returns; the maintenance runtime then lets go of its spine.  The
- * registry is attached now, since a commit callback must not fail.
- */
-void
-notify_dropped(PeekObjectId id)
-{
-	registry_attach();
-	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 1);
-}
-
-/* Broadcast: every runtime raises its standing hold after commit. */
-void
-notify_standing_hold(PeekObjectId id, int64 since)
-{
-	add_notice(PEEK_CMD_STANDING_HOLD, id, since);
-}
-
-/*
- * This session sealed a collection up to upper: remembered at commit.  The
- * entry is made now, since a commit callback must not allocate.
- */
-static void
-notify_session_upper(PeekObjectId id, int64 upper)
-{
-	bool		found;
-	SessionUpper *su;
-
-	if (session_uppers == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(PeekObjectId);
-		ctl.entrysize = sizeof(SessionUpper);
-		ctl.hcxt = TopMemoryContext;
-		session_uppers = hash_create("pg_peek session uppers", 16, &ctl,
-									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	su = hash_search(session_uppers, &id, HASH_ENTER, &found);
-	if (!found)
-		su->upper = 0;
-	add_notice(PEEK_CMD_SESSION_UPPER, id, upper);
-}
-
-/* The last upper this session committed for a collection, or 0. */
-int64
-session_upper(PeekObjectId collection)
-{
-	SessionUpper *su = session_uppers ?
-		hash_search(session_uppers, &collection, HASH_FIND, NULL) : NULL;
-
-	return su ? su->upper : 0;
-}
-
-/* At commit: no allocation, no error (see notify_dropped). */
-static void
-send_notices(void)
-{
-	int			wake = 0;
-	ListCell   *lc;
-
-	foreach(lc, pending_notices)
-	{
-		PeekCommand *cmd = &((PendingNotice *) lfirst(lc))->cmd;
-
-		if (cmd->kind == PEEK_CMD_SESSION_UPPER)
-		{
-			SessionUpper *su = hash_search(session_uppers, &cmd->object, HASH_FIND, NULL);
-
-			su->upper = Max(su->upper, cmd->value);
-			continue;
-		}
-		if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && cmd->value == 1)
-			registry_tombstone(cmd->object);
-		for (int r = 0; r < config_runtime_count(); r++)
-		{
-			if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && r != PEEK_RUNTIME_MAINTENANCE)
-				continue;
-			/* on overflow the runtime re-reads the whole catalog */
-			(void) queue_push(peek_shared->runtimes[r].commands, cmd);
-			wake |= 1 << r;
-		}
-	}
-	for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
-		if (wake & (1 << r))
-			wake_runtime(r);
-}
-
-static void
-catalog_xact_callback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-			/* committed and visible: now the runtimes may read it */
-			send_notices();
-			pending_notices = NIL;
-			break;
-		case XACT_EVENT_PRE_PREPARE:
-			/* COMMIT PREPARED could not tell the runtimes */
-			if (pending_notices != NIL)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that changed pg_peek objects")));
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			pending_notices = NIL;
-			break;
-		default:
-			break;
-	}
-}
-
-static void
-catalog_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-						 SubTransactionId parentSubid, void *arg)
-{
-	ListCell   *lc;
-
-	switch (event)
-	{
-		case SUBXACT_EVENT_COMMIT_SUB:
-			foreach(lc, pending_notices)
-			{
-				PendingNotice *notice = lfirst(lc);
-
-				if (notice->subid == mySubid)
-					notice->subid = parentSubid;
-			}
-			break;
-		case SUBXACT_EVENT_ABORT_SUB:
-			foreach(lc, pending_notices)
-			{
-				PendingNotice *notice = lfirst(lc);
-
-				if (notice->subid == mySubid)
-					pending_notices = foreach_delete_current(pending_notices, lc);
-			}
-			break;
-		default:
-			break;
-	}
-}
-
-void
-catalog_init(void)
-{
-	RegisterXactCallback(catalog_xact_callback, NULL);
-	RegisterSubXactCallback(catalog_subxact_callback, NULL);
 }

@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.h
- *	  The durable catalog (peek.objects) and the notices that carry its
- *	  committed changes to the runtimes.
+ *	  The durable catalog (peek.objects).
  *
  *-------------------------------------------------------------------------
  */
@@ -58,16 +57,8 @@ extern bool catalog_lock_extension(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);
-extern void catalog_set_source_upper(PeekObjectId id, int64 upper);
 extern bool catalog_set_failure(PeekObjectId id, const char *failure);
 extern char *catalog_failure(PeekObjectId id, const char **noun);
 extern bool catalog_extension_dropping(Oid extension);
-
-/* notices sent to the runtimes when the transaction commits */
-extern void notify_catalog_changed(PeekObjectId id);
-extern void notify_standing_hold(PeekObjectId id, int64 since);
-extern void notify_dropped(PeekObjectId id);
-extern int64 session_upper(PeekObjectId collection);
-extern void catalog_init(void);
 
 #endif							/* PEEK_CATALOG_H */

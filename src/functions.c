@@ -11,10 +11,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "config.h"
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "config.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -46,6 +46,7 @@
 #include "batch.h"
 #include "capture.h"
 #include "catalog.h"
+#include "notify.h"
 #include "peek.h"
 #include "persist.h"
 #include "registry.h"
@@ -437,6 +438,7 @@ peek_advance(PG_FUNCTION_ARGS)
 	if (upper > coll->upper)
 	{
 		catalog_set_upper(coll->id, upper);
+		notify_session_upper(coll->id, upper);
 		notify_catalog_changed(coll->id);
 	}
 	PG_RETURN_VOID();
@@ -464,6 +466,7 @@ peek_write(PG_FUNCTION_ARGS)
 	if (deletes != NULL)
 		persist_append(coll->shard, deletes, t, -1);
 	catalog_set_upper(coll->id, t + 1);
+	notify_session_upper(coll->id, t + 1);
 	notify_catalog_changed(coll->id);
 	PG_RETURN_INT64(t);
 }
@@ -696,7 +699,7 @@ retry:
 
 	ticket = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION,
 						peek_time(fcinfo, 2, coll, coll->id),
-						session_upper(coll->id) - 1, cached ? &dropped : NULL);
+						notify_last_session_upper(coll->id) - 1, cached ? &dropped : NULL);
 	if (dropped)
 	{
 		forget_peeked_object(name);
@@ -923,7 +926,7 @@ retry:
 
 	ticket = peek_begin(idx->id, idx->name, PEEK_KIND_INDEX,
 						peek_time(fcinfo, 3, idx, idx->collection),
-						session_upper(idx->collection) - 1, cached ? &dropped : NULL);
+						notify_last_session_upper(idx->collection) - 1, cached ? &dropped : NULL);
 	if (dropped)
 	{
 		forget_peeked_object(name);

@@ -8,9 +8,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "config.h"
 #include "postgres.h"
 
+#include "config.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"

@@ -24,7 +24,6 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "config.h"
 #include "postgres.h"
 
 #include "access/xact.h"
@@ -33,6 +32,7 @@
 #include "common/pg_prng.h"
 #include "lib/ilist.h"
 #include "libpq/libpq.h"
+#include "config.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/ipc.h"

@@ -16,7 +16,6 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "config.h"
 #include "postgres.h"
 
 #include "access/heapam.h"
@@ -35,6 +34,7 @@
 #include "nodes/makefuncs.h"
 #include "executor/tuptable.h"
 #include "lib/stringinfo.h"
+#include "config.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/ruleutils.h"
@@ -46,6 +46,7 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "notify.h"
 #include "persist.h"
 #include "rows.h"
 #include "spi.h"

@@ -17,8 +17,8 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
-#include "catalog.h"
 #include "config.h"
+#include "notify.h"
 #include "peek.h"
 #include "persist.h"
 #include "registry.h"
@@ -98,6 +98,6 @@ _PG_init(void)
 	shmem_startup_hook = pg_peek_shmem_startup;
 	register_runtimes();
 	peek_backend_init();
-	catalog_init();
+	notify_init();
 	persist_init();
 }

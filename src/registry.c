@@ -29,13 +29,13 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "config.h"
 #include "postgres.h"
 
 #include "nodes/pg_list.h"
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
+#include "config.h"
 #include "batch.h"
 #include "registry.h"
 #include "rows.h"

@@ -19,11 +19,11 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "config.h"
 #include "postgres.h"
 
 #include "access/xact.h"
 #include "commands/extension.h"
+#include "config.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"

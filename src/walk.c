@@ -16,10 +16,10 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "config.h"
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "config.h"
 #include "miscadmin.h"
 
 #include "batch.h"

@@ -24,7 +24,6 @@
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
-#include "config.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
@@ -94,8 +93,9 @@ object_from_tuple(HeapTuple tup, TupleDesc desc)
 	return obj;
 }
 
-static const char *
-kind_noun(char kind)
+/* What an object of the kind is called in messages. */
+const char *
+catalog_kind_noun(char kind)
 {
 	return kind == PEEK_KIND_INDEX ? "index" : "collection";
 }
@@ -219,7 +219,7 @@ catalog_lookup(const char *name, char kind, CatalogLock lock)
 	if (obj == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("%s \"%s\" does not exist", kind ? kind_noun(kind) : "object", name)));
+				 errmsg("%s \"%s\" does not exist", kind ? catalog_kind_noun(kind) : "object", name)));
 	if (kind != 0 && obj->kind != kind)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -428,6 +428,24 @@ catalog_failure(PeekObjectId id, const char **noun)
 }
 
 /*
+ * A peek of a failed object (or of an index of a failed collection) fails
+ * with the reason.
+ */
+void
+catalog_raise_if_failed(PeekObjectId object, char kind, const char *name)
+{
+	const char *noun = NULL;
+	char	   *failure = catalog_failure(object, &noun);
+
+	if (failure != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s \"%s\" is failed: %s",
+						kind == PEEK_KIND_INDEX ? "index" : noun, name, failure),
+				 errhint("Drop the %s and create it again.", noun)));
+}
+
+/*
  * Lock an object's row as writers do, before the maintenance runtime writes
  * its shard (false: the object is gone).  Compaction skips a row a writer
  * holds (false too) and retries later, rather than stall the runtime behind
@@ -514,7 +532,7 @@ check_object_owner(CatalogObject *obj)
 	if (!has_privs_of_role(GetUserId(), obj->owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of %s \"%s\"", kind_noun(obj->kind), obj->name)));
+				 errmsg("must be owner of %s \"%s\"", catalog_kind_noun(obj->kind), obj->name)));
 }
 
 /*
@@ -541,6 +559,6 @@ check_object_reader(CatalogObject *obj)
 		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_DATA))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to peek %s \"%s\"", kind_noun(obj->kind), obj->name),
+				 errmsg("permission denied to peek %s \"%s\"", catalog_kind_noun(obj->kind), obj->name),
 				 errdetail("Only the owner and members of pg_read_all_data may peek.")));
 }

@@ -59,6 +59,8 @@ extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);
 extern bool catalog_set_failure(PeekObjectId id, const char *failure);
 extern char *catalog_failure(PeekObjectId id, const char **noun);
+extern void catalog_raise_if_failed(PeekObjectId object, char kind, const char *name);
+extern const char *catalog_kind_noun(char kind);
 extern bool catalog_extension_dropping(Oid extension);
 
 #endif							/* PEEK_CATALOG_H */

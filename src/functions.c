@@ -517,7 +517,7 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s \"%s\" holds rows of type %s, not %s",
-						obj->kind == PEEK_KIND_INDEX ? "index" : "collection", obj->name,
+						catalog_kind_noun(obj->kind), obj->name,
 						format_type_be(obj->row_type), format_type_be(rowtype)),
 				 errhint("Pass NULL::%s as the first argument.",
 						 OidIsValid(obj->source) && get_rel_type_id(obj->source) != InvalidOid ?
@@ -534,7 +534,7 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 	ReleaseTupleDesc(row_desc);
 	if (!matches)
 	{
-		raise_if_failed(obj->id, obj->kind, obj->name);
+		catalog_raise_if_failed(obj->id, obj->kind, obj->name);
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the row type of table %s no longer matches %s \"%s\"",
@@ -912,7 +912,7 @@ retry:
 	idx = &peeked->obj;
 	/* a failed index's key columns may be gone: say why it failed */
 	if (idx->failure != NULL)
-		raise_if_failed(idx->id, idx->kind, idx->name);
+		catalog_raise_if_failed(idx->id, idx->kind, idx->name);
 	map = check_peek_rowtype(idx, rowtype);
 	check_object_reader(idx);
 

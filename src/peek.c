@@ -19,8 +19,12 @@
  *	  registry on that attempt (interactive runtime), or a local handle on
  *	  the solo runtime's own spine, pinned once for the peek's life.
  *
- *	  Must not read tables or batches: the walk belongs to the callers
+ *	  Must not read shards or batches: the walk belongs to the callers
  *	  (walk.c for indexes, persist.c for shards), in the waiting backend.
+ *	  Reads the catalog only through catalog.c, to say why an object
+ *	  failed.  Must not reach into the maintenance runtime's spines: the
+ *	  solo runtime's loop hands peek_runtime_reset the function that lends
+ *	  its local batches.
  *
  *-------------------------------------------------------------------------
  */
@@ -47,7 +51,6 @@
 #include "peek.h"
 #include "registry.h"
 #include "shmem.h"
-#include "spine.h"
 
 /* ---------------------------------------------------------------------
  * Backend side
@@ -134,12 +137,6 @@ peek_backend_init(void)
 	RegisterSubXactCallback(peek_subxact_callback, NULL);
 }
 
-static const char *
-kind_name(char kind)
-{
-	return kind == PEEK_KIND_INDEX ? "index" : "collection";
-}
-
 static void
 raise_runtime_missing(int runtime)
 {
@@ -151,24 +148,6 @@ raise_runtime_missing(int runtime)
 					   peek_runtime_wait_ms),
 			 errhint("Check the server log, max_worker_processes and that pg_peek.database is \"%s\".",
 					 peek_database)));
-}
-
-/*
- * A peek of a failed object (or of an index of a failed collection) fails
- * with the reason.
- */
-void
-raise_if_failed(PeekObjectId object, char kind, const char *name)
-{
-	const char *noun = NULL;
-	char	   *failure = catalog_failure(object, &noun);
-
-	if (failure != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s \"%s\" is failed: %s",
-						kind == PEEK_KIND_INDEX ? "index" : noun, name, failure),
-				 errhint("Drop the %s and create it again.", noun)));
 }
 
 /*
@@ -255,7 +234,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("extension pg_peek is being dropped"),
-					 errdetail("The peek of %s \"%s\" waited.", kind_name(kind), name)));
+					 errdetail("The peek of %s \"%s\" waited.", catalog_kind_noun(kind), name)));
 
 		/* A client that went away will never read the answer. */
 		if (whereToSendOutput == DestRemote && !pq_check_connection())
@@ -312,12 +291,12 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 		ereport(ERROR,
 				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
 				 errmsg("cannot peek %s \"%s\" at time " INT64_FORMAT ": it is compacted to since " INT64_FORMAT,
-						kind_name(kind), name, ticket.time, answer_since),
+						catalog_kind_noun(kind), name, ticket.time, answer_since),
 				 errhint("Peek at a time at or after " INT64_FORMAT ", or hold compaction back with a lower peek.allow_compaction.",
 						 answer_since)));
 	if (answer == PEEK_ANSWER_FAILED)
 	{
-		raise_if_failed(object, kind, name);
+		catalog_raise_if_failed(object, kind, name);
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("index \"%s\" is failed: its arrangement exceeded pg_peek.max_memory (%d kB)",
@@ -326,7 +305,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
-			 errmsg("%s \"%s\" was dropped while the peek waited", kind_name(kind), name)));
+			 errmsg("%s \"%s\" was dropped while the peek waited", catalog_kind_noun(kind), name)));
 	return ticket;				/* keep compiler quiet */
 }
 
@@ -392,6 +371,7 @@ typedef struct ParkedObject
 
 static LocalPeek *local_peeks = NULL;
 static HTAB *parked_objects = NULL;
+static PeekLocalBatches local_batches = NULL;	/* the solo runtime's spines */
 
 typedef enum GateResult
 {
@@ -405,13 +385,15 @@ typedef enum GateResult
 
 /*
  * Reconciliation: forget all pending work; backends re-issue their peeks
- * once they see the new generation.
+ * once they see the new generation.  local lends the solo runtime's own
+ * batches (NULL in a runtime that serves from the registry).
  */
 void
-peek_runtime_reset(int runtime)
+peek_runtime_reset(int runtime, PeekLocalBatches local)
 {
 	HASHCTL		ctl;
 
+	local_batches = local;
 	if (parked_objects != NULL)
 		hash_destroy(parked_objects);
 	if (local_peeks == NULL)
@@ -453,7 +435,7 @@ pin_local_handle(int runtime, PeekObjectId index, PeekHandle *handle)
 	dsa_pointer *batches;
 	int			nbatches;
 
-	if (!spine_local_batches(index, &batches, &nbatches))
+	if (local_batches == NULL || !local_batches(index, &batches, &nbatches))
 		elog(ERROR, "solo runtime has no arrangement for published index " INT64_FORMAT,
 			 index);
 	pin_batches(handle, index, batches, nbatches, false, runtime);

@@ -28,10 +28,11 @@ extern void peek_backend_init(void);
 extern PeekTicket peek_begin(PeekObjectId object, const char *name, char kind, int64 time,
 							 int64 floor, bool *dropped);
 extern void peek_end(void);
-extern void raise_if_failed(PeekObjectId object, char kind, const char *name);
 
-/* runtime side */
-extern void peek_runtime_reset(int runtime);
+/* runtime side: the solo runtime lends its own spine's batches */
+typedef bool (*PeekLocalBatches) (PeekObjectId index, dsa_pointer **batches, int *nbatches);
+
+extern void peek_runtime_reset(int runtime, PeekLocalBatches local);
 extern void serve_peek_inbox(int runtime);
 extern void serve_dirty_objects(int runtime);
 

@@ -42,6 +42,7 @@
 #include "registry.h"
 #include "maintenance.h"
 #include "runtime.h"
+#include "spine.h"
 #include "spi.h"
 
 #define RUNTIME_TICK_MS		1000L
@@ -135,7 +136,7 @@ peek_runtime_main(Datum arg)
 	 * Reconciliation, shared part: drop what a previous incarnation had
 	 * pending, then announce the new generation so backends re-issue.
 	 */
-	peek_runtime_reset(runtime);
+	peek_runtime_reset(runtime, role == PEEK_ROLE_SOLO ? spine_local_batches : NULL);
 	before_shmem_exit(runtime_exit, Int32GetDatum(runtime));
 	SpinLockAcquire(&rt->mutex);
 	rt->pid = MyProcPid;

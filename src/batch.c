@@ -96,10 +96,7 @@ row_key_values(KeyInfo *key, Datum row, Datum *values)
 	HeapTupleData tuple;
 	bool		isnull = false;
 
-	tuple.t_len = HeapTupleHeaderGetDatumLength(td);
-	ItemPointerSetInvalid(&tuple.t_self);
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = td;
+	row_tuple(td, &tuple);
 	for (int i = 0; i < key->nkeys && !isnull; i++)
 		values[i] = heap_getattr(&tuple, key->attnums[i], key->desc, &isnull);
 	return !isnull;
@@ -177,7 +174,7 @@ reserve_memory(Size size)
  * Returns InvalidDsaPointer if pg_peek.max_memory would be exceeded.
  */
 dsa_pointer
-batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
+batch_build(PendingUpdate *updates, int64 n,
 			int64 lower, int64 upper, int64 since)
 {
 	int64		out = 0;
@@ -228,7 +225,6 @@ batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
 
 	batch = dsa_get_address(shmem_dsa(), dp);
 	pg_atomic_init_u32(&batch->refcount, 1);
-	batch->index = index;
 	batch->nentries = out;
 	batch->rows = 0;
 	batch->lower = lower;
@@ -242,7 +238,9 @@ batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
 		char	   *image = data + offset;
 
 		if (offset / MAXIMUM_ALIGNOF > PG_UINT32_MAX)
-			elog(ERROR, "pg_peek: batch data too large");
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("arrangement batch exceeds the largest batch size")));
 		e->keyhash = updates[i].keyhash;
 		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
 		e->time = updates[i].time;
@@ -257,7 +255,7 @@ batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
 
 /* Merge batches (pinned by the caller) into a new one at since. */
 dsa_pointer
-batch_merge(PeekObjectId index, dsa_pointer *inputs, int ninputs, int64 since)
+batch_merge(dsa_pointer *inputs, int ninputs, int64 since)
 {
 	int64		total = 0;
 	int64		lower = PG_INT64_MAX;
@@ -288,7 +286,7 @@ batch_merge(PeekObjectId index, dsa_pointer *inputs, int ninputs, int64 since)
 			n++;
 		}
 	}
-	result = batch_build(index, updates, n, lower, upper, since);
+	result = batch_build(updates, n, lower, upper, since);
 	pfree(updates);
 	return result;
 }

@@ -56,7 +56,6 @@ typedef struct BatchEntry
 typedef struct Batch
 {
 	pg_atomic_uint32 refcount;	/* spine, published list, reader pins */
-	PeekObjectId index;
 	int64		nentries;
 	int64		rows;			/* sum of diffs: the rows it adds */
 	int64		lower;			/* times of its updates: [lower, upper) */
@@ -96,10 +95,8 @@ typedef struct PendingUpdate
 	int64		diff;
 } PendingUpdate;
 
-extern dsa_pointer batch_build(PeekObjectId index, PendingUpdate *updates, int64 n,
-							   int64 lower, int64 upper, int64 since);
-extern dsa_pointer batch_merge(PeekObjectId index, dsa_pointer *inputs, int ninputs,
-							   int64 since);
+extern dsa_pointer batch_build(PendingUpdate *updates, int64 n, int64 lower, int64 upper, int64 since);
+extern dsa_pointer batch_merge(dsa_pointer *inputs, int ninputs, int64 since);
 extern Batch *batch_get(dsa_pointer dp);
 extern void batch_pin(dsa_pointer dp);
 extern void batch_unpin(dsa_pointer dp);

@@ -452,7 +452,7 @@ load_rows(CaptureStream *s, int64 time)
 		row = decoder_table_row(RelationGetDescr(rel), tuple, NULL, false,
 								s->changes.row_desc, s->table, &failure);
 		if (failure != NULL)
-			elog(ERROR, "pg_peek: %s", failure);	/* check_table ran first */
+			elog(ERROR, "%s", failure); /* check_table ran first */
 		persist_writer_add(w, time, 1, row);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(per_row);
@@ -817,8 +817,10 @@ decode_round(CaptureStream *s)
 		XLogRecord *record = XLogReadRecord(s->ctx->reader, &errm);
 
 		if (errm != NULL)
-			elog(ERROR, "pg_peek: could not read WAL for source " INT64_FORMAT ": %s",
-				 s->id, errm);
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("could not read WAL for the source of table \"%s\": %s",
+							s->table, errm)));
 		if (record != NULL)
 			LogicalDecodingProcessRecord(s->ctx, s->ctx->reader);
 		CHECK_FOR_INTERRUPTS();

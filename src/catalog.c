@@ -145,7 +145,7 @@ execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 		if (saved->plan == NULL || SPI_keepplan(saved->plan) != 0)
 		{
 			hash_search(saved_plans, &query, HASH_REMOVE, NULL);
-			elog(ERROR, "pg_peek: could not prepare \"%s\": %s", query,
+			elog(ERROR, "could not prepare \"%s\": %s", query,
 				 SPI_result_code_string(SPI_result));
 		}
 	}

@@ -355,7 +355,7 @@ peek_create_source(PG_FUNCTION_ARGS)
 								 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 															relname)),
 						false, 0) != SPI_OK_UTILITY)
-			elog(ERROR, "pg_peek: could not set REPLICA IDENTITY FULL on \"%s\"", relname);
+			elog(ERROR, "could not set REPLICA IDENTITY FULL on \"%s\"", relname);
 		SPI_finish();
 		ereport(NOTICE,
 				(errmsg("table \"%s\" now has REPLICA IDENTITY FULL", relname),
@@ -862,10 +862,7 @@ key_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, WalkSpec *spec)
 				 errmsg("key of index \"%s\" has %d columns, not %d",
 						idx->name, spec->key->nkeys, desc->natts),
 				 errhint("Pass the key as ROW(v1, ...) in key-column order.")));
-	tuple.t_len = HeapTupleHeaderGetDatumLength(rec);
-	ItemPointerSetInvalid(&tuple.t_self);
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = rec;
+	row_tuple(rec, &tuple);
 	spec->has_key = true;
 	spec->key_has_null = false;
 	for (int i = 0; i < desc->natts; i++)

@@ -381,10 +381,7 @@ persist_walk(Oid shard, Oid row_type, const char *collection, int64 time,
 	{
 		HeapTupleData tuple;
 
-		tuple.t_len = rc->key.len + VARHDRSZ;
-		ItemPointerSetInvalid(&tuple.t_self);
-		tuple.t_tableOid = InvalidOid;
-		tuple.t_data = (HeapTupleHeader) DatumGetPointer(row_count_datum(rc));
+		row_tuple((HeapTupleHeader) DatumGetPointer(row_count_datum(rc)), &tuple);
 		for (int64 i = 0; i < rc->count; i++)
 		{
 			if (limit >= 0 && emitted >= limit)
@@ -517,7 +514,9 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 	char	   *relname = get_rel_name(shard);
 
 	if (relname == NULL)
-		elog(ERROR, "pg_peek: shard %u does not exist", shard);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("shard table with OID %u does not exist", shard)));
 	SPI_connect();
 	portal = SPI_cursor_open_with_args(NULL,
 									   psprintf("SELECT time, diff, data FROM peek.%s "
@@ -562,7 +561,7 @@ persist_count_range(Oid shard, int64 lower, int64 upper)
 									   "AND time OPERATOR(pg_catalog.<) $2",
 									   quote_identifier(get_rel_name(shard))),
 							  2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "pg_peek: could not count shard %u", shard);
+		elog(ERROR, "could not count shard %u", shard);
 	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 	return count;

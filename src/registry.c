@@ -185,7 +185,6 @@ raise_frontiers(RegistryEntry *entry, char kind, int64 upper, int64 since, bool 
 	entry->since = Max(entry->since, since);
 	if (!*changed)
 		return 0;
-	entry->publications++;
 	return mark_waiters_dirty(entry);
 }
 

@@ -30,7 +30,6 @@ typedef struct RegistryEntry
 	int64		standing_hold[PEEK_MAX_RUNTIMES];
 	int32		waiters[PEEK_MAX_RUNTIMES]; /* peeks parked here, per runtime */
 	bool		dirty[PEEK_MAX_RUNTIMES];	/* queued in that runtime's dirty set */
-	uint64		publications;
 	/* arrangements (indexes) */
 	bool		failed;			/* out of pg_peek.max_memory */
 	int32		nbatches;		/* the published batch list */

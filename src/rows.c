@@ -27,6 +27,16 @@
 
 #include "rows.h"
 
+/* A tuple over a row's header, in place, for heap_getattr and the like. */
+void
+row_tuple(HeapTupleHeader td, HeapTupleData *tuple)
+{
+	tuple->t_len = HeapTupleHeaderGetDatumLength(td);
+	ItemPointerSetInvalid(&tuple->t_self);
+	tuple->t_tableOid = InvalidOid;
+	tuple->t_data = td;
+}
+
 /* The descriptor row_normalize forms rows of rowtype with: its current one. */
 TupleDesc
 row_desc(Oid rowtype)
@@ -52,10 +62,7 @@ row_normalize(TupleDesc desc, Datum row)
 	HeapTuple	formed;
 	Datum		result;
 
-	tuple.t_len = HeapTupleHeaderGetDatumLength(td);
-	ItemPointerSetInvalid(&tuple.t_self);
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = td;
+	row_tuple(td, &tuple);
 	heap_deform_tuple(&tuple, desc, values, nulls);
 	for (int i = 0; i < desc->natts; i++)
 	{

@@ -12,6 +12,7 @@
 
 #include "pg_peek.h"
 
+#include "access/htup.h"
 #include "access/tupdesc.h"
 #include "common/int.h"
 #include "utils/hsearch.h"
@@ -37,6 +38,7 @@ typedef struct RowCounts
 	bool		overflowed;
 } RowCounts;
 
+extern void row_tuple(HeapTupleHeader td, HeapTupleData *tuple);
 extern TupleDesc row_desc(Oid rowtype);
 extern Datum row_normalize(TupleDesc desc, Datum row);
 extern RowCounts *row_counts_create(Oid rowtype);

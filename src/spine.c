@@ -52,7 +52,6 @@
 typedef struct Spine
 {
 	PeekObjectId index;			/* key */
-	PeekObjectId collection;
 	Oid			shard;
 	KeyInfo    *key;
 	int			nbatches;
@@ -163,7 +162,7 @@ merge_geometrically(Spine *spine, bool quiet)
 			spine->merge_deferred = true;
 			break;
 		}
-		merged = batch_merge(spine->index, &spine->batches[n - 2], 2, spine->since);
+		merged = batch_merge(&spine->batches[n - 2], 2, spine->since);
 		if (!DsaPointerIsValid(merged))
 		{
 			fail_spine(spine);
@@ -237,7 +236,7 @@ arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
 	persist_scan_range(spine->shard, lower, upper, arrange_update, &a);
 	*empty = (a.n == 0);
 	dp = *empty ? InvalidDsaPointer :
-		batch_build(spine->index, a.updates, a.n, lower, upper, spine->since);
+		batch_build(a.updates, a.n, lower, upper, spine->since);
 	MemoryContextDelete(a.cxt);
 	FreeTupleDesc(a.row_desc);
 	if (hydrating)
@@ -322,7 +321,6 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-		spine->collection = collection->id;
 		spine->shard = collection->shard;
 		spine->key = keyinfo_build(index->row_type, index->nkeys, index->attnums);
 		MemoryContextSwitchTo(old);
@@ -385,7 +383,7 @@ spine_compact(PeekObjectId index, int64 since)
 		publish_spine(spine);
 		return true;
 	}
-	merged = batch_merge(index, spine->batches, spine->nbatches, since);
+	merged = batch_merge(spine->batches, spine->nbatches, since);
 	if (!DsaPointerIsValid(merged))
 		fail_spine(spine);
 	else

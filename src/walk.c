@@ -80,10 +80,7 @@ emit_row(WalkSpec *spec, Datum row, int64 copies, int64 *emitted, Size *bytes)
 	HeapTupleData tuple;
 	Size		max_bytes = (Size) peek_max_result_kb * 1024;
 
-	tuple.t_len = VARSIZE(DatumGetPointer(row));
-	ItemPointerSetInvalid(&tuple.t_self);
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = (HeapTupleHeader) DatumGetPointer(row);
+	row_tuple((HeapTupleHeader) DatumGetPointer(row), &tuple);
 	for (int64 i = 0; i < copies; i++)
 	{
 		if (spec->limit >= 0 && *emitted >= spec->limit)

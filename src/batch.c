@@ -39,7 +39,7 @@
 /* ---- keys ---- */
 
 KeyInfo *
-keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums)
+batch_keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums)
 {
 	KeyInfo    *key = palloc0(sizeof(KeyInfo));
 	TupleDesc	desc = lookup_rowtype_tupdesc(row_type, -1);
@@ -77,7 +77,7 @@ keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums)
 }
 
 uint32
-key_hash_values(KeyInfo *key, const Datum *values)
+batch_key_hash_values(KeyInfo *key, const Datum *values)
 {
 	uint32		hash = 0;
 
@@ -104,18 +104,18 @@ row_key_values(KeyInfo *key, Datum row, Datum *values)
 
 /* The key hash of a row; rows with a NULL key column hash to 0. */
 uint32
-key_hash_row(KeyInfo *key, Datum row)
+batch_key_hash_row(KeyInfo *key, Datum row)
 {
 	Datum		values[INDEX_MAX_KEYS];
 
 	if (!row_key_values(key, row, values))
 		return 0;
-	return key_hash_values(key, values);
+	return batch_key_hash_values(key, values);
 }
 
 /* Does the row's key equal values by the key columns' SQL equality? */
 bool
-key_row_matches(KeyInfo *key, Datum row, const Datum *values)
+batch_key_row_matches(KeyInfo *key, Datum row, const Datum *values)
 {
 	Datum		row_values[INDEX_MAX_KEYS];
 
@@ -131,7 +131,7 @@ key_row_matches(KeyInfo *key, Datum row, const Datum *values)
 /* ---- batches ---- */
 
 int
-pending_update_cmp(const void *a, const void *b)
+batch_pending_update_cmp(const void *a, const void *b)
 {
 	const PendingUpdate *x = a;
 	const PendingUpdate *y = b;
@@ -189,7 +189,7 @@ batch_build(PendingUpdate *updates, int64 n,
 		if (updates[i].time < since)
 			updates[i].time = since;
 	if (n > 1)
-		qsort(updates, n, sizeof(PendingUpdate), pending_update_cmp);
+		qsort(updates, n, sizeof(PendingUpdate), batch_pending_update_cmp);
 
 	/* consolidate in place */
 	for (int64 i = 0; i < n; i++)
@@ -197,7 +197,7 @@ batch_build(PendingUpdate *updates, int64 n,
 		int64		sum;
 
 		CHECK_FOR_INTERRUPTS();
-		if (out > 0 && pending_update_cmp(&updates[out - 1], &updates[i]) == 0 &&
+		if (out > 0 && batch_pending_update_cmp(&updates[out - 1], &updates[i]) == 0 &&
 			!pg_add_s64_overflow(updates[out - 1].diff, updates[i].diff, &sum))
 			updates[out - 1].diff = sum;
 		else
@@ -245,7 +245,7 @@ batch_build(PendingUpdate *updates, int64 n,
 		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
 		e->time = updates[i].time;
 		e->diff = updates[i].diff;
-		batch->rows = add_saturating(batch->rows, e->diff);
+		batch->rows = row_add_saturating(batch->rows, e->diff);
 		SET_VARSIZE(image, updates[i].len + VARHDRSZ);
 		memcpy(VARDATA(image), updates[i].image, updates[i].len);
 		offset += MAXALIGN(updates[i].len + VARHDRSZ);

@@ -34,10 +34,10 @@ typedef struct KeyInfo
 	FmgrInfo	eq[INDEX_MAX_KEYS];
 } KeyInfo;
 
-extern KeyInfo *keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums);
-extern uint32 key_hash_values(KeyInfo *key, const Datum *values);
-extern uint32 key_hash_row(KeyInfo *key, Datum row);
-extern bool key_row_matches(KeyInfo *key, Datum row, const Datum *values);
+extern KeyInfo *batch_keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums);
+extern uint32 batch_key_hash_values(KeyInfo *key, const Datum *values);
+extern uint32 batch_key_hash_row(KeyInfo *key, Datum row);
+extern bool batch_key_row_matches(KeyInfo *key, Datum row, const Datum *values);
 
 /*
  * One update, 24 bytes.  Entries of a batch are sorted by (keyhash, row
@@ -100,6 +100,6 @@ extern dsa_pointer batch_merge(dsa_pointer *inputs, int ninputs, int64 since);
 extern Batch *batch_get(dsa_pointer dp);
 extern void batch_pin(dsa_pointer dp);
 extern void batch_unpin(dsa_pointer dp);
-extern int	pending_update_cmp(const void *a, const void *b);
+extern int	batch_pending_update_cmp(const void *a, const void *b);
 
 #endif							/* PEEK_BATCH_H */

@@ -1024,5 +1024,5 @@ void
 capture_nudge(PeekObjectId source, int64 time)
 {
 	if (registry_published_upper(source) <= time)
-		wake_runtime(PEEK_RUNTIME_MAINTENANCE);
+		shmem_wake_runtime(PEEK_RUNTIME_MAINTENANCE);
 }

@@ -527,7 +527,7 @@ catalog_read(PeekObjectId *ids, int nids)
 /* ---- privileges ---- */
 
 void
-check_object_owner(CatalogObject *obj)
+catalog_check_owner(CatalogObject *obj)
 {
 	if (!has_privs_of_role(GetUserId(), obj->owner))
 		ereport(ERROR,
@@ -540,7 +540,7 @@ check_object_owner(CatalogObject *obj)
  * its indexes, whoever may SELECT from the table (while it exists).
  */
 void
-check_object_reader(CatalogObject *obj)
+catalog_check_reader(CatalogObject *obj)
 {
 	char	   *table = OidIsValid(obj->source) ? get_rel_name(obj->source) : NULL;
 

@@ -49,8 +49,8 @@ extern void catalog_delete(PeekObjectId id);
 extern List *catalog_indexes_of(PeekObjectId collection);
 extern void catalog_set_upper(PeekObjectId id, int64 upper);
 extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
-extern void check_object_owner(CatalogObject *obj);
-extern void check_object_reader(CatalogObject *obj);
+extern void catalog_check_owner(CatalogObject *obj);
+extern void catalog_check_reader(CatalogObject *obj);
 
 /* runtimes (inside a transaction with SPI connected by the caller) */
 extern bool catalog_lock_extension(void);

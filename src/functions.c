@@ -255,7 +255,7 @@ drop_collection_and_indexes(CatalogObject *coll)
 {
 	ListCell   *lc;
 
-	check_object_owner(coll);
+	catalog_check_owner(coll);
 	/* like a table's indexes, the collection's indexes go with it */
 	foreach(lc, catalog_indexes_of(coll->id))
 	{
@@ -411,7 +411,7 @@ peek_append(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("diff must not be zero")));
-	check_object_owner(coll);
+	catalog_check_owner(coll);
 	check_not_below_upper(coll, at);
 
 	persist_append(coll->shard, rows, at, diff);
@@ -428,7 +428,7 @@ peek_advance(PG_FUNCTION_ARGS)
 	int64		upper = time_arg(fcinfo, 1, "upper");
 
 	check_not_source(coll, NULL);
-	check_object_owner(coll);
+	catalog_check_owner(coll);
 	if (upper < coll->upper)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -457,7 +457,7 @@ peek_write(PG_FUNCTION_ARGS)
 	check_not_source(coll, NULL);
 	inserts = rows_arg(fcinfo, 1, "inserts", coll);
 	deletes = PG_NARGS() > 2 ? rows_arg(fcinfo, 2, "deletes", coll) : NULL;
-	check_object_owner(coll);
+	catalog_check_owner(coll);
 	if (t == PG_INT64_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -479,7 +479,7 @@ peek_allow_compaction(PG_FUNCTION_ARGS)
 	CatalogObject *obj = catalog_lookup(name, 0, CATALOG_WRITE);
 	int64		since = time_arg(fcinfo, 1, "since");
 
-	check_object_owner(obj);
+	catalog_check_owner(obj);
 	if (since > obj->allowed_since)
 	{
 		catalog_set_allowed_since(obj->id, since);
@@ -670,7 +670,7 @@ remember_peeked_object(CatalogObject *obj, Oid rowtype, KeyInfo *key)
 	peeked->obj.name = peeked->name;
 	peeked->obj.failure = NULL;
 	peeked->rowtype = rowtype;
-	peeked->key = key ? keyinfo_build(obj->row_type, obj->nkeys, obj->attnums) : NULL;
+	peeked->key = key ? batch_keyinfo_build(obj->row_type, obj->nkeys, obj->attnums) : NULL;
 	MemoryContextSwitchTo(old);
 }
 
@@ -695,7 +695,7 @@ retry:
 	dropped = false;
 	coll = &peeked_object(name, PEEK_KIND_COLLECTION, rowtype, &cached)->obj;
 	map = check_peek_rowtype(coll, rowtype);
-	check_object_reader(coll);
+	catalog_check_reader(coll);
 
 	ticket = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION,
 						peek_time(fcinfo, 2, coll, coll->id),
@@ -732,7 +732,7 @@ peek_create_index(PG_FUNCTION_ARGS)
 
 	require_arg(fcinfo, 2, "key columns");
 	coll = catalog_lookup(coll_name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
-	check_object_owner(coll);
+	catalog_check_owner(coll);
 	if (catalog_name_taken(name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -774,7 +774,7 @@ peek_create_index(PG_FUNCTION_ARGS)
 	ReleaseTupleDesc(desc);
 	obj.nkeys = nnames;
 	/* every key column needs hash equality */
-	(void) keyinfo_build(coll->row_type, obj.nkeys, obj.attnums);
+	(void) batch_keyinfo_build(coll->row_type, obj.nkeys, obj.attnums);
 
 	obj.id = catalog_new_id(&seq);
 	obj.name = name;
@@ -794,7 +794,7 @@ peek_drop_index(PG_FUNCTION_ARGS)
 	char	   *name = text_arg(fcinfo, 0, "index name");
 	CatalogObject *idx = catalog_lookup(name, PEEK_KIND_INDEX, CATALOG_DROP);
 
-	check_object_owner(idx);
+	catalog_check_owner(idx);
 	catalog_delete(idx->id);
 	notify_dropped(idx->id);
 	PG_RETURN_VOID();
@@ -882,7 +882,7 @@ key_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, WalkSpec *spec)
 	}
 	ReleaseTupleDesc(desc);
 	if (!spec->key_has_null)
-		spec->keyhash = key_hash_values(spec->key, spec->key_values);
+		spec->keyhash = batch_key_hash_values(spec->key, spec->key_values);
 }
 
 /* index_peek(rowtype anyelement, index, key record, as_of, limit) */
@@ -911,13 +911,13 @@ retry:
 	if (idx->failure != NULL)
 		catalog_raise_if_failed(idx->id, idx->kind, idx->name);
 	map = check_peek_rowtype(idx, rowtype);
-	check_object_reader(idx);
+	catalog_check_reader(idx);
 
 	spec.name = idx->name;
 	spec.row_type = idx->row_type;
 	spec.limit = limit;
 	spec.key = peeked->key ? peeked->key :
-		keyinfo_build(idx->row_type, idx->nkeys, idx->attnums);
+		batch_keyinfo_build(idx->row_type, idx->nkeys, idx->attnums);
 	if (!PG_ARGISNULL(2))
 		key_arg(fcinfo, 2, idx, &spec);
 

@@ -76,7 +76,7 @@ maintenance_reset(void)
 	pending_compactions = make_id_table("pg_peek pending compactions", sizeof(PendingCompaction));
 	tombstones = make_id_table("pg_peek tombstones", sizeof(PeekObjectId));
 	reread_all = true;
-	spines_reset();
+	spine_reset_all();
 	capture_reset();
 }
 
@@ -209,8 +209,8 @@ adopt_collection(void *arg)
 	}
 	persist_check_shard(obj->shard, obj->row_type);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
-	if (publish_frontiers(obj->id, obj->kind, upper, obj->since, obj->allowed_since))
-		runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
+	if (registry_publish_frontiers(obj->id, obj->kind, upper, obj->since, obj->allowed_since))
+		shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
 	note_compaction(obj, obj->since, obj->upper);
 }
 
@@ -234,11 +234,11 @@ adopt_index(void *arg)
 		return;
 	}
 	/* its key columns still exist (ALTER TABLE ... DROP COLUMN) */
-	(void) keyinfo_build(obj->row_type, obj->nkeys, obj->attnums);
+	(void) batch_keyinfo_build(obj->row_type, obj->nkeys, obj->attnums);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
 	spine_adopt(obj, collection, registry_published_upper(collection->id),
 				Max(published_since(obj->id), obj->since));
-	runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
+	shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
 	note_compaction(obj, published_since(obj->id), collection->upper);
 }
 
@@ -433,7 +433,7 @@ run_compactions(void)
 			CompactionWork work = {pc, since};
 
 			spi_run_in_transaction(compact_object, &work);
-			runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_COMPACTIONS);
+			shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_COMPACTIONS);
 			/* a failed object is no longer pending */
 			pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
 			if (pc == NULL)
@@ -455,7 +455,7 @@ maintenance_step(void)
 		hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
 	/* a quiet round does the large merges busy rounds put off */
 	if (!reread_all && hash_get_num_entries(changed_ids) == 0)
-		spines_merge_deferred();
+		spine_merge_deferred();
 	if (reread_all || hash_get_num_entries(changed_ids) > 0)
 	{
 		retry_all = false;

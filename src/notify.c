@@ -165,13 +165,13 @@ send_notices(void)
 			if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && r != PEEK_RUNTIME_MAINTENANCE)
 				continue;
 			/* on overflow the runtime re-reads the whole catalog */
-			(void) queue_push(peek_shared->runtimes[r].commands, cmd);
+			(void) shmem_queue_push(peek_shared->runtimes[r].commands, cmd);
 			wake |= 1 << r;
 		}
 	}
 	for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
 		if (wake & (1 << r))
-			wake_runtime(r);
+			shmem_wake_runtime(r);
 }
 
 static void

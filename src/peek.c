@@ -13,7 +13,7 @@
  *	  Runtime side: the gate decides ready / not ready / compacted under the
  *	  registry entry's lock and takes the peek's hold there.  A not-ready peek
  *	  is parked keyed by its object id; a publication of that object marks it
- *	  dirty for this runtime (registry.c) and serve_dirty_objects re-examines
+ *	  dirty for this runtime (registry.c) and peek_serve_dirty_objects re-examines
  *	  only the peeks parked under dirty ids.  A ready index peek is answered
  *	  with a handle on its batches: a shared handle resolved from the
  *	  registry on that attempt (interactive runtime), or a local handle on
@@ -72,8 +72,8 @@ queue_slot(PeekSlot *slot, int runtime)
 	slot->queued = true;
 	SpinLockRelease(&slot->mutex);
 	if (push)
-		queue_push(peek_shared->runtimes[runtime].inbox, &idx);
-	wake_runtime(runtime);
+		shmem_queue_push(peek_shared->runtimes[runtime].inbox, &idx);
+	shmem_wake_runtime(runtime);
 }
 
 /*
@@ -91,7 +91,7 @@ peek_withdraw(void)
 	if (!peek_in_flight)
 		return;
 	peek_in_flight = false;
-	slot = my_peek_slot();
+	slot = shmem_my_peek_slot();
 
 	SpinLockAcquire(&slot->mutex);
 	notify = slot->state == PEEK_SUBMITTED || slot->state == PEEK_PARKED;
@@ -162,7 +162,7 @@ PeekTicket
 peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 floor,
 		   bool *dropped)
 {
-	PeekSlot   *slot = my_peek_slot();
+	PeekSlot   *slot = shmem_my_peek_slot();
 	int			runtime = config_serving_runtime();
 	uint64		generation;
 	TimestampTz missing_since = 0;
@@ -186,7 +186,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 		backend_checked = true;
 	}
 
-	(void) runtime_alive(runtime, &generation);
+	(void) shmem_runtime_alive(runtime, &generation);
 	for (int i = 0; i < UUID_LEN; i += 8)
 	{
 		uint64		r = pg_prng_uint64(&pg_global_prng_state);
@@ -243,7 +243,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 					 errmsg("connection to client lost while a peek waited")));
 
 		/* Notice a dead or restarted runtime instead of hanging. */
-		alive = runtime_alive(runtime, &generation);
+		alive = shmem_runtime_alive(runtime, &generation);
 		if (!alive)
 		{
 			if (missing_since == 0)
@@ -331,11 +331,11 @@ record_duration(PeekSlot *slot)
 void
 peek_end(void)
 {
-	PeekSlot   *slot = my_peek_slot();
+	PeekSlot   *slot = shmem_my_peek_slot();
 
 	/* the handle is ours once answered: the runtime no longer touches it */
 	if (slot->answer_handle.index != 0)
-		release_handle(&slot->answer_handle);
+		registry_release_handle(&slot->answer_handle);
 	if (slot->state == PEEK_ANSWERED)
 		record_duration(slot);
 	SpinLockAcquire(&slot->mutex);
@@ -408,8 +408,8 @@ peek_runtime_reset(int runtime, PeekLocalBatches local)
 	parked_objects = hash_create("pg_peek parked peeks", 64, &ctl,
 								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
-	queue_reset(peek_shared->runtimes[runtime].inbox);
-	queue_reset(peek_shared->runtimes[runtime].dirty);
+	shmem_queue_reset(peek_shared->runtimes[runtime].inbox);
+	shmem_queue_reset(peek_shared->runtimes[runtime].dirty);
 	for (int i = 0; i < peek_shared->nslots; i++)
 	{
 		PeekSlot   *slot = &peek_shared->slots[i];
@@ -438,7 +438,7 @@ pin_local_handle(int runtime, PeekObjectId index, PeekHandle *handle)
 	if (local_batches == NULL || !local_batches(index, &batches, &nbatches))
 		elog(ERROR, "solo runtime has no arrangement for published index " INT64_FORMAT,
 			 index);
-	pin_batches(handle, index, batches, nbatches, false, runtime);
+	registry_pin_batches(handle, index, batches, nbatches, false, runtime);
 }
 
 static GateResult
@@ -501,7 +501,7 @@ gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle *handle)
 	if (result == GATE_READY && lp->kind == PEEK_KIND_INDEX)
 	{
 		if (config_runtime_role(runtime) == PEEK_ROLE_INTERACTIVE)
-			resolve_shared_handle(entry, runtime, handle);
+			registry_resolve_shared_handle(entry, runtime, handle);
 		else
 			pin_local_handle(runtime, lp->object, handle);
 	}
@@ -512,8 +512,8 @@ gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle *handle)
 	{
 		PeekCommand verify = {PEEK_CMD_CATALOG_CHANGED, lp->object, 0};
 
-		queue_push(peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE].commands, &verify);
-		wake_runtime(PEEK_RUNTIME_MAINTENANCE);
+		shmem_queue_push(peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE].commands, &verify);
+		shmem_wake_runtime(PEEK_RUNTIME_MAINTENANCE);
 	}
 	return result;
 }
@@ -585,7 +585,7 @@ respond(int idx, LocalPeek *lp, PeekAnswer answer, int64 since, PeekHandle *hand
 	if (backend != NULL)
 		SetLatch(&backend->procLatch);
 	else if (handle != NULL && handle->index != 0)
-		release_handle(handle);
+		registry_release_handle(handle);
 }
 
 /* Gate one peek and act on the result: answer it, or park it. */
@@ -607,7 +607,7 @@ examine_peek(int runtime, int idx, LocalPeek *lp)
 			if (slot->peek_id == lp->peek_id && slot->state == PEEK_SUBMITTED)
 				slot->state = PEEK_PARKED;
 			SpinLockRelease(&slot->mutex);
-			runtime_count(rt, RC_PEEKS_PARKED);
+			shmem_runtime_count(rt, RC_PEEKS_PARKED);
 		}
 		return;
 	}
@@ -632,7 +632,7 @@ examine_peek(int runtime, int idx, LocalPeek *lp)
 		case GATE_GONE:
 			return;
 	}
-	runtime_count(rt, RC_PEEKS_SERVED);
+	shmem_runtime_count(rt, RC_PEEKS_SERVED);
 }
 
 /* One slot came through the inbox: a new or re-issued peek, or a withdrawal. */
@@ -655,7 +655,7 @@ handle_inbox_slot(int runtime, int idx)
 	if (lp->parked && (lp->peek_id != peek_id || state != PEEK_PARKED))
 	{
 		unpark(runtime, lp);
-		runtime_count(&peek_shared->runtimes[runtime], RC_PEEKS_CANCELED);
+		shmem_runtime_count(&peek_shared->runtimes[runtime], RC_PEEKS_CANCELED);
 	}
 	if (state != PEEK_SUBMITTED || slot_runtime != runtime)
 		return;
@@ -672,14 +672,14 @@ handle_inbox_slot(int runtime, int idx)
 }
 
 void
-serve_peek_inbox(int runtime)
+peek_serve_inbox(int runtime)
 {
 	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
 	int		   *idxs = palloc(sizeof(int) * peek_shared->nslots);
 	bool		overflowed;
 	int			n;
 
-	n = queue_drain(rt->inbox, idxs, peek_shared->nslots, &overflowed);
+	n = shmem_queue_drain(rt->inbox, idxs, peek_shared->nslots, &overflowed);
 	if (overflowed)
 	{
 		/* lost track of which slots: look at all of them */
@@ -720,21 +720,21 @@ reexamine_object(int runtime, PeekObjectId id)
 		idxs[n++] = dlist_container(LocalPeek, node, iter.cur) - local_peeks;
 	for (int i = 0; i < n; i++)
 	{
-		runtime_count(rt, RC_PEEKS_REEXAMINED);
+		shmem_runtime_count(rt, RC_PEEKS_REEXAMINED);
 		examine_peek(runtime, idxs[i], &local_peeks[idxs[i]]);
 	}
 	pfree(idxs);
 }
 
 void
-serve_dirty_objects(int runtime)
+peek_serve_dirty_objects(int runtime)
 {
 	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
 	PeekObjectId *ids = palloc(sizeof(PeekObjectId) * peek_shared->nslots);
 	bool		overflowed;
 	int			n;
 
-	n = queue_drain(rt->dirty, ids, peek_shared->nslots, &overflowed);
+	n = shmem_queue_drain(rt->dirty, ids, peek_shared->nslots, &overflowed);
 	if (overflowed)
 	{
 		/* lost track of which objects: re-examine every one with peeks */
@@ -752,7 +752,7 @@ serve_dirty_objects(int runtime)
 	}
 	for (int i = 0; i < n; i++)
 	{
-		runtime_count(rt, RC_DIRTY_MARKS);
+		shmem_runtime_count(rt, RC_DIRTY_MARKS);
 		reexamine_object(runtime, ids[i]);
 	}
 	pfree(ids);

@@ -33,7 +33,7 @@ extern void peek_end(void);
 typedef bool (*PeekLocalBatches) (PeekObjectId index, dsa_pointer **batches, int *nbatches);
 
 extern void peek_runtime_reset(int runtime, PeekLocalBatches local);
-extern void serve_peek_inbox(int runtime);
-extern void serve_dirty_objects(int runtime);
+extern void peek_serve_inbox(int runtime);
+extern void peek_serve_dirty_objects(int runtime);
 
 #endif							/* PEEK_PEEK_H */

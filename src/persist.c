@@ -582,7 +582,7 @@ persist_sum_diffs(Oid shard, int64 upper)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (DatumGetInt64(slot_getattr(slot, SHARD_TIME, &isnull)) < upper)
-			sum = add_saturating(sum, DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull)));
+			sum = row_add_saturating(sum, DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull)));
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);

@@ -74,7 +74,7 @@ register_runtimes(void)
 		worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 		worker.bgw_restart_time = 1;
 		snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_peek");
-		snprintf(worker.bgw_function_name, BGW_MAXLEN, "peek_runtime_main");
+		snprintf(worker.bgw_function_name, BGW_MAXLEN, "runtime_main");
 		snprintf(worker.bgw_name, BGW_MAXLEN, "pg_peek %s runtime", role);
 		snprintf(worker.bgw_type, BGW_MAXLEN, "pg_peek %s", role);
 		worker.bgw_main_arg = Int32GetDatum(r);

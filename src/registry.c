@@ -4,7 +4,7 @@
  *	  The sharing registry (DESIGN §1): one dshash entry per object id with
  *	  its frontiers, holds, waiter counts and dirty marks.
  *
- *	  Publishing (publish_frontiers) raises an object's frontiers and, in the
+ *	  Publishing (registry_publish_frontiers) raises an object's frontiers and, in the
  *	  same entry lock, marks the object dirty only for runtimes that have
  *	  peeks parked on it, then wakes just those.  With nothing parked a seal
  *	  costs no wake-up and takes no lock but the publisher's own.
@@ -154,7 +154,7 @@ mark_waiters_dirty(RegistryEntry *entry)
 	{
 		if (entry->waiters[r] <= 0 || entry->dirty[r])
 			continue;
-		if (queue_push(peek_shared->runtimes[r].dirty, &entry->id))
+		if (shmem_queue_push(peek_shared->runtimes[r].dirty, &entry->id))
 			entry->dirty[r] = true;
 		/* an overflowed dirty queue makes the runtime re-examine everything */
 		wake |= 1 << r;
@@ -167,7 +167,7 @@ wake_marked(int wake)
 {
 	for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
 		if (wake & (1 << r))
-			wake_runtime(r);
+			shmem_wake_runtime(r);
 }
 
 /*
@@ -194,7 +194,7 @@ raise_frontiers(RegistryEntry *entry, char kind, int64 upper, int64 since, bool 
  * anything changed.
  */
 bool
-publish_frontiers(PeekObjectId id, char kind, int64 upper, int64 since,
+registry_publish_frontiers(PeekObjectId id, char kind, int64 upper, int64 since,
 				  int64 allowed_since)
 {
 	RegistryEntry *entry = registry_lock(id, true, NULL);
@@ -415,8 +415,8 @@ registry_accept_standing_hold(PeekObjectId id, int runtime, int64 since)
 	{
 		PeekCommand reread = {PEEK_CMD_CATALOG_CHANGED, id, 0};
 
-		queue_push(peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE].commands, &reread);
-		wake_runtime(PEEK_RUNTIME_MAINTENANCE);
+		shmem_queue_push(peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE].commands, &reread);
+		shmem_wake_runtime(PEEK_RUNTIME_MAINTENANCE);
 	}
 }
 
@@ -523,7 +523,7 @@ registry_snapshot(void)
  * until the maintenance runtime forgets it.
  */
 void
-publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
+registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 					int64 upper, int64 since)
 {
 	RegistryEntry *entry;
@@ -541,7 +541,7 @@ publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 		Batch	   *batch = batch_get(batches[i]);
 
 		updates += batch->nentries;
-		rows = add_saturating(rows, batch->rows);
+		rows = row_add_saturating(rows, batch->rows);
 		bytes += batch->size;
 	}
 
@@ -607,9 +607,9 @@ registry_mark_failed(PeekObjectId id)
 	unpin_all(old, nold);
 }
 
-/* Pin a batch list for one reader; the pins live until release_handle. */
+/* Pin a batch list for one reader; the pins live until registry_release_handle. */
 void
-pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches, int nbatches,
+registry_pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches, int nbatches,
 			bool shared, int runtime)
 {
 	handle->index = index;
@@ -628,16 +628,16 @@ pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches, int nb
  * Counted as a sharing event of that runtime.
  */
 void
-resolve_shared_handle(RegistryEntry *entry, int runtime, PeekHandle *handle)
+registry_resolve_shared_handle(RegistryEntry *entry, int runtime, PeekHandle *handle)
 {
 	pg_atomic_fetch_add_u64(&entry->pins[runtime], 1);
 	pg_atomic_fetch_add_u32(&entry->live_handles[runtime], 1);
-	pin_batches(handle, entry->id, entry->batches, entry->nbatches, true, runtime);
+	registry_pin_batches(handle, entry->id, entry->batches, entry->nbatches, true, runtime);
 }
 
 /* Let go of a handle (by the reader that walked it, or on cancel). */
 void
-release_handle(PeekHandle *handle)
+registry_release_handle(PeekHandle *handle)
 {
 	for (int i = 0; i < handle->nbatches; i++)
 		batch_unpin(handle->batches[i]);

@@ -56,7 +56,7 @@ extern void registry_attach(void);
 extern RegistryEntry *registry_lock(PeekObjectId id, bool create, bool *created);
 extern void registry_unlock(RegistryEntry *entry);
 
-extern bool publish_frontiers(PeekObjectId id, char kind, int64 upper,
+extern bool registry_publish_frontiers(PeekObjectId id, char kind, int64 upper,
 							  int64 since, int64 allowed_since);
 extern int64 registry_published_upper(PeekObjectId id);
 extern bool registry_is_live(PeekObjectId id);
@@ -71,13 +71,13 @@ extern int64 registry_advance_since(PeekObjectId id, int64 durable_upper, int64 
 extern void registry_reset_runtime(int runtime);
 extern List *registry_snapshot(void);
 
-extern void publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
+extern void registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 								int64 upper, int64 since);
 extern void registry_mark_failed(PeekObjectId id);
 extern void registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total);
-extern void pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches,
+extern void registry_pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches,
 						int nbatches, bool shared, int runtime);
-extern void resolve_shared_handle(RegistryEntry *entry, int runtime, PeekHandle *handle);
-extern void release_handle(PeekHandle *handle);
+extern void registry_resolve_shared_handle(RegistryEntry *entry, int runtime, PeekHandle *handle);
+extern void registry_release_handle(PeekHandle *handle);
 
 #endif							/* PEEK_REGISTRY_H */

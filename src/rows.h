@@ -59,7 +59,7 @@ row_count_add(int64 *count, int64 diff)
 
 /* A sum only shown (row counts in views): it stops at bigint's bounds. */
 static inline int64
-add_saturating(int64 a, int64 b)
+row_add_saturating(int64 a, int64 b)
 {
 	int64		sum;
 

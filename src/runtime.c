@@ -90,10 +90,10 @@ take_commands(int runtime, bool maintains)
 
 	do
 	{
-		n = queue_drain(rt->commands, cmds, MAX_COMMANDS_PER_ROUND, &overflowed);
+		n = shmem_queue_drain(rt->commands, cmds, MAX_COMMANDS_PER_ROUND, &overflowed);
 		for (int i = 0; i < n; i++)
 		{
-			runtime_count(rt, RC_COMMANDS);
+			shmem_runtime_count(rt, RC_COMMANDS);
 			if (maintains)
 				maintenance_note_command(&cmds[i]);
 			else if (cmds[i].kind == PEEK_CMD_STANDING_HOLD)
@@ -111,7 +111,7 @@ take_commands(int runtime, bool maintains)
 }
 
 void
-peek_runtime_main(Datum arg)
+runtime_main(Datum arg)
 {
 	int			runtime = DatumGetInt32(arg);
 	PeekRole	role = config_runtime_role(runtime);
@@ -192,8 +192,8 @@ peek_runtime_main(Datum arg)
 				maintenance_step();
 			if (serves)
 			{
-				serve_peek_inbox(runtime);
-				serve_dirty_objects(runtime);
+				peek_serve_inbox(runtime);
+				peek_serve_dirty_objects(runtime);
 			}
 		}
 		MemoryContextSwitchTo(old);
@@ -204,7 +204,7 @@ peek_runtime_main(Datum arg)
 					   PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		if (rc & WL_LATCH_SET)
-			runtime_count(rt, RC_WAKEUPS);
+			shmem_runtime_count(rt, RC_WAKEUPS);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{

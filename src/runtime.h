@@ -12,6 +12,6 @@
 
 #include "shmem.h"
 
-extern PGDLLEXPORT void peek_runtime_main(Datum arg);
+extern PGDLLEXPORT void runtime_main(Datum arg);
 
 #endif							/* PEEK_RUNTIME_H */

@@ -61,7 +61,7 @@ queue_init(char **cursor, int capacity, Size item_size)
 	SpinLockInit(&queue->mutex);
 	queue->capacity = capacity;
 	queue->item_size = item_size;
-	queue_reset(queue);
+	shmem_queue_reset(queue);
 	return queue;
 }
 
@@ -155,7 +155,7 @@ shmem_dsa(void)
 }
 
 PeekSlot *
-my_peek_slot(void)
+shmem_my_peek_slot(void)
 {
 	Assert(MyBackendId >= 1 && MyBackendId <= peek_shared->nslots);
 	return &peek_shared->slots[MyBackendId - 1];
@@ -164,7 +164,7 @@ my_peek_slot(void)
 /* ---- queues ---- */
 
 void
-queue_reset(PeekQueue *queue)
+shmem_queue_reset(PeekQueue *queue)
 {
 	SpinLockAcquire(&queue->mutex);
 	queue->head = 0;
@@ -174,7 +174,7 @@ queue_reset(PeekQueue *queue)
 }
 
 bool
-queue_push(PeekQueue *queue, const void *item)
+shmem_queue_push(PeekQueue *queue, const void *item)
 {
 	bool		pushed = false;
 
@@ -198,7 +198,7 @@ queue_push(PeekQueue *queue, const void *item)
  * an overflow since the last drain.
  */
 int
-queue_drain(PeekQueue *queue, void *items, int max_items, bool *overflowed)
+shmem_queue_drain(PeekQueue *queue, void *items, int max_items, bool *overflowed)
 {
 	int			n = 0;
 
@@ -220,7 +220,7 @@ queue_drain(PeekQueue *queue, void *items, int max_items, bool *overflowed)
 /* ---- runtime liveness and wake-up ---- */
 
 void
-wake_runtime(int runtime)
+shmem_wake_runtime(int runtime)
 {
 	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
 	PGPROC	   *proc;
@@ -234,7 +234,7 @@ wake_runtime(int runtime)
 
 /* Is the runtime running?  Reports its current generation either way. */
 bool
-runtime_alive(int runtime, uint64 *generation)
+shmem_runtime_alive(int runtime, uint64 *generation)
 {
 	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
 	bool		alive;

@@ -37,9 +37,9 @@ typedef struct PeekQueue
 	char		items[FLEXIBLE_ARRAY_MEMBER];
 } PeekQueue;
 
-extern bool queue_push(PeekQueue *queue, const void *item);
-extern int	queue_drain(PeekQueue *queue, void *items, int max_items, bool *overflowed);
-extern void queue_reset(PeekQueue *queue);
+extern bool shmem_queue_push(PeekQueue *queue, const void *item);
+extern int	shmem_queue_drain(PeekQueue *queue, void *items, int max_items, bool *overflowed);
+extern void shmem_queue_reset(PeekQueue *queue);
 
 /* Commands that backends send to runtimes after their transaction commits. */
 typedef enum PeekCommandKind
@@ -126,7 +126,7 @@ typedef enum PeekAnswer
 
 /*
  * A handle: an index's batch list, each batch pinned for one reader until
- * release_handle.  Shared when resolved from the registry (a sharing event
+ * registry_release_handle.  Shared when resolved from the registry (a sharing event
  * of that runtime), local when taken from the solo runtime's own spine.
  */
 typedef struct PeekHandle
@@ -184,15 +184,15 @@ extern dsa_area *shmem_startup(void);
 extern void shmem_startup_done(dsa_area *dsa);
 extern void shmem_attach(void);
 extern dsa_area *shmem_dsa(void);
-extern PeekSlot *my_peek_slot(void);
+extern PeekSlot *shmem_my_peek_slot(void);
 
 static inline void
-runtime_count(RuntimeSlot *rt, RuntimeCounter c)
+shmem_runtime_count(RuntimeSlot *rt, RuntimeCounter c)
 {
 	pg_atomic_fetch_add_u64(&rt->counters[c], 1);
 }
 
-extern void wake_runtime(int runtime);
-extern bool runtime_alive(int runtime, uint64 *generation);
+extern void shmem_wake_runtime(int runtime);
+extern bool shmem_runtime_alive(int runtime, uint64 *generation);
 
 #endif							/* PEEK_SHMEM_H */

@@ -79,7 +79,7 @@ release_spine(Spine *spine)
  * the maintenance runtime that ran before.
  */
 void
-spines_reset(void)
+spine_reset_all(void)
 {
 	HASHCTL		ctl;
 
@@ -104,7 +104,7 @@ spines_reset(void)
 static void
 publish_spine(Spine *spine)
 {
-	publish_arrangement(spine->index, spine->batches, spine->nbatches,
+	registry_publish_arrangement(spine->index, spine->batches, spine->nbatches,
 						spine->upper, spine->since);
 }
 
@@ -200,7 +200,7 @@ arrange_update(int64 time, int64 diff, Datum row, void *arg)
 		a->updates = repalloc_huge(a->updates, sizeof(PendingUpdate) * a->capacity);
 	}
 	u = &a->updates[a->n++];
-	u->keyhash = key_hash_row(a->key, PointerGetDatum(flat));
+	u->keyhash = batch_key_hash_row(a->key, PointerGetDatum(flat));
 	u->len = VARSIZE(flat) - VARHDRSZ;
 	u->image = VARDATA(flat);
 	u->time = time;
@@ -277,7 +277,7 @@ follow(Spine *spine, int64 upper)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-		spine->key = keyinfo_build(spine->key->row_type, spine->key->nkeys,
+		spine->key = batch_keyinfo_build(spine->key->row_type, spine->key->nkeys,
 								   spine->key->attnums);
 		MemoryContextSwitchTo(old);
 		release_spine(spine);
@@ -322,7 +322,7 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
 		spine->shard = collection->shard;
-		spine->key = keyinfo_build(index->row_type, index->nkeys, index->attnums);
+		spine->key = batch_keyinfo_build(index->row_type, index->nkeys, index->attnums);
 		MemoryContextSwitchTo(old);
 		spine->nbatches = 0;
 		spine->upper = 0;
@@ -339,7 +339,7 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 
 /* A quiet round: run the merges busy rounds deferred. */
 void
-spines_merge_deferred(void)
+spine_merge_deferred(void)
 {
 	HASH_SEQ_STATUS status;
 	Spine	   *spine;

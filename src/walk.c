@@ -162,7 +162,7 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 			}
 		}
 
-		if (count != 0 && (!spec->has_key || key_row_matches(spec->key, row, spec->key_values)))
+		if (count != 0 && (!spec->has_key || batch_key_row_matches(spec->key, row, spec->key_values)))
 		{
 			if (count < 0)
 				ereport(ERROR,

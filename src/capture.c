@@ -744,43 +744,14 @@ confirm_if_flushed(CaptureStream *s)
 }
 
 /*
- * One round: decode the WAL inserted so far (or a round's worth), then
- * append the updates and the new upper in one transaction.  That commit
- * does not wait for its flush: the slot is told only once it is flushed
- * (at the latest by the next round's flush), so a crash before that replays
- * the changes.  Returns whether the upper rose.
+ * Decode the slot's WAL up to end_of_wal (or a round's worth) into the
+ * stream's changes.  Returns why the slot cannot be read, or NULL.
  */
-static bool
-decode_round(CaptureStream *s)
+static const char *
+decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 {
-	XLogRecPtr	end_of_wal;
-	pid_t		active_pid;
+	const char *failure = NULL;
 	MemoryContext old;
-	bool		wrote;
-	int64		upper;
-	char	   *failure = NULL;
-	bool		exists;
-
-	/*
-	 * The slot is the source's, but a superuser or a REPLICATION role can
-	 * drop it, use it for a while (the plugin refuses to decode for them:
-	 * wait) or advance it past changes the shard does not have.
-	 */
-	switch (slot_state(s->slot_name, &active_pid))
-	{
-		case SLOT_GONE:
-			fail_stream(s, "its replication slot was dropped");
-			return true;
-		case SLOT_IN_USE:
-			return false;
-		case SLOT_FREE:
-			break;
-	}
-	if (GetXLogInsertRecPtr() <= s->read_upto + page_header_at(s->read_upto))
-		return false;
-	/* a record boundary: records before it are whole and flushed */
-	end_of_wal = flush_inserted_wal();
-	confirm_if_flushed(s);
 
 	/*
 	 * The reader keeps what it allocates across rounds (it frees an
@@ -797,8 +768,7 @@ decode_round(CaptureStream *s)
 	{
 		ReplicationSlotRelease();
 		MemoryContextSwitchTo(old);
-		fail_stream(s, failure);
-		return true;
+		return failure;
 	}
 	if (s->ctx == NULL)
 	{
@@ -829,31 +799,92 @@ decode_round(CaptureStream *s)
 	/* the flag it set would hide our transactions' xmin from vacuum */
 	ReplicationSlotRelease();
 	MemoryContextSwitchTo(old);
+	return NULL;
+}
 
-	failure = s->changes.failure;
-	upper = failure != NULL ? s->changes.failed_at : decoded_upper(s->read_upto);
+/*
+ * Append the round's updates and the new upper in one transaction, and
+ * record a failure (*failure: the decoder's, or the table's as checked
+ * now).  Returns false if the source is gone.
+ */
+static bool
+write_round(CaptureStream *s, int64 upper, char **failure)
+{
+	bool		exists;
 
 	spi_xact_begin();
 	/* dropped with the extension: the runtime's next check resets capture */
 	exists = catalog_lock_extension();
-	if (exists && failure == NULL)
-		failure = check_table(s, false);
-	if (exists && (s->changes.n > 0 || failure != NULL))
+	if (exists && *failure == NULL)
+		*failure = check_table(s, false);
+	if (exists && (s->changes.n > 0 || *failure != NULL))
 	{
 		/* a failure must be durable before the slot goes: that commit waits */
-		(void) set_config_option("synchronous_commit", failure == NULL ? "off" : "on",
+		(void) set_config_option("synchronous_commit", *failure == NULL ? "off" : "on",
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 		exists = catalog_lock_row(s->id, false);
 		if (exists)
 		{
 			write_updates(s);
 			catalog_set_upper(s->id, Max(upper, s->durable_upper));
-			if (failure != NULL)
-				fail_source(s, failure);
+			if (*failure != NULL)
+				fail_source(s, *failure);
 		}
 	}
 	spi_xact_commit();
+	return exists;
+}
 
+/*
+ * One round: decode the WAL inserted so far (or a round's worth), then
+ * append the updates and the new upper in one transaction.  That commit
+ * does not wait for its flush: the slot is told only once it is flushed
+ * (at the latest by the next round's flush), so a crash before that replays
+ * the changes.  Returns whether the upper rose.
+ */
+static bool
+decode_round(CaptureStream *s)
+{
+	XLogRecPtr	end_of_wal;
+	pid_t		active_pid;
+	bool		wrote;
+	int64		upper;
+	const char *unreadable;
+	char	   *failure;
+	bool		exists;
+
+	/*
+	 * The slot is the source's, but a superuser or a REPLICATION role can
+	 * drop it, use it for a while (the plugin refuses to decode for them:
+	 * wait) or advance it past changes the shard does not have.
+	 */
+	switch (slot_state(s->slot_name, &active_pid))
+	{
+		case SLOT_GONE:
+			fail_stream(s, "its replication slot was dropped");
+			return true;
+		case SLOT_IN_USE:
+			return false;
+		case SLOT_FREE:
+			break;
+	}
+	if (GetXLogInsertRecPtr() <= s->read_upto + page_header_at(s->read_upto))
+		return false;
+	/* a record boundary: records before it are whole and flushed */
+	end_of_wal = flush_inserted_wal();
+	confirm_if_flushed(s);
+
+	unreadable = decode_changes(s, end_of_wal);
+	if (unreadable != NULL)
+	{
+		fail_stream(s, unreadable);
+		return true;
+	}
+
+	failure = s->changes.failure;
+	upper = failure != NULL ? s->changes.failed_at : decoded_upper(s->read_upto);
+
+	exists = write_round(s, upper, &failure);
 	if (!exists)
 		return false;			/* dropped: the catalog notice forgets it */
 	wrote = s->changes.n > 0;

@@ -150,41 +150,32 @@ raise_runtime_missing(int runtime)
 					 peek_database)));
 }
 
-/*
- * Issue a peek of an object at a time (or PEEK_TIME_LATEST) and wait until
- * the serving runtime finds it ready.  Returns the resolved time; the hold at
- * that time stays in force until peek_end (or an abort).  Errors from the
- * gate (compacted, dropped) are raised here, naming the object; with
- * dropped, a dropped object is reported there instead (the caller looked
- * the object up in a cache and retries).
- */
-PeekTicket
-peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 floor,
-		   bool *dropped)
+/* Once per backend: the runtimes serve this database; withdraw at exit. */
+static void
+check_backend(void)
 {
-	PeekSlot   *slot = shmem_my_peek_slot();
-	int			runtime = config_serving_runtime();
+	char	   *dbname;
+
+	if (backend_checked)
+		return;
+	dbname = get_database_name(MyDatabaseId);
+	if (dbname == NULL || strcmp(dbname, peek_database) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_peek runtimes serve database \"%s\", not \"%s\"",
+						peek_database, dbname ? dbname : "?"),
+				 errhint("Set pg_peek.database to choose the database the runtimes serve.")));
+	before_shmem_exit(peek_exit_callback, 0);
+	backend_checked = true;
+}
+
+/* Fill the backend's peek slot with a new request and queue it. */
+static void
+submit_peek(PeekSlot *slot, int runtime, PeekObjectId object, char kind, int64 time,
+			int64 floor)
+{
 	uint64		generation;
-	TimestampTz missing_since = 0;
 	pg_uuid_t	uuid;
-	PeekState	state;
-	PeekAnswer	answer;
-	PeekTicket	ticket;
-	int64		answer_since;
-
-	if (!backend_checked)
-	{
-		char	   *dbname = get_database_name(MyDatabaseId);
-
-		if (dbname == NULL || strcmp(dbname, peek_database) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("pg_peek runtimes serve database \"%s\", not \"%s\"",
-							peek_database, dbname ? dbname : "?"),
-					 errhint("Set pg_peek.database to choose the database the runtimes serve.")));
-		before_shmem_exit(peek_exit_callback, 0);
-		backend_checked = true;
-	}
 
 	(void) shmem_runtime_alive(runtime, &generation);
 	for (int i = 0; i < UUID_LEN; i += 8)
@@ -213,16 +204,30 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 	SpinLockRelease(&slot->mutex);
 	peek_in_flight = true;
 	queue_slot(slot, runtime);
+}
+
+/*
+ * Wait until the runtime answers the slot's peek: give up when the
+ * extension is being dropped or the client is gone, fail after a bounded
+ * wait for a runtime that is not running, re-issue to a restarted one.
+ */
+static void
+wait_for_answer(PeekSlot *slot, int runtime, PeekObjectId object, char kind,
+				const char *name)
+{
+	TimestampTz missing_since = 0;
 
 	for (;;)
 	{
 		bool		alive;
+		uint64		generation;
+		PeekState	state;
 
 		SpinLockAcquire(&slot->mutex);
 		state = slot->state;
 		SpinLockRelease(&slot->mutex);
 		if (state == PEEK_ANSWERED)
-			break;
+			return;
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 100L, PG_WAIT_EXTENSION);
@@ -271,6 +276,29 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 				queue_slot(slot, runtime);
 		}
 	}
+}
+
+/*
+ * Issue a peek of an object at a time (or PEEK_TIME_LATEST) and wait until
+ * the serving runtime finds it ready.  Returns the resolved time; the hold at
+ * that time stays in force until peek_end (or an abort).  Errors from the
+ * gate (compacted, dropped) are raised here, naming the object; with
+ * dropped, a dropped object is reported there instead (the caller looked
+ * the object up in a cache and retries).
+ */
+PeekTicket
+peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 floor,
+		   bool *dropped)
+{
+	PeekSlot   *slot = shmem_my_peek_slot();
+	int			runtime = config_serving_runtime();
+	PeekAnswer	answer;
+	PeekTicket	ticket;
+	int64		answer_since;
+
+	check_backend();
+	submit_peek(slot, runtime, object, kind, time, floor);
+	wait_for_answer(slot, runtime, object, kind, name);
 
 	/* The runtime wrote the answer before setting ANSWERED. */
 	pg_read_barrier();

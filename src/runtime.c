@@ -110,17 +110,15 @@ take_commands(int runtime, bool maintains)
 	pfree(cmds);
 }
 
-void
-runtime_main(Datum arg)
+/*
+ * Start: signals, the database connection, then reconciliation's shared
+ * part: drop what a previous incarnation had pending, then announce the new
+ * generation so backends re-issue.
+ */
+static void
+runtime_start(int runtime, PeekRole role)
 {
-	int			runtime = DatumGetInt32(arg);
-	PeekRole	role = config_runtime_role(runtime);
-	bool		maintains = role != PEEK_ROLE_INTERACTIVE;
-	bool		serves = role != PEEK_ROLE_MAINTENANCE;
 	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
-	MemoryContext round_cxt;
-	Oid			extension = InvalidOid;
-	TimestampTz extension_checked = 0;
 
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -132,10 +130,6 @@ runtime_main(Datum arg)
 	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
 	registry_attach();
 
-	/*
-	 * Reconciliation, shared part: drop what a previous incarnation had
-	 * pending, then announce the new generation so backends re-issue.
-	 */
 	peek_runtime_reset(runtime, role == PEEK_ROLE_SOLO ? spine_local_batches : NULL);
 	before_shmem_exit(runtime_exit, Int32GetDatum(runtime));
 	SpinLockAcquire(&rt->mutex);
@@ -151,40 +145,82 @@ runtime_main(Datum arg)
 	ereport(LOG,
 			(errmsg("pg_peek %s runtime started in database \"%s\"",
 					config_role_name(role), peek_database)));
+}
 
+/*
+ * Idle until the extension exists; notice a drop and re-create once a
+ * second.  The first check reconciles whatever it finds.  Returns the
+ * extension's OID (invalid while there is none).
+ */
+static Oid
+check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked)
+{
+	Oid			found;
+	bool		first = *checked == 0;
+
+	if (OidIsValid(extension) &&
+		!TimestampDifferenceExceeds(*checked, GetCurrentTimestamp(), RUNTIME_TICK_MS))
+		return extension;
+
+	spi_run_in_transaction(find_extension, &found);
+	*checked = GetCurrentTimestamp();
+	if (found != extension || first)
+	{
+		if (maintains)
+			maintenance_reset();
+		if (maintains && !OidIsValid(found))
+			capture_drop_orphan_slots(NIL); /* dropped with the extension */
+		else if (OidIsValid(found) && !maintains)
+			maintenance_accept_standing_holds(runtime);
+		runtime_set_state(&peek_shared->runtimes[runtime],
+						  OidIsValid(found) ? RUNTIME_RUNNING : RUNTIME_WAITING);
+	}
+	return found;
+}
+
+/* Sleep until woken or the tick; take a configuration reload. */
+static void
+runtime_wait(RuntimeSlot *rt, bool maintains)
+{
+	int			rc;
+
+	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+				   maintains && capture_active() ? CAPTURE_POLL_MS : RUNTIME_TICK_MS,
+				   PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	if (rc & WL_LATCH_SET)
+		shmem_runtime_count(rt, RC_WAKEUPS);
+	CHECK_FOR_INTERRUPTS();
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+		SpinLockAcquire(&rt->mutex);
+		rt->max_memory_kb = peek_max_memory_kb;
+		SpinLockRelease(&rt->mutex);
+	}
+}
+
+void
+runtime_main(Datum arg)
+{
+	int			runtime = DatumGetInt32(arg);
+	PeekRole	role = config_runtime_role(runtime);
+	bool		maintains = role != PEEK_ROLE_INTERACTIVE;
+	bool		serves = role != PEEK_ROLE_MAINTENANCE;
+	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+	MemoryContext round_cxt;
+	Oid			extension = InvalidOid;
+	TimestampTz extension_checked = 0;
+
+	runtime_start(runtime, role);
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek runtime round",
 									  ALLOCSET_DEFAULT_SIZES);
 	for (;;)
 	{
 		MemoryContext old = MemoryContextSwitchTo(round_cxt);
-		int			rc;
 
-		/*
-		 * Idle until the extension exists; notice a drop and re-create once
-		 * a second.  The first check reconciles whatever it finds.
-		 */
-		if (!OidIsValid(extension) ||
-			TimestampDifferenceExceeds(extension_checked, GetCurrentTimestamp(),
-									   RUNTIME_TICK_MS))
-		{
-			Oid			found;
-			bool		first = extension_checked == 0;
-
-			spi_run_in_transaction(find_extension, &found);
-			extension_checked = GetCurrentTimestamp();
-			if (found != extension || first)
-			{
-				extension = found;
-				if (maintains)
-					maintenance_reset();
-				if (maintains && !OidIsValid(extension))
-					capture_drop_orphan_slots(NIL); /* dropped with the extension */
-				else if (OidIsValid(extension) && !maintains)
-					maintenance_accept_standing_holds(runtime);
-				runtime_set_state(rt, OidIsValid(extension) ? RUNTIME_RUNNING : RUNTIME_WAITING);
-			}
-		}
-
+		extension = check_extension(runtime, maintains, extension, &extension_checked);
 		if (OidIsValid(extension))
 		{
 			take_commands(runtime, maintains);
@@ -198,21 +234,6 @@ runtime_main(Datum arg)
 		}
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(round_cxt);
-
-		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					   maintains && capture_active() ? CAPTURE_POLL_MS : RUNTIME_TICK_MS,
-					   PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		if (rc & WL_LATCH_SET)
-			shmem_runtime_count(rt, RC_WAKEUPS);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-			SpinLockAcquire(&rt->mutex);
-			rt->max_memory_kb = peek_max_memory_kb;
-			SpinLockRelease(&rt->mutex);
-		}
+		runtime_wait(rt, maintains);
 	}
 }

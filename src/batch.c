@@ -135,13 +135,8 @@ batch_pending_update_cmp(const void *a, const void *b)
 {
 	const PendingUpdate *x = a;
 	const PendingUpdate *y = b;
-	int			c;
+	int			c = row_image_cmp(x->keyhash, x->image, x->len, y->keyhash, y->image, y->len);
 
-	if (x->keyhash != y->keyhash)
-		return x->keyhash < y->keyhash ? -1 : 1;
-	if (x->len != y->len)
-		return x->len < y->len ? -1 : 1;
-	c = memcmp(x->image, y->image, x->len);
 	if (c != 0)
 		return c;
 	if (x->time != y->time)

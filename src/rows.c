@@ -99,9 +99,7 @@ row_image_match(const void *key1, const void *key2, Size keysize)
 	const RowCount *a = key1;
 	const RowCount *b = key2;
 
-	if (a->key.len != b->key.len)
-		return 1;
-	return memcmp(a->key.image, b->key.image, a->key.len);
+	return row_image_cmp(0, a->key.image, a->key.len, 0, b->key.image, b->key.len);
 }
 
 /* Consolidation of rows of rowtype. */

@@ -68,6 +68,21 @@ row_add_saturating(int64 a, int64 b)
 	return sum;
 }
 
+/*
+ * The order of row images: by key hash, then length, then bytes.  Batches
+ * are sorted by it; equal images (0) are the same row.
+ */
+static inline int
+row_image_cmp(uint32 xhash, const char *x, uint32 xlen,
+			  uint32 yhash, const char *y, uint32 ylen)
+{
+	if (xhash != yhash)
+		return xhash < yhash ? -1 : 1;
+	if (xlen != ylen)
+		return xlen < ylen ? -1 : 1;
+	return memcmp(x, y, xlen);
+}
+
 static inline Datum
 row_count_datum(RowCount *rc)
 {

@@ -55,23 +55,23 @@ lower_bound(Batch *batch, uint32 hash)
 	return lo;
 }
 
-/* Order of (keyhash, row image) between two cursors' current entries. */
+/* Order of (keyhash, row image) between an entry and a row. */
+static int
+entry_cmp(Batch *batch, BatchEntry *e, uint32 keyhash, Datum row)
+{
+	return row_image_cmp(e->keyhash, DatumGetPointer(batch_row(batch, e)),
+						 batch_row_len(batch, e), keyhash, DatumGetPointer(row),
+						 VARSIZE(DatumGetPointer(row)));
+}
+
+/* Order between two cursors' current entries. */
 static int
 cursor_cmp(Cursor *a, Cursor *b)
 {
-	BatchEntry *x = &a->batch->entries[a->pos];
 	BatchEntry *y = &b->batch->entries[b->pos];
-	uint32		xlen,
-				ylen;
 
-	if (x->keyhash != y->keyhash)
-		return x->keyhash < y->keyhash ? -1 : 1;
-	xlen = batch_row_len(a->batch, x);
-	ylen = batch_row_len(b->batch, y);
-	if (xlen != ylen)
-		return xlen < ylen ? -1 : 1;
-	return memcmp(DatumGetPointer(batch_row(a->batch, x)),
-				  DatumGetPointer(batch_row(b->batch, y)), xlen);
+	return entry_cmp(a->batch, &a->batch->entries[a->pos], y->keyhash,
+					 batch_row(b->batch, y));
 }
 
 static void
@@ -151,10 +151,7 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 			{
 				BatchEntry *e = &c->batch->entries[c->pos];
 
-				if (e->keyhash != fe->keyhash ||
-					batch_row_len(c->batch, e) != VARSIZE(DatumGetPointer(row)) ||
-					memcmp(DatumGetPointer(batch_row(c->batch, e)),
-						   DatumGetPointer(row), VARSIZE(DatumGetPointer(row))) != 0)
+				if (entry_cmp(c->batch, e, fe->keyhash, row) != 0)
 					break;
 				if (e->time <= spec->time)
 					row_count_add(&count, e->diff);

@@ -674,42 +674,92 @@ remember_peeked_object(CatalogObject *obj, Oid rowtype, KeyInfo *key)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * One kind of peek: its arguments, and what it does around the skeleton
+ * (peek_srf).  prepare runs once the object is found and checked, and
+ * returns the key to cache with it; walk reads at the ticket's time.
+ */
+typedef struct PeekKind
+{
+	char		kind;
+	const char *name_label;		/* the name argument, for messages */
+	int			as_of_arg;
+	int			limit_arg;
+	KeyInfo    *(*prepare) (FunctionCallInfo fcinfo, PeekedObject *peeked, void *state);
+	void		(*walk) (CatalogObject *obj, PeekTicket *ticket, int64 limit,
+						 Tuplestorestate *out, void *state);
+} PeekKind;
+
+/*
+ * The peek functions' skeleton: find the object (cached by name), check
+ * it, issue the peek, walk at the answered time, convert the rows to the
+ * caller's row type.  A cached object found dropped by the gate is looked
+ * up again.
+ */
+static void
+peek_srf(FunctionCallInfo fcinfo, const PeekKind *pk, void *state)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	char	   *name = text_arg(fcinfo, 1, pk->name_label);
+	int64		limit = optional_time_arg(fcinfo, pk->limit_arg, "limit", -1);
+	PeekedObject *peeked;
+	CatalogObject *obj;
+	PeekObjectId collection;
+	TupleConversionMap *map;
+	Tuplestorestate *out;
+	KeyInfo    *key;
+	PeekTicket	ticket;
+	bool		cached;
+	bool		dropped;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	registry_attach();
+	for (;;)
+	{
+		dropped = false;
+		peeked = peeked_object(name, pk->kind, rowtype, &cached);
+		obj = &peeked->obj;
+		/* a failed index's key columns may be gone: say why it failed */
+		if (obj->kind == PEEK_KIND_INDEX && obj->failure != NULL)
+			catalog_raise_if_failed(obj->id, obj->kind, obj->name);
+		map = check_peek_rowtype(obj, rowtype);
+		catalog_check_reader(obj);
+		key = pk->prepare ? pk->prepare(fcinfo, peeked, state) : NULL;
+
+		/* times are the collection's: an index is sealed with it */
+		collection = obj->kind == PEEK_KIND_INDEX ? obj->collection : obj->id;
+		ticket = peek_begin(obj->id, obj->name, obj->kind,
+							peek_time(fcinfo, pk->as_of_arg, obj, collection),
+							notify_last_session_upper(collection) - 1,
+							cached ? &dropped : NULL);
+		if (!dropped)
+			break;
+		forget_peeked_object(name);
+	}
+	remember_peeked_object(obj, rowtype, key);
+	out = walk_output(rsinfo, map);
+	pk->walk(obj, &ticket, limit, out, state);
+	peek_end();
+	convert_rows(out, rsinfo, map);
+}
+
+static void
+walk_shard(CatalogObject *coll, PeekTicket *ticket, int64 limit, Tuplestorestate *out,
+		   void *state)
+{
+	persist_walk(coll->shard, coll->row_type, coll->name, ticket->time, limit, out);
+}
+
 /* persist_peek(rowtype anyelement, collection, as_of, limit) */
 Datum
 peek_persist_peek(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
-	char	   *name = text_arg(fcinfo, 1, "collection name");
-	int64		limit = optional_time_arg(fcinfo, 3, "limit", -1);
-	CatalogObject *coll;
-	TupleConversionMap *map;
-	Tuplestorestate *out;
-	PeekTicket	ticket;
-	bool		cached;
-	bool		dropped = false;
+	static const PeekKind persist_peek = {
+		PEEK_KIND_COLLECTION, "collection name", 2, 3, NULL, walk_shard
+	};
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	registry_attach();
-retry:
-	dropped = false;
-	coll = &peeked_object(name, PEEK_KIND_COLLECTION, rowtype, &cached)->obj;
-	map = check_peek_rowtype(coll, rowtype);
-	catalog_check_reader(coll);
-
-	ticket = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION,
-						peek_time(fcinfo, 2, coll, coll->id),
-						notify_last_session_upper(coll->id) - 1, cached ? &dropped : NULL);
-	if (dropped)
-	{
-		forget_peeked_object(name);
-		goto retry;
-	}
-	remember_peeked_object(coll, rowtype, NULL);
-	out = walk_output(rsinfo, map);
-	persist_walk(coll->shard, coll->row_type, coll->name, ticket.time, limit, out);
-	peek_end();
-	convert_rows(out, rsinfo, map);
+	peek_srf(fcinfo, &persist_peek, NULL);
 	return (Datum) 0;
 }
 
@@ -885,55 +935,43 @@ key_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, WalkSpec *spec)
 		spec->keyhash = batch_key_hash_values(spec->key, spec->key_values);
 }
 
+/* The walk of an index: its key, if the peek passed one. */
+static KeyInfo *
+prepare_index_walk(FunctionCallInfo fcinfo, PeekedObject *peeked, void *state)
+{
+	WalkSpec   *spec = state;
+	CatalogObject *idx = &peeked->obj;
+
+	spec->name = idx->name;
+	spec->row_type = idx->row_type;
+	spec->key = peeked->key ? peeked->key :
+		batch_keyinfo_build(idx->row_type, idx->nkeys, idx->attnums);
+	if (!PG_ARGISNULL(2))
+		key_arg(fcinfo, 2, idx, spec);
+	return spec->key;
+}
+
+static void
+walk_index(CatalogObject *idx, PeekTicket *ticket, int64 limit, Tuplestorestate *out,
+		   void *state)
+{
+	WalkSpec   *spec = state;
+
+	spec->time = ticket->time;
+	spec->limit = limit;
+	spec->out = out;
+	walk_batches(ticket->handle, spec);
+}
+
 /* index_peek(rowtype anyelement, index, key record, as_of, limit) */
 Datum
 peek_index_peek(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
-	char	   *name = text_arg(fcinfo, 1, "index name");
-	int64		limit = optional_time_arg(fcinfo, 4, "limit", -1);
-	PeekedObject *peeked;
-	CatalogObject *idx;
-	TupleConversionMap *map;
+	static const PeekKind index_peek = {
+		PEEK_KIND_INDEX, "index name", 3, 4, prepare_index_walk, walk_index
+	};
 	WalkSpec	spec = {0};
-	PeekTicket	ticket;
-	bool		cached;
-	bool		dropped = false;
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	registry_attach();
-retry:
-	dropped = false;
-	peeked = peeked_object(name, PEEK_KIND_INDEX, rowtype, &cached);
-	idx = &peeked->obj;
-	/* a failed index's key columns may be gone: say why it failed */
-	if (idx->failure != NULL)
-		catalog_raise_if_failed(idx->id, idx->kind, idx->name);
-	map = check_peek_rowtype(idx, rowtype);
-	catalog_check_reader(idx);
-
-	spec.name = idx->name;
-	spec.row_type = idx->row_type;
-	spec.limit = limit;
-	spec.key = peeked->key ? peeked->key :
-		batch_keyinfo_build(idx->row_type, idx->nkeys, idx->attnums);
-	if (!PG_ARGISNULL(2))
-		key_arg(fcinfo, 2, idx, &spec);
-
-	ticket = peek_begin(idx->id, idx->name, PEEK_KIND_INDEX,
-						peek_time(fcinfo, 3, idx, idx->collection),
-						notify_last_session_upper(idx->collection) - 1, cached ? &dropped : NULL);
-	if (dropped)
-	{
-		forget_peeked_object(name);
-		goto retry;
-	}
-	remember_peeked_object(idx, rowtype, spec.key);
-	spec.time = ticket.time;
-	spec.out = walk_output(rsinfo, map);
-	walk_batches(ticket.handle, &spec);
-	peek_end();
-	convert_rows(spec.out, rsinfo, map);
+	peek_srf(fcinfo, &index_peek, &spec);
 	return (Datum) 0;
 }

@@ -64,6 +64,61 @@ entry_cmp(Batch *batch, BatchEntry *e, uint32 keyhash, Datum row)
 						 VARSIZE(DatumGetPointer(row)));
 }
 
+/* A cursor per batch over the entries of the key's hash (or all of them). */
+static int
+open_cursors(PeekHandle *handle, WalkSpec *spec, Cursor *cursors)
+{
+	int			ncursors = 0;
+
+	for (int i = 0; i < handle->nbatches; i++)
+	{
+		Cursor	   *c = &cursors[ncursors];
+
+		c->batch = batch_get(handle->batches[i]);
+		if (spec->has_key)
+		{
+			c->pos = lower_bound(c->batch, spec->keyhash);
+			c->end = spec->keyhash == PG_UINT32_MAX ? c->batch->nentries :
+				lower_bound(c->batch, spec->keyhash + 1);
+		}
+		else
+		{
+			c->pos = 0;
+			c->end = c->batch->nentries;
+		}
+		if (c->pos < c->end)
+			ncursors++;
+	}
+	return ncursors;
+}
+
+/*
+ * Sum a row's updates at or before the time, in every batch, moving each
+ * cursor past the row.
+ */
+static int64
+sum_row(Cursor *cursors, int ncursors, uint32 keyhash, Datum row, int64 time)
+{
+	int64		count = 0;
+
+	for (int i = 0; i < ncursors; i++)
+	{
+		Cursor	   *c = &cursors[i];
+
+		while (c->pos < c->end)
+		{
+			BatchEntry *e = &c->batch->entries[c->pos];
+
+			if (entry_cmp(c->batch, e, keyhash, row) != 0)
+				break;
+			if (e->time <= time)
+				row_count_add(&count, e->diff);
+			c->pos++;
+		}
+	}
+	return count;
+}
+
 /* Order between two cursors' current entries. */
 static int
 cursor_cmp(Cursor *a, Cursor *b)
@@ -97,43 +152,29 @@ emit_row(WalkSpec *spec, Datum row, int64 copies, int64 *emitted, Size *bytes)
 	}
 }
 
+/*
+ * Walk the handle's batches at spec->time into spec->out: merge the
+ * batches' sorted entries, sum each row's updates, emit each row as often
+ * as it counts.
+ */
 void
 walk_batches(PeekHandle *handle, WalkSpec *spec)
 {
 	Cursor	   *cursors = palloc(sizeof(Cursor) * Max(handle->nbatches, 1));
-	int			ncursors = 0;
+	int			ncursors;
 	int64		emitted = 0;
 	Size		bytes = 0;
 
 	if (spec->has_key && spec->key_has_null)
 		return;					/* NULL keys never match */
 
-	for (int i = 0; i < handle->nbatches; i++)
-	{
-		Cursor	   *c = &cursors[ncursors];
-
-		c->batch = batch_get(handle->batches[i]);
-		if (spec->has_key)
-		{
-			c->pos = lower_bound(c->batch, spec->keyhash);
-			c->end = spec->keyhash == PG_UINT32_MAX ? c->batch->nentries :
-				lower_bound(c->batch, spec->keyhash + 1);
-		}
-		else
-		{
-			c->pos = 0;
-			c->end = c->batch->nentries;
-		}
-		if (c->pos < c->end)
-			ncursors++;
-	}
-
+	ncursors = open_cursors(handle, spec, cursors);
 	while (ncursors > 0 && (spec->limit < 0 || emitted < spec->limit))
 	{
 		Cursor	   *first = &cursors[0];
 		BatchEntry *fe;
 		Datum		row;
-		int64		count = 0;
+		int64		count;
 
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 1; i < ncursors; i++)
@@ -141,23 +182,7 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 				first = &cursors[i];
 		fe = &first->batch->entries[first->pos];
 		row = batch_row(first->batch, fe);
-
-		/* sum this row's updates at or before the time, in every batch */
-		for (int i = 0; i < ncursors; i++)
-		{
-			Cursor	   *c = &cursors[i];
-
-			while (c->pos < c->end)
-			{
-				BatchEntry *e = &c->batch->entries[c->pos];
-
-				if (entry_cmp(c->batch, e, fe->keyhash, row) != 0)
-					break;
-				if (e->time <= spec->time)
-					row_count_add(&count, e->diff);
-				c->pos++;
-			}
-		}
+		count = sum_row(cursors, ncursors, fe->keyhash, row, spec->time);
 
 		if (count != 0 && (!spec->has_key || batch_key_row_matches(spec->key, row, spec->key_values)))
 		{

@@ -25,7 +25,6 @@
 
 #include "access/htup_details.h"
 #include "common/hashfn.h"
-#include "config.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -33,6 +32,7 @@
 #include "utils/typcache.h"
 
 #include "batch.h"
+#include "config.h"
 #include "rows.h"
 #include "shmem.h"
 

@@ -14,7 +14,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "config.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -46,12 +45,12 @@
 #include "batch.h"
 #include "capture.h"
 #include "catalog.h"
+#include "config.h"
 #include "notify.h"
 #include "peek.h"
 #include "persist.h"
 #include "registry.h"
 #include "rows.h"
-#include "shmem.h"
 #include "walk.h"
 
 PG_FUNCTION_INFO_V1(peek_create_collection);

@@ -10,7 +10,6 @@
  */
 #include "postgres.h"
 
-#include "config.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -23,6 +22,7 @@
 #include "utils/acl.h"
 
 #include "catalog.h"
+#include "config.h"
 #include "persist.h"
 #include "registry.h"
 #include "shmem.h"

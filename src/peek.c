@@ -36,7 +36,6 @@
 #include "common/pg_prng.h"
 #include "lib/ilist.h"
 #include "libpq/libpq.h"
-#include "config.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
@@ -48,6 +47,7 @@
 #include "utils/wait_event.h"
 
 #include "catalog.h"
+#include "config.h"
 #include "peek.h"
 #include "registry.h"
 #include "shmem.h"

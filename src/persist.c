@@ -34,7 +34,6 @@
 #include "nodes/makefuncs.h"
 #include "executor/tuptable.h"
 #include "lib/stringinfo.h"
-#include "config.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/ruleutils.h"
@@ -46,6 +45,7 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "config.h"
 #include "notify.h"
 #include "persist.h"
 #include "rows.h"

@@ -35,8 +35,8 @@
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
-#include "config.h"
 #include "batch.h"
+#include "config.h"
 #include "registry.h"
 #include "rows.h"
 #include "shmem.h"

@@ -23,7 +23,6 @@
 
 #include "access/xact.h"
 #include "commands/extension.h"
-#include "config.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -38,6 +37,7 @@
 
 #include "capture.h"
 #include "catalog.h"
+#include "config.h"
 #include "peek.h"
 #include "registry.h"
 #include "maintenance.h"

@@ -8,7 +8,7 @@
  *	  shmem_startup_hook).  Every process attaches to the area once.
  *
  *	  Owns the memory layout and the queues.  Must not call any other file
- *	  but config.c: the registry (registry.c) lives in the area, the peek
+ *	  of pg_peek: the registry (registry.c) lives in the area, the peek
  *	  protocol (peek.c) uses the slots.
  *
  *-------------------------------------------------------------------------

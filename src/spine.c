@@ -24,7 +24,6 @@
  */
 #include "postgres.h"
 
-#include "config.h"
 #include "miscadmin.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -33,6 +32,7 @@
 
 #include "batch.h"
 #include "catalog.h"
+#include "config.h"
 #include "persist.h"
 #include "registry.h"
 #include "rows.h"

@@ -19,11 +19,10 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "config.h"
 #include "miscadmin.h"
 
 #include "batch.h"
-#include "registry.h"
+#include "config.h"
 #include "rows.h"
 #include "shmem.h"
 #include "walk.h"

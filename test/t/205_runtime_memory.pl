@@ -24,16 +24,18 @@ SELECT peek.write('d', ARRAY[(0, 0)]::item[]);
 -- writes, each its own transaction, each followed by peeks of its time;
 -- d (one row at a time) is allowed to compact as it goes, so compaction
 -- rounds run too
-CREATE PROCEDURE load(n int) LANGUAGE plpgsql AS $$
-DECLARE t bigint;
+CREATE PROCEDURE load(first int, n int) LANGUAGE plpgsql AS $$
+DECLARE t bigint; s bigint;
 BEGIN
-    FOR i IN 1 .. n LOOP
+    FOR i IN first .. first + n - 1 LOOP
         t := peek.write('c', ARRAY[ROW(i % 100, i)::item], ARRAY[]::item[]);
-        PERFORM count(*) FROM peek.index_peek(NULL::item, 'c_by_id', ROW(i % 100), as_of => t);
-        t := peek.write('d', ARRAY[ROW(i, i)::item], ARRAY[ROW(i - 1, i - 1)::item]);
+        s := peek.write('d', ARRAY[ROW(i, i)::item], ARRAY[ROW(i - 1, i - 1)::item]);
         IF i % 50 = 0 THEN
-            PERFORM peek.allow_compaction('d', t);
+            PERFORM peek.allow_compaction('d', s);
         END IF;
+        COMMIT;
+        PERFORM count(*) FROM peek.index_peek(NULL::item, 'c_by_id', ROW(i % 100), as_of => t);
+        PERFORM count(*) FROM peek.persist_peek(NULL::item, 'd', as_of => s);
         COMMIT;
     END LOOP;
 END $$;
@@ -60,10 +62,10 @@ sub memory_total
 	die "the $role runtime (pid $pid) did not log its memory contexts\n";
 }
 
-$node->safe_psql('postgres', 'CALL load(1000)');
+$node->safe_psql('postgres', 'CALL load(1, 1000)');
 my %before = map { $_ => memory_total($_) } @roles;
 my %pids = map { $_ => runtime_pid($node, $_) } @roles;
-$node->safe_psql('postgres', 'CALL load(4000)');
+$node->safe_psql('postgres', 'CALL load(1001, 4000)');
 my %after = map { $_ => memory_total($_) } @roles;
 
 for my $role (@roles)

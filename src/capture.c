@@ -482,6 +482,8 @@ fail_source(CaptureStream *s, const char *failure)
 static void
 fail_stream(CaptureStream *s, const char *failure)
 {
+	MemoryContext caller = CurrentMemoryContext;
+
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	(void) set_config_option("synchronous_commit", "on",
@@ -492,6 +494,8 @@ fail_stream(CaptureStream *s, const char *failure)
 	s->failed = true;
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	/* commit leaves TopMemoryContext current: back to the round's */
+	MemoryContextSwitchTo(caller);
 	discard_decoding(s, false);
 	drop_slot(s->slot_name);
 }
@@ -761,6 +765,7 @@ decode_round(CaptureStream *s)
 {
 	XLogRecPtr	end_of_wal;
 	pid_t		active_pid;
+	MemoryContext caller;
 	MemoryContext old;
 	bool		wrote;
 	int64		upper;
@@ -837,6 +842,7 @@ decode_round(CaptureStream *s)
 	failure = s->changes.failure;
 	upper = failure != NULL ? s->changes.failed_at : decoded_upper(s->read_upto);
 
+	caller = CurrentMemoryContext;
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* dropped with the extension: the runtime's next check resets capture */
@@ -859,6 +865,8 @@ decode_round(CaptureStream *s)
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	/* commit leaves TopMemoryContext current: back to the round's */
+	MemoryContextSwitchTo(caller);
 
 	if (!exists)
 		return false;			/* dropped: the catalog notice forgets it */

@@ -844,6 +844,7 @@ decode_round(CaptureStream *s)
 
 	caller = CurrentMemoryContext;
 	StartTransactionCommand();
+	catalog_bound_lock_waits();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* dropped with the extension: the runtime's next check resets capture */
 	exists = catalog_lock_extension();

@@ -27,6 +27,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -504,6 +505,24 @@ catalog_lock_row(PeekObjectId id, bool skip_locked)
 						"SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
 						"FOR NO KEY UPDATE",
 						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * A runtime's work on one object waits for a user's lock at most this long
+ * (lock_timeout for the rest of the current subtransaction), then fails
+ * with 55P03 and is retried on a later round.  So an open transaction that
+ * holds an object's catalog row or shard (say, an uncommitted drop_source)
+ * delays that object only, not every other object's publication.  A
+ * shorter lock_timeout set for the database is kept.
+ */
+#define RUNTIME_LOCK_WAIT_MS	100
+
+void
+catalog_bound_lock_waits(void)
+{
+	if (LockTimeout == 0 || LockTimeout > RUNTIME_LOCK_WAIT_MS)
+		(void) set_config_option("lock_timeout", CppAsString2(RUNTIME_LOCK_WAIT_MS),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 }
 
 /*

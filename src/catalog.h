@@ -71,6 +71,7 @@ extern void check_object_reader(CatalogObject *obj);
 
 /* runtimes (inside a transaction with SPI connected by the caller) */
 extern bool catalog_lock_extension(void);
+extern void catalog_bound_lock_waits(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);

@@ -400,6 +400,8 @@ peek_append(PG_FUNCTION_ARGS)
 	int64		at;
 	int64		diff;
 
+	/* privileges first: nothing about another role's object leaks */
+	check_object_owner(coll);
 	check_not_source(coll, NULL);
 	rows = rows_arg(fcinfo, 1, "rows", coll);
 	at = time_arg(fcinfo, 2, "time");
@@ -409,7 +411,6 @@ peek_append(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("diff must not be zero")));
-	check_object_owner(coll);
 	check_not_below_upper(coll, at);
 
 	persist_append(coll->shard, rows, at, diff);
@@ -425,8 +426,8 @@ peek_advance(PG_FUNCTION_ARGS)
 	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	int64		upper = time_arg(fcinfo, 1, "upper");
 
-	check_not_source(coll, NULL);
 	check_object_owner(coll);
+	check_not_source(coll, NULL);
 	if (upper < coll->upper)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -451,10 +452,10 @@ peek_write(PG_FUNCTION_ARGS)
 	ArrayType  *deletes;
 	int64		t = coll->upper;
 
+	check_object_owner(coll);
 	check_not_source(coll, NULL);
 	inserts = rows_arg(fcinfo, 1, "inserts", coll);
 	deletes = PG_NARGS() > 2 ? rows_arg(fcinfo, 2, "deletes", coll) : NULL;
-	check_object_owner(coll);
 	if (t == PG_INT64_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -509,6 +510,8 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 
 	if (rowtype == obj->row_type)
 		return NULL;
+	/* a failed object's row type may be gone: say why it failed instead */
+	raise_if_failed(obj->id, obj->kind, obj->name);
 	if (!OidIsValid(obj->source) || rowtype != get_rel_type_id(obj->source))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -690,8 +693,9 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 retry:
 	dropped = false;
 	coll = &peeked_object(name, PEEK_KIND_COLLECTION, rowtype, &cached)->obj;
-	map = check_peek_rowtype(coll, rowtype);
+	/* privileges first: nothing about another role's object leaks */
 	check_object_reader(coll);
+	map = check_peek_rowtype(coll, rowtype);
 
 	ticket = peek_begin(coll->id, coll->name, PEEK_KIND_COLLECTION,
 						peek_time(fcinfo, 2, coll, coll->id),
@@ -906,11 +910,12 @@ retry:
 	dropped = false;
 	peeked = peeked_object(name, PEEK_KIND_INDEX, rowtype, &cached);
 	idx = &peeked->obj;
+	/* privileges first: nothing about another role's object leaks */
+	check_object_reader(idx);
 	/* a failed index's key columns may be gone: say why it failed */
 	if (idx->failure != NULL)
 		raise_if_failed(idx->id, idx->kind, idx->name);
 	map = check_peek_rowtype(idx, rowtype);
-	check_object_reader(idx);
 
 	spec.name = idx->name;
 	spec.row_type = idx->row_type;

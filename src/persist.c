@@ -426,7 +426,7 @@ append_counts(ShardWriter *w, RowCounts *counts, int64 time, int64 sign)
 	{
 		if (rc->count == 0)
 			continue;
-		shard_insert(w, time, sign * rc->count, row_count_datum(rc));
+		shard_insert(w, time, sign * (int64) rc->count, row_count_datum(rc));
 		n++;
 	}
 	return n;
@@ -452,9 +452,8 @@ persist_compact(Oid shard, int64 since)
 
 	shard_writer_open(&w, shard);
 	counts = row_counts_create(shard_row_type(w.rel));
-	counts->tolerate_overflow = true;
 	before = scan_consolidate(w.rel, snapshot, since, counts, &tids);
-	if (counts->overflowed)
+	if (!row_counts_in_range(counts))
 		after = before;
 	else
 	{

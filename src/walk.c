@@ -135,7 +135,8 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 		Cursor	   *first = &cursors[0];
 		BatchEntry *fe;
 		Datum		row;
-		int64		count = 0;
+		int128		sum = 0;
+		int64		count;
 
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 1; i < ncursors; i++)
@@ -159,11 +160,13 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 						   DatumGetPointer(row), VARSIZE(DatumGetPointer(row))) != 0)
 					break;
 				if (e->time <= spec->time)
-					row_count_add(&count, e->diff);
+					sum += e->diff;
 				c->pos++;
 			}
 		}
 
+		/* summed in 128 bits: only the row's final count can overflow */
+		count = row_count_value(sum);
 		if (count != 0 && (!spec->has_key || key_row_matches(spec->key, row, spec->key_values)))
 		{
 			if (count < 0)

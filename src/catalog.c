@@ -168,7 +168,6 @@ execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 			  const char *nulls, bool read_only)
 {
 	SavedPlan  *saved;
-	bool		found;
 
 	if (saved_plans == NULL)
 	{
@@ -180,16 +179,17 @@ execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 		saved_plans = hash_create("pg_peek catalog plans", 32, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	saved = hash_search(saved_plans, &query, HASH_ENTER, &found);
-	if (!found)
+	saved = hash_search(saved_plans, &query, HASH_FIND, NULL);
+	if (saved == NULL)
 	{
-		saved->plan = SPI_prepare(query, nargs, argtypes);
-		if (saved->plan == NULL || SPI_keepplan(saved->plan) != 0)
-		{
-			hash_search(saved_plans, &query, HASH_REMOVE, NULL);
+		/* entered only once kept: an error while planning leaves no entry */
+		SPIPlanPtr	plan = SPI_prepare(query, nargs, argtypes);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "pg_peek: could not prepare \"%s\": %s", query,
 				 SPI_result_code_string(SPI_result));
-		}
+		saved = hash_search(saved_plans, &query, HASH_ENTER, NULL);
+		saved->plan = plan;
 	}
 	return SPI_execute_plan(saved->plan, args, nulls, read_only, 0);
 }

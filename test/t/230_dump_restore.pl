@@ -1,11 +1,12 @@
-# pg_dump / pg_restore (issue 13): a database with collections, indexes (one
-# compacted) and a source is dumped (pg_dump -Fc) and restored into the
+# pg_dump / pg_restore (issue 13): a database with collections (one
+# compacted), indexes and a source is dumped (pg_dump -Fc) and restored into the
 # database the runtimes serve on a second node, which is then restarted
 # (README, Dump and restore):
 #  * every collection and index answers the same peeks at the same times;
-#  * the restored rows belong to the new extension (their ids carry its OID),
-#    their shards depend on their row types and keep their row types
-#    private, as made by create_collection;
+#  * the restored rows belong to the new extension (their ids carry its OID,
+#    which differs from the old one's); a source names its table;
+#    shards depend on their row types and keep their row types private, as
+#    made by create_collection;
 #  * writes and new objects go on, with fresh ids;
 #  * the source, restored without its replication slot, is failed with a
 #    reason that names the remedy, and peeks on it and its index fail with
@@ -71,6 +72,8 @@ $old->command_ok([ 'pg_dump', '-Fc', '-d', $old->connstr('postgres'), '-f', $dum
 	'pg_dump -Fc');
 
 my $new = new_node('restored');
+# (a fresh cluster would give the new extension the OID of the old one)
+sql($new, 'CREATE TABLE shift_oids (a int); DROP TABLE shift_oids');
 $new->command_ok([ 'pg_restore', '--exit-on-error', '-d', $new->connstr('postgres'), $dump ],
 	'pg_restore into the database the runtimes serve');
 $new->restart;
@@ -83,6 +86,8 @@ for my $q (@peeks)
 }
 is(sql($new, $frontiers_sql), $frontiers, 'the same since, upper and allowed_since');
 
+my $ext_oid = "SELECT oid FROM pg_extension WHERE extname = 'pg_peek'";
+isnt(sql($new, $ext_oid), sql($old, $ext_oid), 'the new extension has another OID');
 is( sql(
 		$new,
 		"SELECT count(*) FROM peek.objects WHERE (id >> 32) & 4294967295 <> "
@@ -124,6 +129,8 @@ is(sql($new, "SELECT count(DISTINCT id) FROM peek.objects"), '9', 'new objects g
 my $reason = 'restored from a dump without its replication slot: drop the source and create it again';
 is(sql($new, "SELECT state || ': ' || failure FROM peek.collections WHERE name = 's'"),
 	"failed: $reason", 'the restored source is failed, with the reason');
+is(sql($new, "SELECT source FROM peek.collections WHERE name = 's'"),
+	'src', 'it names its table');
 is(sql($new, "SELECT state FROM peek.indexes WHERE name = 's_by_id'"),
 	'failed', 'and so is its index');
 my ($state, $msg) = sql_error($new, "SELECT * FROM peek.index_peek(NULL::src, 's_by_id')");

@@ -52,5 +52,10 @@ ISOLATION_TESTDB = postgres
 # the TAP tests' helper module (PgPeekTest)
 PROVE_FLAGS = -I test/perl
 
+# PGXS defines the recipe (installcheck runs it too) but no target of its own
+.PHONY: prove_installcheck
+prove_installcheck:
+	$(prove_installcheck)
+
 # PGXS tracks no header dependencies here: rebuild when any header changes.
 $(OBJS): $(wildcard $(srcdir)/src/*.h)

@@ -66,6 +66,8 @@ extern void catalog_delete(PeekObjectId id);
 extern List *catalog_indexes_of(PeekObjectId collection);
 extern void catalog_set_upper(PeekObjectId id, int64 upper);
 extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
+extern bool catalog_inserting(void);
+extern List *catalog_adopt_restored(PeekObjectId *ids, int nids);
 extern void check_object_owner(CatalogObject *obj);
 extern void check_object_reader(CatalogObject *obj);
 

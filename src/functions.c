@@ -31,6 +31,8 @@
 #include "catalog/catalog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "commands/trigger.h"
+#include "utils/tuplestore.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "executor/executor.h"
@@ -64,6 +66,7 @@ PG_FUNCTION_INFO_V1(peek_drop_index);
 PG_FUNCTION_INFO_V1(peek_index_peek);
 PG_FUNCTION_INFO_V1(peek_create_source);
 PG_FUNCTION_INFO_V1(peek_drop_source);
+PG_FUNCTION_INFO_V1(peek_objects_restored);
 
 /* ---- argument checks ---- */
 
@@ -388,6 +391,53 @@ peek_drop_source(PG_FUNCTION_ARGS)
 				 errhint("Use peek.drop_collection.")));
 	drop_collection_and_indexes(src);
 	PG_RETURN_VOID();
+}
+
+/*
+ * After each statement inserting into peek.objects: unless catalog_insert
+ * made them, its rows were loaded by pg_restore.  Adopt them (see
+ * catalog_adopt_restored) and claim their shards.  The runtimes are not
+ * told: a restore loads the shards after the catalog, so they take the
+ * restored objects on when they start (README, Dump and restore).
+ */
+Datum
+peek_objects_restored(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigger = (TriggerData *) fcinfo->context;
+	TupleTableSlot *slot;
+	PeekObjectId *ids;
+	int			nids = 0;
+	ListCell   *lc;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || trigger->tg_newtable == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("function \"objects_restored\" must be fired by a trigger with a transition table")));
+	if (catalog_inserting())
+		return PointerGetDatum(NULL);
+
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(trigger->tg_relation), &TTSOpsMinimalTuple);
+	ids = palloc(sizeof(PeekObjectId) * Max(tuplestore_tuple_count(trigger->tg_newtable), 1));
+	tuplestore_rescan(trigger->tg_newtable);
+	while (tuplestore_gettupleslot(trigger->tg_newtable, true, false, slot))
+	{
+		bool		isnull;
+
+		ids[nids++] = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+
+	foreach(lc, catalog_adopt_restored(ids, nids))
+	{
+		CatalogObject *coll = lfirst(lc);
+		const char *shard = get_rel_name(coll->shard);
+
+		/* a shard dropped before the dump left its OID behind */
+		if (shard != NULL && get_rel_namespace(coll->shard) == get_namespace_oid("peek", false) &&
+			strcmp(shard, psprintf("shard_%u", (uint32) coll->id)) == 0)
+			persist_claim_shard(coll->shard, coll->row_type);
+	}
+	return PointerGetDatum(NULL);
 }
 
 /* append(name, rows, at, diff = 1) */

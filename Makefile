@@ -1,5 +1,8 @@
 # pg_peek: PGXS build.  `make && make install` builds and installs the
-# extension; the test suites are driven by scripts/test (see README.md).
+# extension.  `make installcheck` runs the regression and isolation suites
+# against a running server (as in contrib; see README.md, Tests), and
+# `make prove_installcheck` the TAP suite; scripts/test runs all of them
+# in both runtime modes against throwaway clusters.
 
 MODULE_big = pg_peek
 OBJS = \
@@ -30,9 +33,32 @@ PGFILEDESC = "pg_peek - time-versioned arrangements in shared memory"
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
+# The runtimes serve one database (pg_peek.database, default postgres), so
+# the suites run in it rather than in a database pg_regress would create;
+# the server must be started with shared_preload_libraries = 'pg_peek' and
+# wal_level = logical.  Files run in name order: sql/00_helpers.sql first,
+# sql/zz_cleanup.sql last.
+REGRESS = $(sort $(basename $(notdir $(wildcard $(srcdir)/sql/*.sql))))
+REGRESS_OPTS = --use-existing
+ISOLATION = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/specs/*.spec))))
+ISOLATION_OPTS = --use-existing --inputdir=$(srcdir)/test
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# (after the include, which sets them)
+CONTRIB_TESTDB = postgres
+ISOLATION_TESTDB = postgres
+# the TAP tests' helper module (PgPeekTest)
+PROVE_FLAGS = -I test/perl
+
+# PGXS defines the recipe (installcheck runs it too) but no target of its own
+.PHONY: prove_installcheck
+prove_installcheck:
+	$(prove_installcheck)
 
 # PGXS tracks no header dependencies here: rebuild when any header changes.
 $(OBJS): $(wildcard $(srcdir)/src/*.h)

@@ -72,3 +72,38 @@ LANGUAGE sql STABLE AS $$
         OR pg_catalog.pg_has_role('pg_read_all_data', 'USAGE')
         OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
 $$;
+
+-- Issue 13, dump and restore: pg_dump writes peek.objects' rows (a
+-- configuration table, see pg_peek--0.1.sql) and the shards (ordinary
+-- tables); pg_restore loads them into a new extension.
+--
+-- A source names its table by OID, which a restore does not keep: it is a
+-- regclass from now on, dumped by name.  (peek.collections reads it, so the
+-- view is made again, as it was.)
+DROP VIEW peek.collections;
+ALTER TABLE peek.objects ALTER COLUMN source TYPE regclass;
+CREATE VIEW peek.collections WITH (security_barrier) AS
+SELECT o.name, o.row_type, o.owner,
+       CASE WHEN o.failure IS NOT NULL THEN 'failed'
+            WHEN o.source IS NOT NULL AND o.upper = 0 THEN 'loading'
+            WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
+       o.failure, o.source,
+       peek.collection_rows(o.name) AS rows,
+       0 AS batches, 0::bigint AS bytes,
+       pg_catalog.pg_total_relation_size(o.shard) AS shard_bytes, o.shard,
+       greatest(r.since, o.since) AS since, greatest(r.upper, o.upper) AS upper,
+       o.allowed_since, o.created_at
+  FROM peek.objects o
+  LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
+ WHERE o.kind = 'c' AND peek.visible(o.owner);
+GRANT SELECT ON peek.collections TO PUBLIC;
+
+-- Restored rows are adopted as they arrive (see peek_objects_restored):
+-- their ids get this extension's OID, their shards' row types and
+-- dependencies are made again, and a source, restored without its
+-- replication slot, fails.
+CREATE FUNCTION peek.objects_restored() RETURNS trigger
+AS 'MODULE_PATHNAME', 'peek_objects_restored' LANGUAGE C;
+CREATE TRIGGER objects_restored AFTER INSERT ON peek.objects REFERENCING NEW TABLE AS restored
+    FOR EACH STATEMENT EXECUTE FUNCTION peek.objects_restored();
+REVOKE ALL ON FUNCTION peek.objects_restored() FROM PUBLIC;

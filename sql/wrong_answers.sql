@@ -182,12 +182,23 @@ SELECT wait_for($$SELECT since = 2 FROM peek.objects WHERE name = 'wa_big2_x'$$)
 SELECT try($$SELECT * FROM peek.index_peek(NULL::wa_f8, 'wa_big2_x', as_of => 2)$$);
 SELECT try($$SELECT * FROM peek.persist_peek(NULL::wa_f8, 'wa_big2', as_of => 2)$$);
 SELECT shard_rows('wa_big2');
+-- an intermediate sum beyond bigint whose final count fits: 1 copy at 1
+SELECT peek.create_collection('wa_big3', 'wa_f8');
+SELECT peek.create_index('wa_big3_x', 'wa_big3', '{x}');
+SELECT peek.append('wa_big3', ARRAY[(1, 'big')]::wa_f8[], 0, 9223372036854775807);
+SELECT peek.append('wa_big3', ARRAY[(1, 'big')]::wa_f8[], 0, 1);
+SELECT peek.append('wa_big3', ARRAY[(1, 'big')]::wa_f8[], 1, -9223372036854775807);
+SELECT peek.advance('wa_big3', 2);
+SELECT * FROM peek.index_peek(NULL::wa_f8, 'wa_big3_x', ROW(1), as_of => 1);
+SELECT * FROM peek.persist_peek(NULL::wa_f8, 'wa_big3', as_of => 1);
+SELECT try($$SELECT * FROM peek.index_peek(NULL::wa_f8, 'wa_big3_x', as_of => 0)$$);
 SELECT state FROM peek.runtimes WHERE restarts > 0;
 
 -- clean up
 SELECT peek.drop_collection('wa_c'), peek.drop_collection('wa_r'), peek.drop_collection('wa_tr'),
        peek.drop_collection('wa_f8'),
-       peek.drop_collection('wa_ik'), peek.drop_collection('wa_big'), peek.drop_collection('wa_big2');
+       peek.drop_collection('wa_ik'), peek.drop_collection('wa_big'), peek.drop_collection('wa_big2'),
+       peek.drop_collection('wa_big3');
 SELECT peek.drop_source('wa_s');
 DROP TABLE wa_t, wa_rows;
 DROP FUNCTION wa_retract_var(int), wa_retract_select(int), wa_mirror();

@@ -481,14 +481,15 @@ fail_source(CaptureStream *s, const char *failure)
 static void
 fail_stream(CaptureStream *s, const char *failure)
 {
-	spi_xact_begin();
+	MemoryContext caller = spi_xact_begin();
+
 	(void) set_config_option("synchronous_commit", "on",
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	/* dropped meanwhile: the catalog notice forgets it */
 	if (catalog_lock_extension() && catalog_lock_row(s->id, false))
 		fail_source(s, failure);
 	s->failed = true;
-	spi_xact_commit();
+	spi_xact_commit(caller);
 	discard_decoding(s, false);
 	drop_slot(s->slot_name);
 }
@@ -506,6 +507,7 @@ load_source(CaptureStream *s)
 	XLogRecPtr	start;
 	char	   *failure = NULL;
 	bool		exists;
+	MemoryContext caller = CurrentMemoryContext;
 
 	/* a slot left by a load that did not commit */
 	drop_slot(s->slot_name);
@@ -545,7 +547,7 @@ load_source(CaptureStream *s)
 			catalog_set_upper(s->id, (int64) start);
 		}
 	}
-	spi_xact_commit();
+	spi_xact_commit(caller);
 	ReplicationSlotRelease();
 
 	if (!exists || failure != NULL)
@@ -573,6 +575,7 @@ capture_loader_main(Datum arg)
 	LOCKTAG		tag;
 	bool		load = false;
 	ListCell   *lc;
+	MemoryContext caller;
 
 	memcpy(&id, MyBgworkerEntry->bgw_extra, sizeof(PeekObjectId));
 	pqsignal(SIGTERM, die);
@@ -584,7 +587,7 @@ capture_loader_main(Datum arg)
 						 PEEK_LOADER_LOCK_FIELD4);
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
 
-	spi_xact_begin();
+	caller = spi_xact_begin();
 	if (catalog_lock_extension())
 		foreach(lc, catalog_read(&id, 1))
 		{
@@ -597,7 +600,7 @@ capture_loader_main(Datum arg)
 				load = true;
 			}
 		}
-	spi_xact_commit();
+	spi_xact_commit(caller);
 	if (load)
 		load_source(&s);
 }
@@ -812,7 +815,9 @@ write_round(CaptureStream *s, int64 upper, char **failure)
 {
 	bool		exists;
 
-	spi_xact_begin();
+	MemoryContext caller = spi_xact_begin();
+
+	catalog_bound_lock_waits();
 	/* dropped with the extension: the runtime's next check resets capture */
 	exists = catalog_lock_extension();
 	if (exists && *failure == NULL)
@@ -831,7 +836,7 @@ write_round(CaptureStream *s, int64 upper, char **failure)
 				fail_source(s, *failure);
 		}
 	}
-	spi_xact_commit();
+	spi_xact_commit(caller);
 	return exists;
 }
 

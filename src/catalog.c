@@ -26,6 +26,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -120,13 +121,15 @@ typedef struct SavedPlan
 
 static HTAB *saved_plans = NULL;
 
+/* catalog_insert is inserting a row */
+static bool inserting = false;
+
 /* Execute a catalog statement through its kept plan; SPI is connected. */
 static int
 execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 			  const char *nulls, bool read_only)
 {
 	SavedPlan  *saved;
-	bool		found;
 
 	if (saved_plans == NULL)
 	{
@@ -138,16 +141,17 @@ execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 		saved_plans = hash_create("pg_peek catalog plans", 32, &ctl,
 								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	saved = hash_search(saved_plans, &query, HASH_ENTER, &found);
-	if (!found)
+	saved = hash_search(saved_plans, &query, HASH_FIND, NULL);
+	if (saved == NULL)
 	{
-		saved->plan = SPI_prepare(query, nargs, argtypes);
-		if (saved->plan == NULL || SPI_keepplan(saved->plan) != 0)
-		{
-			hash_search(saved_plans, &query, HASH_REMOVE, NULL);
+		/* entered only once kept: an error while planning leaves no entry */
+		SPIPlanPtr	plan = SPI_prepare(query, nargs, argtypes);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "could not prepare \"%s\": %s", query,
 				 SPI_result_code_string(SPI_result));
-		}
+		saved = hash_search(saved_plans, &query, HASH_ENTER, NULL);
+		saved->plan = plan;
 	}
 	return SPI_execute_plan(saved->plan, args, nulls, read_only, 0);
 }
@@ -317,10 +321,27 @@ catalog_insert(CatalogObject *obj, Datum key_columns)
 	}
 	else
 		nulls[5] = 'n';
-	catalog_exec_nulls("INSERT INTO peek.objects (id, name, kind, row_type, owner, shard, "
-					   "collection, key_columns, key_attnums, source) "
-					   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-					   10, argtypes, args, nulls, SPI_OK_INSERT);
+	/* not a restored row (see catalog_adopt_restored) */
+	inserting = true;
+	PG_TRY();
+	{
+		catalog_exec_nulls("INSERT INTO peek.objects (id, name, kind, row_type, owner, shard, "
+						   "collection, key_columns, key_attnums, source) "
+						   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+						   10, argtypes, args, nulls, SPI_OK_INSERT);
+	}
+	PG_FINALLY();
+	{
+		inserting = false;
+	}
+	PG_END_TRY();
+}
+
+/* Whether the insert under way is catalog_insert's. */
+bool
+catalog_inserting(void)
+{
+	return inserting;
 }
 
 /* The indexes arranging a collection (for drop_collection). */
@@ -375,6 +396,43 @@ catalog_set_since(PeekObjectId id, int64 since)
 {
 	catalog_set_column("UPDATE peek.objects SET since = $2 WHERE id OPERATOR(pg_catalog.=) $1",
 					   id, since);
+}
+
+/*
+ * Rows that reached peek.objects other than through catalog_insert: loaded
+ * by pg_restore.  Their ids were made with the dumped database's extension
+ * OID: they get this extension's (an id names the extension it belongs to,
+ * as its slot name, drop notices and DROP EXTENSION checks assume), keeping
+ * the sequence part, which names their tables.  A restored source has no
+ * replication slot: it fails, with the remedy in its reason.  Returns the
+ * restored collections, as they were.
+ */
+List *
+catalog_adopt_restored(PeekObjectId *ids, int nids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(nids, 1));
+	Oid			argtypes[3] = {INT8ARRAYOID, INT8OID, TEXTOID};
+	Datum		args[3];
+	List	   *restored;
+
+	for (int i = 0; i < nids; i++)
+		elems[i] = Int64GetDatum(ids[i]);
+	args[0] = PointerGetDatum(construct_array(elems, nids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[1] = Int64GetDatum((int64) get_extension_oid("pg_peek", false));
+	args[2] = CStringGetTextDatum("restored from a dump without its replication slot: drop the source and create it again");
+
+	restored = query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+							 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND kind OPERATOR(pg_catalog.=) 'c'",
+							 1, INT8ARRAYOID, args[0], false);
+	/* one statement, so that the collection column's key follows */
+	catalog_exec("UPDATE peek.objects SET "
+				 "id = $2 OPERATOR(pg_catalog.<<) 32 OPERATOR(pg_catalog.|) (id OPERATOR(pg_catalog.&) 4294967295), "
+				 "collection = $2 OPERATOR(pg_catalog.<<) 32 OPERATOR(pg_catalog.|) (collection OPERATOR(pg_catalog.&) 4294967295), "
+				 "failure = CASE WHEN kind OPERATOR(pg_catalog.=) 'c' AND source IS NOT NULL "
+				 "THEN COALESCE(failure, $3) ELSE failure END "
+				 "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+				 3, argtypes, args, SPI_OK_UPDATE);
+	return restored;
 }
 
 /* Record why an object failed; false if its row is gone (dropped). */
@@ -464,6 +522,24 @@ catalog_lock_row(PeekObjectId id, bool skip_locked)
 						"SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
 						"FOR NO KEY UPDATE",
 						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * A runtime's work on one object waits for a user's lock at most this long
+ * (lock_timeout for the rest of the current subtransaction), then fails
+ * with 55P03 and is retried on a later round.  So an open transaction that
+ * holds an object's catalog row or shard (say, an uncommitted drop_source)
+ * delays that object only, not every other object's publication.  A
+ * shorter lock_timeout set for the database is kept.
+ */
+#define RUNTIME_LOCK_WAIT_MS	100
+
+void
+catalog_bound_lock_waits(void)
+{
+	if (LockTimeout == 0 || LockTimeout > RUNTIME_LOCK_WAIT_MS)
+		(void) set_config_option("lock_timeout", CppAsString2(RUNTIME_LOCK_WAIT_MS),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 }
 
 /*

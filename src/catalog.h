@@ -49,11 +49,14 @@ extern void catalog_delete(PeekObjectId id);
 extern List *catalog_indexes_of(PeekObjectId collection);
 extern void catalog_set_upper(PeekObjectId id, int64 upper);
 extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
+extern bool catalog_inserting(void);
+extern List *catalog_adopt_restored(PeekObjectId *ids, int nids);
 extern void catalog_check_owner(CatalogObject *obj);
 extern void catalog_check_reader(CatalogObject *obj);
 
 /* runtimes (inside a transaction with SPI connected by the caller) */
 extern bool catalog_lock_extension(void);
+extern void catalog_bound_lock_waits(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);

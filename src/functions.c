@@ -31,6 +31,8 @@
 #include "catalog/catalog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "commands/trigger.h"
+#include "utils/tuplestore.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "executor/executor.h"
@@ -65,6 +67,7 @@ PG_FUNCTION_INFO_V1(peek_drop_index);
 PG_FUNCTION_INFO_V1(peek_index_peek);
 PG_FUNCTION_INFO_V1(peek_create_source);
 PG_FUNCTION_INFO_V1(peek_drop_source);
+PG_FUNCTION_INFO_V1(peek_objects_restored);
 
 /* ---- argument checks ---- */
 
@@ -391,6 +394,53 @@ peek_drop_source(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * After each statement inserting into peek.objects: unless catalog_insert
+ * made them, its rows were loaded by pg_restore.  Adopt them (see
+ * catalog_adopt_restored) and claim their shards.  The runtimes are not
+ * told: a restore loads the shards after the catalog, so they take the
+ * restored objects on when they start (README, Dump and restore).
+ */
+Datum
+peek_objects_restored(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigger = (TriggerData *) fcinfo->context;
+	TupleTableSlot *slot;
+	PeekObjectId *ids;
+	int			nids = 0;
+	ListCell   *lc;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || trigger->tg_newtable == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("function \"objects_restored\" must be fired by a trigger with a transition table")));
+	if (catalog_inserting())
+		return PointerGetDatum(NULL);
+
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(trigger->tg_relation), &TTSOpsMinimalTuple);
+	ids = palloc(sizeof(PeekObjectId) * Max(tuplestore_tuple_count(trigger->tg_newtable), 1));
+	tuplestore_rescan(trigger->tg_newtable);
+	while (tuplestore_gettupleslot(trigger->tg_newtable, true, false, slot))
+	{
+		bool		isnull;
+
+		ids[nids++] = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+
+	foreach(lc, catalog_adopt_restored(ids, nids))
+	{
+		CatalogObject *coll = lfirst(lc);
+		const char *shard = get_rel_name(coll->shard);
+
+		/* a shard dropped before the dump left its OID behind */
+		if (shard != NULL && get_rel_namespace(coll->shard) == get_namespace_oid("peek", false) &&
+			strcmp(shard, psprintf("shard_%u", (uint32) coll->id)) == 0)
+			persist_claim_shard(coll->shard, coll->row_type);
+	}
+	return PointerGetDatum(NULL);
+}
+
 /* append(name, rows, at, diff = 1) */
 Datum
 peek_append(PG_FUNCTION_ARGS)
@@ -401,6 +451,8 @@ peek_append(PG_FUNCTION_ARGS)
 	int64		at;
 	int64		diff;
 
+	/* privileges first: nothing about another role's object leaks */
+	catalog_check_owner(coll);
 	check_not_source(coll, NULL);
 	rows = rows_arg(fcinfo, 1, "rows", coll);
 	at = time_arg(fcinfo, 2, "time");
@@ -410,7 +462,6 @@ peek_append(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("diff must not be zero")));
-	catalog_check_owner(coll);
 	check_not_below_upper(coll, at);
 
 	persist_append(coll->shard, rows, at, diff);
@@ -426,8 +477,8 @@ peek_advance(PG_FUNCTION_ARGS)
 	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	int64		upper = time_arg(fcinfo, 1, "upper");
 
-	check_not_source(coll, NULL);
 	catalog_check_owner(coll);
+	check_not_source(coll, NULL);
 	if (upper < coll->upper)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -453,10 +504,10 @@ peek_write(PG_FUNCTION_ARGS)
 	ArrayType  *deletes;
 	int64		t = coll->upper;
 
+	catalog_check_owner(coll);
 	check_not_source(coll, NULL);
 	inserts = rows_arg(fcinfo, 1, "inserts", coll);
 	deletes = PG_NARGS() > 2 ? rows_arg(fcinfo, 2, "deletes", coll) : NULL;
-	catalog_check_owner(coll);
 	if (t == PG_INT64_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -512,6 +563,8 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 
 	if (rowtype == obj->row_type)
 		return NULL;
+	/* a failed object's row type may be gone: say why it failed instead */
+	catalog_raise_if_failed(obj->id, obj->kind, obj->name);
 	if (!OidIsValid(obj->source) || rowtype != get_rel_type_id(obj->source))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -719,11 +772,12 @@ peek_srf(FunctionCallInfo fcinfo, const PeekKind *pk, void *state)
 		dropped = false;
 		peeked = peeked_object(name, pk->kind, rowtype, &cached);
 		obj = &peeked->obj;
+		/* privileges first: nothing about another role's object leaks */
+		catalog_check_reader(obj);
 		/* a failed index's key columns may be gone: say why it failed */
 		if (obj->kind == PEEK_KIND_INDEX && obj->failure != NULL)
 			catalog_raise_if_failed(obj->id, obj->kind, obj->name);
 		map = check_peek_rowtype(obj, rowtype);
-		catalog_check_reader(obj);
 		key = pk->prepare ? pk->prepare(fcinfo, peeked, state) : NULL;
 
 		/* times are the collection's: an index is sealed with it */

@@ -148,6 +148,7 @@ object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
+		catalog_bound_lock_waits();
 		fn(arg);
 		ReleaseCurrentSubTransaction();
 	}

@@ -76,20 +76,34 @@ Oid
 persist_create_shard(int32 seq, Oid row_type)
 {
 	char		relname[NAMEDATALEN];
-	ObjectAddress shard;
-	ObjectAddress type;
+	Oid			shard;
 
 	snprintf(relname, sizeof(relname), "shard_%d", seq);
 	run_ddl(psprintf("CREATE TABLE peek.%s (time bigint NOT NULL, diff bigint NOT NULL, data %s NOT NULL)",
 					 relname, format_type_be_qualified(row_type)));
 	/* indexes follow seals by reading the newly sealed times */
 	run_ddl(psprintf("CREATE INDEX ON peek.%s (time)", relname));
-	run_ddl(psprintf("REVOKE USAGE ON TYPE peek.%s FROM PUBLIC", relname));
-	ObjectAddressSet(shard, RelationRelationId,
-					 get_relname_relid(relname, get_namespace_oid("peek", false)));
+	shard = get_relname_relid(relname, get_namespace_oid("peek", false));
+	persist_claim_shard(shard, row_type);
+	return shard;
+}
+
+/*
+ * What a shard has besides its table, which pg_dump does not keep: its
+ * dependency on its row type and its own row type's privileges.  For a new
+ * shard and for a restored one.
+ */
+void
+persist_claim_shard(Oid shard, Oid row_type)
+{
+	ObjectAddress rel;
+	ObjectAddress type;
+
+	run_ddl(psprintf("REVOKE USAGE ON TYPE %s FROM PUBLIC",
+					 format_type_be_qualified(get_rel_type_id(shard))));
+	ObjectAddressSet(rel, RelationRelationId, shard);
 	ObjectAddressSet(type, TypeRelationId, row_type);
-	recordDependencyOn(&shard, &type, DEPENDENCY_NORMAL);
-	return shard.objectId;
+	recordDependencyOn(&rel, &type, DEPENDENCY_NORMAL);
 }
 
 /*
@@ -421,7 +435,7 @@ append_counts(ShardWriter *w, RowCounts *counts, int64 time, int64 sign)
 	{
 		if (rc->count == 0)
 			continue;
-		shard_insert(w, time, sign * rc->count, row_count_datum(rc));
+		shard_insert(w, time, sign * (int64) rc->count, row_count_datum(rc));
 		n++;
 	}
 	return n;
@@ -447,9 +461,8 @@ persist_compact(Oid shard, int64 since)
 
 	shard_writer_open(&w, shard);
 	counts = row_counts_create(shard_row_type(w.rel));
-	counts->tolerate_overflow = true;
 	before = scan_consolidate(w.rel, snapshot, since, counts, &tids);
-	if (counts->overflowed)
+	if (!row_counts_in_range(counts))
 		after = before;
 	else
 	{

@@ -19,6 +19,7 @@ typedef struct ShardWriter ShardWriter;
 extern void persist_init(void);
 
 extern Oid	persist_create_shard(int32 seq, Oid row_type);
+extern void persist_claim_shard(Oid shard, Oid row_type);
 extern void persist_check_shard(Oid shard, Oid row_type);
 extern Oid	persist_create_source_type(int32 seq, Oid table_rowtype);
 extern void persist_drop_source_type(Oid row_type);

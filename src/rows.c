@@ -117,8 +117,6 @@ row_counts_create(Oid rowtype)
 	counts->scratch = AllocSetContextCreate(counts->cxt, "pg_peek row counts scratch",
 											ALLOCSET_SMALL_SIZES);
 	MemoryContextSwitchTo(old);
-	counts->tolerate_overflow = false;
-	counts->overflowed = false;
 	ctl.keysize = sizeof(((RowCount *) 0)->key);
 	ctl.entrysize = sizeof(RowCount);
 	ctl.hash = row_image_hash;
@@ -131,9 +129,9 @@ row_counts_create(Oid rowtype)
 
 /*
  * Add diff copies of row, by its canonical image (row_normalize).  The copy
- * kept is a plain 4-byte-header datum, usable as a HeapTupleHeader.  A
- * multiplicity out of bigint's range is an error, unless the caller
- * tolerates it (counts->overflowed is set instead, the count left as is).
+ * kept is a plain 4-byte-header datum, usable as a HeapTupleHeader.  Counts
+ * are summed in 128 bits, so only a final count can be out of bigint's
+ * range, whatever order the updates come in.
  */
 void
 row_counts_add(RowCounts *counts, Datum row, int64 diff)
@@ -143,7 +141,6 @@ row_counts_add(RowCounts *counts, Datum row, int64 diff)
 	RowCount	probe;
 	RowCount   *rc;
 	bool		found;
-	int64		sum;
 
 	MemoryContextSwitchTo(old);
 	probe.key.image = VARDATA(flat);
@@ -159,25 +156,47 @@ row_counts_add(RowCounts *counts, Datum row, int64 diff)
 		rc->key.len = probe.key.len;
 		rc->count = 0;
 	}
-	if (!pg_add_s64_overflow(rc->count, diff, &sum))
-		rc->count = sum;
-	else if (counts->tolerate_overflow)
-		counts->overflowed = true;
-	else
-		row_count_out_of_range();
+	rc->count += diff;
 	MemoryContextReset(counts->scratch);
 }
 
-/* A row's summed multiplicity left bigint: the same error from every peek. */
-void
-row_count_out_of_range(void)
+/*
+ * A row's summed multiplicity as a bigint; 22003 if it is out of range, the
+ * same error from every peek.
+ */
+int64
+row_count_value(int128 count)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-			 errmsg("multiplicity of a row is out of range")));
+	if (count > PG_INT64_MAX || count < PG_INT64_MIN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("multiplicity of a row is out of range")));
+	return (int64) count;
 }
 
-/* DESIGN §3 rule 5: a negative multiplicity is invalid data. */
+/* Whether every count fits a bigint (compaction can write them). */
+bool
+row_counts_in_range(RowCounts *counts)
+{
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+
+	hash_seq_init(&status, counts->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+	{
+		if (rc->count > PG_INT64_MAX || rc->count < PG_INT64_MIN)
+		{
+			hash_seq_term(&status);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * DESIGN §3 rule 5: a negative multiplicity is invalid data; one out of
+ * bigint's range is 22003.
+ */
 void
 row_counts_check_nonnegative(RowCounts *counts, Oid rowtype, const char *collection,
 							 int64 time)
@@ -188,13 +207,15 @@ row_counts_check_nonnegative(RowCounts *counts, Oid rowtype, const char *collect
 	hash_seq_init(&status, counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
 	{
-		if (rc->count >= 0)
+		int64		count = row_count_value(rc->count);
+
+		if (count >= 0)
 			continue;
 		hash_seq_term(&status);
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("row %s of \"%s\" has multiplicity " INT64_FORMAT " at time " INT64_FORMAT,
-						row_to_text(rowtype, row_count_datum(rc)), collection, rc->count, time),
+						row_to_text(rowtype, row_count_datum(rc)), collection, count, time),
 				 errdetail("More copies of the row were retracted than were inserted.")));
 	}
 }

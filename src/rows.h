@@ -25,7 +25,7 @@ typedef struct RowCount
 		const char *image;		/* the row's bytes, after a 4-byte header */
 		uint32		len;
 	}			key;
-	int64		count;
+	int128		count;		/* a sum of bigints never overflows here */
 } RowCount;
 
 typedef struct RowCounts
@@ -34,8 +34,6 @@ typedef struct RowCounts
 	MemoryContext cxt;
 	MemoryContext scratch;		/* per row */
 	TupleDesc	desc;			/* rows are normalized with it */
-	bool		tolerate_overflow;	/* a count out of range: flag, no error */
-	bool		overflowed;
 } RowCounts;
 
 extern void row_tuple(HeapTupleHeader td, HeapTupleData *tuple);
@@ -43,19 +41,12 @@ extern TupleDesc row_desc(Oid rowtype);
 extern Datum row_normalize(TupleDesc desc, Datum row);
 extern RowCounts *row_counts_create(Oid rowtype);
 extern void row_counts_add(RowCounts *counts, Datum row, int64 diff);
-extern void row_count_out_of_range(void) pg_attribute_noreturn();
+extern int64 row_count_value(int128 count);
+extern bool row_counts_in_range(RowCounts *counts);
 extern void row_counts_check_nonnegative(RowCounts *counts, Oid rowtype,
 										 const char *collection, int64 time);
 extern char *row_to_text(Oid rowtype, Datum row);
 extern bool rows_match_table(TupleDesc table, TupleDesc row);
-
-/* A multiplicity summed into *count; 22003 if it leaves bigint's range. */
-static inline void
-row_count_add(int64 *count, int64 diff)
-{
-	if (pg_add_s64_overflow(*count, diff, count))
-		row_count_out_of_range();
-}
 
 /* A sum only shown (row counts in views): it stops at bigint's bounds. */
 static inline int64

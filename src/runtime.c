@@ -33,6 +33,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 #include "utils/wait_event.h"
 
 #include "capture.h"
@@ -111,6 +112,21 @@ take_commands(int runtime, bool maintains)
 }
 
 /*
+ * A query cancel (pg_cancel_backend) has no query to cancel in a runtime and
+ * is ignored, as pg_cron's launcher does.  lock_timeout and
+ * statement_timeout arrive as SIGINT too, with their timeout's indicator
+ * set: those still cancel the statement, so a runtime never waits on a lock
+ * longer than the database allows.
+ */
+static void
+runtime_sigint(SIGNAL_ARGS)
+{
+	if (get_timeout_indicator(LOCK_TIMEOUT, false) ||
+		get_timeout_indicator(STATEMENT_TIMEOUT, false))
+		StatementCancelHandler(postgres_signal_arg);
+}
+
+/*
  * Start: signals, the database connection, then reconciliation's shared
  * part: drop what a previous incarnation had pending, then announce the new
  * generation so backends re-issue.
@@ -122,8 +138,7 @@ runtime_start(int runtime, PeekRole role)
 
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	/* a query cancel (pg_cancel_backend) has no query to cancel here */
-	pqsignal(SIGINT, SIG_IGN);
+	pqsignal(SIGINT, runtime_sigint);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(peek_database, NULL, 0);
 	/* the runtime is a superuser: the database's search_path is not its own */

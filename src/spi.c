@@ -80,34 +80,37 @@ spi_check(int ret, int expected, const char *what)
 }
 
 /* Start a transaction of its own with a snapshot (a runtime's, a loader's). */
-void
+MemoryContext
 spi_xact_begin(void)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-}
-
-void
-spi_xact_commit(void)
-{
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-}
-
-/*
- * Run fn in a transaction of its own.  Commit leaves TopMemoryContext
- * current; the caller's context (the loop's round context) is restored so
- * that what the round allocates afterwards is freed with the round.
- */
-void
-spi_run_in_transaction(void (*fn) (void *arg), void *arg)
 {
 	MemoryContext caller = CurrentMemoryContext;
 
-	spi_xact_begin();
-	fn(arg);
-	spi_xact_commit();
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	return caller;
+}
+
+/*
+ * Commit leaves TopMemoryContext current: the caller's context (a runtime
+ * loop's round context) is restored, so that what the round allocates
+ * afterwards is freed with the round.
+ */
+void
+spi_xact_commit(MemoryContext caller)
+{
+	PopActiveSnapshot();
+	CommitTransactionCommand();
 	MemoryContextSwitchTo(caller);
+}
+
+/* Run fn in a transaction of its own. */
+void
+spi_run_in_transaction(void (*fn) (void *arg), void *arg)
+{
+	MemoryContext caller = spi_xact_begin();
+
+	fn(arg);
+	spi_xact_commit(caller);
 	pgstat_report_stat(false);
 }

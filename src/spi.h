@@ -28,8 +28,8 @@ extern void spi_connect_as_owner(SavedUser *saved);
 extern void spi_finish_as_owner(SavedUser *saved);
 extern void spi_check(int ret, int expected, const char *what);
 
-extern void spi_xact_begin(void);
-extern void spi_xact_commit(void);
+extern MemoryContext spi_xact_begin(void);
+extern void spi_xact_commit(MemoryContext caller);
 extern void spi_run_in_transaction(void (*fn) (void *arg), void *arg);
 
 #endif							/* PEEK_SPI_H */

@@ -98,7 +98,7 @@ open_cursors(PeekHandle *handle, WalkSpec *spec, Cursor *cursors)
 static int64
 sum_row(Cursor *cursors, int ncursors, uint32 keyhash, Datum row, int64 time)
 {
-	int64		count = 0;
+	int128		sum = 0;
 
 	for (int i = 0; i < ncursors; i++)
 	{
@@ -111,11 +111,12 @@ sum_row(Cursor *cursors, int ncursors, uint32 keyhash, Datum row, int64 time)
 			if (entry_cmp(c->batch, e, keyhash, row) != 0)
 				break;
 			if (e->time <= time)
-				row_count_add(&count, e->diff);
+				sum += e->diff;
 			c->pos++;
 		}
 	}
-	return count;
+	/* summed in 128 bits: only the row's final count can overflow */
+	return row_count_value(sum);
 }
 
 /* Order between two cursors' current entries. */

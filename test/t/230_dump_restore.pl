@@ -1,0 +1,152 @@
+# pg_dump / pg_restore (issue 13): a database with collections (one
+# compacted), indexes and a source is dumped (pg_dump -Fc) and restored into the
+# database the runtimes serve on a second node, which is then restarted
+# (README, Dump and restore):
+#  * every collection and index answers the same peeks at the same times;
+#  * the restored rows belong to the new extension (their ids carry its OID,
+#    which differs from the old one's); a source names its table;
+#    shards depend on their row types and keep their row types private, as
+#    made by create_collection;
+#  * writes and new objects go on, with fresh ids;
+#  * the source, restored without its replication slot, is failed with a
+#    reason that names the remedy, and peeks on it and its index fail with
+#    55000; dropping and creating it again captures the table.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use PgPeekTest;
+
+my $old = new_node('dumped');
+
+sub sql { my ($node, $q) = @_; return $node->safe_psql('postgres', $q); }
+
+sql($old, q{
+	CREATE EXTENSION pg_peek;
+	CREATE TYPE kv AS (k int, v text);
+	SELECT peek.create_collection('c', 'kv');
+	SELECT peek.create_index('c_by_k', 'c', '{k}');
+	SELECT peek.create_index('c_by_v', 'c', '{v}');
+	SELECT peek.append('c', ARRAY[(1, 'a'), (2, 'b'), (3, 'c')]::kv[], 1);
+	SELECT peek.append('c', ARRAY[(2, 'b')]::kv[], 2, -1);
+	SELECT peek.append('c', ARRAY[(2, 'B'), (4, 'd'), (4, 'd')]::kv[], 3);
+	SELECT peek.append('c', ARRAY[(1, 'a')]::kv[], 5, -1);
+	SELECT peek.advance('c', 6);
+	SELECT peek.create_collection('w', 'kv');
+	SELECT peek.create_index('w_by_k', 'w', '{k}');
+	SELECT peek.write('w', ARRAY[(10, 'x'), (11, 'y')]::kv[]);
+	SELECT peek.write('w', ARRAY[(12, 'z')]::kv[], ARRAY[(10, 'x')]::kv[]);
+	SELECT peek.allow_compaction('w', 1);
+	CREATE TABLE src (id int PRIMARY KEY, x text);
+	ALTER TABLE src REPLICA IDENTITY FULL;
+	INSERT INTO src VALUES (1, 'one'), (2, 'two');
+	SELECT peek.create_source('s', 'src');
+	SELECT peek.create_index('s_by_id', 's', '{id}');
+});
+my $all_ready =
+    "SELECT bool_and(state = 'ready') FROM (SELECT state FROM peek.collections "
+  . "UNION ALL SELECT state FROM peek.indexes) s";
+ok(poll_until($old, $all_ready), 'collections, indexes and the source are ready');
+ok(poll_until($old, "SELECT since = 1 FROM peek.collections WHERE name = 'w'"),
+	'w is compacted to 1');
+
+my @peeks = (
+	(map { "SELECT * FROM peek.persist_peek(NULL::kv, 'c', as_of => $_)" } 1 .. 5),
+	(map { "SELECT * FROM peek.index_peek(NULL::kv, 'c_by_k', as_of => $_)" } 1 .. 5),
+	"SELECT * FROM peek.index_peek(NULL::kv, 'c_by_k', ROW(4), as_of => 3)",
+	"SELECT * FROM peek.index_peek(NULL::kv, 'c_by_v', ROW('B'), as_of => 4)",
+	"SELECT * FROM peek.persist_peek(NULL::kv, 'w', as_of => 1)",
+	"SELECT * FROM peek.index_peek(NULL::kv, 'w_by_k', as_of => 1)",
+	"SELECT * FROM peek.index_peek(NULL::kv, 'w_by_k', ROW(12))");
+my %before = map { $_ => sql($old, "$_ ORDER BY 1, 2") } @peeks;
+is($before{ $peeks[2] }, "1|a\n2|B\n3|c\n4|d\n4|d", 'a peek answers before the dump');
+my $frontiers_sql =
+  "SELECT string_agg(format('%s %s %s %s', name, since, upper, allowed_since), ', ' ORDER BY name) "
+  . "FROM peek.collections WHERE source IS NULL";
+my $frontiers = sql($old, $frontiers_sql);
+
+my $dump = PostgreSQL::Test::Utils::tempdir() . '/peek.dump';
+$old->command_ok([ 'pg_dump', '-Fc', '-d', $old->connstr('postgres'), '-f', $dump ],
+	'pg_dump -Fc');
+
+my $new = new_node('restored');
+# (a fresh cluster would give the new extension the OID of the old one)
+sql($new, 'CREATE TABLE shift_oids (a int); DROP TABLE shift_oids');
+$new->command_ok([ 'pg_restore', '--exit-on-error', '-d', $new->connstr('postgres'), $dump ],
+	'pg_restore into the database the runtimes serve');
+$new->restart;
+ok(poll_until($new, "SELECT count(*) = 3 FROM peek.indexes WHERE state = 'ready'"),
+	'the restored indexes of collections are ready');
+
+for my $q (@peeks)
+{
+	is(sql($new, "$q ORDER BY 1, 2"), $before{$q}, "same answer after the restore: $q");
+}
+is(sql($new, $frontiers_sql), $frontiers, 'the same since, upper and allowed_since');
+
+my $ext_oid = "SELECT oid FROM pg_extension WHERE extname = 'pg_peek'";
+isnt(sql($new, $ext_oid), sql($old, $ext_oid), 'the new extension has another OID');
+is( sql(
+		$new,
+		"SELECT count(*) FROM peek.objects WHERE (id >> 32) & 4294967295 <> "
+		  . "(SELECT oid FROM pg_extension WHERE extname = 'pg_peek')"),
+	'0',
+	'the restored ids carry the new extension OID');
+is( sql(
+		$new, q{SELECT count(*) FROM peek.objects o JOIN pg_depend d
+		  ON d.classid = 'pg_class'::regclass AND d.objid = o.shard AND d.objsubid = 0
+		 AND d.refclassid = 'pg_type'::regclass AND d.refobjid = o.row_type
+		 WHERE o.kind = 'c'}),
+	'3',
+	'every restored shard depends on its row type');
+my $type_acls = q{SELECT string_agg(format('%s %s', t.typname, t.typacl), ', ' ORDER BY t.typname)
+	  FROM pg_type t WHERE t.typnamespace = 'peek'::regnamespace AND t.typname ~ '^(shard|source)_'};
+is(sql($new, $type_acls), sql($old, $type_acls), 'shard and source row types keep their privileges');
+my ($rc, $out, $err) = $new->psql('postgres', 'DROP TYPE kv');
+like($err, qr/cannot drop type kv because other objects depend on it/,
+	'DROP TYPE of a restored collection\'s row type is refused');
+
+# Writes and new objects.
+sql($new, q{
+	SELECT peek.append('c', ARRAY[(5, 'e')]::kv[], 6);
+	SELECT peek.advance('c', 7);
+	SELECT peek.write('w', ARRAY[(13, 'u')]::kv[]);
+	SELECT peek.create_collection('n', 'kv');
+	SELECT peek.create_index('n_by_k', 'n', '{k}');
+	SELECT peek.write('n', ARRAY[(7, 'n')]::kv[]);
+});
+is(sql($new, "SELECT * FROM peek.index_peek(NULL::kv, 'c_by_k', ROW(5), as_of => 6)"),
+	'5|e', 'an append after the restore is peekable through a restored index');
+ok(poll_until($new, "SELECT count(*) = 3 FROM peek.index_peek(NULL::kv, 'w_by_k')"),
+	'a write after the restore is peekable');
+ok(poll_until($new, "SELECT count(*) = 1 FROM peek.index_peek(NULL::kv, 'n_by_k', ROW(7))"),
+	'a new collection and index serve peeks');
+is(sql($new, "SELECT count(DISTINCT id) FROM peek.objects"), '9', 'new objects get fresh ids');
+
+# The source: failed, with the remedy.
+my $reason = 'restored from a dump without its replication slot: drop the source and create it again';
+is(sql($new, "SELECT state || ': ' || failure FROM peek.collections WHERE name = 's'"),
+	"failed: $reason", 'the restored source is failed, with the reason');
+is(sql($new, "SELECT source FROM peek.collections WHERE name = 's'"),
+	'src', 'it names its table');
+is(sql($new, "SELECT state FROM peek.indexes WHERE name = 's_by_id'"),
+	'failed', 'and so is its index');
+my ($state, $msg) = sql_error($new, "SELECT * FROM peek.index_peek(NULL::src, 's_by_id')");
+is($state, '55000', 'a peek on its index fails with 55000');
+like($msg, qr/\Q$reason\E/, '... and the reason');
+is(sql($new, "SELECT count(*) FROM pg_replication_slots"), '0', 'no slot was made for it');
+sql($new, q{
+	INSERT INTO src VALUES (3, 'three');
+	SELECT peek.drop_source('s');
+	SELECT peek.create_source('s', 'src');
+	SELECT peek.create_index('s_by_id', 's', '{id}');
+});
+ok(poll_until($new, "SELECT count(*) = 3 FROM peek.index_peek(NULL::src, 's_by_id')"),
+	'created again, the source captures the table');
+sql($new, "INSERT INTO src VALUES (4, 'four')");
+ok(poll_until($new, "SELECT count(*) = 1 FROM peek.index_peek(NULL::src, 's_by_id', ROW(4))"),
+	'... and its changes');
+
+done_testing();

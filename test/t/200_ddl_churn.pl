@@ -71,6 +71,16 @@ BEGIN
     END LOOP;
 END $$;
 
+-- one answer checked: counted, and recorded if wrong
+CREATE FUNCTION compare(what text, t bigint, got text, want text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF got <> want THEN
+        INSERT INTO wrong VALUES (what, t, got, want);
+    END IF;
+    INSERT INTO checks VALUES (what);
+END $$;
+
 -- errors a churned object may give: it is dropped (42704), compacted past
 -- the time (72000); anything else is recorded
 CREATE PROCEDURE reader(secs float8) LANGUAGE plpgsql AS $$
@@ -90,36 +100,24 @@ BEGIN
             SELECT coalesce(string_agg(p.id || ':' || p.v, ',' ORDER BY p.id, p.v), '') INTO got
               FROM peek.index_peek(NULL::item, 'c_by_id', ROW(k), as_of => t) p;
             want := want_at(t, k);
-            IF got <> want THEN
-                INSERT INTO wrong VALUES (what, t, got, want);
-            END IF;
-            INSERT INTO checks VALUES (what);
+            PERFORM compare(what, t, got, want);
             IF random() < 0.3 THEN
                 what := 'c_by_id';
                 SELECT coalesce(string_agg(p.id || ':' || p.v, ',' ORDER BY p.id, p.v), '') INTO got
                   FROM peek.index_peek(NULL::item, 'c_by_id', as_of => t) p;
                 want := want_at(t);
-                IF got <> want THEN
-                    INSERT INTO wrong VALUES (what, t, got, want);
-                END IF;
-                INSERT INTO checks VALUES (what);
+                PERFORM compare(what, t, got, want);
                 what := 'c persist';
                 SELECT coalesce(string_agg(p.id || ':' || p.v, ',' ORDER BY p.id, p.v), '') INTO got
                   FROM peek.persist_peek(NULL::item, 'c', as_of => t) p;
-                IF got <> want THEN
-                    INSERT INTO wrong VALUES (what, t, got, want);
-                END IF;
-                INSERT INTO checks VALUES (what);
+                PERFORM compare(what, t, got, want);
             END IF;
             IF random() < 0.3 THEN
                 what := 'tmp_i';
                 SELECT coalesce(string_agg(p.id || ':' || p.v, ',' ORDER BY p.id, p.v), '') INTO got
                   FROM peek.index_peek(NULL::item, 'tmp_i', as_of => t) p;
                 want := want_at(t);
-                IF got <> want THEN
-                    INSERT INTO wrong VALUES (what, t, got, want);
-                END IF;
-                INSERT INTO checks VALUES (what);
+                PERFORM compare(what, t, got, want);
             END IF;
         EXCEPTION
             WHEN undefined_object OR snapshot_too_old THEN

@@ -206,6 +206,17 @@ submit_peek(PeekSlot *slot, int runtime, PeekObjectId object, char kind, int64 t
 	queue_slot(slot, runtime);
 }
 
+static bool
+slot_answered(PeekSlot *slot)
+{
+	PeekState	state;
+
+	SpinLockAcquire(&slot->mutex);
+	state = slot->state;
+	SpinLockRelease(&slot->mutex);
+	return state == PEEK_ANSWERED;
+}
+
 /*
  * Wait until the runtime answers the slot's peek: give up when the
  * extension is being dropped or the client is gone, fail after a bounded
@@ -217,22 +228,18 @@ wait_for_answer(PeekSlot *slot, int runtime, PeekObjectId object, char kind,
 {
 	TimestampTz missing_since = 0;
 
-	for (;;)
+	while (!slot_answered(slot))
 	{
 		bool		alive;
 		uint64		generation;
-		PeekState	state;
-
-		SpinLockAcquire(&slot->mutex);
-		state = slot->state;
-		SpinLockRelease(&slot->mutex);
-		if (state == PEEK_ANSWERED)
-			return;
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 100L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
+		/* the answer is what usually wakes us: then nothing else to check */
+		if (slot_answered(slot))
+			return;
 
 		/* DROP EXTENSION would wait for this peek's catalog locks */
 		if (catalog_extension_dropping(PEEK_OBJECT_EXTENSION(object)))

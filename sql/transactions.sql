@@ -125,6 +125,21 @@ SELECT peek.create_collection('tx', 'tx_row');
 SELECT peek.write('tx', ARRAY[(100, 'new')]::tx_row[]);
 SELECT * FROM peek.persist_peek(NULL::tx_row, 'tx');
 
+-- a session that peeked an object sees its own drop at once, in the same
+-- transaction, and the object again once the drop is rolled back
+SELECT peek.create_index('tx_by_id', 'tx', '{id}');
+SELECT count(*) FROM peek.index_peek(NULL::tx_row, 'tx_by_id', as_of => 0);
+BEGIN;
+SELECT peek.drop_index('tx_by_id');
+SELECT try($$SELECT count(*) FROM peek.index_peek(NULL::tx_row, 'tx_by_id', as_of => 0)$$);
+ROLLBACK;
+SELECT count(*) FROM peek.index_peek(NULL::tx_row, 'tx_by_id', as_of => 0);
+BEGIN;
+SELECT peek.drop_collection('tx');
+SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::tx_row, 'tx', as_of => 0)$$);
+ROLLBACK;
+SELECT count(*) FROM peek.persist_peek(NULL::tx_row, 'tx', as_of => 0);
+
 -- dropped objects leave no registry entries behind
 SELECT peek.drop_collection('tx');
 SELECT wait_for($$SELECT count(*) = 0 FROM peek.registry_status() WHERE dropped$$);

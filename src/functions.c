@@ -251,6 +251,21 @@ peek_create_collection(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+static void forget_peeked_object(const char *name);
+
+/*
+ * Delete an object's catalog row; the runtimes hear of it at commit.  This
+ * session's cached lookup goes now: its later peeks, in this transaction
+ * too, must see the drop.
+ */
+static void
+drop_object(CatalogObject *obj)
+{
+	catalog_delete(obj->id);
+	notify_dropped(obj->id);
+	forget_peeked_object(obj->name);
+}
+
 /* Drop a collection (or source) with its indexes and its shard. */
 static void
 drop_collection_and_indexes(CatalogObject *coll)
@@ -260,17 +275,11 @@ drop_collection_and_indexes(CatalogObject *coll)
 	catalog_check_owner(coll);
 	/* like a table's indexes, the collection's indexes go with it */
 	foreach(lc, catalog_indexes_of(coll->id))
-	{
-		CatalogObject *idx = lfirst(lc);
-
-		catalog_delete(idx->id);
-		notify_dropped(idx->id);
-	}
-	catalog_delete(coll->id);
+		drop_object(lfirst(lc));
+	drop_object(coll);
 	persist_drop_shard(coll->shard);
 	if (OidIsValid(coll->source))
 		persist_drop_source_type(coll->row_type);
-	notify_dropped(coll->id);
 }
 
 Datum
@@ -648,8 +657,9 @@ convert_rows(Tuplestorestate *from, ReturnSetInfo *rsinfo, TupleConversionMap *m
  * Peeked objects, cached by name for this backend's later peeks, so that
  * a peek does not query the catalog.  What is cached never changes for an
  * object's life (id, row type, owner, shard, key); a dropped object is
- * noticed before the peek (its id is no longer live in the registry) or by
- * the peek's gate, and the name is looked up again.  Only objects a peek
+ * forgotten by the session that drops it (drop_object), noticed by others
+ * before the peek (its id is no longer live in the registry) or by the
+ * peek's gate, and the name is looked up again.  Only objects a peek
  * was answered on are cached: they are committed and published.
  */
 typedef struct PeekedObject
@@ -690,7 +700,8 @@ peeked_object(const char *name, char kind, Oid rowtype, bool *cached)
 static void
 forget_peeked_object(const char *name)
 {
-	hash_search(peeked_objects, name, HASH_REMOVE, NULL);
+	if (peeked_objects != NULL && strlen(name) < NAMEDATALEN * 2)
+		hash_search(peeked_objects, name, HASH_REMOVE, NULL);
 }
 
 static void
@@ -898,8 +909,7 @@ peek_drop_index(PG_FUNCTION_ARGS)
 	CatalogObject *idx = catalog_lookup(name, PEEK_KIND_INDEX, CATALOG_DROP);
 
 	catalog_check_owner(idx);
-	catalog_delete(idx->id);
-	notify_dropped(idx->id);
+	drop_object(idx);
 	PG_RETURN_VOID();
 }
 

@@ -107,3 +107,19 @@ AS 'MODULE_PATHNAME', 'peek_objects_restored' LANGUAGE C;
 CREATE TRIGGER objects_restored AFTER INSERT ON peek.objects REFERENCING NEW TABLE AS restored
     FOR EACH STATEMENT EXECUTE FUNCTION peek.objects_restored();
 REVOKE ALL ON FUNCTION peek.objects_restored() FROM PUBLIC;
+
+-- Issue 11, fast reads: a backend gates a ready peek itself
+-- (pg_peek.fast_path); peek.runtimes counts those peeks with the runtime
+-- that would have served them, in peeks_fast.
+DROP VIEW peek.runtimes;
+DROP FUNCTION peek.runtime_status();
+CREATE FUNCTION peek.runtime_status(
+    OUT role text, OUT pid integer, OUT state text, OUT started_at timestamptz,
+    OUT restarts integer, OUT wakeups bigint, OUT dirty_marks bigint,
+    OUT peeks_served bigint, OUT peeks_parked bigint, OUT peeks_reexamined bigint,
+    OUT peeks_canceled bigint, OUT commands bigint, OUT publications bigint,
+    OUT compactions bigint, OUT peeks_fast bigint, OUT dsa_bytes bigint,
+    OUT dsa_limit bigint)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_runtime_status' LANGUAGE C;
+CREATE VIEW peek.runtimes AS SELECT * FROM peek.runtime_status();
+GRANT SELECT ON peek.runtimes TO PUBLIC;

@@ -28,6 +28,7 @@ int			peek_max_memory_kb = 1024 * 1024;
 int			peek_max_result_kb = 256 * 1024;
 int			peek_runtime_wait_ms = 10000;
 int			peek_isolation = PEEK_ISOLATION_SERIALIZABLE;
+bool		peek_fast_path = true;
 
 void
 config_define_settings(void)
@@ -91,6 +92,15 @@ config_define_settings(void)
 							 &peek_isolation,
 							 PEEK_ISOLATION_SERIALIZABLE,
 							 isolation_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_peek.fast_path",
+							 "Gate ready peeks in the backend, without a round trip to a runtime.",
+							 "off sends every peek through the runtime that serves peeks.",
+							 &peek_fast_path,
+							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

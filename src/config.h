@@ -23,6 +23,7 @@ extern int	peek_max_memory_kb;
 extern int	peek_max_result_kb;
 extern int	peek_runtime_wait_ms;
 extern int	peek_isolation;
+extern bool peek_fast_path;
 
 extern void config_define_settings(void);
 

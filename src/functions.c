@@ -776,6 +776,11 @@ peek_srf(FunctionCallInfo fcinfo, const PeekKind *pk, void *state)
 	bool		cached;
 	bool		dropped;
 
+	/*
+	 * Materialize mode: a function scan keeps a set-returning function's
+	 * rows in a tuplestore whatever its mode, so handing it ours saves a
+	 * call per row.
+	 */
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	registry_attach();
 	for (;;)
@@ -914,28 +919,38 @@ peek_drop_index(PG_FUNCTION_ARGS)
 }
 
 /*
- * One key field converted to its key column's type by the rules of SQL
+ * A key field's conversion to its key column's type by the rules of SQL
  * assignment (as INSERT converts a value for a column: numeric 2.5 rounds
  * to int 3, real 0.1 widens to its double value, a domain's checks apply).
- * Returns false if the result is NULL.
+ * It is planned once per session for each index, field and type a peek
+ * passes (an expression over a parameter), then only evaluated.
  */
-static bool
-coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx)
+typedef struct KeyCoercionKey
+{
+	PeekObjectId index;
+	int			field;
+	Oid			from;
+} KeyCoercionKey;
+
+typedef struct KeyCoercion
+{
+	KeyCoercionKey key;
+	ExprState  *state;
+	ParamListInfo params;		/* $1: the field's value */
+	ExprContext *econtext;
+} KeyCoercion;
+
+static HTAB *key_coercions = NULL;
+static MemoryContext key_coercion_cxt = NULL;
+
+/* The expression converting input (of type from) to a key column's type. */
+static Expr *
+key_coercion_expr(Node *input, Oid from, KeyInfo *key, int i, CatalogObject *idx)
 {
 	Form_pg_attribute att = TupleDescAttr(key->desc, key->attnums[i] - 1);
-	int16		typlen;
-	bool		typbyval;
 	Node	   *expr;
-	ExprState  *state;
-	ExprContext *econtext;
-	bool		isnull;
-	Datum		result;
 
-	get_typlenbyval(from, &typlen, &typbyval);
-	expr = coerce_to_target_type(NULL,
-								 (Node *) makeConst(from, -1, InvalidOid, typlen, *value,
-													false, typbyval),
-								 from, att->atttypid, att->atttypmod,
+	expr = coerce_to_target_type(NULL, input, from, att->atttypid, att->atttypmod,
 								 COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
 	if (expr == NULL)
 		ereport(ERROR,
@@ -946,14 +961,98 @@ coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx
 				 errhint("Cast the key field, e.g. ROW(value::%s).",
 						 format_type_be(att->atttypid))));
 	assign_expr_collations(NULL, expr);
-	state = ExecInitExpr((Expr *) expression_planner((Expr *) expr), NULL);
-	econtext = CreateStandaloneExprContext();
+	return expression_planner((Expr *) expr);
+}
+
+static KeyCoercion *
+key_coercion(KeyInfo *key, int i, Oid from, CatalogObject *idx)
+{
+	KeyCoercionKey ckey = {0};
+	KeyCoercion *kc;
+	Param	   *param;
+	Expr	   *expr;
+	MemoryContext old;
+	bool		found;
+
+	ckey.index = idx->id;
+	ckey.field = i;
+	ckey.from = from;
+	if (key_coercions == NULL)
+	{
+		HASHCTL		ctl;
+
+		key_coercion_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_peek key coercions",
+												 ALLOCSET_SMALL_SIZES);
+		ctl.keysize = sizeof(KeyCoercionKey);
+		ctl.entrysize = sizeof(KeyCoercion);
+		ctl.hcxt = key_coercion_cxt;
+		key_coercions = hash_create("pg_peek key coercions", 16, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	kc = hash_search(key_coercions, &ckey, HASH_FIND, NULL);
+	if (kc != NULL)
+		return kc;
+
+	param = makeNode(Param);
+	param->paramkind = PARAM_EXTERN;
+	param->paramid = 1;
+	param->paramtype = from;
+	param->paramtypmod = -1;
+	param->paramcollid = get_typcollation(from);
+	param->location = -1;
+	expr = key_coercion_expr((Node *) param, from, key, i, idx);
+
+	/* planned without error: keep it for the session */
+	kc = hash_search(key_coercions, &ckey, HASH_ENTER, &found);
+	old = MemoryContextSwitchTo(key_coercion_cxt);
+	kc->params = makeParamList(1);
+	kc->params->params[0].ptype = from;
+	kc->params->params[0].pflags = PARAM_FLAG_CONST;
+	kc->state = ExecInitExprWithParams(copyObject(expr), kc->params);
+	kc->econtext = CreateStandaloneExprContext();
+	kc->econtext->ecxt_param_list_info = kc->params;
+	MemoryContextSwitchTo(old);
+	return kc;
+}
+
+/*
+ * Convert one key field (key_coercion); false if the result is NULL.  An
+ * untyped literal (ROW('2')) is read by the column type's input function,
+ * as the parser reads a literal: that conversion is planned per peek.
+ */
+static bool
+coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx)
+{
+	Form_pg_attribute att = TupleDescAttr(key->desc, key->attnums[i] - 1);
+	KeyCoercion *kc = NULL;
+	ExprState  *state;
+	ExprContext *econtext;
+	bool		isnull;
+	Datum		result;
+
+	if (from == UNKNOWNOID)
+	{
+		Node	   *literal = (Node *) makeConst(UNKNOWNOID, -1, InvalidOid, -2, *value,
+												 false, false);
+
+		state = ExecInitExpr(key_coercion_expr(literal, from, key, i, idx), NULL);
+		econtext = CreateStandaloneExprContext();
+	}
+	else
+	{
+		kc = key_coercion(key, i, from, idx);
+		state = kc->state;
+		econtext = kc->econtext;
+		ResetExprContext(econtext);
+		kc->params->params[0].value = *value;
+		kc->params->params[0].isnull = false;
+	}
 	result = ExecEvalExpr(state, econtext, &isnull);
-	/* the value outlives the context: it is copied out first */
-	get_typlenbyval(att->atttypid, &typlen, &typbyval);
+	/* the value outlives the expression's memory: it is copied out */
 	if (!isnull)
-		*value = datumCopy(result, typbyval, typlen);
-	FreeExprContext(econtext, true);
+		*value = datumCopy(result, att->attbyval, att->attlen);
+	if (kc == NULL)
+		FreeExprContext(econtext, true);
 	return !isnull;
 }
 

@@ -228,6 +228,21 @@ peek_runtime_object_status(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/*
+ * A peek's id as shown by the views: its backend, slot and sequence number
+ * (a peek is numbered in its slot, not given a random id per peek).
+ */
+static void
+peek_uuid(const PeekSlot *slot, pg_uuid_t *uuid)
+{
+	uint32		pid = (uint32) slot->backend_pid;
+	uint32		idx = (uint32) (slot - peek_shared->slots);
+
+	memcpy(uuid->data, &pid, 4);
+	memcpy(uuid->data + 4, &idx, 4);
+	memcpy(uuid->data + 8, &slot->peek_id, 8);
+}
+
 /* Every hold of a pending peek: (object, runtime, time, peek id). */
 Datum
 peek_peek_hold_status(PG_FUNCTION_ARGS)
@@ -251,7 +266,7 @@ peek_peek_hold_status(PG_FUNCTION_ARGS)
 		object = slot->hold_object;
 		time = slot->hold_time;
 		runtime = slot->runtime;
-		uuid = slot->uuid;
+		peek_uuid(slot, &uuid);
 		SpinLockRelease(&slot->mutex);
 		if (object == 0 || is_hidden(hidden, object))
 			continue;
@@ -311,11 +326,13 @@ peek_active_peek_status(PG_FUNCTION_ARGS)
 	{
 		PeekSlot   *slot = &peek_shared->slots[i];
 		PeekSlot	copy;
+		pg_uuid_t	uuid;
 		Datum		values[8];
 		bool		nulls[8] = {0};
 
 		SpinLockAcquire(&slot->mutex);
 		memcpy(&copy, slot, sizeof(PeekSlot));
+		peek_uuid(slot, &uuid);
 		SpinLockRelease(&slot->mutex);
 		if (copy.state != PEEK_SUBMITTED && copy.state != PEEK_PARKED &&
 			copy.state != PEEK_ANSWERED)
@@ -323,7 +340,7 @@ peek_active_peek_status(PG_FUNCTION_ARGS)
 		if (is_hidden(hidden, copy.object))
 			continue;
 
-		values[0] = UUIDPGetDatum(&copy.uuid);
+		values[0] = UUIDPGetDatum(&uuid);
 		values[1] = Int64GetDatum(copy.object);
 		values[2] = CStringGetTextDatum(copy.kind == PEEK_KIND_INDEX ? "index" : "persist");
 		values[3] = Int64GetDatum(copy.time);

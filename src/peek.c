@@ -3,21 +3,26 @@
  * peek.c
  *	  The peek protocol, both sides (DESIGN §2, §3).
  *
- *	  Backend side: peek_begin fills the backend's peek slot, queues it to
- *	  the runtime that serves peeks and waits on its latch.  It re-issues the
- *	  peek when that runtime restarts, fails after a bounded wait when no
- *	  runtime runs, and on any abort (cancel, statement_timeout, error)
- *	  withdraws it through one path, peek_withdraw.  peek_end releases the
- *	  hold after the walk.
+ *	  The gate (gate_peek) decides ready / not ready / compacted under the
+ *	  object's registry entry lock and records the peek's hold in its slot
+ *	  there.  It is one function for both routes.
  *
- *	  Runtime side: the gate decides ready / not ready / compacted under the
- *	  registry entry's lock and takes the peek's hold there.  A not-ready peek
- *	  is parked keyed by its object id; a publication of that object marks it
- *	  dirty for this runtime (registry.c) and peek_serve_dirty_objects re-examines
- *	  only the peeks parked under dirty ids.  A ready index peek is answered
- *	  with a handle on its batches: a shared handle resolved from the
- *	  registry on that attempt (interactive runtime), or a local handle on
- *	  the solo runtime's own spine, pinned once for the peek's life.
+ *	  Backend side: peek_begin fills the backend's peek slot and gates the
+ *	  peek itself (pg_peek.fast_path): a ready peek pins the published
+ *	  batches and is walked at once, without a hop.  A peek that must wait
+ *	  is queued to the runtime that serves peeks, and the backend waits on
+ *	  its latch.  It re-issues the peek when that runtime restarts, fails
+ *	  after a bounded wait when no runtime runs, and on any abort (cancel,
+ *	  statement_timeout, error) withdraws it through one path,
+ *	  peek_withdraw.  peek_end releases the hold after the walk.
+ *
+ *	  Runtime side: a peek that waits is parked keyed by its object id; a
+ *	  publication of that object marks it dirty for this runtime
+ *	  (registry.c) and peek_serve_dirty_objects re-examines only the peeks
+ *	  parked under dirty ids.  A ready index peek is answered with a handle
+ *	  on its batches: a shared handle resolved from the registry on that
+ *	  attempt (interactive runtime), or a local handle on the solo
+ *	  runtime's own spine, pinned once for the peek's life.
  *
  *	  Must not read shards or batches: the walk belongs to the callers
  *	  (walk.c for indexes, persist.c for shards), in the waiting backend.
@@ -33,7 +38,6 @@
 #include "access/xact.h"
 #include "commands/dbcommands.h"
 #include "common/hashfn.h"
-#include "common/pg_prng.h"
 #include "lib/ilist.h"
 #include "libpq/libpq.h"
 #include "miscadmin.h"
@@ -51,6 +55,95 @@
 #include "peek.h"
 #include "registry.h"
 #include "shmem.h"
+
+/* ---------------------------------------------------------------------
+ * The gate, one for both routes
+ * ---------------------------------------------------------------------
+ */
+
+typedef enum GateResult
+{
+	GATE_WAIT,
+	GATE_READY,
+	GATE_COMPACTED,
+	GATE_DROPPED,
+	GATE_FAILED,
+	GATE_GONE					/* withdrawn meanwhile */
+} GateResult;
+
+/*
+ * Decide, under the object's registry entry lock, whether the peek in a
+ * slot (still the one numbered peek_id) is ready, must wait or asks for a
+ * compacted time; as_of NULL (*time PEEK_TIME_LATEST) resolves to the
+ * latest complete time.  A peek that is ready or waits at a known time
+ * records its hold in its slot here: compaction advances since under the
+ * same lock and reads the slots' holds, so it can never pass a peek the
+ * gate let through.  Only reads the entry: a shared lock is enough.
+ */
+static GateResult
+gate_peek(RegistryEntry *entry, PeekSlot *slot, uint64 peek_id, int64 *time, int64 floor)
+{
+	int64		t = *time;
+	GateResult	result;
+
+	if (entry->dropped)
+		result = GATE_DROPPED;
+	else if (entry->failed)
+		result = GATE_FAILED;
+	else
+	{
+		/*
+		 * Nothing is complete yet (upper 0): the latest complete time is
+		 * resolved once there is one, which for a source is just before its
+		 * load, not time 0.
+		 */
+		if (t == PEEK_TIME_LATEST && entry->published &&
+			(entry->upper > 0 || floor >= 0))
+			t = Max(floor, entry->upper == 0 ? 0 : Max(entry->since, entry->upper - 1));
+		if (!entry->published || t == PEEK_TIME_LATEST || t >= entry->upper)
+			result = GATE_WAIT;
+		else if (entry->since > t)
+			result = GATE_COMPACTED;
+		else
+			result = GATE_READY;
+	}
+
+	SpinLockAcquire(&slot->mutex);
+	if (slot->peek_id != peek_id ||
+		(slot->state != PEEK_SUBMITTED && slot->state != PEEK_PARKED))
+		result = GATE_GONE;
+	else if (t != PEEK_TIME_LATEST && (result == GATE_WAIT || result == GATE_READY))
+	{
+		slot->time = t;
+		slot->hold_object = entry->id;
+		slot->hold_time = t;
+	}
+	SpinLockRelease(&slot->mutex);
+	*time = t;
+	return result;
+}
+
+/* What the backend is told of a gate's verdict. */
+static PeekAnswer
+gate_answer(GateResult result)
+{
+	switch (result)
+	{
+		case GATE_READY:
+			return PEEK_ANSWER_READ;
+		case GATE_COMPACTED:
+			return PEEK_ANSWER_COMPACTED;
+		case GATE_DROPPED:
+			return PEEK_ANSWER_DROPPED;
+		case GATE_FAILED:
+			return PEEK_ANSWER_FAILED;
+		case GATE_WAIT:
+		case GATE_GONE:
+			break;
+	}
+	elog(ERROR, "pg_peek gate verdict %d is not an answer", (int) result);
+	return PEEK_ANSWER_FAILED;	/* keep compiler quiet */
+}
 
 /* ---------------------------------------------------------------------
  * Backend side
@@ -169,24 +262,14 @@ check_backend(void)
 	backend_checked = true;
 }
 
-/* Fill the backend's peek slot with a new request and queue it. */
+/* Fill the backend's peek slot with a new request. */
 static void
-submit_peek(PeekSlot *slot, int runtime, PeekObjectId object, char kind, int64 time,
-			int64 floor)
+fill_slot(PeekSlot *slot, int runtime, PeekObjectId object, char kind, int64 time,
+		  int64 floor)
 {
-	uint64		generation;
-	pg_uuid_t	uuid;
-
-	(void) shmem_runtime_alive(runtime, &generation);
-	for (int i = 0; i < UUID_LEN; i += 8)
-	{
-		uint64		r = pg_prng_uint64(&pg_global_prng_state);
-
-		memcpy(uuid.data + i, &r, 8);
-	}
+	TimestampTz now = GetCurrentTimestamp();
 
 	SpinLockAcquire(&slot->mutex);
-	slot->uuid = uuid;
 	slot->state = PEEK_SUBMITTED;
 	slot->peek_id++;
 	slot->backend_pid = MyProcPid;
@@ -196,13 +279,59 @@ submit_peek(PeekSlot *slot, int runtime, PeekObjectId object, char kind, int64 t
 	slot->time = time;
 	slot->floor = floor;
 	slot->runtime = runtime;
-	slot->runtime_generation = generation;
-	slot->submitted_at = GetCurrentTimestamp();
+	slot->submitted_at = now;
 	slot->hold_object = 0;
 	slot->answer_handle.nbatches = 0;
 	slot->answer_handle.index = 0;
 	SpinLockRelease(&slot->mutex);
 	peek_in_flight = true;
+}
+
+/*
+ * The fast path: the backend gates its own peek under a shared lock of the
+ * object's entry, and a ready index peek pins the published batches, which
+ * the entry's upper describes.  Returns false if the peek must wait, or the
+ * registry does not know the object yet: the serving runtime parks it.
+ */
+static bool
+answer_in_backend(PeekSlot *slot, int runtime)
+{
+	RegistryEntry *entry = registry_lock_shared(slot->object);
+	int64		time = slot->time;
+	int64		since;
+	GateResult	result;
+
+	if (entry == NULL)
+		return false;
+	result = gate_peek(entry, slot, slot->peek_id, &time, slot->floor);
+	since = entry->since;
+	if (result == GATE_READY && slot->kind == PEEK_KIND_INDEX)
+		registry_pin_batches(&slot->answer_handle, entry->id, entry->batches,
+							 entry->nbatches, false, runtime);
+	registry_unlock(entry);
+	if (result == GATE_WAIT)
+		return false;
+
+	SpinLockAcquire(&slot->mutex);
+	slot->answer = gate_answer(result);
+	slot->answer_time = time;
+	slot->answer_since = since;
+	slot->state = PEEK_ANSWERED;
+	SpinLockRelease(&slot->mutex);
+	shmem_runtime_count(&peek_shared->runtimes[runtime], RC_PEEKS_FAST);
+	return true;
+}
+
+/* The routed path: queue the peek to the serving runtime. */
+static void
+issue_to_runtime(PeekSlot *slot, int runtime)
+{
+	uint64		generation;
+
+	(void) shmem_runtime_alive(runtime, &generation);
+	SpinLockAcquire(&slot->mutex);
+	slot->runtime_generation = generation;
+	SpinLockRelease(&slot->mutex);
 	queue_slot(slot, runtime);
 }
 
@@ -286,8 +415,8 @@ wait_for_answer(PeekSlot *slot, int runtime, PeekObjectId object, char kind,
 }
 
 /*
- * Issue a peek of an object at a time (or PEEK_TIME_LATEST) and wait until
- * the serving runtime finds it ready.  Returns the resolved time; the hold at
+ * Issue a peek of an object at a time (or PEEK_TIME_LATEST): gate it here,
+ * or, if it must wait, wait until the serving runtime finds it ready.  Returns the resolved time; the hold at
  * that time stays in force until peek_end (or an abort).  Errors from the
  * gate (compacted, dropped) are raised here, naming the object; with
  * dropped, a dropped object is reported there instead (the caller looked
@@ -304,8 +433,12 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 	int64		answer_since;
 
 	check_backend();
-	submit_peek(slot, runtime, object, kind, time, floor);
-	wait_for_answer(slot, runtime, object, kind, name);
+	fill_slot(slot, runtime, object, kind, time, floor);
+	if (!peek_fast_path || !answer_in_backend(slot, runtime))
+	{
+		issue_to_runtime(slot, runtime);
+		wait_for_answer(slot, runtime, object, kind, name);
+	}
 
 	/* The runtime wrote the answer before setting ANSWERED. */
 	pg_read_barrier();
@@ -408,16 +541,6 @@ static LocalPeek *local_peeks = NULL;
 static HTAB *parked_objects = NULL;
 static PeekLocalBatches local_batches = NULL;	/* the solo runtime's spines */
 
-typedef enum GateResult
-{
-	GATE_WAIT,
-	GATE_READY,
-	GATE_COMPACTED,
-	GATE_DROPPED,
-	GATE_FAILED,
-	GATE_GONE					/* withdrawn meanwhile */
-} GateResult;
-
 /*
  * Reconciliation: forget all pending work; backends re-issue their peeks
  * once they see the new generation.  local lends the solo runtime's own
@@ -457,12 +580,6 @@ peek_runtime_reset(int runtime, PeekLocalBatches local)
 	registry_reset_runtime(runtime);
 }
 
-/*
- * The gate: decide, under the object's registry entry lock, whether a peek
- * is ready, must wait, or asks for a compacted time.  A peek that waits or is
- * ready holds compaction at its time from here on; the waiter count that
- * lets publishers skip the dirty mark is kept in the same lock.
- */
 /* The solo runtime's local handle on its own spine (see gate_peek). */
 static void
 pin_local_handle(int runtime, PeekObjectId index, PeekHandle *handle)
@@ -476,50 +593,21 @@ pin_local_handle(int runtime, PeekObjectId index, PeekHandle *handle)
 	registry_pin_batches(handle, index, batches, nbatches, false, runtime);
 }
 
+/*
+ * The runtime's gate: an id the registry does not know gets a placeholder
+ * entry (verified by maintenance), the waiter count that lets publishers
+ * skip the dirty mark is kept in the entry's lock, and a ready index peek
+ * is answered with a handle pinned there.
+ */
 static GateResult
-gate_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle *handle)
+gate_runtime_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle *handle)
 {
-	PeekSlot   *slot = &peek_shared->slots[idx];
 	bool		created;
 	RegistryEntry *entry = registry_lock(lp->object, true, &created);
-	int64		t = lp->time;
 	GateResult	result;
 
-	if (entry->dropped)
-		result = GATE_DROPPED;
-	else if (entry->failed)
-		result = GATE_FAILED;
-	else
-	{
-		/*
-		 * Nothing is complete yet (upper 0): the latest complete time is
-		 * resolved once there is one, which for a source is just before its
-		 * load, not time 0.
-		 */
-		if (t == PEEK_TIME_LATEST && entry->published &&
-			(entry->upper > 0 || lp->floor >= 0))
-			t = Max(lp->floor, entry->upper == 0 ? 0 : Max(entry->since, entry->upper - 1));
-		if (!entry->published || t == PEEK_TIME_LATEST || t >= entry->upper)
-			result = GATE_WAIT;
-		else if (entry->since > t)
-			result = GATE_COMPACTED;
-		else
-			result = GATE_READY;
-	}
+	result = gate_peek(entry, &peek_shared->slots[idx], lp->peek_id, &lp->time, lp->floor);
 	*since = entry->since;
-
-	SpinLockAcquire(&slot->mutex);
-	if (slot->peek_id != lp->peek_id ||
-		(slot->state != PEEK_SUBMITTED && slot->state != PEEK_PARKED))
-		result = GATE_GONE;
-	else if (t != PEEK_TIME_LATEST && (result == GATE_WAIT || result == GATE_READY))
-	{
-		slot->time = t;
-		slot->hold_object = lp->object;
-		slot->hold_time = t;
-	}
-	SpinLockRelease(&slot->mutex);
-	lp->time = t;
 
 	if (result == GATE_WAIT && !lp->parked)
 		entry->waiters[runtime]++;
@@ -631,7 +719,7 @@ examine_peek(int runtime, int idx, LocalPeek *lp)
 	PeekSlot   *slot = &peek_shared->slots[idx];
 	int64		since;
 	PeekHandle	handle;
-	GateResult	result = gate_peek(runtime, idx, lp, &since, &handle);
+	GateResult	result = gate_runtime_peek(runtime, idx, lp, &since, &handle);
 
 	if (result == GATE_WAIT)
 	{
@@ -649,24 +737,10 @@ examine_peek(int runtime, int idx, LocalPeek *lp)
 	if (lp->parked)
 		unpark_local(lp);
 
-	switch (result)
-	{
-		case GATE_READY:
-			respond(idx, lp, PEEK_ANSWER_READ, since, &handle);
-			break;
-		case GATE_COMPACTED:
-			respond(idx, lp, PEEK_ANSWER_COMPACTED, since, NULL);
-			break;
-		case GATE_DROPPED:
-			respond(idx, lp, PEEK_ANSWER_DROPPED, since, NULL);
-			break;
-		case GATE_FAILED:
-			respond(idx, lp, PEEK_ANSWER_FAILED, since, NULL);
-			break;
-		case GATE_WAIT:
-		case GATE_GONE:
-			return;
-	}
+	if (result == GATE_GONE)
+		return;
+	respond(idx, lp, gate_answer(result), since,
+			result == GATE_READY ? &handle : NULL);
 	shmem_runtime_count(rt, RC_PEEKS_SERVED);
 }
 

@@ -134,6 +134,17 @@ registry_lock(PeekObjectId id, bool create, bool *created)
 	return entry;
 }
 
+/*
+ * An entry locked for reading only (NULL if none): readers of the same
+ * object do not wait for each other, and a writer (publication,
+ * compaction) waits for them.
+ */
+RegistryEntry *
+registry_lock_shared(PeekObjectId id)
+{
+	return dshash_find(registry_table(), &id, false);
+}
+
 void
 registry_unlock(RegistryEntry *entry)
 {

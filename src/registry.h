@@ -54,6 +54,7 @@ extern void registry_create(dsa_area *dsa);
 extern void registry_attach(void);
 
 extern RegistryEntry *registry_lock(PeekObjectId id, bool create, bool *created);
+extern RegistryEntry *registry_lock_shared(PeekObjectId id);
 extern void registry_unlock(RegistryEntry *entry);
 
 extern bool registry_publish_frontiers(PeekObjectId id, char kind, int64 upper,

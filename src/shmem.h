@@ -18,7 +18,6 @@
 #include "storage/spin.h"
 #include "utils/dsa.h"
 #include "utils/timestamp.h"
-#include "utils/uuid.h"
 
 /*
  * A bounded ring of fixed-size items shared between processes.  Producers
@@ -64,7 +63,10 @@ typedef enum RuntimeState
 	RUNTIME_RUNNING				/* reconciled and serving */
 } RuntimeState;
 
-/* Counters shown by peek.runtimes; only the owning runtime increments. */
+/*
+ * Counters shown by peek.runtimes; the owning runtime increments them, and
+ * backends count the peeks they gate themselves (RC_PEEKS_FAST).
+ */
 typedef enum RuntimeCounter
 {
 	RC_WAKEUPS,
@@ -76,6 +78,7 @@ typedef enum RuntimeCounter
 	RC_COMMANDS,
 	RC_PUBLICATIONS,
 	RC_COMPACTIONS,
+	RC_PEEKS_FAST,				/* gated by their backends on our behalf */
 	RC_NUM_COUNTERS
 } RuntimeCounter;
 
@@ -102,10 +105,10 @@ typedef struct RuntimeSlot
 
 /*
  * Peek slots: one per backend (indexed by BackendId - 1).  The backend owns
- * the request while the slot is IDLE; the runtime answers it.  The hold lives
- * here too: it is set by a runtime under the registry entry's lock (so that
- * compaction, which reads holds under the same lock, never misses it) and
- * cleared by the backend when the peek ends.
+ * the request while the slot is IDLE; the backend's own gate or the serving
+ * runtime answers it.  The hold lives here too: the gate sets it under the
+ * registry entry's lock (so that compaction, which reads holds under the
+ * same lock, never misses it) and the backend clears it when the peek ends.
  */
 typedef enum PeekState
 {
@@ -144,7 +147,6 @@ typedef struct PeekSlot
 	PeekState	state;
 	bool		queued;			/* sitting in a runtime inbox */
 	uint64		peek_id;		/* bumped at each new peek */
-	pg_uuid_t	uuid;
 	pid_t		backend_pid;
 	PGPROC	   *backend;
 	/* request */

@@ -69,6 +69,9 @@ sub new_node
 	{
 		push @conf, "shared_preload_libraries = 'pg_peek'";
 		push @conf, 'pg_peek.interactive = ' . interactive_mode();
+		# scripts/test's pass with every peek routed through the runtime
+		push @conf, "pg_peek.fast_path = $ENV{PG_PEEK_FAST_PATH}"
+		  if ($ENV{PG_PEEK_FAST_PATH} // '') ne '';
 		# sources decode the WAL (a conf line given below may override)
 		push @conf, 'wal_level = logical', 'max_replication_slots = 10';
 	}

@@ -45,6 +45,8 @@
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -92,15 +94,21 @@ persist_create_shard(int32 seq, Oid row_type)
 {
 	char		relname[NAMEDATALEN];
 	Oid			shard;
+	Oid			record = RECORDOID;
 
 	snprintf(relname, sizeof(relname), "shard_%d", seq);
 	run_ddl(psprintf("CREATE TABLE peek.%s (time bigint NOT NULL, diff bigint NOT NULL, data %s NOT NULL)",
 					 relname, format_type_be_qualified(row_type)));
 	/* indexes follow seals by reading the newly sealed times */
 	run_ddl(psprintf("CREATE INDEX ON peek.%s (time)", relname));
-	run_ddl(psprintf("CREATE INDEX %s_rows ON peek.%s (peek.row_hash(data))", relname, relname));
-	run_ddl(psprintf("CREATE INDEX %s_flagged ON peek.%s (time) WHERE diff OPERATOR(pg_catalog.<=) 0",
-					 relname, relname));
+	/* the base's indexes (see ShardBase); 0.1's SQL has no peek.row_hash */
+	if (OidIsValid(LookupFuncName(list_make2(makeString("peek"), makeString("row_hash")),
+								  1, &record, true)))
+	{
+		run_ddl(psprintf("CREATE INDEX %s_rows ON peek.%s (peek.row_hash(data))", relname, relname));
+		run_ddl(psprintf("CREATE INDEX %s_flagged ON peek.%s (time) WHERE diff OPERATOR(pg_catalog.<=) 0",
+						 relname, relname));
+	}
 	shard = get_relname_relid(relname, get_namespace_oid("peek", false));
 	persist_claim_shard(shard, row_type);
 	return shard;

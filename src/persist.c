@@ -570,42 +570,48 @@ collect_flagged(ShardBase *b, RowCounts *counts)
 }
 
 /*
- * A row's count in the base: the sum of its base rows (one, but a flagged
- * row may have several).  With tids, their tids are appended.
+ * Add to each row of rows the diffs of its base rows (one, but a flagged
+ * row may have several), found in one scan of the rows index for all of
+ * their hashes.  With tids, their tids are appended.
  */
-static int128
-base_count(ShardBase *b, RowCount *rc, Collected *tids)
+static void
+add_base_counts(ShardBase *b, RowCounts *rows, Collected *tids)
 {
-	Datum		row = row_count_datum(rc);
+	int			n = hash_get_num_entries(rows->table);
+	Datum	   *hashes;
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
 	ScanKeyData key;
 	IndexScanDesc scan;
-	int128		sum = 0;
 	bool		isnull;
+	int			i = 0;
 
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ,
-				Int32GetDatum((int32) row_hash(b->desc, row)));
+	if (n == 0)
+		return;
+	hashes = palloc(sizeof(Datum) * n);
+	hash_seq_init(&status, rows->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+		hashes[i++] = Int32GetDatum((int32) row_hash(b->desc, row_count_datum(rc)));
+	ScanKeyEntryInitialize(&key, SK_SEARCHARRAY, 1, BTEqualStrategyNumber, InvalidOid,
+						   InvalidOid, F_INT4EQ,
+						   PointerGetDatum(construct_array(hashes, n, INT4OID, sizeof(int32),
+														   true, TYPALIGN_INT)));
 	scan = index_beginscan(b->rel, b->rows_index, b->snapshot, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, b->slot))
 	{
-		Datum		candidate = slot_getattr(b->slot, SHARD_DATA, &isnull);
-		struct varlena *flat;
-		bool		same;
+		Datum		row = slot_getattr(b->slot, SHARD_DATA, &isnull);
 
-		if (DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)) > b->since)
+		CHECK_FOR_INTERRUPTS();
+		if (DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)) > b->since ||
+			row_counts_find(rows, row) == NULL)
 			continue;
-		flat = (struct varlena *) DatumGetPointer(row_normalize(b->desc, candidate));
-		same = VARSIZE(flat) - VARHDRSZ == rc->key.len &&
-			memcmp(VARDATA(flat), rc->key.image, rc->key.len) == 0;
-		pfree(flat);
-		if (!same)
-			continue;
-		sum += DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull));
+		row_counts_add(rows, row, DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)));
 		if (tids != NULL)
 			collect_row(b, &b->slot->tts_tid, 0, 0, (Datum) 0, tids);
 	}
 	index_endscan(scan);
-	return sum;
+	pfree(hashes);
 }
 
 /* Rows emitted so far by a walk, and what bounds them. */
@@ -686,6 +692,8 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
 	TableScanDesc scan;
+	MemoryContext per_row;
+	MemoryContext old;
 	bool		isnull;
 
 	collect_init(&c, recent, false);
@@ -697,7 +705,7 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 	ctl.hcxt = recent->cxt;
 	hashes = hash_create("pg_peek recent row hashes", 64, &ctl,
 						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	/* flagged rows resolve with their recent sum; negative sums too */
+	/* flagged rows and negative recent sums resolve now, with their base */
 	hash_seq_init(&status, resolved->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
 		row_counts_add(recent, row_count_datum(rc), 0);
@@ -705,21 +713,19 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 	while ((rc = hash_seq_search(&status)) != NULL)
 	{
 		uint32		h = row_hash(b->desc, row_count_datum(rc));
-		RowCount   *flagged = row_counts_find(resolved, row_count_datum(rc));
 
 		(void) hash_search(hashes, &h, HASH_ENTER, NULL);
-		if (rc->count < 0 || flagged != NULL)
+		if (rc->count < 0 || row_counts_find(resolved, row_count_datum(rc)) != NULL)
 		{
-			int128		count = base_count(b, rc, NULL) + rc->count;
-
-			if (flagged == NULL)
-				row_counts_add(resolved, row_count_datum(rc), 0);
-			flagged = row_counts_find(resolved, row_count_datum(rc));
-			flagged->count = count;
+			row_counts_add(resolved, row_count_datum(rc), 0);
+			row_counts_find(resolved, row_count_datum(rc))->count += rc->count;
 		}
 	}
+	add_base_counts(b, resolved, NULL);
 	row_counts_check_nonnegative(resolved, row_type, e->collection, time);
 
+	per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek base row",
+									ALLOCSET_SMALL_SIZES);
 	scan = table_beginscan(b->rel, b->snapshot, 0, NULL);
 	while (!emitter_full(e) && table_scan_getnextslot(scan, ForwardScanDirection, b->slot))
 	{
@@ -730,6 +736,8 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 		CHECK_FOR_INTERRUPTS();
 		if (DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)) > b->since)
 			continue;
+		MemoryContextReset(per_row);
+		old = MemoryContextSwitchTo(per_row);
 		row = slot_getattr(b->slot, SHARD_DATA, &isnull);
 		diff = DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull));
 		if (hash_get_num_entries(hashes) > 0)
@@ -752,8 +760,10 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 		}
 		if (diff > 0)
 			emit_copies(e, row, diff);
+		MemoryContextSwitchTo(old);
 	}
 	table_endscan(scan);
+	MemoryContextDelete(per_row);
 
 	/* rows new since the base (a resolved one is in the base or negative) */
 	hash_seq_init(&status, recent->table);
@@ -863,10 +873,10 @@ fold(ShardWriter *w, ShardBase *b, int64 since)
 	collect_flagged(b, counts);
 	collect_init(&base, NULL, true);
 
+	add_base_counts(b, counts, &base);
 	hash_seq_init(&status, counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
-		written += write_base_row(w, since, row_count_datum(rc),
-								  base_count(b, rc, &base) + rc->count);
+		written += write_base_row(w, since, row_count_datum(rc), rc->count);
 	for (int64 i = 0; i < rows.n; i++)
 		simple_table_tuple_delete(w->rel, &rows.tids[i], b->snapshot);
 	for (int64 i = 0; i < base.n; i++)

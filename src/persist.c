@@ -509,55 +509,30 @@ scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, 
 	index_endscan(scan);
 }
 
-/* What a scan of the recent rows or of the flagged base rows collects. */
-typedef struct Collected
-{
-	RowCounts  *counts;
-	ItemPointerData *tids;		/* NULL: not wanted */
-	int64		n;
-	int64		capacity;
-} Collected;
+/* What is done with each shard row a scan finds. */
+typedef void (*ShardRowFn) (ShardBase *b, ItemPointer tid, int64 time, int64 diff,
+							Datum row, void *arg);
 
 static void
-collect_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
-	Collected  *c = arg;
-
-	if (c->counts != NULL)
-		row_counts_add(c->counts, row, diff);
-	if (c->tids == NULL)
-		return;
-	if (c->n == c->capacity)
-	{
-		c->capacity *= 2;
-		c->tids = repalloc_huge(c->tids, sizeof(ItemPointerData) * c->capacity);
-	}
-	c->tids[c->n++] = *tid;
-}
-
-static void
-collect_init(Collected *c, RowCounts *counts, bool tids)
-{
-	c->counts = counts;
-	c->n = 0;
-	c->capacity = 1024;
-	c->tids = tids ? palloc(sizeof(ItemPointerData) * c->capacity) : NULL;
-}
-
-/* Sum the recent rows with since < time <= upto into c. */
-static void
-collect_recent(ShardBase *b, int64 upto, Collected *c)
-{
-	StrategyNumber strategies[2] = {BTGreaterStrategyNumber, BTLessEqualStrategyNumber};
-	int64		bounds[2] = {b->since, upto};
-
-	scan_times(b, b->time_index, 2, strategies, bounds, collect_row, c);
+	row_counts_add((RowCounts *) arg, row, diff);
 }
 
 static void
 flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	row_counts_add((RowCounts *) arg, row, 0);
+}
+
+/* The recent rows with since < time <= upto. */
+static void
+scan_recent(ShardBase *b, int64 upto, ShardRowFn fn, void *arg)
+{
+	StrategyNumber strategies[2] = {BTGreaterStrategyNumber, BTLessEqualStrategyNumber};
+	int64		bounds[2] = {b->since, upto};
+
+	scan_times(b, b->time_index, 2, strategies, bounds, fn, arg);
 }
 
 /* The rows with base rows that cannot be read alone (diff <= 0), with 0. */
@@ -570,12 +545,11 @@ collect_flagged(ShardBase *b, RowCounts *counts)
 }
 
 /*
- * Add to each row of rows the diffs of its base rows (one, but a flagged
- * row may have several), found in one scan of the rows index for all of
- * their hashes.  With tids, their tids are appended.
+ * The base rows of the rows in rows (one each, but a flagged row may have
+ * several), found in one scan of the rows index for all of their hashes.
  */
 static void
-add_base_counts(ShardBase *b, RowCounts *rows, Collected *tids)
+scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 {
 	int			n = hash_get_num_entries(rows->table);
 	Datum	   *hashes;
@@ -600,15 +574,13 @@ add_base_counts(ShardBase *b, RowCounts *rows, Collected *tids)
 	index_rescan(scan, &key, 1, NULL, 0);
 	while (index_getnext_slot(scan, ForwardScanDirection, b->slot))
 	{
+		int64		time = DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull));
 		Datum		row = slot_getattr(b->slot, SHARD_DATA, &isnull);
 
 		CHECK_FOR_INTERRUPTS();
-		if (DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)) > b->since ||
-			row_counts_find(rows, row) == NULL)
-			continue;
-		row_counts_add(rows, row, DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)));
-		if (tids != NULL)
-			collect_row(b, &b->slot->tts_tid, 0, 0, (Datum) 0, tids);
+		if (time <= b->since && row_counts_find(rows, row) != NULL)
+			fn(b, &b->slot->tts_tid, time,
+			   DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)), row, arg);
 	}
 	index_endscan(scan);
 	pfree(hashes);
@@ -686,7 +658,6 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 {
 	RowCounts  *recent = row_counts_create(row_type);
 	RowCounts  *resolved = row_counts_create(row_type);
-	Collected	c;
 	HASHCTL		ctl;
 	HTAB	   *hashes;
 	HASH_SEQ_STATUS status;
@@ -696,8 +667,7 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 	MemoryContext old;
 	bool		isnull;
 
-	collect_init(&c, recent, false);
-	collect_recent(b, time, &c);
+	scan_recent(b, time, count_row, recent);
 	collect_flagged(b, resolved);
 
 	ctl.keysize = sizeof(uint32);
@@ -721,7 +691,7 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 			row_counts_find(resolved, row_count_datum(rc))->count += rc->count;
 		}
 	}
-	add_base_counts(b, resolved, NULL);
+	scan_base_rows(b, resolved, count_row, resolved);
 	row_counts_check_nonnegative(resolved, row_type, e->collection, time);
 
 	per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek base row",
@@ -852,37 +822,66 @@ write_base_row(ShardWriter *w, int64 since, Datum row, int128 count)
 	return n + 1;
 }
 
+/* A fold's rows: each one's sum and its number of shard rows. */
+typedef struct Fold
+{
+	RowCounts  *counts;
+	RowCounts  *entries;
+	Relation	rel;
+	int64		deleted;
+} Fold;
+
+static void
+fold_count(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	Fold	   *f = arg;
+
+	row_counts_add(f->counts, row, diff);
+	row_counts_add(f->entries, row, 1);
+}
+
+static void
+fold_delete(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	Fold	   *f = arg;
+
+	if (row_counts_find(f->entries, row)->count <= 1)
+		return;
+	simple_table_tuple_delete(f->rel, tid, b->snapshot);
+	f->deleted++;
+}
+
 /*
  * Fold the recent rows up to since into the base: each row with updates
- * there (and each flagged base row) gets its base rows and those updates
- * replaced by one row with their sum, at since.  Touches only those rows:
- * writers, who insert after since, never wait for it.
+ * there (and each flagged base row) gets its shard rows replaced by one row
+ * with their sum, at since.  A row with a single shard row is already so
+ * and stays where it is.  Touches only those rows: writers, who insert
+ * after since, never wait for it.
  */
 static int64
 fold(ShardWriter *w, ShardBase *b, int64 since)
 {
-	RowCounts  *counts = row_counts_create(shard_row_type(w->rel));
-	Collected	rows;
-	Collected	base;
+	Fold		f;
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
 	int64		written = 0;
 
-	collect_init(&rows, counts, true);
-	collect_recent(b, since, &rows);
-	collect_flagged(b, counts);
-	collect_init(&base, NULL, true);
-
-	add_base_counts(b, counts, &base);
-	hash_seq_init(&status, counts->table);
+	f.counts = row_counts_create(shard_row_type(w->rel));
+	f.entries = row_counts_create(shard_row_type(w->rel));
+	f.rel = w->rel;
+	f.deleted = 0;
+	scan_recent(b, since, fold_count, &f);
+	collect_flagged(b, f.counts);
+	scan_base_rows(b, f.counts, fold_count, &f);
+	scan_recent(b, since, fold_delete, &f);
+	scan_base_rows(b, f.counts, fold_delete, &f);
+	hash_seq_init(&status, f.counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
-		written += write_base_row(w, since, row_count_datum(rc), rc->count);
-	for (int64 i = 0; i < rows.n; i++)
-		simple_table_tuple_delete(w->rel, &rows.tids[i], b->snapshot);
-	for (int64 i = 0; i < base.n; i++)
-		simple_table_tuple_delete(w->rel, &base.tids[i], b->snapshot);
-	MemoryContextDelete(counts->cxt);
-	return rows.n + base.n - written;
+		if (row_counts_find(f.entries, row_count_datum(rc))->count > 1)
+			written += write_base_row(w, since, row_count_datum(rc), rc->count);
+	MemoryContextDelete(f.counts->cxt);
+	MemoryContextDelete(f.entries->cxt);
+	return f.deleted - written;
 }
 
 /*

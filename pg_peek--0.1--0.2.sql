@@ -123,3 +123,23 @@ CREATE FUNCTION peek.runtime_status(
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_runtime_status' LANGUAGE C;
 CREATE VIEW peek.runtimes AS SELECT * FROM peek.runtime_status();
 GRANT SELECT ON peek.runtimes TO PUBLIC;
+
+-- Issue 11 item 3: persist peeks in O(limit + recent updates).  A shard's
+-- rows at or before its durable since are its consolidated base; each
+-- shard gets an index on peek.row_hash(data) (a row's base rows, found
+-- without a scan) and one on the base rows that cannot be read alone
+-- (diff <= 0).  Shards made before are indexed here.
+CREATE FUNCTION peek.row_hash(record) RETURNS integer
+AS 'MODULE_PATHNAME', 'peek_row_hash' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+DO $$
+DECLARE
+    s regclass;
+    n name;
+BEGIN
+    FOR s IN SELECT shard FROM peek.objects WHERE shard IS NOT NULL LOOP
+        n := (SELECT relname FROM pg_catalog.pg_class WHERE oid = s);
+        EXECUTE pg_catalog.format('CREATE INDEX %I ON %s (peek.row_hash(data))', n || '_rows', s);
+        EXECUTE pg_catalog.format('CREATE INDEX %I ON %s (time) WHERE diff OPERATOR(pg_catalog.<=) 0',
+                                  n || '_flagged', s);
+    END LOOP;
+END $$;

@@ -170,6 +170,7 @@ SELECT try($$SELECT * FROM peek.index_peek(NULL::wa_f8, 'wa_big_x', ROW(1), as_o
 SELECT try($$SELECT * FROM peek.persist_peek(NULL::wa_f8, 'wa_big', as_of => 0)$$);
 SELECT * FROM peek.index_peek(NULL::wa_f8, 'wa_big_x', ROW(2), as_of => 0);
 -- at different times, and compacted together: the shard keeps them apart
+-- (in bigint parts, flagged by a zero row: 4 rows)
 SELECT peek.create_collection('wa_big2', 'wa_f8');
 SELECT peek.create_index('wa_big2_x', 'wa_big2', '{x}');
 SELECT peek.write('wa_big2', ARRAY[(2, 'small')]::wa_f8[]);

@@ -16,6 +16,10 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
@@ -34,6 +38,9 @@
 #include "utils/lsyscache.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/snapshot.h"
 #include "utils/syscache.h"
 
 #include "catalog.h"
@@ -396,6 +403,33 @@ catalog_set_since(PeekObjectId id, int64 since)
 {
 	catalog_set_column("UPDATE peek.objects SET since = $2 WHERE id OPERATOR(pg_catalog.=) $1",
 					   id, since);
+}
+
+/*
+ * An object's durable since as the snapshot sees it, read through the
+ * primary key (a persist peek does this each time: no SPI).
+ */
+int64
+catalog_read_since(PeekObjectId id, Snapshot snapshot)
+{
+	Oid			peek = get_namespace_oid("peek", false);
+	Relation	rel = table_open(get_relname_relid("objects", peek), AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int64		since = 0;
+	bool		isnull;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(id));
+	scan = systable_beginscan(rel, get_relname_relid("objects_pkey", peek), true,
+							  snapshot, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		since = DatumGetInt64(heap_getattr(tuple, get_attnum(RelationGetRelid(rel), "since"),
+										   RelationGetDescr(rel), &isnull));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return since;
 }
 
 /*

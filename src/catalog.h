@@ -12,6 +12,7 @@
 
 #include "access/attnum.h"
 #include "nodes/pg_list.h"
+#include "utils/snapshot.h"
 
 typedef struct CatalogObject
 {
@@ -60,6 +61,7 @@ extern void catalog_bound_lock_waits(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);
+extern int64 catalog_read_since(PeekObjectId id, Snapshot snapshot);
 extern bool catalog_set_failure(PeekObjectId id, const char *failure);
 extern char *catalog_failure(PeekObjectId id, const char **noun);
 extern void catalog_raise_if_failed(PeekObjectId object, char kind, const char *name);

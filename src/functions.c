@@ -817,7 +817,7 @@ static void
 walk_shard(CatalogObject *coll, PeekTicket *ticket, int64 limit, Tuplestorestate *out,
 		   void *state)
 {
-	persist_walk(coll->shard, coll->row_type, coll->name, ticket->time, limit, out);
+	persist_walk(coll->id, coll->shard, coll->row_type, coll->name, ticket->time, limit, out);
 }
 
 /* persist_peek(rowtype anyelement, collection, as_of, limit) */

@@ -386,10 +386,13 @@ compact_one(void *arg)
 		return;
 	}
 
-	/* a writer holding the row: try again on a later round */
-	if (!catalog_lock_row(work->pc->id, true))
+	/*
+	 * The fold holds nothing a writer waits for; the row is locked last, to
+	 * raise the durable since with it (a writer holds it only briefly).
+	 */
+	(void) persist_compact(work->pc->shard, work->pc->durable_since, work->since);
+	if (!catalog_lock_row(work->pc->id, false))
 		return;
-	(void) persist_compact(work->pc->shard, work->since);
 	catalog_set_since(work->pc->id, work->since);
 	work->pc->durable_since = work->since;
 }

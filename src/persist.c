@@ -1,12 +1,23 @@
 /*-------------------------------------------------------------------------
  *
  * persist.c
- *	  Persist shards (DESIGN §1, §6): each collection's updates live in an
- *	  ordinary table peek.shard_<n> (time bigint, diff bigint, data <row>),
+ *	  Persist shards (DESIGN §1, §2, §6): each collection's updates live in
+ *	  an ordinary table peek.shard_<n> (time bigint, diff bigint, data <row>),
  *	  so they are WAL-logged, transactional and crash-safe.  Appends go
- *	  straight through the table AM in the caller's transaction; the walk
- *	  reads the shard at a time with a snapshot taken after the peek's wait;
- *	  compaction advances updates before since to since and merges them.
+ *	  straight through the table AM in the caller's transaction.
+ *
+ *	  The rows at or before the collection's durable since are its *base*:
+ *	  consolidated, one row per distinct row with its count (0.1's
+ *	  compaction left them so too).  The rows after it are the *recent*
+ *	  updates.  Three indexes serve the reads: on time (the recent rows), on
+ *	  peek.row_hash(data) (a row's base rows) and on time where diff <= 0
+ *	  (the base rows that cannot be read alone: negative counts, and a row
+ *	  whose count leaves bigint's range, kept in parts with a zero row).  A
+ *	  walk reads the recent rows up to its time, resolves the rows that may
+ *	  be negative, then streams the base adjusting those rows and stops at
+ *	  the limit.  Compaction folds the recent rows up to since into the base
+ *	  row by row, in the runtime's transaction, without a lock a writer
+ *	  waits for; the caller raises the durable since in that transaction.
  *	  A shard depends on its row type; one dropped with it (DROP TYPE ...
  *	  CASCADE) is reported to the maintenance runtime, which fails the
  *	  collection.
@@ -18,8 +29,10 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -32,10 +45,14 @@
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "executor/tuptable.h"
+#include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -77,12 +94,21 @@ persist_create_shard(int32 seq, Oid row_type)
 {
 	char		relname[NAMEDATALEN];
 	Oid			shard;
+	Oid			record = RECORDOID;
 
 	snprintf(relname, sizeof(relname), "shard_%d", seq);
 	run_ddl(psprintf("CREATE TABLE peek.%s (time bigint NOT NULL, diff bigint NOT NULL, data %s NOT NULL)",
 					 relname, format_type_be_qualified(row_type)));
 	/* indexes follow seals by reading the newly sealed times */
 	run_ddl(psprintf("CREATE INDEX ON peek.%s (time)", relname));
+	/* the base's indexes (see ShardBase); 0.1's SQL has no peek.row_hash */
+	if (OidIsValid(LookupFuncName(list_make2(makeString("peek"), makeString("row_hash")),
+								  1, &record, true)))
+	{
+		run_ddl(psprintf("CREATE INDEX %s_rows ON peek.%s (peek.row_hash(data))", relname, relname));
+		run_ddl(psprintf("CREATE INDEX %s_flagged ON peek.%s (time) WHERE diff OPERATOR(pg_catalog.<=) 0",
+						 relname, relname));
+	}
 	shard = get_relname_relid(relname, get_namespace_oid("peek", false));
 	persist_claim_shard(shard, row_type);
 	return shard;
@@ -123,6 +149,24 @@ persist_check_shard(Oid shard, Oid row_type)
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_TABLE),
 			 errmsg("its shard (OID %u) was dropped", shard)));
+}
+
+PG_FUNCTION_INFO_V1(peek_row_hash);
+
+/*
+ * peek.row_hash(record): the hash a shard's rows index is built on (see
+ * row_hash), so that a row's base rows are found without a scan.
+ */
+Datum
+peek_row_hash(PG_FUNCTION_ARGS)
+{
+	HeapTupleHeader td = PG_GETARG_HEAPTUPLEHEADER(0);
+	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(td),
+											  HeapTupleHeaderGetTypMod(td));
+	uint32		h = row_hash(desc, PointerGetDatum(td));
+
+	ReleaseTupleDesc(desc);
+	PG_RETURN_INT32((int32) h);
 }
 
 static object_access_hook_type prev_object_access_hook = NULL;
@@ -366,57 +410,365 @@ scan_consolidate(Relation rel, Snapshot snapshot, int64 time, RowCounts *counts,
 }
 
 /*
- * The persist walk: the shard's contents at time into out, each row as many
- * times as its multiplicity, at most limit rows (limit < 0: all).  The
- * snapshot is taken now, after the peek's wait, so every update the runtime
- * saw sealed is visible.
+ * The base's reading machinery: the shard, the snapshot, the base's since
+ * and the indexes the walk and compaction look rows up through.  Without
+ * them (a shard whose indexes were dropped) or with a row type that lost
+ * attributes (its rows' stored hashes may be stale), the shard is read
+ * whole instead.
  */
-void
-persist_walk(Oid shard, Oid row_type, const char *collection, int64 time,
-			 int64 limit, Tuplestorestate *out)
+typedef struct ShardBase
 {
-	Relation	rel = table_open(shard, AccessShareLock);
-	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	Relation	rel;
+	Snapshot	snapshot;
+	int64		since;			/* rows at or before it are the base */
+	TupleDesc	desc;			/* row_desc of the row type */
+	Relation	time_index;
+	Relation	rows_index;
+	Relation	flagged_index;
+	TupleTableSlot *slot;
+} ShardBase;
+
+static Relation
+open_shard_index(Relation rel, const char *suffix, LOCKMODE lock)
+{
+	Oid			index = get_relname_relid(psprintf("%s_%s", RelationGetRelationName(rel), suffix),
+										  RelationGetNamespace(rel));
+
+	return OidIsValid(index) ? index_open(index, lock) : NULL;
+}
+
+/*
+ * The last time of the base, from the collection's durable since: none
+ * before a first compaction (a since of 0 is never compacted to, and the
+ * updates at 0 are as they were written).
+ */
+static int64
+base_since(int64 durable_since)
+{
+	return durable_since > 0 ? durable_since : -1;
+}
+
+/* Open the base's indexes; false if the shard must be read whole. */
+static bool
+base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE lock)
+{
+	b->rel = rel;
+	b->snapshot = snapshot;
+	b->since = since;
+	b->desc = row_desc(shard_row_type(rel));
+	b->slot = table_slot_create(rel, NULL);
+	b->time_index = open_shard_index(rel, "time_idx", lock);
+	b->rows_index = open_shard_index(rel, "rows", lock);
+	b->flagged_index = open_shard_index(rel, "flagged", lock);
+	return b->time_index != NULL && b->rows_index != NULL && b->flagged_index != NULL &&
+		!row_desc_has_dropped(b->desc);
+}
+
+static void
+base_close(ShardBase *b, LOCKMODE lock)
+{
+	Relation	indexes[3] = {b->time_index, b->rows_index, b->flagged_index};
+
+	for (int i = 0; i < 3; i++)
+		if (indexes[i] != NULL)
+			index_close(indexes[i], lock);
+	ExecDropSingleTupleTableSlot(b->slot);
+	FreeTupleDesc(b->desc);
+}
+
+/*
+ * Feed fn every shard row an index scan with these time bounds finds
+ * (strategy and bound per key), with its tid.
+ */
+static void
+scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds,
+		   void (*fn) (ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg),
+		   void *arg)
+{
+	static const RegProcedure procs[] = {
+		[BTLessStrategyNumber] = F_INT8LT,
+		[BTLessEqualStrategyNumber] = F_INT8LE,
+		[BTGreaterStrategyNumber] = F_INT8GT,
+	};
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	bool		isnull;
+
+	for (int i = 0; i < nkeys; i++)
+		ScanKeyInit(&keys[i], 1, strategies[i], procs[strategies[i]], Int64GetDatum(bounds[i]));
+	scan = index_beginscan(b->rel, index, b->snapshot, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, b->slot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		fn(b, &b->slot->tts_tid,
+		   DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)),
+		   DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)),
+		   slot_getattr(b->slot, SHARD_DATA, &isnull), arg);
+	}
+	index_endscan(scan);
+}
+
+/* What is done with each shard row a scan finds. */
+typedef void (*ShardRowFn) (ShardBase *b, ItemPointer tid, int64 time, int64 diff,
+							Datum row, void *arg);
+
+static void
+count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	row_counts_add((RowCounts *) arg, row, diff);
+}
+
+static void
+flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	row_counts_add((RowCounts *) arg, row, 0);
+}
+
+/* The recent rows with since < time <= upto. */
+static void
+scan_recent(ShardBase *b, int64 upto, ShardRowFn fn, void *arg)
+{
+	StrategyNumber strategies[2] = {BTGreaterStrategyNumber, BTLessEqualStrategyNumber};
+	int64		bounds[2] = {b->since, upto};
+
+	scan_times(b, b->time_index, 2, strategies, bounds, fn, arg);
+}
+
+/* The rows with base rows that cannot be read alone (diff <= 0), with 0. */
+static void
+collect_flagged(ShardBase *b, RowCounts *counts)
+{
+	StrategyNumber strategy = BTLessEqualStrategyNumber;
+
+	scan_times(b, b->flagged_index, 1, &strategy, &b->since, flag_row, counts);
+}
+
+/*
+ * The base rows of the rows in rows (one each, but a flagged row may have
+ * several), found in one scan of the rows index for all of their hashes.
+ */
+static void
+scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
+{
+	int			n = hash_get_num_entries(rows->table);
+	Datum	   *hashes;
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+	ScanKeyData key;
+	IndexScanDesc scan;
+	bool		isnull;
+	int			i = 0;
+
+	if (n == 0)
+		return;
+	hashes = palloc(sizeof(Datum) * n);
+	hash_seq_init(&status, rows->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+		hashes[i++] = Int32GetDatum((int32) row_hash(b->desc, row_count_datum(rc)));
+	ScanKeyEntryInitialize(&key, SK_SEARCHARRAY, 1, BTEqualStrategyNumber, InvalidOid,
+						   InvalidOid, F_INT4EQ,
+						   PointerGetDatum(construct_array(hashes, n, INT4OID, sizeof(int32),
+														   true, TYPALIGN_INT)));
+	scan = index_beginscan(b->rel, b->rows_index, b->snapshot, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, b->slot))
+	{
+		int64		time = DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull));
+		Datum		row = slot_getattr(b->slot, SHARD_DATA, &isnull);
+
+		CHECK_FOR_INTERRUPTS();
+		if (time <= b->since && row_counts_find(rows, row) != NULL)
+			fn(b, &b->slot->tts_tid, time,
+			   DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)), row, arg);
+	}
+	index_endscan(scan);
+	pfree(hashes);
+}
+
+/* Rows emitted so far by a walk, and what bounds them. */
+typedef struct Emitter
+{
+	Tuplestorestate *out;
+	const char *collection;
+	int64		limit;			/* < 0: none */
+	int64		emitted;
+	Size		bytes;
+} Emitter;
+
+static bool
+emitter_full(Emitter *e)
+{
+	return e->limit >= 0 && e->emitted >= e->limit;
+}
+
+/* Emit a row as many times as it counts, up to the limit. */
+static void
+emit_copies(Emitter *e, Datum row, int64 copies)
+{
+	HeapTupleData tuple;
+	Size		max_bytes = (Size) peek_max_result_kb * 1024;
+
+	/* a shard's datum may be packed, compressed or out of line */
+	row_tuple(DatumGetHeapTupleHeader(row), &tuple);
+	for (int64 i = 0; i < copies && !emitter_full(e); i++)
+	{
+		e->bytes += tuple.t_len;
+		if (e->bytes > max_bytes)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("peek result of \"%s\" exceeds pg_peek.max_result_bytes (%d kB)",
+							e->collection, peek_max_result_kb),
+					 errhint("Add a limit or a key to the peek, or raise pg_peek.max_result_bytes.")));
+		tuplestore_puttuple(e->out, &tuple);
+		e->emitted++;
+	}
+}
+
+/* The shard read whole: every row summed at time, then emitted. */
+static void
+walk_whole(Relation rel, Snapshot snapshot, Oid row_type, int64 time, Emitter *e)
+{
 	RowCounts  *counts = row_counts_create(row_type);
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
-	Size		max_bytes = (Size) peek_max_result_kb * 1024;
-	Size		bytes = 0;
-	int64		emitted = 0;
 
 	scan_consolidate(rel, snapshot, time, counts, NULL);
-	UnregisterSnapshot(snapshot);
-	table_close(rel, AccessShareLock);
-
-	row_counts_check_nonnegative(counts, row_type, collection, time);
-
+	row_counts_check_nonnegative(counts, row_type, e->collection, time);
 	hash_seq_init(&status, counts->table);
+	while ((rc = hash_seq_search(&status)) != NULL && !emitter_full(e))
+		emit_copies(e, row_count_datum(rc), (int64) rc->count);
+	if (rc != NULL)
+		hash_seq_term(&status);
+	MemoryContextDelete(counts->cxt);
+}
+
+/*
+ * The walk over the base: the recent rows up to time are summed first
+ * (recent); every row that may end negative or out of range at time -- a
+ * recent sum below zero, a flagged base row -- gets its whole count from
+ * the base now (resolved), so the contract of the whole read holds with a
+ * limit too (DESIGN §3.5: any negative row fails the peek).  Then the base
+ * is streamed: a row with recent updates is emitted once with its count at
+ * time, any other as its base row says, until the limit.  Rows that only
+ * the recent part has come last.
+ */
+static void
+walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
+{
+	RowCounts  *recent = row_counts_create(row_type);
+	RowCounts  *resolved = row_counts_create(row_type);
+	HASHCTL		ctl;
+	HTAB	   *hashes;
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+	TableScanDesc scan;
+	MemoryContext per_row;
+	MemoryContext old;
+	bool		isnull;
+
+	scan_recent(b, time, count_row, recent);
+	collect_flagged(b, resolved);
+
+	ctl.keysize = sizeof(uint32);
+	ctl.entrysize = sizeof(uint32);
+	ctl.hcxt = recent->cxt;
+	hashes = hash_create("pg_peek recent row hashes", 64, &ctl,
+						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	/* flagged rows and negative recent sums resolve now, with their base */
+	hash_seq_init(&status, resolved->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+		row_counts_add(recent, row_count_datum(rc), 0);
+	hash_seq_init(&status, recent->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
 	{
-		HeapTupleData tuple;
+		uint32		h = row_hash(b->desc, row_count_datum(rc));
 
-		row_tuple((HeapTupleHeader) DatumGetPointer(row_count_datum(rc)), &tuple);
-		for (int64 i = 0; i < rc->count; i++)
+		(void) hash_search(hashes, &h, HASH_ENTER, NULL);
+		if (rc->count < 0 || row_counts_find(resolved, row_count_datum(rc)) != NULL)
 		{
-			if (limit >= 0 && emitted >= limit)
-				break;
-			bytes += tuple.t_len;
-			if (bytes > max_bytes)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("peek result of \"%s\" exceeds pg_peek.max_result_bytes (%d kB)",
-								collection, peek_max_result_kb),
-						 errhint("Add a limit or a key to the peek, or raise pg_peek.max_result_bytes.")));
-			tuplestore_puttuple(out, &tuple);
-			emitted++;
-		}
-		if (limit >= 0 && emitted >= limit)
-		{
-			hash_seq_term(&status);
-			break;
+			row_counts_add(resolved, row_count_datum(rc), 0);
+			row_counts_find(resolved, row_count_datum(rc))->count += rc->count;
 		}
 	}
-	MemoryContextDelete(counts->cxt);
+	scan_base_rows(b, resolved, count_row, resolved);
+	row_counts_check_nonnegative(resolved, row_type, e->collection, time);
+
+	per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek base row",
+									ALLOCSET_SMALL_SIZES);
+	scan = table_beginscan(b->rel, b->snapshot, 0, NULL);
+	while (!emitter_full(e) && table_scan_getnextslot(scan, ForwardScanDirection, b->slot))
+	{
+		Datum		row;
+		int64		diff;
+		uint32		h;
+
+		CHECK_FOR_INTERRUPTS();
+		if (DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)) > b->since)
+			continue;
+		MemoryContextReset(per_row);
+		old = MemoryContextSwitchTo(per_row);
+		row = slot_getattr(b->slot, SHARD_DATA, &isnull);
+		diff = DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull));
+		if (hash_get_num_entries(hashes) > 0)
+			h = row_hash(b->desc, row);
+		if (hash_get_num_entries(hashes) > 0 && hash_search(hashes, &h, HASH_FIND, NULL) != NULL)
+		{
+			RowCount   *whole = row_counts_find(resolved, row);
+			RowCount   *part = row_counts_find(recent, row);
+
+			if (whole != NULL)
+			{
+				/* emitted once, at its first base row */
+				diff = (int64) whole->count;
+				whole->count = 0;
+			}
+			else if (part != NULL)
+				diff = row_count_value((int128) diff + part->count);
+			if (part != NULL)
+				part->count = 0;
+		}
+		if (diff > 0)
+			emit_copies(e, row, diff);
+		MemoryContextSwitchTo(old);
+	}
+	table_endscan(scan);
+	MemoryContextDelete(per_row);
+
+	/* rows new since the base (a resolved one is in the base or negative) */
+	hash_seq_init(&status, recent->table);
+	while ((rc = hash_seq_search(&status)) != NULL && !emitter_full(e))
+		if (rc->count > 0)
+			emit_copies(e, row_count_datum(rc), row_count_value(rc->count));
+	if (rc != NULL)
+		hash_seq_term(&status);
+	MemoryContextDelete(recent->cxt);
+	MemoryContextDelete(resolved->cxt);
+}
+
+/*
+ * The persist walk: the shard's contents at time into out, each row as many
+ * times as its multiplicity, at most limit rows (limit < 0: all).  The
+ * snapshot is taken now, after the peek's wait, so every update the runtime
+ * saw sealed is visible; the base's since is read with it.
+ */
+void
+persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
+			 int64 time, int64 limit, Tuplestorestate *out)
+{
+	Relation	rel = table_open(shard, AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	Emitter		e = {out, collection, limit, 0, 0};
+	ShardBase	b;
+
+	if (base_open(&b, rel, snapshot, base_since(catalog_read_since(id, snapshot)), AccessShareLock) &&
+		b.since <= time)
+		walk_base(&b, row_type, time, &e);
+	else
+		walk_whole(rel, snapshot, row_type, time, &e);
+	base_close(&b, AccessShareLock);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
 }
 
 /*
@@ -442,40 +794,147 @@ append_counts(ShardWriter *w, RowCounts *counts, int64 time, int64 sign)
 }
 
 /*
- * Compaction: advance every update at or before since to since and merge,
- * dropping rows whose diffs cancel.  Runs in the maintenance runtime's
- * transaction, after the registry's since was raised (so no peek below it
- * can start).  A row whose merged multiplicity would leave bigint's range
- * leaves the shard as it is: its updates stay apart, and a peek reports
- * the overflow.  Returns how many rows the shard lost.
+ * Write a row's base count at since: one row, or, out of bigint's range,
+ * bigint-sized parts and a zero row that flags them.  Returns the rows
+ * written.
  */
-int64
-persist_compact(Oid shard, int64 since)
+static int64
+write_base_row(ShardWriter *w, int64 since, Datum row, int128 count)
 {
-	ShardWriter w;
-	Snapshot	snapshot = GetActiveSnapshot();
+	int64		n = 0;
+
+	if (count == 0)
+		return 0;
+	if (count < PG_INT64_MIN || count > PG_INT64_MAX)
+	{
+		shard_insert(w, since, 0, row);
+		n++;
+	}
+	while (count > PG_INT64_MAX || count < PG_INT64_MIN)
+	{
+		int64		part = count > 0 ? PG_INT64_MAX : PG_INT64_MIN;
+
+		shard_insert(w, since, part, row);
+		count -= part;
+		n++;
+	}
+	shard_insert(w, since, (int64) count, row);
+	return n + 1;
+}
+
+/* A fold's rows: each one's sum and its number of shard rows. */
+typedef struct Fold
+{
 	RowCounts  *counts;
+	RowCounts  *entries;
+	Relation	rel;
+	int64		deleted;
+} Fold;
+
+static void
+fold_count(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	Fold	   *f = arg;
+
+	row_counts_add(f->counts, row, diff);
+	row_counts_add(f->entries, row, 1);
+}
+
+static void
+fold_delete(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	Fold	   *f = arg;
+
+	if (row_counts_find(f->entries, row)->count <= 1)
+		return;
+	simple_table_tuple_delete(f->rel, tid, b->snapshot);
+	f->deleted++;
+}
+
+/*
+ * Fold the recent rows up to since into the base: each row with updates
+ * there (and each flagged base row) gets its shard rows replaced by one row
+ * with their sum, at since.  A row with a single shard row is already so
+ * and stays where it is.  Touches only those rows: writers, who insert
+ * after since, never wait for it.
+ */
+static int64
+fold(ShardWriter *w, ShardBase *b, int64 since)
+{
+	Fold		f;
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+	int64		written = 0;
+
+	f.counts = row_counts_create(shard_row_type(w->rel));
+	f.entries = row_counts_create(shard_row_type(w->rel));
+	f.rel = w->rel;
+	f.deleted = 0;
+	scan_recent(b, since, fold_count, &f);
+	collect_flagged(b, f.counts);
+	scan_base_rows(b, f.counts, fold_count, &f);
+	scan_recent(b, since, fold_delete, &f);
+	scan_base_rows(b, f.counts, fold_delete, &f);
+	hash_seq_init(&status, f.counts->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+		if (row_counts_find(f.entries, row_count_datum(rc))->count > 1)
+			written += write_base_row(w, since, row_count_datum(rc), rc->count);
+	MemoryContextDelete(f.counts->cxt);
+	MemoryContextDelete(f.entries->cxt);
+	return f.deleted - written;
+}
+
+/*
+ * The shard read whole (see ShardBase): every update at or before since
+ * moves to since and merges.  A row whose merged multiplicity would leave
+ * bigint's range leaves the shard as it is: its updates stay apart, and a
+ * peek reports the overflow.
+ */
+static int64
+compact_whole(ShardWriter *w, Snapshot snapshot, int64 since)
+{
+	RowCounts  *counts = row_counts_create(shard_row_type(w->rel));
 	ItemPointerData *tids;
 	int64		before;
-	int64		after = 0;
+	int64		after;
 
-	shard_writer_open(&w, shard);
-	counts = row_counts_create(shard_row_type(w.rel));
-	before = scan_consolidate(w.rel, snapshot, since, counts, &tids);
+	before = scan_consolidate(w->rel, snapshot, since, counts, &tids);
 	if (!row_counts_in_range(counts))
 		after = before;
 	else
 	{
 		for (int64 i = 0; i < before; i++)
-			simple_table_tuple_delete(w.rel, &tids[i], snapshot);
-		after = append_counts(&w, counts, since, 1);
+			simple_table_tuple_delete(w->rel, &tids[i], snapshot);
+		after = append_counts(w, counts, since, 1);
 	}
-	shard_writer_close(&w);
 	MemoryContextDelete(counts->cxt);
 	pfree(tids);
 	return before - after;
 }
 
+/*
+ * Compaction of a shard whose durable since is durable_since to since.  Runs in the
+ * maintenance runtime's transaction, after the registry's since was raised
+ * (so no peek below it can start); the caller raises the durable since in
+ * the same transaction.  Returns how many rows the shard lost.
+ */
+int64
+persist_compact(Oid shard, int64 durable_since, int64 since)
+{
+	ShardWriter w;
+	ShardBase	b;
+	Snapshot	snapshot = GetActiveSnapshot();
+	int64		lost;
+
+	shard_writer_open(&w, shard);
+	if (base_open(&b, w.rel, snapshot, base_since(durable_since), RowExclusiveLock))
+		lost = fold(&w, &b, since);
+	else
+		lost = compact_whole(&w, snapshot, since);
+	base_close(&b, RowExclusiveLock);
+	shard_writer_close(&w);
+	return lost;
+}
 /*
  * Retract the shard's whole contents at time (a captured TRUNCATE): every
  * row present at time gets an update cancelling its multiplicity.  Sees the

@@ -2,7 +2,8 @@
  *
  * persist.h
  *	  Persist shards: the durable history of a collection in an ordinary
- *	  table of the extension, (time, diff, data).
+ *	  table of the extension, (time, diff, data): a consolidated base at
+ *	  the durable since and the recent updates after it.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,9 +31,9 @@ extern void persist_retract_all(Oid shard, int64 time);
 extern void persist_drop_shard(Oid shard);
 extern bool persist_lock_shard(Oid shard);
 extern void persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff);
-extern void persist_walk(Oid shard, Oid row_type, const char *collection,
+extern void persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
 						 int64 time, int64 limit, Tuplestorestate *out);
-extern int64 persist_compact(Oid shard, int64 since);
+extern int64 persist_compact(Oid shard, int64 durable_since, int64 since);
 extern int64 persist_sum_diffs(Oid shard, int64 upper);
 extern int64 persist_count_range(Oid shard, int64 lower, int64 upper);
 extern void persist_scan_range(Oid shard, int64 lower, int64 upper,

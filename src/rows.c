@@ -85,6 +85,61 @@ row_normalize(TupleDesc desc, Datum row)
 	return result;
 }
 
+/*
+ * A hash of a row's identity that a stored row keeps through ALTER TYPE
+ * ... ADD ATTRIBUTE: the live, non-NULL fields' bytes with their attribute
+ * numbers (a field added later reads as NULL and adds nothing).  Rows
+ * with equal images (row_normalize) get equal hashes.  Dropping an
+ * attribute changes the hash of rows that had a value there: callers
+ * that look rows up by it check row_desc_has_dropped first.
+ */
+uint32
+row_hash(TupleDesc desc, Datum row)
+{
+	HeapTupleData tuple;
+	Datum	   *values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	uint32		h = 0;
+
+	row_tuple(DatumGetHeapTupleHeader(row), &tuple);
+	heap_deform_tuple(&tuple, desc, values, nulls);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		uint32		vh;
+
+		if (att->attisdropped || nulls[i])
+			continue;
+		if (att->attlen == -1)
+		{
+			struct varlena *v = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(values[i]));
+
+			vh = hash_bytes((unsigned char *) VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+		}
+		else if (att->attbyval)
+			vh = hash_bytes((unsigned char *) &values[i], sizeof(Datum));
+		else if (att->attlen == -2)
+			vh = hash_bytes((unsigned char *) DatumGetPointer(values[i]),
+							strlen(DatumGetCString(values[i])));
+		else
+			vh = hash_bytes((unsigned char *) DatumGetPointer(values[i]), att->attlen);
+		h = hash_combine(h, hash_combine(hash_bytes_uint32((uint32) i), vh));
+	}
+	pfree(values);
+	pfree(nulls);
+	return h;
+}
+
+/* Has the row type lost attributes (stored row hashes may be stale)? */
+bool
+row_desc_has_dropped(TupleDesc desc)
+{
+	for (int i = 0; i < desc->natts; i++)
+		if (TupleDescAttr(desc, i)->attisdropped)
+			return true;
+	return false;
+}
+
 static uint32
 row_image_hash(const void *key, Size keysize)
 {
@@ -158,6 +213,23 @@ row_counts_add(RowCounts *counts, Datum row, int64 diff)
 	}
 	rc->count += diff;
 	MemoryContextReset(counts->scratch);
+}
+
+/* The entry of a row, or NULL. */
+RowCount *
+row_counts_find(RowCounts *counts, Datum row)
+{
+	MemoryContext old = MemoryContextSwitchTo(counts->scratch);
+	struct varlena *flat = (struct varlena *) DatumGetPointer(row_normalize(counts->desc, row));
+	RowCount	probe;
+	RowCount   *rc;
+
+	MemoryContextSwitchTo(old);
+	probe.key.image = VARDATA(flat);
+	probe.key.len = VARSIZE(flat) - VARHDRSZ;
+	rc = hash_search(counts->table, &probe, HASH_FIND, NULL);
+	MemoryContextReset(counts->scratch);
+	return rc;
 }
 
 /*

@@ -39,8 +39,11 @@ typedef struct RowCounts
 extern void row_tuple(HeapTupleHeader td, HeapTupleData *tuple);
 extern TupleDesc row_desc(Oid rowtype);
 extern Datum row_normalize(TupleDesc desc, Datum row);
+extern uint32 row_hash(TupleDesc desc, Datum row);
+extern bool row_desc_has_dropped(TupleDesc desc);
 extern RowCounts *row_counts_create(Oid rowtype);
 extern void row_counts_add(RowCounts *counts, Datum row, int64 diff);
+extern RowCount *row_counts_find(RowCounts *counts, Datum row);
 extern int64 row_count_value(int128 count);
 extern bool row_counts_in_range(RowCounts *counts);
 extern void row_counts_check_nonnegative(RowCounts *counts, Oid rowtype,

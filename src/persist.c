@@ -591,6 +591,8 @@ typedef struct Emitter
 {
 	Tuplestorestate *out;
 	const char *collection;
+	Oid			row_type;
+	int64		time;
 	int64		limit;			/* < 0: none */
 	int64		emitted;
 	Size		bytes;
@@ -602,12 +604,19 @@ emitter_full(Emitter *e)
 	return e->limit >= 0 && e->emitted >= e->limit;
 }
 
-/* Emit a row as many times as it counts, up to the limit. */
+/*
+ * Emit a row as many times as it counts, up to the limit.  A negative count
+ * fails the peek when the walk reaches it (DESIGN §3.5, 3.6: a peek with a
+ * limit reads no further than it needs, as an index peek does).
+ */
 static void
 emit_copies(Emitter *e, Datum row, int64 copies)
 {
 	HeapTupleData tuple;
 	Size		max_bytes = (Size) peek_max_result_kb * 1024;
+
+	if (copies < 0)
+		row_raise_negative(e->row_type, row, e->collection, copies, e->time);
 
 	/* a shard's datum may be packed, compressed or out of line */
 	row_tuple(DatumGetHeapTupleHeader(row), &tuple);
@@ -634,10 +643,9 @@ walk_whole(Relation rel, Snapshot snapshot, Oid row_type, int64 time, Emitter *e
 	RowCount   *rc;
 
 	scan_consolidate(rel, snapshot, time, counts, NULL);
-	row_counts_check_nonnegative(counts, row_type, e->collection, time);
 	hash_seq_init(&status, counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL && !emitter_full(e))
-		emit_copies(e, row_count_datum(rc), (int64) rc->count);
+		emit_copies(e, row_count_datum(rc), row_count_value(rc->count));
 	if (rc != NULL)
 		hash_seq_term(&status);
 	MemoryContextDelete(counts->cxt);
@@ -645,19 +653,18 @@ walk_whole(Relation rel, Snapshot snapshot, Oid row_type, int64 time, Emitter *e
 
 /*
  * The walk over the base: the recent rows up to time are summed first
- * (recent); every row that may end negative or out of range at time -- a
- * recent sum below zero, a flagged base row -- gets its whole count from
- * the base now (resolved), so the contract of the whole read holds with a
- * limit too (DESIGN §3.5: any negative row fails the peek).  Then the base
- * is streamed: a row with recent updates is emitted once with its count at
- * time, any other as its base row says, until the limit.  Rows that only
- * the recent part has come last.
+ * (recent); a row with flagged base rows -- a negative count or one out of
+ * bigint's range, stored in parts -- gets its whole count from the base now
+ * (flagged).  Then the base is streamed until the limit: a row with recent
+ * updates is emitted with its count at time, a flagged one once with its
+ * whole count, any other as its base row says.  Rows that only the recent
+ * part has come last.
  */
 static void
 walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 {
 	RowCounts  *recent = row_counts_create(row_type);
-	RowCounts  *resolved = row_counts_create(row_type);
+	RowCounts  *flagged = row_counts_create(row_type);
 	HASHCTL		ctl;
 	HTAB	   *hashes;
 	HASH_SEQ_STATUS status;
@@ -668,31 +675,30 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 	bool		isnull;
 
 	scan_recent(b, time, count_row, recent);
-	collect_flagged(b, resolved);
+	collect_flagged(b, flagged);
 
 	ctl.keysize = sizeof(uint32);
 	ctl.entrysize = sizeof(uint32);
 	ctl.hcxt = recent->cxt;
 	hashes = hash_create("pg_peek recent row hashes", 64, &ctl,
 						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	/* flagged rows and negative recent sums resolve now, with their base */
-	hash_seq_init(&status, resolved->table);
+	/* the base rows to look at twice: recent ones and flagged ones */
+	hash_seq_init(&status, flagged->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
 		row_counts_add(recent, row_count_datum(rc), 0);
 	hash_seq_init(&status, recent->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
 	{
 		uint32		h = row_hash(b->desc, row_count_datum(rc));
+		RowCount   *whole = NULL;
 
 		(void) hash_search(hashes, &h, HASH_ENTER, NULL);
-		if (rc->count < 0 || row_counts_find(resolved, row_count_datum(rc)) != NULL)
-		{
-			row_counts_add(resolved, row_count_datum(rc), 0);
-			row_counts_find(resolved, row_count_datum(rc))->count += rc->count;
-		}
+		if (hash_get_num_entries(flagged->table) > 0)
+			whole = row_counts_find(flagged, row_count_datum(rc));
+		if (whole != NULL)
+			whole->count += rc->count;
 	}
-	scan_base_rows(b, resolved, count_row, resolved);
-	row_counts_check_nonnegative(resolved, row_type, e->collection, time);
+	scan_base_rows(b, flagged, count_row, flagged);
 
 	per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek base row",
 									ALLOCSET_SMALL_SIZES);
@@ -714,13 +720,13 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 			h = row_hash(b->desc, row);
 		if (hash_get_num_entries(hashes) > 0 && hash_search(hashes, &h, HASH_FIND, NULL) != NULL)
 		{
-			RowCount   *whole = row_counts_find(resolved, row);
+			RowCount   *whole = row_counts_find(flagged, row);
 			RowCount   *part = row_counts_find(recent, row);
 
 			if (whole != NULL)
 			{
 				/* emitted once, at its first base row */
-				diff = (int64) whole->count;
+				diff = row_count_value(whole->count);
 				whole->count = 0;
 			}
 			else if (part != NULL)
@@ -728,22 +734,20 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 			if (part != NULL)
 				part->count = 0;
 		}
-		if (diff > 0)
-			emit_copies(e, row, diff);
+		emit_copies(e, row, diff);
 		MemoryContextSwitchTo(old);
 	}
 	table_endscan(scan);
 	MemoryContextDelete(per_row);
 
-	/* rows new since the base (a resolved one is in the base or negative) */
+	/* rows new since the base */
 	hash_seq_init(&status, recent->table);
 	while ((rc = hash_seq_search(&status)) != NULL && !emitter_full(e))
-		if (rc->count > 0)
-			emit_copies(e, row_count_datum(rc), row_count_value(rc->count));
+		emit_copies(e, row_count_datum(rc), row_count_value(rc->count));
 	if (rc != NULL)
 		hash_seq_term(&status);
 	MemoryContextDelete(recent->cxt);
-	MemoryContextDelete(resolved->cxt);
+	MemoryContextDelete(flagged->cxt);
 }
 
 /*
@@ -758,7 +762,7 @@ persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
 {
 	Relation	rel = table_open(shard, AccessShareLock);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	Emitter		e = {out, collection, limit, 0, 0};
+	Emitter		e = {out, collection, row_type, time, limit, 0, 0};
 	ShardBase	b;
 
 	if (base_open(&b, rel, snapshot, base_since(catalog_read_since(id, snapshot)), AccessShareLock) &&

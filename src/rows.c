@@ -266,30 +266,17 @@ row_counts_in_range(RowCounts *counts)
 }
 
 /*
- * DESIGN §3 rule 5: a negative multiplicity is invalid data; one out of
- * bigint's range is 22003.
+ * DESIGN §3 rule 5: a row whose multiplicity a walk finds negative is
+ * invalid data, and fails the peek.
  */
 void
-row_counts_check_nonnegative(RowCounts *counts, Oid rowtype, const char *collection,
-							 int64 time)
+row_raise_negative(Oid rowtype, Datum row, const char *name, int64 count, int64 time)
 {
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
-
-	hash_seq_init(&status, counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-	{
-		int64		count = row_count_value(rc->count);
-
-		if (count >= 0)
-			continue;
-		hash_seq_term(&status);
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("row %s of \"%s\" has multiplicity " INT64_FORMAT " at time " INT64_FORMAT,
-						row_to_text(rowtype, row_count_datum(rc)), collection, count, time),
-				 errdetail("More copies of the row were retracted than were inserted.")));
-	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("row %s of \"%s\" has multiplicity " INT64_FORMAT " at time " INT64_FORMAT,
+					row_to_text(rowtype, row), name, count, time),
+			 errdetail("More copies of the row were retracted than were inserted.")));
 }
 
 char *

@@ -46,8 +46,8 @@ extern void row_counts_add(RowCounts *counts, Datum row, int64 diff);
 extern RowCount *row_counts_find(RowCounts *counts, Datum row);
 extern int64 row_count_value(int128 count);
 extern bool row_counts_in_range(RowCounts *counts);
-extern void row_counts_check_nonnegative(RowCounts *counts, Oid rowtype,
-										 const char *collection, int64 time);
+extern void row_raise_negative(Oid rowtype, Datum row, const char *name, int64 count,
+							   int64 time);
 extern char *row_to_text(Oid rowtype, Datum row);
 extern bool rows_match_table(TupleDesc table, TupleDesc row);
 

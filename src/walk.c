@@ -214,11 +214,7 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 		if (count != 0 && (!spec->has_key || batch_key_row_matches(spec->key, row, spec->key_values)))
 		{
 			if (count < 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_EXCEPTION),
-						 errmsg("row %s of \"%s\" has multiplicity " INT64_FORMAT " at time " INT64_FORMAT,
-								row_to_text(spec->row_type, row), spec->name, count, spec->time),
-						 errdetail("More copies of the row were retracted than were inserted.")));
+				row_raise_negative(spec->row_type, row, spec->name, count, spec->time);
 			emit_row(spec, row, count, &emitted, &bytes);
 		}
 

@@ -128,7 +128,7 @@ is(sql('SELECT check_all(5)'), 'ok', 'after folding all: agrees with the history
 is(sql("SELECT count(*) FROM $shard WHERE time > (SELECT since FROM peek.objects WHERE name = 'c')"),
 	'0', 'after folding all: no recent rows');
 
-# ---- negative counts: the base and a limit do not hide them ---------------
+# ---- negative counts: the base does not hide them; a limit reads no further -
 
 sql(q{
 SELECT peek.create_collection('neg', 'kv');
@@ -142,14 +142,16 @@ sql(q{SELECT peek.write('neg', '{}'::kv[], ARRAY[(1, 'n'), (1, 'n'), (1, 'n')]::
 sub negative_error
 {
 	my ($label) = @_;
-	my ($code, $msg) = sql_error($node, q{SELECT * FROM peek.persist_peek(NULL::kv, 'neg', "limit" => 1)});
+	my ($code, $msg) = sql_error($node, q{SELECT * FROM peek.persist_peek(NULL::kv, 'neg')});
 	is("$code: $msg", '22000: row (1,n) of "neg" has multiplicity -1 at time 2', $label);
 }
-negative_error('a negative count from recent updates fails a peek with a limit');
+negative_error('a negative count from recent updates fails a peek');
+is(sql(q{SELECT count(*) FROM peek.persist_peek(NULL::kv, 'neg', "limit" => 0)}), '0',
+	'a peek with limit 0 reads no row, so it does not meet the negative one (as an index peek)');
 # folded into the base: a negative base row, flagged
 sql(q{SELECT peek.allow_compaction('neg', 2)});
 ok(poll_until($node, "SELECT since = 2 FROM peek.objects WHERE name = 'neg'"), 'neg: compacted to 2');
-negative_error('a negative count in the base fails a peek with a limit');
+negative_error('a negative count in the base fails a peek');
 sql(q{SELECT peek.write('neg', ARRAY[(1, 'n'), (1, 'n')]::kv[])});
 is(sql(q{SELECT count(*) FROM peek.persist_peek(NULL::kv, 'neg')}), '500',
 	'a negative base row made good by recent updates counts again');

@@ -23,6 +23,7 @@ extern int	peek_max_memory_kb;
 extern int	peek_max_result_kb;
 extern int	peek_runtime_wait_ms;
 extern int	peek_isolation;
+extern int	peek_maintenance_nice;
 
 extern void config_define_settings(void);
 

@@ -6,8 +6,9 @@
  *	  A batch is one DSA allocation: a header, entries sorted by (key hash,
  *	  row image, time), and the row images.  Building a batch advances times
  *	  below the arrangement's since to it and consolidates updates that share
- *	  row and time, dropping those that cancel; merging batches is building a
- *	  batch from their entries, so one code path does both.
+ *	  row and time, dropping those that cancel.  Merging sorted batches is a
+ *	  linear merge that does the same (advancing a time keeps the order), a
+ *	  step at a time, so that its caller can spread it over many rounds.
  *
  *	  Batches are reference counted: the owning spine, the registry's
  *	  published list and every reader pin count.  The last unpin frees it,
@@ -29,6 +30,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/typcache.h"
 
 #include "batch.h"
@@ -161,6 +163,41 @@ reserve_memory(Size size)
 }
 
 /*
+ * Allocate a batch for nentries entries and data_size bytes of row images,
+ * its header filled but for rows.  Returns InvalidDsaPointer if
+ * pg_peek.max_memory would be exceeded.
+ */
+static dsa_pointer
+allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 since)
+{
+	Size		size = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * nentries) + data_size;
+	dsa_pointer dp;
+	Batch	   *batch;
+
+	if (data_size / MAXIMUM_ALIGNOF > PG_UINT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("arrangement batch exceeds the largest batch size")));
+	if (!reserve_memory(size))
+		return InvalidDsaPointer;
+	dp = dsa_allocate_extended(shmem_dsa(), size, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
+	if (!DsaPointerIsValid(dp))
+	{
+		pg_atomic_fetch_sub_u64(&peek_shared->arrangement_bytes, size);
+		return InvalidDsaPointer;
+	}
+	batch = dsa_get_address(shmem_dsa(), dp);
+	pg_atomic_init_u32(&batch->refcount, 1);
+	batch->nentries = nentries;
+	batch->rows = 0;
+	batch->lower = lower;
+	batch->upper = upper;
+	batch->since = since;
+	batch->size = size;
+	return dp;
+}
+
+/*
  * Build a batch from updates (which this sorts in place): times below since
  * advance to since, equal (row, time) pairs consolidate, zeros vanish.  Two
  * updates whose diffs would sum beyond bigint's range stay apart: the walk,
@@ -174,7 +211,6 @@ batch_build(PendingUpdate *updates, int64 n,
 {
 	int64		out = 0;
 	Size		data_size = 0;
-	Size		size;
 	dsa_pointer dp;
 	Batch	   *batch;
 	char	   *data;
@@ -207,35 +243,17 @@ batch_build(PendingUpdate *updates, int64 n,
 
 	for (int64 i = 0; i < out; i++)
 		data_size += MAXALIGN(updates[i].len + VARHDRSZ);
-	size = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * out) + data_size;
-
-	if (!reserve_memory(size))
-		return InvalidDsaPointer;
-	dp = dsa_allocate_extended(shmem_dsa(), size, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
+	dp = allocate_batch(out, data_size, lower, upper, since);
 	if (!DsaPointerIsValid(dp))
-	{
-		pg_atomic_fetch_sub_u64(&peek_shared->arrangement_bytes, size);
 		return InvalidDsaPointer;
-	}
 
-	batch = dsa_get_address(shmem_dsa(), dp);
-	pg_atomic_init_u32(&batch->refcount, 1);
-	batch->nentries = out;
-	batch->rows = 0;
-	batch->lower = lower;
-	batch->upper = upper;
-	batch->since = since;
-	batch->size = size;
+	batch = batch_get(dp);
 	data = batch_data(batch);
 	for (int64 i = 0; i < out; i++)
 	{
 		BatchEntry *e = &batch->entries[i];
 		char	   *image = data + offset;
 
-		if (offset / MAXIMUM_ALIGNOF > PG_UINT32_MAX)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("arrangement batch exceeds the largest batch size")));
 		e->keyhash = updates[i].keyhash;
 		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
 		e->time = updates[i].time;
@@ -248,42 +266,178 @@ batch_build(PendingUpdate *updates, int64 n,
 	return dp;
 }
 
-/* Merge batches (pinned by the caller) into a new one at since. */
-dsa_pointer
-batch_merge(dsa_pointer *inputs, int ninputs, int64 since)
-{
-	int64		total = 0;
-	int64		lower = PG_INT64_MAX;
-	int64		upper = 0;
-	PendingUpdate *updates;
-	int64		n = 0;
-	dsa_pointer result;
+/* ---- merges ---- */
 
-	for (int i = 0; i < ninputs; i++)
-		total += batch_get(inputs[i])->nentries;
-	updates = palloc_extended(sizeof(PendingUpdate) * Max(total, 1), MCXT_ALLOC_HUGE);
+/*
+ * Start merging inputs (one or two batches, pinned by the caller until the
+ * merge is finished or abandoned) at since.  With one input the merge
+ * rewrites it at a later since.
+ */
+BatchMerge *
+batch_merge_begin(dsa_pointer *inputs, int ninputs, int64 since)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek merge",
+											  ALLOCSET_DEFAULT_SIZES);
+	BatchMerge *merge = MemoryContextAllocZero(cxt, sizeof(BatchMerge));
+	int64		nentries = 0;
+	Size		data_size = 0;
+
+	Assert(ninputs >= 1 && ninputs <= 2);
+	merge->cxt = cxt;
+	merge->ninputs = ninputs;
+	merge->since = since;
 	for (int i = 0; i < ninputs; i++)
 	{
 		Batch	   *batch = batch_get(inputs[i]);
 
-		lower = Min(lower, batch->lower);
-		upper = Max(upper, batch->upper);
-		for (int64 j = 0; j < batch->nentries; j++)
-		{
-			BatchEntry *e = &batch->entries[j];
-			char	   *image = DatumGetPointer(batch_row(batch, e));
+		merge->inputs[i] = inputs[i];
+		nentries += batch->nentries;
+		data_size += batch->size - (batch_data(batch) - (char *) batch);
+	}
+	/* consolidation only shrinks: the inputs' sizes bound the output */
+	merge->entries = MemoryContextAllocHuge(cxt, sizeof(BatchEntry) * Max(nentries, 1));
+	merge->data = MemoryContextAllocHuge(cxt, Max(data_size, 1));
+	return merge;
+}
 
-			updates[n].keyhash = e->keyhash;
-			updates[n].len = VARSIZE(image) - VARHDRSZ;
-			updates[n].image = VARDATA(image);
-			updates[n].time = e->time;
-			updates[n].diff = e->diff;
-			n++;
+/* The order of batch_pending_update_cmp, between two batches' entries. */
+static int
+entry_cmp(const char *x, BatchEntry *ex, int64 xtime, const char *y, BatchEntry *ey, int64 ytime)
+{
+	int			c = row_image_cmp(ex->keyhash, VARDATA(x), VARSIZE(x) - VARHDRSZ,
+								  ey->keyhash, VARDATA(y), VARSIZE(y) - VARHDRSZ);
+
+	if (c != 0)
+		return c;
+	if (xtime != ytime)
+		return xtime < ytime ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Append one input entry (its time advanced to the since) to the output,
+ * consolidating it with the last output entry of the same row and time;
+ * an entry that sums to zero vanishes.
+ */
+static void
+merge_emit(BatchMerge *merge, Batch *batch, BatchEntry *e)
+{
+	char	   *image = DatumGetPointer(batch_row(batch, e));
+	int64		time = Max(e->time, merge->since);
+	BatchEntry *last = merge->nentries > 0 ? &merge->entries[merge->nentries - 1] : NULL;
+	Size		len = MAXALIGN(VARSIZE(image));
+	BatchEntry *out;
+
+	if (last != NULL)
+	{
+		char	   *last_image = merge->data + (Size) last->offset * MAXIMUM_ALIGNOF;
+		int64		sum;
+
+		if (entry_cmp(last_image, last, last->time, image, e, time) == 0 &&
+			!pg_add_s64_overflow(last->diff, e->diff, &sum))
+		{
+			last->diff = sum;
+			if (sum == 0)
+			{
+				/* its image is the last one written */
+				merge->data_used -= MAXALIGN(VARSIZE(last_image));
+				merge->nentries--;
+			}
+			return;
 		}
 	}
-	result = batch_build(updates, n, lower, upper, since);
-	pfree(updates);
-	return result;
+	out = &merge->entries[merge->nentries++];
+	out->keyhash = e->keyhash;
+	out->offset = (uint32) (merge->data_used / MAXIMUM_ALIGNOF);
+	out->time = time;
+	out->diff = e->diff;
+	memcpy(merge->data + merge->data_used, image, VARSIZE(image));
+	merge->data_used += len;
+}
+
+/*
+ * Advance the merge by up to *fuel input entries, taking what it uses from
+ * *fuel.  Returns true once every input entry is merged.
+ */
+bool
+batch_merge_step(BatchMerge *merge, int64 *fuel)
+{
+	Batch	   *in[2];
+
+	for (int i = 0; i < merge->ninputs; i++)
+		in[i] = batch_get(merge->inputs[i]);
+	while (*fuel > 0)
+	{
+		int			next = -1;
+
+		for (int i = 0; i < merge->ninputs; i++)
+		{
+			BatchEntry *e;
+
+			if (merge->pos[i] >= in[i]->nentries)
+				continue;
+			e = &in[i]->entries[merge->pos[i]];
+			if (next < 0)
+				next = i;
+			else
+			{
+				BatchEntry *n = &in[next]->entries[merge->pos[next]];
+
+				if (entry_cmp(DatumGetPointer(batch_row(in[i], e)), e,
+							  Max(e->time, merge->since),
+							  DatumGetPointer(batch_row(in[next], n)), n,
+							  Max(n->time, merge->since)) < 0)
+					next = i;
+			}
+		}
+		if (next < 0)
+			return true;
+		merge_emit(merge, in[next], &in[next]->entries[merge->pos[next]++]);
+		if (--(*fuel) % 4096 == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	for (int i = 0; i < merge->ninputs; i++)
+		if (merge->pos[i] < in[i]->nentries)
+			return false;
+	return true;
+}
+
+/*
+ * The merged batch of a complete merge (InvalidDsaPointer if
+ * pg_peek.max_memory would be exceeded); the merge is freed either way.
+ */
+dsa_pointer
+batch_merge_finish(BatchMerge *merge)
+{
+	int64		lower = PG_INT64_MAX;
+	int64		upper = 0;
+	dsa_pointer dp;
+
+	for (int i = 0; i < merge->ninputs; i++)
+	{
+		Batch	   *batch = batch_get(merge->inputs[i]);
+
+		lower = Min(lower, batch->lower);
+		upper = Max(upper, batch->upper);
+	}
+	dp = allocate_batch(merge->nentries, merge->data_used, lower, upper, merge->since);
+	if (DsaPointerIsValid(dp))
+	{
+		Batch	   *batch = batch_get(dp);
+
+		memcpy(batch->entries, merge->entries, sizeof(BatchEntry) * merge->nentries);
+		memcpy(batch_data(batch), merge->data, merge->data_used);
+		for (int64 i = 0; i < merge->nentries; i++)
+			batch->rows = row_add_saturating(batch->rows, merge->entries[i].diff);
+	}
+	batch_merge_abandon(merge);
+	return dp;
+}
+
+void
+batch_merge_abandon(BatchMerge *merge)
+{
+	MemoryContextDelete(merge->cxt);
 }
 
 Batch *

@@ -95,8 +95,30 @@ typedef struct PendingUpdate
 	int64		diff;
 } PendingUpdate;
 
+/*
+ * A merge in progress: a linear merge of one or two sorted batches (pinned
+ * by the caller for its life) at a since, done a step at a time.  Its
+ * output grows in local memory, so a merge that dies with its process
+ * leaves nothing behind in DSA.
+ */
+typedef struct BatchMerge
+{
+	MemoryContext cxt;
+	int			ninputs;
+	dsa_pointer inputs[2];
+	int64		pos[2];
+	int64		since;
+	BatchEntry *entries;		/* output, offsets into data */
+	int64		nentries;
+	char	   *data;
+	Size		data_used;
+} BatchMerge;
+
 extern dsa_pointer batch_build(PendingUpdate *updates, int64 n, int64 lower, int64 upper, int64 since);
-extern dsa_pointer batch_merge(dsa_pointer *inputs, int ninputs, int64 since);
+extern BatchMerge *batch_merge_begin(dsa_pointer *inputs, int ninputs, int64 since);
+extern bool batch_merge_step(BatchMerge *merge, int64 *fuel);
+extern dsa_pointer batch_merge_finish(BatchMerge *merge);
+extern void batch_merge_abandon(BatchMerge *merge);
 extern Batch *batch_get(dsa_pointer dp);
 extern void batch_pin(dsa_pointer dp);
 extern void batch_unpin(dsa_pointer dp);

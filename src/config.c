@@ -29,6 +29,7 @@ int			peek_max_result_kb = 256 * 1024;
 int			peek_runtime_wait_ms = 10000;
 int			peek_isolation = PEEK_ISOLATION_SERIALIZABLE;
 bool		peek_fast_path = true;
+int			peek_maintenance_nice = 5;
 
 void
 config_define_settings(void)
@@ -104,6 +105,18 @@ config_define_settings(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_peek.maintenance_nice",
+							"How much lower the maintenance runtime's CPU priority is than the server's (a niceness increment).",
+							"Applies in split mode only: the solo runtime also serves peeks and keeps the server's priority. "
+							"Raising the priority again after a reload needs the privilege to do so.",
+							&peek_maintenance_nice,
+							5,
+							0,
+							19,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_peek");
 }

@@ -24,6 +24,7 @@ extern int	peek_max_result_kb;
 extern int	peek_runtime_wait_ms;
 extern int	peek_isolation;
 extern bool peek_fast_path;
+extern int	peek_maintenance_nice;
 
 extern void config_define_settings(void);
 

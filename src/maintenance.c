@@ -449,17 +449,22 @@ run_compactions(void)
 	pfree(ids);
 }
 
-void
+/*
+ * One round of maintenance.  Returns whether merge work is left that the
+ * next round should do without waiting.
+ */
+bool
 maintenance_step(void)
 {
 	ListCell   *lc;
+	bool		more = false;
 
 	/* sources whose upper rose are published like a changed catalog row */
 	foreach(lc, capture_step())
 		hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
-	/* a quiet round does the large merges busy rounds put off */
+	/* a quiet round merges what busy rounds' fuel left */
 	if (!reread_all && hash_get_num_entries(changed_ids) == 0)
-		spine_merge_deferred();
+		more = spine_quiet_round();
 	if (reread_all || hash_get_num_entries(changed_ids) > 0)
 	{
 		retry_all = false;
@@ -472,6 +477,7 @@ maintenance_step(void)
 		run_compactions();
 	if (hash_get_num_entries(tombstones) > 0)
 		delete_tombstones();
+	return more;
 }
 
 /* Raise the runtime's standing holds to what the catalog allows. */

@@ -15,7 +15,7 @@
 
 extern void maintenance_reset(void);
 extern void maintenance_note_command(PeekCommand *cmd);
-extern void maintenance_step(void);
+extern bool maintenance_step(void);
 extern void maintenance_accept_standing_holds(int runtime);
 
 #endif							/* PEEK_MAINTENANCE_H */

@@ -12,6 +12,10 @@
  *	  work is dropped (backends re-issue), waiter counts restart at zero,
  *	  standing holds are kept and raised to what the catalog allows.
  *	  Errors exit with code 1, so the postmaster restarts the runtime.
+ *	  The maintenance runtime of split mode lowers its CPU priority
+ *	  (pg_peek.maintenance_nice) so that backends and the interactive
+ *	  runtime are served first on a busy machine; the solo runtime also
+ *	  serves peeks and keeps the server's priority.
  *
  *	  Owns the runtime slots' identity fields.  Must not implement
  *	  maintenance (maintenance.c, which also holds the standing holds'
@@ -20,6 +24,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <sys/resource.h>
 
 #include "access/xact.h"
 #include "commands/extension.h"
@@ -50,6 +56,22 @@
 /* how often maintenance looks for newly flushed WAL while it has sources */
 #define CAPTURE_POLL_MS			10L
 #define MAX_COMMANDS_PER_ROUND	1024
+
+/* The niceness the runtime started with; -100 unless it lowers its own. */
+#define NO_NICE		(-100)
+static int	base_nice = NO_NICE;
+
+/* Set the maintenance runtime's niceness to base + pg_peek.maintenance_nice. */
+static void
+apply_nice(void)
+{
+	int			nice = Min(base_nice + peek_maintenance_nice, 19);
+
+	if (setpriority(PRIO_PROCESS, 0, nice) != 0)
+		ereport(LOG,
+				(errmsg("could not set the pg_peek maintenance runtime's niceness to %d: %m",
+						nice)));
+}
 
 static void
 find_extension(void *arg)
@@ -144,6 +166,15 @@ runtime_start(int runtime, PeekRole role)
 	/* the runtime is a superuser: the database's search_path is not its own */
 	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
 	registry_attach();
+	if (role == PEEK_ROLE_MAINTENANCE)
+	{
+		errno = 0;
+		base_nice = getpriority(PRIO_PROCESS, 0);
+		if (errno == 0)
+			apply_nice();
+		else
+			base_nice = NO_NICE;
+	}
 
 	peek_runtime_reset(runtime, role == PEEK_ROLE_SOLO ? spine_local_batches : NULL);
 	before_shmem_exit(runtime_exit, Int32GetDatum(runtime));
@@ -193,13 +224,17 @@ check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked
 	return found;
 }
 
-/* Sleep until woken or the tick; take a configuration reload. */
+/*
+ * Sleep until woken or the tick (not at all while merge work is left); take
+ * a configuration reload.
+ */
 static void
-runtime_wait(RuntimeSlot *rt, bool maintains)
+runtime_wait(RuntimeSlot *rt, bool maintains, bool busy)
 {
 	int			rc;
 
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+				   busy ? 0 :
 				   maintains && capture_active() ? CAPTURE_POLL_MS : RUNTIME_TICK_MS,
 				   PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
@@ -210,6 +245,8 @@ runtime_wait(RuntimeSlot *rt, bool maintains)
 	{
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
+		if (base_nice != NO_NICE)
+			apply_nice();
 		SpinLockAcquire(&rt->mutex);
 		rt->max_memory_kb = peek_max_memory_kb;
 		SpinLockRelease(&rt->mutex);
@@ -234,13 +271,14 @@ runtime_main(Datum arg)
 	for (;;)
 	{
 		MemoryContext old = MemoryContextSwitchTo(round_cxt);
+		bool		busy = false;
 
 		extension = check_extension(runtime, maintains, extension, &extension_checked);
 		if (OidIsValid(extension))
 		{
 			take_commands(runtime, maintains);
 			if (maintains)
-				maintenance_step();
+				busy = maintenance_step();
 			if (serves)
 			{
 				peek_serve_inbox(runtime);
@@ -249,6 +287,6 @@ runtime_main(Datum arg)
 		}
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(round_cxt);
-		runtime_wait(rt, maintains);
+		runtime_wait(rt, maintains, busy);
 	}
 }

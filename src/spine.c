@@ -1,22 +1,29 @@
 /*-------------------------------------------------------------------------
  *
  * spine.c
- *	  The maintenance runtime's arrangements: one spine per index, a list of
- *	  batches merged geometrically (like an LSM: a batch merges with its
- *	  predecessor while that one is at most twice its size, so merge work
- *	  per update is logarithmic and the list stays short).  A large merge
- *	  waits for a quiet round, so that it does not delay the publication of
- *	  the next seal while updates keep coming.
+ *	  The maintenance runtime's arrangements: one spine per index, its
+ *	  batches kept in levels by size as differential dataflow's fueled spine
+ *	  keeps them.  Level k holds batches of at most 2^k updates, at most two;
+ *	  two at one level are being merged, a linear merge of sorted batches
+ *	  advanced a step at a time.  Each batch a seal introduces gives every
+ *	  merge in progress fuel proportional to its updates, enough that a
+ *	  merge at level k completes before another batch can reach level k, so
+ *	  merge work per update stays logarithmic, the batch list stays short
+ *	  (at most two per level) and no merge ever sits whole in front of the
+ *	  next seal's publication.  Quiet rounds (nothing new anywhere) spend
+ *	  bounded fuel merging what is left, down to one batch at the spine's
+ *	  since.
  *
  *	  A spine hydrates from its collection's persist shard, follows every
- *	  seal by arranging the newly sealed updates, compacts by merging at its
- *	  since, and publishes after each change.  The spine holds one pin on
- *	  each of its batches (registry.c states the ownership rule): it takes
- *	  over the build's reference, lets go of the batches a merge replaced
- *	  only after publishing the result, and releases everything when the
- *	  index is forgotten or failed.  A restarted maintenance runtime
- *	  releases its dead predecessor's pins (registry_release_dead_spines)
- *	  and re-hydrates.
+ *	  seal by arranging the newly sealed updates, and publishes after each
+ *	  change; a new since is applied by the merges that follow.  The spine
+ *	  holds one pin on each of its batches (registry.c states the ownership
+ *	  rule): it takes over a build's or merge's reference, lets go of the
+ *	  batches a merge replaced only after publishing the result, and
+ *	  releases everything when the index is forgotten or failed.  A merge's
+ *	  output lives in local memory until it completes.  A restarted
+ *	  maintenance runtime releases its dead predecessor's pins
+ *	  (registry_release_dead_spines) and re-hydrates.
  *
  *	  Runs only in the maintenance (or solo) runtime.  Must not answer peeks.
  *
@@ -25,6 +32,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -38,39 +46,66 @@
 #include "rows.h"
 #include "spine.h"
 
-/* A full merge to apply a new since at most this often per index. */
-#define FULL_MERGE_INTERVAL_MS	1000
+/* A since advance (a catalog write) at most this often per index. */
+#define SINCE_INTERVAL_MS	1000
+
+/* Two batches per level: the published list is never longer than allowed. */
+#define SPINE_LEVELS	(PEEK_MAX_BATCHES / 2)
 
 /*
- * A merge this large waits for a quiet round (one with nothing new to
- * arrange), so that it does not hold back the next seal's publication while
- * updates keep coming; a spine with this many batches merges regardless.
+ * Merge work per update introduced, for each merge in progress: a merge at
+ * level k (at most 2^(k+1) entries) completes before the 2^(k-1) updates it
+ * takes to bring another batch to level k have arrived.
  */
-#define DEFERRED_MERGE_ENTRIES	(64 * 1024)
-#define MAX_DEFERRING_BATCHES	16
+#define FUEL_PER_UPDATE	4
+
+/* Merge work a quiet round spends per spine. */
+#define QUIET_FUEL		(256 * 1024)
+
+typedef struct Level
+{
+	int			nbatches;		/* 0, 1, or 2 (being merged) */
+	dsa_pointer batches[2];
+	BatchMerge *merge;			/* over batches[0 .. nbatches), or NULL */
+} Level;
 
 typedef struct Spine
 {
 	PeekObjectId index;			/* key */
 	Oid			shard;
 	KeyInfo    *key;
-	int			nbatches;
+	Level		levels[SPINE_LEVELS];
+	int			nbatches;		/* the published list: every level's batches */
 	dsa_pointer batches[PEEK_MAX_BATCHES];
+	dsa_pointer *retired;		/* replaced by merges, unpinned once published */
+	int			nretired;
+	int			retired_capacity;
 	int64		upper;
 	int64		since;
 	bool		failed;
-	bool		merge_deferred;
-	TimestampTz last_full_merge;
+	TimestampTz last_since_advance;
 } Spine;
 
 static HTAB *spines = NULL;
 
-/* Let go of a spine's pins. */
+/* Let go of a spine's pins and abandon its merges. */
 static void
 release_spine(Spine *spine)
 {
-	for (int i = 0; i < spine->nbatches; i++)
-		batch_unpin(spine->batches[i]);
+	for (int k = 0; k < SPINE_LEVELS; k++)
+	{
+		Level	   *level = &spine->levels[k];
+
+		if (level->merge != NULL)
+			batch_merge_abandon(level->merge);
+		level->merge = NULL;
+		for (int i = 0; i < level->nbatches; i++)
+			batch_unpin(level->batches[i]);
+		level->nbatches = 0;
+	}
+	for (int i = 0; i < spine->nretired; i++)
+		batch_unpin(spine->retired[i]);
+	spine->nretired = 0;
 	spine->nbatches = 0;
 }
 
@@ -90,7 +125,10 @@ spine_reset_all(void)
 
 		hash_seq_init(&status, spines);
 		while ((spine = hash_seq_search(&status)) != NULL)
+		{
 			release_spine(spine);
+			pfree(spine->retired);
+		}
 		hash_destroy(spines);
 	}
 	else
@@ -101,11 +139,22 @@ spine_reset_all(void)
 	spines = hash_create("pg_peek spines", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
+/*
+ * Publish every level's batches, then let go of the batches merges
+ * replaced: readers resolve the new list before the old one is unpinned.
+ */
 static void
 publish_spine(Spine *spine)
 {
+	spine->nbatches = 0;
+	for (int k = 0; k < SPINE_LEVELS; k++)
+		for (int i = 0; i < spine->levels[k].nbatches; i++)
+			spine->batches[spine->nbatches++] = spine->levels[k].batches[i];
 	registry_publish_arrangement(spine->index, spine->batches, spine->nbatches,
 						spine->upper, spine->since);
+	for (int i = 0; i < spine->nretired; i++)
+		batch_unpin(spine->retired[i]);
+	spine->nretired = 0;
 }
 
 static void
@@ -120,56 +169,159 @@ fail_spine(Spine *spine)
 	release_spine(spine);
 }
 
-/*
- * Replace batches [from, nbatches) with one new batch (a build or merge
- * result, whose one reference becomes the spine's pin), publish, and only
- * then let go of the replaced batches.
- */
+/* Keep a replaced batch's pin until the next publication. */
 static void
-install_batch(Spine *spine, int from, dsa_pointer dp)
+retire_batch(Spine *spine, dsa_pointer dp)
 {
-	dsa_pointer replaced[PEEK_MAX_BATCHES];
-	int			nreplaced = spine->nbatches - from;
+	if (spine->nretired == spine->retired_capacity)
+	{
+		spine->retired_capacity *= 2;
+		spine->retired = repalloc(spine->retired, sizeof(dsa_pointer) * spine->retired_capacity);
+	}
+	spine->retired[spine->nretired++] = dp;
+}
 
-	memcpy(replaced, &spine->batches[from], sizeof(dsa_pointer) * nreplaced);
-	spine->batches[from] = dp;
-	spine->nbatches = from + 1;
-	publish_spine(spine);
-	for (int i = 0; i < nreplaced; i++)
-		batch_unpin(replaced[i]);
+static int
+level_of(Batch *batch)
+{
+	return Min(pg_ceil_log2_64(Max(batch->nentries, 1)), SPINE_LEVELS - 1);
+}
+
+static void place_batch(Spine *spine, dsa_pointer dp);
+
+static void
+start_merge(Spine *spine, Level *level)
+{
+	level->merge = batch_merge_begin(level->batches, level->nbatches, spine->since);
 }
 
 /*
- * Merge the last two batches while the older is at most twice the newer;
- * unless quiet, a large merge is deferred (see DEFERRED_MERGE_ENTRIES).
+ * Level k's merge is complete: its batches are retired and the result goes
+ * to the level of its size.  Published by the caller.
  */
 static void
-merge_geometrically(Spine *spine, bool quiet)
+complete_merge(Spine *spine, int k)
 {
-	spine->merge_deferred = false;
-	while (spine->nbatches >= 2)
-	{
-		int			n = spine->nbatches;
-		Batch	   *older = batch_get(spine->batches[n - 2]);
-		Batch	   *newer = batch_get(spine->batches[n - 1]);
-		dsa_pointer merged;
+	Level	   *level = &spine->levels[k];
+	dsa_pointer merged = batch_merge_finish(level->merge);
 
-		if (older->nentries > 2 * newer->nentries && n < PEEK_MAX_BATCHES)
-			break;
-		if (!quiet && n < MAX_DEFERRING_BATCHES &&
-			older->nentries + newer->nentries > DEFERRED_MERGE_ENTRIES)
+	level->merge = NULL;
+	for (int i = 0; i < level->nbatches; i++)
+		retire_batch(spine, level->batches[i]);
+	level->nbatches = 0;
+	if (!DsaPointerIsValid(merged))
+	{
+		fail_spine(spine);
+		return;
+	}
+	place_batch(spine, merged);
+}
+
+/*
+ * Add a batch (its one reference becomes the spine's pin) at the level of
+ * its size.  A merge still running there is finished first: fuel makes
+ * that rare.
+ */
+static void
+place_batch(Spine *spine, dsa_pointer dp)
+{
+	int			k;
+	Level	   *level;
+
+	if (batch_get(dp)->nentries == 0)
+	{
+		batch_unpin(dp);
+		return;
+	}
+	k = level_of(batch_get(dp));
+	level = &spine->levels[k];
+	if (level->merge != NULL)
+	{
+		int64		fuel = PG_INT64_MAX;
+
+		(void) batch_merge_step(level->merge, &fuel);
+		complete_merge(spine, k);
+		if (spine->failed)
 		{
-			spine->merge_deferred = true;
-			break;
-		}
-		merged = batch_merge(&spine->batches[n - 2], 2, spine->since);
-		if (!DsaPointerIsValid(merged))
-		{
-			fail_spine(spine);
+			batch_unpin(dp);
 			return;
 		}
-		install_batch(spine, n - 2, merged);
 	}
+	level->batches[level->nbatches++] = dp;
+	if (level->nbatches == 2)
+		start_merge(spine, level);
+}
+
+/*
+ * Give every merge in progress fuel, lowest level first (a result may
+ * start a merge higher up, which gets its fuel in the same pass).  Returns
+ * whether a merge completed.
+ */
+static bool
+apply_fuel(Spine *spine, int64 fuel)
+{
+	bool		completed = false;
+
+	for (int k = 0; k < SPINE_LEVELS && !spine->failed; k++)
+	{
+		Level	   *level = &spine->levels[k];
+		int64		level_fuel = fuel;
+
+		if (level->merge == NULL || !batch_merge_step(level->merge, &level_fuel))
+			continue;
+		complete_merge(spine, k);
+		completed = true;
+	}
+	return completed;
+}
+
+/* A new batch: fuel for the merges in progress, then its place. */
+static void
+introduce_batch(Spine *spine, dsa_pointer dp)
+{
+	int64		n = batch_get(dp)->nentries;
+
+	apply_fuel(spine, FUEL_PER_UPDATE * n);
+	if (spine->failed)
+		batch_unpin(dp);
+	else
+		place_batch(spine, dp);
+}
+
+/*
+ * With no merge in progress, start one that brings the spine closer to one
+ * batch at its since: the lowest batch joins the next one up, or a lone
+ * batch below the since is rewritten at it.  Returns false if there is
+ * nothing to do.
+ */
+static bool
+start_tidy_merge(Spine *spine)
+{
+	int			low = -1;
+
+	for (int k = 0; k < SPINE_LEVELS; k++)
+	{
+		Level	   *level = &spine->levels[k];
+
+		if (level->merge != NULL)
+			return true;
+		if (level->nbatches == 0)
+			continue;
+		if (low < 0)
+		{
+			low = k;
+			continue;
+		}
+		/* a lone batch per level: move the lowest up to join this one */
+		level->batches[level->nbatches++] = spine->levels[low].batches[0];
+		spine->levels[low].nbatches = 0;
+		start_merge(spine, level);
+		return true;
+	}
+	if (low < 0 || batch_get(spine->levels[low].batches[0])->since >= spine->since)
+		return false;
+	start_merge(spine, &spine->levels[low]);
+	return true;
 }
 
 /* ---- arranging shard updates ---- */
@@ -290,18 +442,16 @@ follow(Spine *spine, int64 upper)
 		return;
 	dp = arrange_range(spine, spine->upper, upper, &empty);
 	spine->upper = upper;
-	if (empty)
-	{
-		publish_spine(spine);	/* a seal with no updates still publishes */
-		return;
-	}
-	if (!DsaPointerIsValid(dp))
+	if (!empty && !DsaPointerIsValid(dp))
 	{
 		fail_spine(spine);
 		return;
 	}
-	install_batch(spine, spine->nbatches, dp);
-	merge_geometrically(spine, false);
+	if (!empty)
+		introduce_batch(spine, dp);
+	/* a seal with no updates still publishes */
+	if (!spine->failed)
+		publish_spine(spine);
 }
 
 /*
@@ -323,31 +473,45 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 
 		spine->shard = collection->shard;
 		spine->key = batch_keyinfo_build(index->row_type, index->nkeys, index->attnums);
+		memset(spine->levels, 0, sizeof(spine->levels));
+		spine->retired_capacity = 2 * PEEK_MAX_BATCHES;
+		spine->retired = palloc(sizeof(dsa_pointer) * spine->retired_capacity);
 		MemoryContextSwitchTo(old);
 		spine->nbatches = 0;
+		spine->nretired = 0;
 		spine->upper = 0;
 		/* exact from the shard's since, and never below what was shown */
 		spine->since = Max(collection->since, published_since);
 		spine->failed = false;
-		spine->merge_deferred = false;
-		spine->last_full_merge = 0;
+		spine->last_since_advance = 0;
 	}
 	follow(spine, upper);
 	if (!found && !spine->failed && spine->upper == 0)
 		publish_spine(spine);	/* an empty collection: published, upper 0 */
 }
 
-/* A quiet round: run the merges busy rounds deferred. */
-void
-spine_merge_deferred(void)
+/*
+ * A quiet round: each spine spends bounded fuel on its merges, starting
+ * one where batches remain to be merged.  Returns whether merge work is
+ * left for later rounds.
+ */
+bool
+spine_quiet_round(void)
 {
 	HASH_SEQ_STATUS status;
 	Spine	   *spine;
+	bool		more = false;
 
 	hash_seq_init(&status, spines);
 	while ((spine = hash_seq_search(&status)) != NULL)
-		if (spine->merge_deferred && !spine->failed)
-			merge_geometrically(spine, true);
+	{
+		if (spine->failed || !start_tidy_merge(spine))
+			continue;
+		if (apply_fuel(spine, QUIET_FUEL) && !spine->failed)
+			publish_spine(spine);
+		more = true;
+	}
+	return more;
 }
 
 void
@@ -358,40 +522,32 @@ spine_forget(PeekObjectId index)
 	if (spine == NULL)
 		return;
 	release_spine(spine);
+	pfree(spine->retired);
 	hash_search(spines, &index, HASH_REMOVE, NULL);
 }
 
 /*
- * Compact a spine to since by merging all its batches there.  Returns
- * false if it must be retried later (a full merge ran too recently).
+ * Advance a spine's since and publish it; the merges that follow apply it
+ * to the batches.  Returns false if it must be retried later (one ran too
+ * recently).
  */
 bool
 spine_compact(PeekObjectId index, int64 since)
 {
 	Spine	   *spine = hash_search(spines, &index, HASH_FIND, NULL);
-	dsa_pointer merged;
 	TimestampTz now = GetCurrentTimestamp();
 
 	if (spine == NULL || spine->failed || since <= spine->since)
 		return true;
-	if (!TimestampDifferenceExceeds(spine->last_full_merge, now, FULL_MERGE_INTERVAL_MS))
+	if (!TimestampDifferenceExceeds(spine->last_since_advance, now, SINCE_INTERVAL_MS))
 		return false;
 	spine->since = since;
-	spine->last_full_merge = now;
-	if (spine->nbatches == 0)
-	{
-		publish_spine(spine);
-		return true;
-	}
-	merged = batch_merge(spine->batches, spine->nbatches, since);
-	if (!DsaPointerIsValid(merged))
-		fail_spine(spine);
-	else
-		install_batch(spine, 0, merged);
+	spine->last_since_advance = now;
+	publish_spine(spine);
 	return true;
 }
 
-/* The solo runtime's local handle: its own spine's current batches. */
+/* The solo runtime's local handle: its own spine's published batches. */
 bool
 spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches)
 {

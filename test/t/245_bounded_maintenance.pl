@@ -1,0 +1,189 @@
+# Maintenance in bounded steps (DESIGN §2, 0.2):
+#  * merges are amortized: while a background writer keeps appending
+#    batches (so merges are always in progress), every index peek at many
+#    times equals an oracle table holding the same updates;
+#  * a seal is published while a big merge is pending: a probe's write is
+#    visible long before the merge of two big batches completes (the merge
+#    is still pending when the probe's peek returns);
+#  * the maintenance runtime of split mode runs at a lower CPU priority
+#    (pg_peek.maintenance_nice, applied again on reload); the solo runtime
+#    and the interactive runtime keep the server's.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use PgPeekTest;
+
+my $mode = interactive_mode();
+my $node = new_node('bounded');
+
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+
+# ---- CPU priority --------------------------------------------------------------
+
+# a process's niceness: field 19 of /proc/<pid>/stat (after the command)
+sub niceness
+{
+	my ($pid) = @_;
+	open(my $fh, '<', "/proc/$pid/stat") or die "no /proc/$pid/stat: $!";
+	my $stat = <$fh>;
+	close $fh;
+	$stat =~ s/^.*\)\s+//;
+	return (split /\s+/, $stat)[16];
+}
+
+sql('CREATE EXTENSION pg_peek');
+my $postmaster = niceness((split /\n/, slurp_file($node->data_dir . '/postmaster.pid'))[0]);
+if ($mode eq 'on')
+{
+	is(niceness(runtime_pid($node, 'maintenance')), $postmaster + 5,
+		'the maintenance runtime runs 5 nicer than the server by default');
+	is(niceness(runtime_pid($node, 'interactive')), $postmaster,
+		'the interactive runtime keeps the server priority');
+	$node->append_conf('postgresql.conf', 'pg_peek.maintenance_nice = 9');
+	$node->reload;
+	my $maint = runtime_pid($node, 'maintenance');
+	my $seen;
+	for (1 .. 100)
+	{
+		$seen = niceness($maint);
+		last if $seen == $postmaster + 9;
+		usleep(100_000);
+	}
+	is($seen, $postmaster + 9, 'a reload applies a new pg_peek.maintenance_nice');
+}
+else
+{
+	is(niceness(runtime_pid($node, 'solo')), $postmaster,
+		'the solo runtime serves peeks too: it keeps the server priority');
+}
+
+# ---- answers equal an oracle while merges are in progress ----------------------
+
+sql(q{
+	CREATE TYPE kv AS (k int, v int);
+	SELECT peek.create_collection('churn', 'kv');
+	SELECT peek.create_index('churn_by_k', 'churn', ARRAY['k']);
+	CREATE TABLE oracle (k int, v int, t bigint, d int);
+
+	-- batch i inserts 400 rows (v unique) and deletes the even rows of
+	-- batch i - 3, so no count ever goes below zero
+	CREATE PROCEDURE churn(first int, last int) LANGUAGE plpgsql AS $$
+	DECLARE
+		t bigint;
+		ins kv[];
+		del kv[];
+	BEGIN
+		FOR i IN first .. last LOOP
+			SELECT array_agg(((i * 7919 + j * 104729) % 997, i * 1000 + j)::kv)
+			  INTO ins FROM generate_series(0, 399) j;
+			SELECT coalesce(array_agg(((b * 7919 + j * 104729) % 997, b * 1000 + j)::kv),
+			                '{}')
+			  INTO del FROM (SELECT i - 3 AS b) x, generate_series(0, 399, 2) j
+			 WHERE b >= first;
+			t := peek.write('churn', ins, del);
+			INSERT INTO oracle SELECT (r).k, (r).v, t, 1 FROM unnest(ins) r;
+			INSERT INTO oracle SELECT (r).k, (r).v, t, -1 FROM unnest(del) r;
+			COMMIT;
+		END LOOP;
+	END $$;
+
+	-- the contents at t, and for one key, as text from the index and the oracle
+	CREATE FUNCTION peek_text(t bigint, key int) RETURNS text LANGUAGE sql AS $$
+		SELECT coalesce(string_agg(k || ':' || v, ';' ORDER BY k, v), '')
+		  FROM peek.index_peek(NULL::kv, 'churn_by_k',
+		                       CASE WHEN key IS NULL THEN NULL ELSE ROW(key) END,
+		                       as_of => t)
+	$$;
+	CREATE FUNCTION oracle_text(at bigint, key int) RETURNS text LANGUAGE sql AS $$
+		SELECT coalesce(string_agg(k || ':' || v, ';' ORDER BY k, v), '')
+		  FROM (SELECT k, v FROM oracle
+		         WHERE t <= at AND (key IS NULL OR k = key)
+		         GROUP BY k, v HAVING sum(d) > 0) c
+	$$;
+});
+sql('CALL churn(0, 199)');    # a history to merge: 200 batches
+my $writer = start_bg($node, 'CALL churn(200, 799)', timeout => 600);
+
+my ($checks, $bad, $seen_batches) = (0, 0, 0);
+for my $round (1 .. 12)
+{
+	my $upper = sql("SELECT upper FROM peek.indexes WHERE name = 'churn_by_k'");
+	$seen_batches = sql("SELECT greatest($seen_batches, batches) FROM peek.indexes WHERE name = 'churn_by_k'");
+	for my $i (0 .. 5)
+	{
+		my $t = int($upper * ($i + 1) / 7);
+		my $key = ($round * 31 + $i * 17) % 997;
+		for my $k ('NULL', $key)
+		{
+			my $r = sql("SELECT peek_text($t, $k) = oracle_text($t, $k)");
+			$checks++;
+			if ($r ne 't')
+			{
+				$bad++;
+				diag("index and oracle differ at t = $t, key $k");
+			}
+		}
+	}
+	usleep(200_000);
+}
+my ($rc, $out, $err) = finish_bg($writer, 600);
+is($rc, 0, 'the background writer appended 600 batches') or diag($err);
+is($bad, 0, "$checks peeks while merges ran equal the oracle");
+ok($seen_batches >= 2, "the index was published with several batches ($seen_batches)");
+my $final = sql("SELECT upper - 1 FROM peek.indexes WHERE name = 'churn_by_k'");
+is(sql("SELECT peek_text($final, NULL) = oracle_text($final, NULL)"), 't',
+	'the final contents equal the oracle');
+ok(poll_until($node, "SELECT batches = 1 FROM peek.indexes WHERE name = 'churn_by_k'"),
+	'quiet rounds merge the index down to one batch');
+
+# ---- a seal is published while a big merge is pending ---------------------------
+
+sql(q{
+	SELECT peek.create_collection('big', 'kv');
+	SELECT peek.create_index('big_by_k', 'big', ARRAY['k']);
+	SELECT peek.write('big', (SELECT array_agg((g, g)::kv) FROM generate_series(1, 500000) g));
+	CREATE TABLE probe_log (probe_start timestamptz, probe_ms float8, batches int);
+
+	-- a second big batch (its merge with the first is pending), then a
+	-- probe's write once that merge had time to start, timed until its
+	-- peek returns
+	CREATE PROCEDURE big_then_probe() LANGUAGE plpgsql AS $$
+	DECLARE
+		t bigint;
+		t1 timestamptz;
+	BEGIN
+		t := peek.write('big', (SELECT array_agg((g, -g)::kv) FROM generate_series(1, 500000) g));
+		COMMIT;
+		PERFORM count(*) FROM peek.index_peek(NULL::kv, 'big_by_k', ROW(1), as_of => t);
+		PERFORM pg_sleep(0.05);
+		t1 := clock_timestamp();
+		t := peek.write('big', ARRAY[(-1, 0)]::kv[]);
+		COMMIT;
+		PERFORM count(*) FROM peek.index_peek(NULL::kv, 'big_by_k', ROW(-1), as_of => t);
+		INSERT INTO probe_log
+		SELECT t1, extract(epoch FROM clock_timestamp() - t1) * 1000, batches
+		  FROM peek.indexes WHERE name = 'big_by_k';
+		COMMIT;
+	END $$;
+});
+ok(poll_until($node, "SELECT batches = 1 FROM peek.indexes WHERE name = 'big_by_k'"),
+	'the first big batch is arranged');
+sql('CALL big_then_probe()');
+ok(poll_until($node, "SELECT batches = 1 FROM peek.indexes WHERE name = 'big_by_k'", 't', 120),
+	'the big merge completes');
+my ($probe_ms, $batches, $merge_ms) = split /\|/,
+  sql('SELECT probe_ms, batches, extract(epoch FROM clock_timestamp() - probe_start) * 1000 FROM probe_log');
+note sprintf('probe visible after %.1f ms; the merges took %.0f ms in all', $probe_ms, $merge_ms);
+ok($batches >= 3, "the big merge was still pending when the probe's write was visible ($batches batches)");
+ok($probe_ms < $merge_ms / 3,
+	sprintf('the probe was visible (%.1f ms) long before the merges finished (%.0f ms)',
+		$probe_ms, $merge_ms));
+is(sql("SELECT count(*) FROM peek.index_peek(NULL::kv, 'big_by_k', ROW(7))"), '2',
+	'the merged index has both big batches');
+
+$node->stop;
+done_testing();

@@ -84,25 +84,32 @@ ok(poll_until($node, "SELECT count(*) FROM peek.active_peeks", '0'), 'the cancel
 is(sql("SELECT count(*) FROM peek.holds WHERE kind = 'peek'"), '0', 'and its hold is gone');
 
 # ---- durations and sharing: N index peeks -----------------------------------
+# 25 routed through the serving runtime (pg_peek.fast_path off), then 25
+# gated by the backend itself, which resolves no runtime's shared handle
 my $before_sharing = sql("SELECT sum(handle_pins) FROM peek.arrangement_sharing WHERE index = 'kvs_by_k'");
+my $fast0 = sql("SELECT peeks_fast FROM peek.runtimes WHERE role = '$serve'");
+sql("SET pg_peek.fast_path = off; SELECT count(*) FROM generate_series(1, 25) g, LATERAL peek.index_peek(NULL::kv, 'kvs_by_k', ROW(g % 4)) p");
+my $routed_pins = sql("SELECT sum(handle_pins) - $before_sharing FROM peek.arrangement_sharing WHERE index = 'kvs_by_k'");
 sql("SELECT count(*) FROM generate_series(1, 25) g, LATERAL peek.index_peek(NULL::kv, 'kvs_by_k', ROW(g % 4)) p");
-is(sql("SELECT sum(count) - $durations0 FROM peek.peek_durations WHERE kind = 'index'"), '26',
-	'peek_durations counted every answered index peek (25 + 1; not the canceled one)');
+is(sql("SELECT sum(count) - $durations0 FROM peek.peek_durations WHERE kind = 'index'"), '51',
+	'peek_durations counted every answered index peek of both routes (25 + 25 + 1; not the canceled one)');
+is(sql("SELECT peeks_fast - $fast0 FROM peek.runtimes WHERE role = '$serve'"), '25',
+	'peeks_fast counted the 25 the backend gated itself');
 ok(sql("SELECT bool_and(duration_ns > 0 AND duration_ns & (duration_ns - 1) = 0) FROM peek.peek_durations") eq 't',
 	'duration buckets are powers of two');
 is(sql("SELECT sum(live_handles) FROM peek.arrangement_sharing"), '0',
 	'no live handle once the peeks are over');
 is(sql("SELECT bool_and(handle_pins = handle_releases) FROM peek.arrangement_sharing"), 't',
 	'every pin was released');
+is(sql("SELECT sum(handle_pins) - $before_sharing FROM peek.arrangement_sharing WHERE index = 'kvs_by_k'"),
+	$routed_pins, 'the fast-path peeks resolved no runtime handle');
 if ($mode eq 'on')
 {
-	is(sql("SELECT sum(handle_pins) - $before_sharing FROM peek.arrangement_sharing WHERE index = 'kvs_by_k' AND runtime = 'interactive'"),
-		'25', 'the interactive runtime resolved one shared handle per peek');
+	is($routed_pins, '25', 'the interactive runtime resolved one shared handle per routed peek');
 }
 else
 {
-	is(sql("SELECT sum(handle_pins) FROM peek.arrangement_sharing"), '0',
-		'solo peeks use local handles: no sharing events');
+	is($routed_pins, '0', 'solo peeks use local handles: no sharing events');
 }
 
 # ---- hydration progress of a large index ------------------------------------

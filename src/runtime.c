@@ -45,6 +45,7 @@
 #include "runtime.h"
 #include "spine.h"
 #include "spi.h"
+#include "standby.h"
 
 #define RUNTIME_TICK_MS		1000L
 /* how often maintenance looks for newly flushed WAL while it has sources */
@@ -172,14 +173,16 @@ check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked
 {
 	Oid			found;
 	bool		first = *checked == 0;
+	bool		promoted = standby_round_begin();
 
-	if (OidIsValid(extension) &&
+	if (OidIsValid(extension) && !promoted &&
 		!TimestampDifferenceExceeds(*checked, GetCurrentTimestamp(), RUNTIME_TICK_MS))
 		return extension;
 
 	spi_run_in_transaction(find_extension, &found);
 	*checked = GetCurrentTimestamp();
-	if (found != extension || first)
+	/* a promoted standby takes up the primary's duties as a fresh start */
+	if (found != extension || first || promoted)
 	{
 		if (maintains)
 			maintenance_reset();
@@ -200,7 +203,8 @@ runtime_wait(RuntimeSlot *rt, bool maintains)
 	int			rc;
 
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-				   maintains && capture_active() ? CAPTURE_POLL_MS : RUNTIME_TICK_MS,
+				   standby_wait_ms(maintains && capture_active() ?
+								   CAPTURE_POLL_MS : RUNTIME_TICK_MS, maintains),
 				   PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	if (rc & WL_LATCH_SET)

@@ -16,6 +16,9 @@
  *	  read-only work into writes halfway; a promotion is reported so that
  *	  the runtimes reconcile and take up the primary's duties.
  *
+ *	  On a primary, tells capture whether a standby may be following (a
+ *	  source's idle upper is then written, so that standbys see it).
+ *
  *	  Also the backends' side: writes and DDL are refused before they do
  *	  anything, and a persist peek checks that the shard it read was not
  *	  compacted past its time by replay.
@@ -30,6 +33,8 @@
 #include "access/xlogrecovery.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -288,4 +293,26 @@ standby_check_shard_since(PeekObjectId collection, const char *name, int64 time)
 						name, time, since),
 				 errhint("On a standby, the primary's compaction decides: peek at a time at or after " INT64_FORMAT ", or hold compaction back on the primary with peek.allow_compaction.",
 						 since)));
+}
+
+/*
+ * Whether a standby may be following this server: a WAL sender is running.
+ * (A logical subscriber's counts too: it only costs an idle source's upper
+ * a write now and then.)
+ */
+bool
+standby_streaming(void)
+{
+	for (int i = 0; i < max_wal_senders; i++)
+	{
+		WalSnd	   *walsnd = &WalSndCtl->walsnds[i];
+		pid_t		pid;
+
+		SpinLockAcquire(&walsnd->mutex);
+		pid = walsnd->pid;
+		SpinLockRelease(&walsnd->mutex);
+		if (pid != 0)
+			return true;
+	}
+	return false;
 }

@@ -23,6 +23,9 @@ extern void standby_reset(void);
 extern void standby_as_replayed(List *objects);
 extern List *standby_replayed_changes(void);
 
+/* capture, on a primary */
+extern bool standby_streaming(void);
+
 /* backends */
 extern void standby_refuse_writes(const char *function);
 extern void standby_check_shard_since(PeekObjectId collection, const char *name, int64 time);

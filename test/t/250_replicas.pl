@@ -12,6 +12,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use PgPeekTest;
 
 my $mode = interactive_mode();
@@ -29,6 +30,10 @@ $primary->safe_psql('postgres', q{
 	CREATE TYPE item AS (id int, name text);
 	SELECT peek.create_collection('items', 'item');
 	SELECT peek.create_index('items_by_id', 'items', ARRAY['id']);
+	CREATE TABLE stock (id int PRIMARY KEY, qty int);
+	INSERT INTO stock SELECT g, g FROM generate_series(1, 20) g;
+	SELECT peek.create_source('stock_src', 'stock');
+	SELECT peek.create_index('stock_by_id', 'stock_src', ARRAY['id']);
 });
 
 # ---- the model: every update, to compute each time's contents ------------
@@ -172,6 +177,90 @@ for my $s ($standby1, $standby2)
 			expected_at($last)), $s->name . ': as_of NULL reads the latest replayed time');
 }
 
+# ---- a source captured on the primary: the same answers at its times -----
+
+# Change the table; return the last time the primary's source has durably
+# ingested (a standby's upper: the published one follows the WAL while the
+# table is idle, which is not replicated).
+sub change_stock
+{
+	my ($n) = @_;
+	my $durable = "SELECT upper FROM peek.objects WHERE name = 'stock_src'";
+	my $before = $primary->safe_psql('postgres', $durable);
+	$primary->safe_psql('postgres', qq{
+		UPDATE stock SET qty = qty + 1 WHERE id % $n = 0;
+		DELETE FROM stock WHERE id = (SELECT max(id) FROM stock);
+		INSERT INTO stock SELECT max(id) + 1, $n FROM stock;
+	});
+	ok(poll_until($primary, "SELECT upper > $before FROM peek.objects WHERE name = 'stock_src'"),
+		'the primary ingested the source');
+	return $primary->safe_psql('postgres', $durable) - 1;
+}
+
+sub stock_sqls
+{
+	my ($t) = @_;
+	return (
+		"SELECT id, qty FROM peek.persist_peek(NULL::stock, 'stock_src', as_of => $t) ORDER BY id",
+		"SELECT id, qty FROM peek.index_peek(NULL::stock, 'stock_by_id', as_of => $t) ORDER BY id",
+		"SELECT id, qty FROM peek.index_peek(NULL::stock, 'stock_by_id', ROW(2), as_of => $t)");
+}
+
+my @stock_times;
+for my $n (2 .. 4)
+{
+	my $t = change_stock($n);
+	push @stock_times, $t;
+	for my $sql (stock_sqls($t))
+	{
+		my $want = $primary->safe_psql('postgres', $sql);
+		for my $s ($standby1, $standby2)
+		{
+			my $got = $s->safe_psql('postgres', $sql, timeout => $psql_timeout);
+			$disagreements++ if $got ne $want;
+			is($got, $want, $s->name . ": source at $t: $sql");
+		}
+	}
+}
+
+# read-your-writes for a source: a primary's time published while the
+# table is idle (its upper follows the WAL), and strict serializable, which
+# reads on a standby every transaction it replayed
+$primary->safe_psql('postgres', 'UPDATE stock SET qty = -qty WHERE id = 3');
+my $table = $primary->safe_psql('postgres', 'SELECT id, qty FROM stock ORDER BY id');
+my $idle_lsn = $primary->safe_psql('postgres', "SELECT pg_current_wal_lsn() - '0/0'");
+ok(poll_until($primary, "SELECT upper > $idle_lsn FROM peek.collections WHERE name = 'stock_src'"),
+	'the primary publishes the idle source\'s upper');
+my $idle_t = $primary->safe_psql('postgres', "SELECT upper - 1 FROM peek.collections WHERE name = 'stock_src'");
+for my $s ($standby1, $standby2)
+{
+	is($s->safe_psql('postgres', (stock_sqls($idle_t))[0], timeout => $psql_timeout), $table,
+		$s->name . ': the source at a time the primary published while idle');
+}
+$primary->wait_for_catchup($standby1, 'replay');
+is($standby1->safe_psql('postgres', "SET pg_peek.isolation = 'strict serializable'; "
+		. "SELECT id, qty FROM peek.persist_peek(NULL::stock, 'stock_src') ORDER BY id", timeout => $psql_timeout),
+	$table, 'standby1: strict serializable sees what was replayed');
+
+# ---- paused replay: a peek waits for its time; compaction lands at once ----
+
+$standby2->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+my $paused_t = random_write();
+my $h = start_bg($standby2, index_sql($paused_t));
+random_write() for 1 .. 3;
+# compacted to the end of what standby2's arrangement has read (the
+# waiting peek's time: a standby's peek cannot hold the primary back)
+$primary->safe_psql('postgres', "SELECT peek.allow_compaction('items', $paused_t)");
+ok(poll_until($primary, "SELECT since = $paused_t FROM peek.collections WHERE name = 'items'"),
+	'the primary compacts while standby2 is paused');
+my $paused_late = random_write();
+usleep(300_000);
+ok(!bg_done($h), 'a peek at a time replay has not brought waits');
+$standby2->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+my ($rc, $out) = finish_bg($h);
+is($out, expected_at($paused_t), 'it answers once replay brings its time');
+compare_at($standby2, $paused_late, 'standby2 after replaying a compaction past its arrangement');
+
 # ---- writes and DDL are refused -----------------------------------------
 
 for my $sql (
@@ -191,7 +280,7 @@ for my $sql (
 
 # ---- compaction on the primary: the standbys' since follows --------------
 
-my $since = $logged[10];
+my $since = $paused_late;
 $primary->safe_psql('postgres', "SELECT peek.allow_compaction('items', $since); SELECT peek.allow_compaction('items_by_id', $since)");
 ok(poll_until($primary, "SELECT since >= $since FROM peek.collections WHERE name = 'items'"),
 	'the primary compacts');
@@ -205,7 +294,7 @@ for my $s ($standby1, $standby2)
 	is($code, '72000', $s->name . ': a persist peek below the replayed since fails with 72000');
 	($code) = sql_error($s, index_sql($since - 1));
 	is($code, '72000', $s->name . ': an index peek below the replayed since fails with 72000');
-	compare_at($s, $_, $s->name . ' after compaction') for grep { $_ >= $since } @logged[ -5 .. -1 ];
+	compare_at($s, $paused_late, $s->name . ' after compaction');
 }
 
 # introspection: frontiers and lag on a standby
@@ -215,7 +304,7 @@ is($standby1->safe_psql('postgres',
 
 # ---- a standby runtime's SIGTERM and a standby restart lose nothing -------
 
-random_write() for 1 .. 3;
+my @recent = map { random_write() } 1 .. 3;
 for my $role ($mode eq 'on' ? ('maintenance', 'interactive') : ('solo'))
 {
 	my $pid = runtime_pid($standby1, $role);
@@ -223,13 +312,14 @@ for my $role ($mode eq 'on' ? ('maintenance', 'interactive') : ('solo'))
 	ok(poll_until($standby1, "SELECT count(*) FROM peek.runtimes WHERE role = '$role' AND state = 'running' AND pid <> $pid", '1'),
 		"standby1: the $role runtime is back");
 	my $t = random_write();
+	push @recent, $t;
 	compare_at($standby1, $t, "after the $role runtime's restart");
 	compare_at($standby2, $t, "standby2, while standby1's $role runtime restarted");
 }
 $standby2->restart;
 my $t = random_write();
 compare_at($standby2, $t, 'standby2 after its restart');
-compare_at($standby2, $_, 'standby2 after its restart, older') for @logged[ -3 .. -1 ];
+compare_at($standby2, $_, 'standby2 after its restart, older') for @recent;
 is($disagreements, 0, 'no disagreement after runtime restarts and a standby restart');
 
 # ---- promotion --------------------------------------------------------------
@@ -251,5 +341,12 @@ ok(poll_until($standby1, "SELECT since = $after FROM peek.collections WHERE name
 ok(poll_until($standby2, "SELECT since = $after FROM peek.collections WHERE name = 'items'"),
 	'... and its standby follows');
 is($disagreements, 0, 'no disagreement after promotion');
+
+# a source cannot go on capturing on the promoted standby: its slot stayed
+# on the old primary (PostgreSQL 15 does not replicate slots); it fails
+# with the reason, and the runtimes carry on
+my ($code, $msg) = sql_error($standby1, (stock_sqls($stock_times[-1]))[0]);
+is($code, '55000', 'promoted standby1: the source fails');
+like($msg, qr/replication slot/, '... naming its slot');
 
 done_testing();

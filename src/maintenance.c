@@ -3,7 +3,8 @@
  * maintenance.c
  *	  The maintenance runtime's duties: learn committed catalog changes
  *	  from the notices backends send (never by polling the whole catalog,
- *	  except to reconcile at start or after a lost notice), publish each
+ *	  except to reconcile at start or after a lost notice; on a hot standby,
+ *	  from replay, see standby.c, and then read-only), publish each
  *	  object's frontiers in the registry, keep each index's arrangement
  *	  (spine.c) hydrated and following its collection, tombstone dropped
  *	  objects, and compact shards and arrangements as far as every hold

@@ -21,10 +21,11 @@ use PostgreSQL::Test::Utils;
 use PgPeekTest;
 
 my $secs = $ARGV[0] // 10;
+my $rate = $ARGV[1] // 100_000;    # the load's updates/s (0: unpaced)
 
 my $primary = new_node('primary',
 	init => { allows_streaming => 1 },
-	conf => [ 'hot_standby_feedback = on', 'synchronous_commit = off' ]);
+	conf => [ 'hot_standby_feedback = on' ]);
 $primary->safe_psql('postgres', q{
 	CREATE EXTENSION pg_peek;
 	CREATE EXTENSION dblink;
@@ -34,14 +35,19 @@ $primary->safe_psql('postgres', q{
 	SELECT peek.create_collection('vis', 'pt');
 	SELECT peek.create_index('vis_by_k', 'vis', ARRAY['k']);
 	CREATE TABLE bench_runs (updates bigint, secs float8);
-	CREATE PROCEDURE bench_ingest(secs float8, batch int) LANGUAGE plpgsql AS $$
-	DECLARE n bigint := 0; t0 timestamptz := clock_timestamp();
+	-- paced at rate updates/s (0: as fast as it goes)
+	CREATE PROCEDURE bench_ingest(secs float8, batch int, rate int) LANGUAGE plpgsql AS $$
+	DECLARE n bigint := 0; t0 timestamptz := clock_timestamp(); ahead float8;
 	BEGIN
 	  WHILE clock_timestamp() < t0 + secs * interval '1 second' LOOP
 	    PERFORM peek.write('ing', array_agg(ROW(k, 'value ' || k)::pt))
 	      FROM generate_series(n, n + batch - 1) k;
 	    COMMIT;
 	    n := n + batch;
+	    IF rate > 0 THEN
+	      ahead := n::float8 / rate - extract(epoch FROM clock_timestamp() - t0);
+	      IF ahead > 0 THEN PERFORM pg_sleep(ahead); END IF;
+	    END IF;
 	  END LOOP;
 	  INSERT INTO bench_runs VALUES (n, extract(epoch FROM clock_timestamp() - t0));
 	END $$;
@@ -68,7 +74,7 @@ $standby->start;
 $primary->wait_for_catchup($standby, 'replay');
 poll_until($standby, "SELECT count(*) > 0 FROM peek.indexes WHERE name = 'vis_by_k' AND state = 'ready'");
 
-my $conn = $primary->connstr('postgres');
+(my $conn = $primary->connstr('postgres')) =~ s/'/''/g;
 
 sub probe
 {
@@ -80,21 +86,22 @@ sub probe
 		$ms[ int(@ms * 0.5) ], $ms[ int(@ms * 0.99) ], $ms[-1]);
 }
 
-print "mode: ", interactive_mode(), "\n";
+print "mode: ", interactive_mode(), ", load target: $rate updates/s\n";
 print "idle, standby:  ", probe($standby, 1), "\n";
 print "idle, primary:  ", probe($primary, 1_000_000), "\n";
 
-my $load = start_bg($primary, "CALL bench_ingest($secs + 2, 5000)", timeout => $secs + 120);
-sleep 1;
-print "load, standby:  ", probe($standby, 2_000_000), "\n";
-finish_bg($load);
-my ($n, $s) = split /\|/, $primary->safe_psql('postgres', 'SELECT updates, secs FROM bench_runs');
-printf "load: %.0f updates/s through peek.write\n", $n / $s;
-
-$load = start_bg($primary, "CALL bench_ingest($secs + 2, 5000)", timeout => $secs + 120);
-sleep 1;
-print "load, primary:  ", probe($primary, 3_000_000), "\n";
-finish_bg($load);
+for my $node ($standby, $primary)
+{
+	$primary->safe_psql('postgres', 'TRUNCATE bench_runs');
+	my $load = start_bg($primary, "CALL bench_ingest($secs + 2, 5000, $rate)",
+		timeout => $secs + 120);
+	sleep 1;
+	my $probe = probe($node, $node == $standby ? 2_000_000 : 3_000_000);
+	finish_bg($load);
+	my ($n, $s) = split /\|/, $primary->safe_psql('postgres', 'SELECT updates, secs FROM bench_runs');
+	printf "load, %-8s %s (load: %.0f updates/s through peek.write)\n", $node->name . ':', $probe,
+	  $n / $s;
+}
 
 $standby->stop;
 $primary->stop;

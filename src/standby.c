@@ -23,7 +23,8 @@
  *	  anything, and a persist peek checks that the shard it read was not
  *	  compacted past its time by replay.
  *
- *	  Must not write anything: a standby cannot.
+ *	  Must not write durable state (a standby cannot) nor touch shared
+ *	  memory beyond telling the other runtimes of replayed sinces.
  *
  *-------------------------------------------------------------------------
  */
@@ -56,7 +57,6 @@ typedef struct FollowedRow
 } FollowedRow;
 
 static bool in_recovery = false;	/* this round's decision */
-static bool decided = false;
 static XLogRecPtr followed_lsn = InvalidXLogRecPtr;
 static HTAB *followed = NULL;
 
@@ -70,11 +70,6 @@ standby_round_begin(void)
 	bool		was = in_recovery;
 
 	in_recovery = RecoveryInProgress();
-	if (!decided)
-	{
-		decided = true;
-		return false;
-	}
 	return was && !in_recovery;
 }
 

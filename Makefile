@@ -15,6 +15,7 @@ OBJS = \
 	src/maintenance.o \
 	src/peek.o \
 	src/persist.o \
+	src/standby.o \
 	src/rows.o \
 	src/batch.o \
 	src/spine.o \

@@ -143,3 +143,27 @@ BEGIN
                                   n || '_flagged', s);
     END LOOP;
 END $$;
+
+-- Replicas (issue 14): how a hot standby follows its primary, per object:
+-- the frontiers replay brought (the catalog row; an index's upper is its
+-- collection's), the frontiers its runtimes published, the times replayed
+-- but not published yet, and how far replay trails the primary (0 while
+-- it has replayed all it received).  On a primary, lag_times shows what
+-- the maintenance runtime has not published yet and replay_lag_ms is NULL.
+CREATE VIEW peek.replication WITH (security_barrier) AS
+SELECT o.name AS object,
+       CASE o.kind WHEN 'c' THEN 'collection' ELSE 'index' END AS kind,
+       pg_catalog.pg_is_in_recovery() AS standby,
+       c.upper AS replayed_upper, o.since AS replayed_since,
+       r.upper, r.since,
+       c.upper OPERATOR(pg_catalog.-) coalesce(r.upper, 0) AS lag_times,
+       CASE WHEN NOT pg_catalog.pg_is_in_recovery() THEN NULL
+            WHEN pg_catalog.pg_last_wal_receive_lsn() OPERATOR(pg_catalog.<=) pg_catalog.pg_last_wal_replay_lsn() THEN 0
+            ELSE (extract(epoch FROM pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.pg_last_xact_replay_timestamp())
+                  OPERATOR(pg_catalog.*) 1000)::bigint
+       END AS replay_lag_ms
+  FROM peek.objects o
+  JOIN peek.objects c ON c.id = coalesce(o.collection, o.id)
+  LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
+ WHERE peek.visible(o.owner);
+GRANT SELECT ON peek.replication TO PUBLIC;

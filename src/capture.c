@@ -42,6 +42,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
+#include "access/xlogrecovery.h"
 #include "access/xlogutils.h"
 #include "catalog/pg_class.h"
 #include "executor/tuptable.h"
@@ -76,6 +77,7 @@
 #include "rows.h"
 #include "shmem.h"
 #include "spi.h"
+#include "standby.h"
 
 /* A round stops decoding at a commit once it holds this much. */
 #define CAPTURE_ROUND_BYTES		(64 * 1024 * 1024)
@@ -83,6 +85,14 @@
 /* A loader that stopped without loading is started again after this, doubling. */
 #define LOADER_RETRY_MIN_MS		1000
 #define LOADER_RETRY_MAX_MS		30000
+
+/*
+ * While a standby streams, an idle source's decoded upper is written too, at
+ * most this often: a standby knows only the durable upper, and would wait
+ * for the table's next change to see a later time.  (The write makes WAL,
+ * which the next round decodes: hence the bound.)
+ */
+#define IDLE_UPPER_WRITE_MS		100
 
 typedef struct CaptureStream
 {
@@ -99,6 +109,7 @@ typedef struct CaptureStream
 	bool		loader_waits;	/* no background worker was free (logged) */
 	int64		durable_upper;	/* the catalog's: the shard has what is before */
 	int64		upper;			/* decoded: every commit before it is known */
+	TimestampTz idle_written_at;	/* the upper last written without changes */
 	XLogRecPtr	read_upto;		/* where the reader stopped */
 	XLogRecPtr	confirm_upto;	/* to confirm to the slot once ... */
 	XLogRecPtr	confirm_after;	/* ... the WAL is flushed to here */
@@ -282,6 +293,7 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	s->loader_retry_ms = LOADER_RETRY_MIN_MS;
 	s->loader_waits = false;
 	s->durable_upper = s->upper = 0;
+	s->idle_written_at = 0;
 	s->read_upto = InvalidXLogRecPtr;
 	s->confirm_upto = InvalidXLogRecPtr;
 	s->confirmed = InvalidXLogRecPtr;
@@ -814,6 +826,10 @@ static bool
 write_round(CaptureStream *s, int64 upper, char **failure)
 {
 	bool		exists;
+	bool		idle_due = s->changes.n == 0 && upper > s->durable_upper &&
+		TimestampDifferenceExceeds(s->idle_written_at, GetCurrentTimestamp(),
+								   IDLE_UPPER_WRITE_MS) &&
+		standby_streaming();
 
 	MemoryContext caller = spi_xact_begin();
 
@@ -822,7 +838,7 @@ write_round(CaptureStream *s, int64 upper, char **failure)
 	exists = catalog_lock_extension();
 	if (exists && *failure == NULL)
 		*failure = check_table(s, false);
-	if (exists && (s->changes.n > 0 || *failure != NULL))
+	if (exists && (s->changes.n > 0 || *failure != NULL || idle_due))
 	{
 		/* a failure must be durable before the slot goes: that commit waits */
 		(void) set_config_option("synchronous_commit", *failure == NULL ? "off" : "on",
@@ -837,6 +853,11 @@ write_round(CaptureStream *s, int64 upper, char **failure)
 		}
 	}
 	spi_xact_commit(caller);
+	if (exists && idle_due)
+	{
+		s->durable_upper = upper;
+		s->idle_written_at = GetCurrentTimestamp();
+	}
 	return exists;
 }
 
@@ -1052,6 +1073,9 @@ capture_check_requirements(const char *source)
 int64
 capture_strict_time(void)
 {
+	/* on a standby: every transaction replayed so far */
+	if (RecoveryInProgress())
+		return (int64) GetXLogReplayRecPtr(NULL) - 1;
 	return (int64) flush_inserted_wal() - 1;
 }
 

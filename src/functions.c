@@ -53,6 +53,7 @@
 #include "persist.h"
 #include "registry.h"
 #include "rows.h"
+#include "standby.h"
 #include "walk.h"
 
 PG_FUNCTION_INFO_V1(peek_create_collection);
@@ -219,6 +220,7 @@ peek_create_collection(PG_FUNCTION_ARGS)
 	int32		seq;
 	AclResult	aclresult;
 
+	standby_refuse_writes("create_collection");
 	require_arg(fcinfo, 1, "row type");
 	row_type = PG_GETARG_OID(1);
 	if (get_typtype(row_type) != TYPTYPE_COMPOSITE)
@@ -286,7 +288,10 @@ Datum
 peek_drop_collection(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_arg(fcinfo, 0, "collection name");
-	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
+	CatalogObject *coll;
+
+	standby_refuse_writes("drop_collection");
+	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
 
 	check_not_source(coll, "Use peek.drop_source.");
 	drop_collection_and_indexes(coll);
@@ -314,6 +319,7 @@ peek_create_source(PG_FUNCTION_ARGS)
 	CatalogObject obj = {0};
 	int32		seq;
 
+	standby_refuse_writes("create_source");
 	require_arg(fcinfo, 1, "source table");
 	relid = PG_GETARG_OID(1);
 	capture_check_requirements(name);
@@ -392,7 +398,10 @@ Datum
 peek_drop_source(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_arg(fcinfo, 0, "source name");
-	CatalogObject *src = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
+	CatalogObject *src;
+
+	standby_refuse_writes("drop_source");
+	src = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
 
 	if (!OidIsValid(src->source))
 		ereport(ERROR,
@@ -455,11 +464,13 @@ Datum
 peek_append(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_arg(fcinfo, 0, "collection name");
-	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	CatalogObject *coll;
 	ArrayType  *rows;
 	int64		at;
 	int64		diff;
 
+	standby_refuse_writes("append");
+	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	/* privileges first: nothing about another role's object leaks */
 	catalog_check_owner(coll);
 	check_not_source(coll, NULL);
@@ -483,9 +494,12 @@ Datum
 peek_advance(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_arg(fcinfo, 0, "collection name");
-	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
-	int64		upper = time_arg(fcinfo, 1, "upper");
+	CatalogObject *coll;
+	int64		upper;
 
+	standby_refuse_writes("advance");
+	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	upper = time_arg(fcinfo, 1, "upper");
 	catalog_check_owner(coll);
 	check_not_source(coll, NULL);
 	if (upper < coll->upper)
@@ -508,11 +522,14 @@ Datum
 peek_write(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_arg(fcinfo, 0, "collection name");
-	CatalogObject *coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	CatalogObject *coll;
 	ArrayType  *inserts;
 	ArrayType  *deletes;
-	int64		t = coll->upper;
+	int64		t;
 
+	standby_refuse_writes("write");
+	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	t = coll->upper;
 	catalog_check_owner(coll);
 	check_not_source(coll, NULL);
 	inserts = rows_arg(fcinfo, 1, "inserts", coll);
@@ -535,9 +552,12 @@ Datum
 peek_allow_compaction(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_arg(fcinfo, 0, "object name");
-	CatalogObject *obj = catalog_lookup(name, 0, CATALOG_WRITE);
-	int64		since = time_arg(fcinfo, 1, "since");
+	CatalogObject *obj;
+	int64		since;
 
+	standby_refuse_writes("allow_compaction");
+	obj = catalog_lookup(name, 0, CATALOG_WRITE);
+	since = time_arg(fcinfo, 1, "since");
 	catalog_check_owner(obj);
 	if (since > obj->allowed_since)
 	{
@@ -818,6 +838,7 @@ walk_shard(CatalogObject *coll, PeekTicket *ticket, int64 limit, Tuplestorestate
 		   void *state)
 {
 	persist_walk(coll->id, coll->shard, coll->row_type, coll->name, ticket->time, limit, out);
+	standby_check_shard_since(coll->id, coll->name, ticket->time);
 }
 
 /* persist_peek(rowtype anyelement, collection, as_of, limit) */
@@ -849,6 +870,7 @@ peek_create_index(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	int32		seq;
 
+	standby_refuse_writes("create_index");
 	require_arg(fcinfo, 2, "key columns");
 	coll = catalog_lookup(coll_name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	catalog_check_owner(coll);
@@ -911,7 +933,10 @@ Datum
 peek_drop_index(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_arg(fcinfo, 0, "index name");
-	CatalogObject *idx = catalog_lookup(name, PEEK_KIND_INDEX, CATALOG_DROP);
+	CatalogObject *idx;
+
+	standby_refuse_writes("drop_index");
+	idx = catalog_lookup(name, PEEK_KIND_INDEX, CATALOG_DROP);
 
 	catalog_check_owner(idx);
 	drop_object(idx);

@@ -3,7 +3,8 @@
  * maintenance.c
  *	  The maintenance runtime's duties: learn committed catalog changes
  *	  from the notices backends send (never by polling the whole catalog,
- *	  except to reconcile at start or after a lost notice), publish each
+ *	  except to reconcile at start or after a lost notice; on a hot standby,
+ *	  from replay, see standby.c, and then read-only), publish each
  *	  object's frontiers in the registry, keep each index's arrangement
  *	  (spine.c) hydrated and following its collection, tombstone dropped
  *	  objects, and compact shards and arrangements as far as every hold
@@ -34,6 +35,7 @@
 #include "maintenance.h"
 #include "spine.h"
 #include "spi.h"
+#include "standby.h"
 
 /* An object whose since may advance: its allowance is above its since. */
 typedef struct PendingCompaction
@@ -78,6 +80,7 @@ maintenance_reset(void)
 	reread_all = true;
 	spine_reset_all();
 	capture_reset();
+	standby_reset();
 }
 
 void
@@ -121,7 +124,8 @@ fail_object(PeekObjectId id, const char *reason)
 {
 	ereport(LOG,
 			(errmsg("pg_peek object " INT64_FORMAT " failed: %s", id, reason)));
-	if (!catalog_set_failure(id, reason))
+	/* a standby fails it here only: the primary's row decides for good */
+	if (!standby_active() && !catalog_set_failure(id, reason))
 		return;
 	spine_forget(id);
 	capture_forget(id);
@@ -201,7 +205,8 @@ static void
 adopt_collection(void *arg)
 {
 	CatalogObject *obj = arg;
-	int64		upper = OidIsValid(obj->source) ? capture_adopt(obj) : obj->upper;
+	int64		upper = OidIsValid(obj->source) && !standby_active() ?
+		capture_adopt(obj) : obj->upper;
 
 	if (obj->failure != NULL)
 	{
@@ -236,6 +241,15 @@ adopt_index(void *arg)
 	}
 	/* its key columns still exist (ALTER TABLE ... DROP COLUMN) */
 	(void) batch_keyinfo_build(obj->row_type, obj->nkeys, obj->attnums);
+
+	/*
+	 * On a standby, replay may have compacted the shard at or past what the
+	 * spine has read: the next range would count history again.  Hydrate
+	 * anew (the published list serves peeks meanwhile).
+	 */
+	if (standby_active() && registry_published_upper(obj->id) > 0 &&
+		collection->since >= registry_published_upper(obj->id))
+		spine_forget(obj->id);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
 	spine_adopt(obj, collection, registry_published_upper(collection->id),
 				Max(published_since(obj->id), obj->since));
@@ -314,6 +328,7 @@ apply_catalog_changes(void *arg)
 			if (find_object(objects, ids[i]) == NULL)
 				forget_object(ids[i]);
 	}
+	standby_as_replayed(objects);
 
 	foreach(lc, objects)
 	{
@@ -360,7 +375,8 @@ apply_catalog_changes(void *arg)
 			spine_forget(id);
 			hash_search(tombstones, &id, HASH_ENTER, NULL);
 		}
-		capture_drop_orphan_slots(live_sources);
+		if (!standby_active())
+			capture_drop_orphan_slots(live_sources);
 	}
 }
 
@@ -380,7 +396,8 @@ compact_one(void *arg)
 		/* durable too, so a re-hydrated index never shows a lower since */
 		if (spine_compact(work->pc->id, work->since))
 		{
-			catalog_set_since(work->pc->id, work->since);
+			if (!standby_active())
+				catalog_set_since(work->pc->id, work->since);
 			work->pc->durable_since = work->since;
 		}
 		return;
@@ -459,8 +476,11 @@ maintenance_step(void)
 	ListCell   *lc;
 	bool		more = false;
 
-	/* sources whose upper rose are published like a changed catalog row */
-	foreach(lc, capture_step())
+	/*
+	 * Sources whose upper rose are published like a changed catalog row; on
+	 * a standby, so are the rows replay changed.
+	 */
+	foreach(lc, standby_active() ? standby_replayed_changes() : capture_step())
 		hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
 	/* a quiet round merges what busy rounds' fuel left */
 	if (!reread_all && hash_get_num_entries(changed_ids) == 0)

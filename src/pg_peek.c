@@ -71,7 +71,8 @@ register_runtimes(void)
 
 		memset(&worker, 0, sizeof(worker));
 		worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+		/* on a hot standby too: read-only, following replay (standby.c) */
+		worker.bgw_start_time = BgWorkerStart_ConsistentState;
 		worker.bgw_restart_time = 1;
 		snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_peek");
 		snprintf(worker.bgw_function_name, BGW_MAXLEN, "runtime_main");

@@ -8,7 +8,9 @@
  *	  maintains) and serves peeks (if its role serves them).
  *
  *	  A runtime connects to pg_peek.database and stays idle until the
- *	  extension exists there.  On start it reconciles (DESIGN §1): pending
+ *	  extension exists there.  It runs on a hot standby too (standby.c
+ *	  decides, once per round, whether this is one); a promotion reconciles
+ *	  as a start does.  On start it reconciles (DESIGN §1): pending
  *	  work is dropped (backends re-issue), waiter counts restart at zero,
  *	  standing holds are kept and raised to what the catalog allows.
  *	  Errors exit with code 1, so the postmaster restarts the runtime.
@@ -51,6 +53,7 @@
 #include "runtime.h"
 #include "spine.h"
 #include "spi.h"
+#include "standby.h"
 
 #define RUNTIME_TICK_MS		1000L
 /* how often maintenance looks for newly flushed WAL while it has sources */
@@ -203,14 +206,16 @@ check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked
 {
 	Oid			found;
 	bool		first = *checked == 0;
+	bool		promoted = standby_round_begin();
 
-	if (OidIsValid(extension) &&
+	if (OidIsValid(extension) && !promoted &&
 		!TimestampDifferenceExceeds(*checked, GetCurrentTimestamp(), RUNTIME_TICK_MS))
 		return extension;
 
 	spi_run_in_transaction(find_extension, &found);
 	*checked = GetCurrentTimestamp();
-	if (found != extension || first)
+	/* a promoted standby takes up the primary's duties as a fresh start */
+	if (found != extension || first || promoted)
 	{
 		if (maintains)
 			maintenance_reset();
@@ -235,7 +240,8 @@ runtime_wait(RuntimeSlot *rt, bool maintains, bool busy)
 
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 				   busy ? 0 :
-				   maintains && capture_active() ? CAPTURE_POLL_MS : RUNTIME_TICK_MS,
+				   standby_wait_ms(maintains && capture_active() ?
+								   CAPTURE_POLL_MS : RUNTIME_TICK_MS, maintains),
 				   PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	if (rc & WL_LATCH_SET)

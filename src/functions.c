@@ -24,6 +24,7 @@
 #include "utils/lsyscache.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/typcache.h"
 
 #include "access/htup_details.h"
@@ -947,8 +948,11 @@ peek_drop_index(PG_FUNCTION_ARGS)
  * A key field's conversion to its key column's type by the rules of SQL
  * assignment (as INSERT converts a value for a column: numeric 2.5 rounds
  * to int 3, real 0.1 widens to its double value, a domain's checks apply).
- * It is planned once per session for each index, field and type a peek
- * passes (an expression over a parameter), then only evaluated.
+ * Finding the cast is planned once per session for each index, field and
+ * type a peek passes: an expression over a parameter, kept by the plan
+ * cache, which marks it invalid when a function or cast it uses changes
+ * (it is planned again then).  It is made executable per peek, so the
+ * caller's privileges and the domain's constraints are those of the moment.
  */
 typedef struct KeyCoercionKey
 {
@@ -960,16 +964,13 @@ typedef struct KeyCoercionKey
 typedef struct KeyCoercion
 {
 	KeyCoercionKey key;
-	ExprState  *state;
-	ParamListInfo params;		/* $1: the field's value */
-	ExprContext *econtext;
+	CachedExpression *plan;
 } KeyCoercion;
 
 static HTAB *key_coercions = NULL;
-static MemoryContext key_coercion_cxt = NULL;
 
-/* The expression converting input (of type from) to a key column's type. */
-static Expr *
+/* The conversion of input (of type from) to a key column's type, unplanned. */
+static Node *
 key_coercion_expr(Node *input, Oid from, KeyInfo *key, int i, CatalogObject *idx)
 {
 	Form_pg_attribute att = TupleDescAttr(key->desc, key->attnums[i] - 1);
@@ -986,18 +987,17 @@ key_coercion_expr(Node *input, Oid from, KeyInfo *key, int i, CatalogObject *idx
 				 errhint("Cast the key field, e.g. ROW(value::%s).",
 						 format_type_be(att->atttypid))));
 	assign_expr_collations(NULL, expr);
-	return expression_planner((Expr *) expr);
+	return expr;
 }
 
-static KeyCoercion *
-key_coercion(KeyInfo *key, int i, Oid from, CatalogObject *idx)
+/* The session's plan of a conversion (key_coercion_expr over $1). */
+static Expr *
+key_coercion_plan(KeyInfo *key, int i, Oid from, CatalogObject *idx)
 {
 	KeyCoercionKey ckey = {0};
 	KeyCoercion *kc;
 	Param	   *param;
-	Expr	   *expr;
-	MemoryContext old;
-	bool		found;
+	CachedExpression *plan;
 
 	ckey.index = idx->id;
 	ckey.field = i;
@@ -1006,17 +1006,20 @@ key_coercion(KeyInfo *key, int i, Oid from, CatalogObject *idx)
 	{
 		HASHCTL		ctl;
 
-		key_coercion_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_peek key coercions",
-												 ALLOCSET_SMALL_SIZES);
 		ctl.keysize = sizeof(KeyCoercionKey);
 		ctl.entrysize = sizeof(KeyCoercion);
-		ctl.hcxt = key_coercion_cxt;
+		ctl.hcxt = CacheMemoryContext;
 		key_coercions = hash_create("pg_peek key coercions", 16, &ctl,
 									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	kc = hash_search(key_coercions, &ckey, HASH_FIND, NULL);
+	if (kc != NULL && kc->plan->is_valid)
+		return (Expr *) kc->plan->expr;
 	if (kc != NULL)
-		return kc;
+	{
+		FreeCachedExpression(kc->plan);
+		hash_search(key_coercions, &ckey, HASH_REMOVE, NULL);
+	}
 
 	param = makeNode(Param);
 	param->paramkind = PARAM_EXTERN;
@@ -1025,59 +1028,50 @@ key_coercion(KeyInfo *key, int i, Oid from, CatalogObject *idx)
 	param->paramtypmod = -1;
 	param->paramcollid = get_typcollation(from);
 	param->location = -1;
-	expr = key_coercion_expr((Node *) param, from, key, i, idx);
-
-	/* planned without error: keep it for the session */
-	kc = hash_search(key_coercions, &ckey, HASH_ENTER, &found);
-	old = MemoryContextSwitchTo(key_coercion_cxt);
-	kc->params = makeParamList(1);
-	kc->params->params[0].ptype = from;
-	kc->params->params[0].pflags = PARAM_FLAG_CONST;
-	kc->state = ExecInitExprWithParams(copyObject(expr), kc->params);
-	kc->econtext = CreateStandaloneExprContext();
-	kc->econtext->ecxt_param_list_info = kc->params;
-	MemoryContextSwitchTo(old);
-	return kc;
+	plan = GetCachedExpression(key_coercion_expr((Node *) param, from, key, i, idx));
+	kc = hash_search(key_coercions, &ckey, HASH_ENTER, NULL);
+	kc->plan = plan;
+	return (Expr *) plan->expr;
 }
 
 /*
- * Convert one key field (key_coercion); false if the result is NULL.  An
- * untyped literal (ROW('2')) is read by the column type's input function,
- * as the parser reads a literal: that conversion is planned per peek.
+ * Convert one key field; false if the result is NULL.  An untyped literal
+ * (ROW('2')) is read by the column type's input function, as the parser
+ * reads a literal: that conversion is planned per peek.
  */
 static bool
 coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx)
 {
 	Form_pg_attribute att = TupleDescAttr(key->desc, key->attnums[i] - 1);
-	KeyCoercion *kc = NULL;
-	ExprState  *state;
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek key conversion",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ParamListInfo params = makeParamList(1);
+	Expr	   *expr;
 	ExprContext *econtext;
 	bool		isnull;
 	Datum		result;
 
 	if (from == UNKNOWNOID)
-	{
-		Node	   *literal = (Node *) makeConst(UNKNOWNOID, -1, InvalidOid, -2, *value,
-												 false, false);
-
-		state = ExecInitExpr(key_coercion_expr(literal, from, key, i, idx), NULL);
-		econtext = CreateStandaloneExprContext();
-	}
+		expr = expression_planner((Expr *) key_coercion_expr((Node *) makeConst(UNKNOWNOID, -1, InvalidOid, -2,
+																				 *value, false, false),
+															  from, key, i, idx));
 	else
-	{
-		kc = key_coercion(key, i, from, idx);
-		state = kc->state;
-		econtext = kc->econtext;
-		ResetExprContext(econtext);
-		kc->params->params[0].value = *value;
-		kc->params->params[0].isnull = false;
-	}
-	result = ExecEvalExpr(state, econtext, &isnull);
-	/* the value outlives the expression's memory: it is copied out */
+		expr = key_coercion_plan(key, i, from, idx);
+	params->params[0].ptype = from;
+	params->params[0].pflags = PARAM_FLAG_CONST;
+	params->params[0].value = *value;
+	params->params[0].isnull = false;
+	econtext = CreateStandaloneExprContext();
+	econtext->ecxt_param_list_info = params;
+	result = ExecEvalExpr(ExecInitExprWithParams(expr, params), econtext, &isnull);
+
+	/* the value outlives the conversion's memory: it is copied out */
+	MemoryContextSwitchTo(old);
 	if (!isnull)
 		*value = datumCopy(result, att->attbyval, att->attlen);
-	if (kc == NULL)
-		FreeExprContext(econtext, true);
+	FreeExprContext(econtext, true);
+	MemoryContextDelete(cxt);
 	return !isnull;
 }
 

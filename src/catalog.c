@@ -405,6 +405,15 @@ catalog_set_since(PeekObjectId id, int64 since)
 					   id, since);
 }
 
+/* The catalog table, peek.objects (InvalidOid without the extension). */
+Oid
+catalog_relid(void)
+{
+	Oid			peek = get_namespace_oid("peek", true);
+
+	return OidIsValid(peek) ? get_relname_relid("objects", peek) : InvalidOid;
+}
+
 /*
  * An object's durable since as the snapshot sees it, read through the
  * primary key (a persist peek does this each time: no SPI).

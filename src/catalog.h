@@ -61,6 +61,7 @@ extern void catalog_bound_lock_waits(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);
+extern Oid	catalog_relid(void);
 extern int64 catalog_read_since(PeekObjectId id, Snapshot snapshot);
 extern bool catalog_set_failure(PeekObjectId id, const char *failure);
 extern char *catalog_failure(PeekObjectId id, const char **noun);

@@ -23,6 +23,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/typcache.h"
@@ -693,12 +694,33 @@ typedef struct PeekedObject
 
 static HTAB *peeked_objects = NULL;
 static MemoryContext peeked_cxt = NULL;
+static Oid	peeked_catalog = InvalidOid;	/* peek.objects when cached */
+static bool peeked_stale = false;
+
+/*
+ * The catalog table was dropped or rebuilt (DROP EXTENSION, maybe followed
+ * by CREATE EXTENSION in the same transaction): every cached name is
+ * forgotten at the next lookup.  Only flagged here: invalidations arrive in
+ * the middle of a peek that holds a cached entry.
+ */
+static void
+peeked_catalog_changed(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == peeked_catalog)
+		peeked_stale = true;
+}
 
 static PeekedObject *
 peeked_object(const char *name, char kind, Oid rowtype, bool *cached)
 {
 	PeekedObject *peeked = NULL;
 
+	if (peeked_stale && peeked_objects != NULL)
+	{
+		MemoryContextReset(peeked_cxt);
+		peeked_objects = NULL;
+	}
+	peeked_stale = false;
 	if (peeked_objects != NULL && strlen(name) < NAMEDATALEN * 2)
 		peeked = hash_search(peeked_objects, name, HASH_FIND, NULL);
 	/*
@@ -738,8 +760,13 @@ remember_peeked_object(CatalogObject *obj, Oid rowtype, KeyInfo *key)
 	{
 		HASHCTL		ctl;
 
-		peeked_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_peek peeked objects",
-										   ALLOCSET_SMALL_SIZES);
+		if (peeked_cxt == NULL)
+		{
+			peeked_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_peek peeked objects",
+											   ALLOCSET_SMALL_SIZES);
+			CacheRegisterRelcacheCallback(peeked_catalog_changed, (Datum) 0);
+		}
+		peeked_catalog = catalog_relid();
 		ctl.keysize = NAMEDATALEN * 2;
 		ctl.entrysize = sizeof(PeekedObject);
 		ctl.hcxt = peeked_cxt;

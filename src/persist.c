@@ -62,7 +62,6 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
-#include "config.h"
 #include "notify.h"
 #include "persist.h"
 #include "rows.h"
@@ -586,57 +585,9 @@ scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 	pfree(hashes);
 }
 
-/* Rows emitted so far by a walk, and what bounds them. */
-typedef struct Emitter
-{
-	Tuplestorestate *out;
-	const char *collection;
-	Oid			row_type;
-	int64		time;
-	int64		limit;			/* < 0: none */
-	int64		emitted;
-	Size		bytes;
-} Emitter;
-
-static bool
-emitter_full(Emitter *e)
-{
-	return e->limit >= 0 && e->emitted >= e->limit;
-}
-
-/*
- * Emit a row as many times as it counts, up to the limit.  A negative count
- * fails the peek when the walk reaches it (DESIGN §3.5, 3.6: a peek with a
- * limit reads no further than it needs, as an index peek does).
- */
-static void
-emit_copies(Emitter *e, Datum row, int64 copies)
-{
-	HeapTupleData tuple;
-	Size		max_bytes = (Size) peek_max_result_kb * 1024;
-
-	if (copies < 0)
-		row_raise_negative(e->row_type, row, e->collection, copies, e->time);
-
-	/* a shard's datum may be packed, compressed or out of line */
-	row_tuple(DatumGetHeapTupleHeader(row), &tuple);
-	for (int64 i = 0; i < copies && !emitter_full(e); i++)
-	{
-		e->bytes += tuple.t_len;
-		if (e->bytes > max_bytes)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("peek result of \"%s\" exceeds pg_peek.max_result_bytes (%d kB)",
-							e->collection, peek_max_result_kb),
-					 errhint("Add a limit or a key to the peek, or raise pg_peek.max_result_bytes.")));
-		tuplestore_puttuple(e->out, &tuple);
-		e->emitted++;
-	}
-}
-
 /* The shard read whole: every row summed at time, then emitted. */
 static void
-walk_whole(Relation rel, Snapshot snapshot, Oid row_type, int64 time, Emitter *e)
+walk_whole(Relation rel, Snapshot snapshot, Oid row_type, int64 time, RowEmitter *e)
 {
 	RowCounts  *counts = row_counts_create(row_type);
 	HASH_SEQ_STATUS status;
@@ -644,8 +595,8 @@ walk_whole(Relation rel, Snapshot snapshot, Oid row_type, int64 time, Emitter *e
 
 	scan_consolidate(rel, snapshot, time, counts, NULL);
 	hash_seq_init(&status, counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL && !emitter_full(e))
-		emit_copies(e, row_count_datum(rc), row_count_value(rc->count));
+	while ((rc = hash_seq_search(&status)) != NULL && !row_emitter_full(e))
+		row_emit(e, row_count_datum(rc), row_count_value(rc->count));
 	if (rc != NULL)
 		hash_seq_term(&status);
 	MemoryContextDelete(counts->cxt);
@@ -661,7 +612,7 @@ walk_whole(Relation rel, Snapshot snapshot, Oid row_type, int64 time, Emitter *e
  * part has come last.
  */
 static void
-walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
+walk_base(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
 {
 	RowCounts  *recent = row_counts_create(row_type);
 	RowCounts  *flagged = row_counts_create(row_type);
@@ -703,7 +654,7 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 	per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek base row",
 									ALLOCSET_SMALL_SIZES);
 	scan = table_beginscan(b->rel, b->snapshot, 0, NULL);
-	while (!emitter_full(e) && table_scan_getnextslot(scan, ForwardScanDirection, b->slot))
+	while (!row_emitter_full(e) && table_scan_getnextslot(scan, ForwardScanDirection, b->slot))
 	{
 		Datum		row;
 		int64		diff;
@@ -734,7 +685,7 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 			if (part != NULL)
 				part->count = 0;
 		}
-		emit_copies(e, row, diff);
+		row_emit(e, row, diff);
 		MemoryContextSwitchTo(old);
 	}
 	table_endscan(scan);
@@ -742,8 +693,8 @@ walk_base(ShardBase *b, Oid row_type, int64 time, Emitter *e)
 
 	/* rows new since the base */
 	hash_seq_init(&status, recent->table);
-	while ((rc = hash_seq_search(&status)) != NULL && !emitter_full(e))
-		emit_copies(e, row_count_datum(rc), row_count_value(rc->count));
+	while ((rc = hash_seq_search(&status)) != NULL && !row_emitter_full(e))
+		row_emit(e, row_count_datum(rc), row_count_value(rc->count));
 	if (rc != NULL)
 		hash_seq_term(&status);
 	MemoryContextDelete(recent->cxt);
@@ -762,7 +713,7 @@ persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
 {
 	Relation	rel = table_open(shard, AccessShareLock);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	Emitter		e = {out, collection, row_type, time, limit, 0, 0};
+	RowEmitter	e = {out, collection, row_type, time, limit, 0, 0};
 	ShardBase	b;
 
 	if (base_open(&b, rel, snapshot, base_since(catalog_read_since(id, snapshot)), AccessShareLock) &&

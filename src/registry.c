@@ -241,13 +241,13 @@ registry_published_upper(PeekObjectId id)
 bool
 registry_is_live(PeekObjectId id)
 {
-	RegistryEntry *entry = dshash_find(registry_table(), &id, false);
+	RegistryEntry *entry = registry_lock_shared(id);
 	bool		live = false;
 
 	if (entry != NULL)
 	{
 		live = entry->published && !entry->dropped;
-		dshash_release_lock(registry_table(), entry);
+		registry_unlock(entry);
 	}
 	return live;
 }

@@ -25,6 +25,7 @@
 #include "utils/memutils.h"
 #include "utils/typcache.h"
 
+#include "config.h"
 #include "rows.h"
 
 /* A tuple over a row's header, in place, for heap_getattr and the like. */
@@ -269,14 +270,50 @@ row_counts_in_range(RowCounts *counts)
  * DESIGN §3 rule 5: a row whose multiplicity a walk finds negative is
  * invalid data, and fails the peek.
  */
-void
-row_raise_negative(Oid rowtype, Datum row, const char *name, int64 count, int64 time)
+static void
+raise_negative(RowEmitter *e, Datum row, int64 count)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_EXCEPTION),
 			 errmsg("row %s of \"%s\" has multiplicity " INT64_FORMAT " at time " INT64_FORMAT,
-					row_to_text(rowtype, row), name, count, time),
+					row_to_text(e->row_type, row), e->name, count, e->time),
 			 errdetail("More copies of the row were retracted than were inserted.")));
+}
+
+bool
+row_emitter_full(RowEmitter *e)
+{
+	return e->limit >= 0 && e->emitted >= e->limit;
+}
+
+/*
+ * Emit a row of a walk's result as many times as it counts, up to the
+ * limit and within pg_peek.max_result_bytes.  A negative count fails the
+ * peek when the walk reaches it (DESIGN §3.5, 3.6: a peek with a limit
+ * reads no further than it needs).  One for index and persist walks.
+ */
+void
+row_emit(RowEmitter *e, Datum row, int64 count)
+{
+	HeapTupleData tuple;
+	Size		max_bytes = (Size) peek_max_result_kb * 1024;
+
+	if (count < 0)
+		raise_negative(e, row, count);
+	/* a shard's datum may be packed, compressed or out of line */
+	row_tuple(DatumGetHeapTupleHeader(row), &tuple);
+	for (int64 i = 0; i < count && !row_emitter_full(e); i++)
+	{
+		e->bytes += tuple.t_len;
+		if (e->bytes > max_bytes)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("peek result of \"%s\" exceeds pg_peek.max_result_bytes (%d kB)",
+							e->name, peek_max_result_kb),
+					 errhint("Add a limit or a key to the peek, or raise pg_peek.max_result_bytes.")));
+		tuplestore_puttuple(e->out, &tuple);
+		e->emitted++;
+	}
 }
 
 char *

@@ -16,6 +16,7 @@
 #include "access/tupdesc.h"
 #include "common/int.h"
 #include "utils/hsearch.h"
+#include "utils/tuplestore.h"
 
 /* A distinct row and its summed multiplicity. */
 typedef struct RowCount
@@ -46,8 +47,20 @@ extern void row_counts_add(RowCounts *counts, Datum row, int64 diff);
 extern RowCount *row_counts_find(RowCounts *counts, Datum row);
 extern int64 row_count_value(int128 count);
 extern bool row_counts_in_range(RowCounts *counts);
-extern void row_raise_negative(Oid rowtype, Datum row, const char *name, int64 count,
-							   int64 time);
+/* Rows a walk has emitted into its result, and what bounds them. */
+typedef struct RowEmitter
+{
+	Tuplestorestate *out;
+	const char *name;			/* the peeked object, for messages */
+	Oid			row_type;
+	int64		time;
+	int64		limit;			/* < 0: none */
+	int64		emitted;
+	Size		bytes;
+} RowEmitter;
+
+extern bool row_emitter_full(RowEmitter *e);
+extern void row_emit(RowEmitter *e, Datum row, int64 count);
 extern char *row_to_text(Oid rowtype, Datum row);
 extern bool rows_match_table(TupleDesc table, TupleDesc row);
 

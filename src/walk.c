@@ -22,7 +22,6 @@
 #include "miscadmin.h"
 
 #include "batch.h"
-#include "config.h"
 #include "rows.h"
 #include "shmem.h"
 #include "walk.h"
@@ -156,29 +155,6 @@ cursor_cmp(Cursor *a, Cursor *b)
 					 batch_row(b->batch, y));
 }
 
-static void
-emit_row(WalkSpec *spec, Datum row, int64 copies, int64 *emitted, Size *bytes)
-{
-	HeapTupleData tuple;
-	Size		max_bytes = (Size) peek_max_result_kb * 1024;
-
-	row_tuple((HeapTupleHeader) DatumGetPointer(row), &tuple);
-	for (int64 i = 0; i < copies; i++)
-	{
-		if (spec->limit >= 0 && *emitted >= spec->limit)
-			return;
-		*bytes += tuple.t_len;
-		if (*bytes > max_bytes)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("peek result of \"%s\" exceeds pg_peek.max_result_bytes (%d kB)",
-							spec->name, peek_max_result_kb),
-					 errhint("Add a limit or a key to the peek, or raise pg_peek.max_result_bytes.")));
-		tuplestore_puttuple(spec->out, &tuple);
-		(*emitted)++;
-	}
-}
-
 /*
  * Walk the handle's batches at spec->time into spec->out: merge the
  * batches' sorted entries, sum each row's updates, emit each row as often
@@ -189,14 +165,13 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 {
 	Cursor	   *cursors = palloc(sizeof(Cursor) * Max(handle->nbatches, 1));
 	int			ncursors;
-	int64		emitted = 0;
-	Size		bytes = 0;
+	RowEmitter	e = {spec->out, spec->name, spec->row_type, spec->time, spec->limit, 0, 0};
 
 	if (spec->has_key && spec->key_has_null)
 		return;					/* NULL keys never match */
 
 	ncursors = open_cursors(handle, spec, cursors);
-	while (ncursors > 0 && (spec->limit < 0 || emitted < spec->limit))
+	while (ncursors > 0 && !row_emitter_full(&e))
 	{
 		Cursor	   *first = &cursors[0];
 		BatchEntry *fe;
@@ -212,11 +187,7 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 		count = sum_row(cursors, ncursors, fe->keyhash, row, spec->time);
 
 		if (count != 0 && (!spec->has_key || batch_key_row_matches(spec->key, row, spec->key_values)))
-		{
-			if (count < 0)
-				row_raise_negative(spec->row_type, row, spec->name, count, spec->time);
-			emit_row(spec, row, count, &emitted, &bytes);
-		}
+			row_emit(&e, row, count);
 
 		/* drop exhausted cursors */
 		for (int i = 0; i < ncursors;)

@@ -448,7 +448,11 @@ run_compactions(void)
 		int64		since;
 
 		pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
-		since = registry_advance_since(ids[i], pc->durable_upper, &target);
+		/* a shard stays below what its indexes have read (spine_read_upper) */
+		since = registry_advance_since(ids[i],
+									   pc->kind == PEEK_KIND_INDEX ? pc->durable_upper :
+									   Min(pc->durable_upper, spine_read_upper(pc->shard)),
+									   &target);
 		if (since > pc->durable_since)
 		{
 			CompactionWork work = {pc, since};

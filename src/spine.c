@@ -547,6 +547,29 @@ spine_compact(PeekObjectId index, int64 since)
 	return true;
 }
 
+/*
+ * How far every spine following a shard has read it (PG_INT64_MAX if none
+ * does): the shard must not be compacted to that time or past it, or a
+ * fold would merge updates a spine has read with ones it has not (an
+ * insert it counted and the retraction it has yet to read, folded to
+ * nothing), and the spine would never see the retraction.
+ */
+int64
+spine_read_upper(Oid shard)
+{
+	HASH_SEQ_STATUS status;
+	Spine	   *spine;
+	int64		upper = PG_INT64_MAX;
+
+	if (spines == NULL)
+		return upper;
+	hash_seq_init(&status, spines);
+	while ((spine = hash_seq_search(&status)) != NULL)
+		if (spine->shard == shard && !spine->failed)
+			upper = Min(upper, spine->upper);
+	return upper;
+}
+
 /* The solo runtime's local handle: its own spine's published batches. */
 bool
 spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches)

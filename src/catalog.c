@@ -40,6 +40,7 @@
 #include "utils/memutils.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/snapshot.h"
 #include "utils/syscache.h"
 
@@ -47,6 +48,10 @@
 #include "spi.h"
 
 #define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums, source, failure"
+#define NUM_OBJECT_COLUMNS 13
+
+/* Where a query's result has OBJECT_COLUMNS: in that order. */
+static const AttrNumber query_columns[NUM_OBJECT_COLUMNS] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
 
 static int64
 getint64(HeapTuple tup, TupleDesc desc, int col)
@@ -57,26 +62,30 @@ getint64(HeapTuple tup, TupleDesc desc, int col)
 	return isnull ? 0 : DatumGetInt64(d);
 }
 
+/*
+ * A CatalogObject from a tuple that has OBJECT_COLUMNS at cols[] (a query's
+ * result, or a row of peek.objects itself).
+ */
 static CatalogObject *
-object_from_tuple(HeapTuple tup, TupleDesc desc)
+object_from_tuple(HeapTuple tup, TupleDesc desc, const AttrNumber *cols)
 {
 	CatalogObject *obj = palloc0(sizeof(CatalogObject));
 	bool		isnull;
 
-	obj->id = getint64(tup, desc, 1);
-	obj->name = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
-	obj->kind = DatumGetChar(SPI_getbinval(tup, desc, 3, &isnull));
-	obj->row_type = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
-	obj->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
-	obj->shard = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
+	obj->id = getint64(tup, desc, cols[0]);
+	obj->name = TextDatumGetCString(SPI_getbinval(tup, desc, cols[1], &isnull));
+	obj->kind = DatumGetChar(SPI_getbinval(tup, desc, cols[2], &isnull));
+	obj->row_type = DatumGetObjectId(SPI_getbinval(tup, desc, cols[3], &isnull));
+	obj->owner = DatumGetObjectId(SPI_getbinval(tup, desc, cols[4], &isnull));
+	obj->shard = DatumGetObjectId(SPI_getbinval(tup, desc, cols[5], &isnull));
 	if (isnull)
 		obj->shard = InvalidOid;
-	obj->upper = getint64(tup, desc, 7);
-	obj->since = getint64(tup, desc, 8);
-	obj->allowed_since = getint64(tup, desc, 9);
-	obj->collection = getint64(tup, desc, 10);
+	obj->upper = getint64(tup, desc, cols[6]);
+	obj->since = getint64(tup, desc, cols[7]);
+	obj->allowed_since = getint64(tup, desc, cols[8]);
+	obj->collection = getint64(tup, desc, cols[9]);
 	{
-		Datum		d = SPI_getbinval(tup, desc, 11, &isnull);
+		Datum		d = SPI_getbinval(tup, desc, cols[10], &isnull);
 
 		if (!isnull)
 		{
@@ -90,11 +99,11 @@ object_from_tuple(HeapTuple tup, TupleDesc desc)
 				obj->attnums[i] = DatumGetInt16(elems[i]);
 		}
 	}
-	obj->source = DatumGetObjectId(SPI_getbinval(tup, desc, 12, &isnull));
+	obj->source = DatumGetObjectId(SPI_getbinval(tup, desc, cols[11], &isnull));
 	if (isnull)
 		obj->source = InvalidOid;
 	{
-		Datum		d = SPI_getbinval(tup, desc, 13, &isnull);
+		Datum		d = SPI_getbinval(tup, desc, cols[12], &isnull);
 
 		obj->failure = isnull ? NULL : TextDatumGetCString(d);
 	}
@@ -178,22 +187,49 @@ query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_on
 	{
 		MemoryContext spi = MemoryContextSwitchTo(caller);
 
-		result = lappend(result, object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc));
+		result = lappend(result, object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+														   query_columns));
 		MemoryContextSwitchTo(spi);
 	}
 	spi_finish_as_owner(&saved);
 	return result;
 }
 
-/* Find an object by name, without locking its row; NULL if there is none. */
+/*
+ * Find an object by name, without locking its row; NULL if there is none.
+ * Read through the name index in the active snapshot, and the table's lock
+ * is let go of at once, as a system catalog's is: a peek that then waits
+ * (on a standby, for replay) must not hold a lock that replaying the
+ * primary's AccessExclusiveLock on peek.objects would wait for.
+ */
 CatalogObject *
 catalog_find(const char *name)
 {
-	List	   *found = query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
-									  "WHERE name OPERATOR(pg_catalog.=) $1",
-									  1, TEXTOID, CStringGetTextDatum(name), true);
+	static const char *const names[NUM_OBJECT_COLUMNS] = {
+		"id", "name", "kind", "row_type", "owner", "shard", "upper", "since",
+		"allowed_since", "collection", "key_attnums", "source", "failure"
+	};
+	Oid			peek = get_namespace_oid("peek", false);
+	Relation	rel = table_open(get_relname_relid("objects", peek), AccessShareLock);
+	AttrNumber	cols[NUM_OBJECT_COLUMNS];
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	CatalogObject *obj = NULL;
 
-	return found != NIL ? linitial(found) : NULL;
+	for (int i = 0; i < NUM_OBJECT_COLUMNS; i++)
+		cols[i] = get_attnum(RelationGetRelid(rel), names[i]);
+	/* systable_beginscan takes the key by its column in the table */
+	ScanKeyInit(&key, cols[1], BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(name));
+	scan = systable_beginscan(rel, get_relname_relid("objects_name_key", peek), true,
+							  ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot(),
+							  1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		obj = object_from_tuple(tuple, RelationGetDescr(rel), cols);
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return obj;
 }
 
 /*

@@ -232,6 +232,7 @@ adopt_index(void *arg)
 {
 	CatalogObject *obj = ((IndexWork *) arg)->index;
 	CatalogObject *collection = ((IndexWork *) arg)->collection;
+	int64		since;
 
 	if (collection->failure != NULL || obj->failure != NULL)
 	{
@@ -251,8 +252,9 @@ adopt_index(void *arg)
 		collection->since >= registry_published_upper(obj->id))
 		spine_forget(obj->id);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
+	since = published_since(obj->id);
 	spine_adopt(obj, collection, registry_published_upper(collection->id),
-				Max(published_since(obj->id), obj->since));
+				Max(since, obj->since));
 	shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
 	note_compaction(obj, published_since(obj->id), collection->upper);
 }
@@ -444,15 +446,15 @@ run_compactions(void)
 
 	for (int i = 0; i < n; i++)
 	{
+		int64		bound;
 		int64		target;
 		int64		since;
 
 		pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
 		/* a shard stays below what its indexes have read (spine_read_upper) */
-		since = registry_advance_since(ids[i],
-									   pc->kind == PEEK_KIND_INDEX ? pc->durable_upper :
-									   Min(pc->durable_upper, spine_read_upper(pc->shard)),
-									   &target);
+		bound = pc->kind == PEEK_KIND_COLLECTION ? spine_read_upper(pc->shard) : PG_INT64_MAX;
+		bound = Min(bound, pc->durable_upper);
+		since = registry_advance_since(ids[i], bound, &target);
 		if (since > pc->durable_since)
 		{
 			CompactionWork work = {pc, since};

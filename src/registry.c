@@ -465,6 +465,7 @@ registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target)
 {
 	RegistryEntry *entry = registry_lock(id, false, NULL);
 	int64		allowed;
+	int64		peek_hold;
 	int64		since;
 
 	if (entry == NULL)
@@ -476,7 +477,9 @@ registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target)
 	for (int r = 0; r < config_runtime_count(); r++)
 		allowed = Min(allowed, entry->standing_hold[r]);
 	*target = Max(allowed, entry->since);
-	allowed = Min(allowed, min_peek_hold(id));
+	/* once: Min() evaluates an argument twice, and a hold may end between */
+	peek_hold = min_peek_hold(id);
+	allowed = Min(allowed, peek_hold);
 	if (allowed > entry->since && !entry->dropped)
 		entry->since = allowed;
 	since = entry->since;

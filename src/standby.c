@@ -264,23 +264,11 @@ standby_refuse_writes(const char *function)
 void
 standby_check_shard_since(PeekObjectId collection, const char *name, int64 time)
 {
-	Oid			argtype = INT8OID;
-	Datum		arg = Int64GetDatum(collection);
-	SavedUser	saved;
-	int64		since = 0;
-	bool		isnull;
+	int64		since;
 
 	if (!RecoveryInProgress())
 		return;
-	PushActiveSnapshot(GetLatestSnapshot());
-	spi_connect_as_owner(&saved);
-	spi_check(SPI_execute_with_args("SELECT since FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1",
-									1, &argtype, &arg, NULL, true, 1),
-			  SPI_OK_SELECT, "replayed since");
-	if (SPI_processed > 0)
-		since = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	spi_finish_as_owner(&saved);
-	PopActiveSnapshot();
+	since = catalog_read_since(collection, GetLatestSnapshot());
 	if (since > time)
 		ereport(ERROR,
 				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),

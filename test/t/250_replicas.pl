@@ -261,6 +261,21 @@ my ($rc, $out) = finish_bg($h);
 is($out, expected_at($paused_t), 'it answers once replay brings its time');
 compare_at($standby2, $paused_late, 'standby2 after replaying a compaction past its arrangement');
 
+# ---- a waiting peek holds no lock that replay needs ---------------------
+# A fresh session looks the name up in peek.objects, then waits for a time
+# the primary has not written.  The primary meanwhile takes (and logs) an
+# AccessExclusiveLock on peek.objects: replaying it must not wait for the
+# peek (which would wait for replay until max_standby_streaming_delay
+# cancelled it).
+my $next_t = $primary->safe_psql('postgres', "SELECT upper FROM peek.collections WHERE name = 'items'");
+$h = start_bg($standby2, index_sql($next_t));
+ok(poll_until($standby2, "SELECT count(*) > 0 FROM peek.active_peeks WHERE state = 'waiting'"), 'standby2: a fresh session\'s peek waits for its time');
+$primary->safe_psql('postgres', 'BEGIN; LOCK TABLE peek.objects IN ACCESS EXCLUSIVE MODE; COMMIT');
+is(random_write(), $next_t, 'the primary writes at the awaited time after the lock');
+($rc, $out) = finish_bg($h, 20);
+is($rc, 0, 'the waiting peek was not cancelled by a replay conflict');
+is($out, expected_at($next_t), '... and answers once replay brings its time');
+
 # ---- writes and DDL are refused -----------------------------------------
 
 for my $sql (

@@ -197,6 +197,29 @@ query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_on
 }
 
 /*
+ * Open peek.objects to read it through one of its indexes (*index); the
+ * caller closes it with AccessShareLock, letting the lock go.  The
+ * extension dropped by now (its schema, table or index gone) is 55000, as
+ * for a peek that waited through the drop.
+ */
+static Relation
+objects_open(const char *index_name, Oid *index)
+{
+	Oid			peek = get_namespace_oid("peek", true);
+	Relation	rel = NULL;
+
+	if (OidIsValid(peek))
+		rel = try_table_open(get_relname_relid("objects", peek), AccessShareLock);
+	/* looked up under the table's lock, which DROP EXTENSION must wait for */
+	*index = rel != NULL ? get_relname_relid(index_name, peek) : InvalidOid;
+	if (!OidIsValid(*index))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension pg_peek is being dropped")));
+	return rel;
+}
+
+/*
  * Find an object by name, without locking its row; NULL if there is none.
  * Read through the name index in the active snapshot, and the table's lock
  * is let go of at once, as a system catalog's is: a peek that then waits
@@ -210,8 +233,8 @@ catalog_find(const char *name)
 		"id", "name", "kind", "row_type", "owner", "shard", "upper", "since",
 		"allowed_since", "collection", "key_attnums", "source", "failure"
 	};
-	Oid			peek = get_namespace_oid("peek", false);
-	Relation	rel = table_open(get_relname_relid("objects", peek), AccessShareLock);
+	Oid			index;
+	Relation	rel = objects_open("objects_name_key", &index);
 	AttrNumber	cols[NUM_OBJECT_COLUMNS];
 	ScanKeyData key;
 	SysScanDesc scan;
@@ -220,9 +243,14 @@ catalog_find(const char *name)
 
 	for (int i = 0; i < NUM_OBJECT_COLUMNS; i++)
 		cols[i] = get_attnum(RelationGetRelid(rel), names[i]);
-	/* systable_beginscan takes the key by its column in the table */
+	/*
+	 * systable_beginscan takes the key by its column in the table; the
+	 * search compares in the index's collation (the column's), which need
+	 * not be C.
+	 */
 	ScanKeyInit(&key, cols[1], BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(name));
-	scan = systable_beginscan(rel, get_relname_relid("objects_name_key", peek), true,
+	key.sk_collation = TupleDescAttr(RelationGetDescr(rel), cols[1] - 1)->attcollation;
+	scan = systable_beginscan(rel, index, true,
 							  ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot(),
 							  1, &key);
 	tuple = systable_getnext(scan);
@@ -459,17 +487,17 @@ catalog_relid(void)
 int64
 catalog_read_since(PeekObjectId id, Snapshot snapshot)
 {
-	Oid			peek = get_namespace_oid("peek", false);
-	Relation	rel = table_open(get_relname_relid("objects", peek), AccessShareLock);
+	Oid			index;
+	Relation	rel = objects_open("objects_pkey", &index);
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	int64		since = 0;
 	bool		isnull;
 
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(id));
-	scan = systable_beginscan(rel, get_relname_relid("objects_pkey", peek), true,
-							  snapshot, 1, &key);
+	ScanKeyInit(&key, get_attnum(RelationGetRelid(rel), "id"), BTEqualStrategyNumber,
+				F_INT8EQ, Int64GetDatum(id));
+	scan = systable_beginscan(rel, index, true, snapshot, 1, &key);
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
 		since = DatumGetInt64(heap_getattr(tuple, get_attnum(RelationGetRelid(rel), "since"),

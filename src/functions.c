@@ -629,21 +629,26 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 }
 
 /*
- * A peek's time.  For a source, as_of NULL under strict serializable reads
- * at the current WAL position; a peek that will wait for ingestion nudges
- * the maintenance runtime.
+ * A peek's time (as_of, or PEEK_TIME_LATEST) and *floor, the least time
+ * as_of NULL resolves to: the session's own last write, and for a source
+ * under strict serializable the current WAL position.  The latter is a
+ * floor, not a time: a source loaded again (capture.c) may be compacted
+ * past it by the time it is ingested, and a later time sees its
+ * transactions too.  A peek that will wait for ingestion nudges the
+ * maintenance runtime.
  */
 static int64
-peek_time(FunctionCallInfo fcinfo, int n, CatalogObject *obj, PeekObjectId collection)
+peek_time(FunctionCallInfo fcinfo, int n, CatalogObject *obj, PeekObjectId collection,
+		  int64 *floor)
 {
 	int64		as_of = optional_time_arg(fcinfo, n, "as_of", PEEK_TIME_LATEST);
 
+	*floor = notify_last_session_upper(collection) - 1;
 	if (!OidIsValid(obj->source))
 		return as_of;
 	if (as_of == PEEK_TIME_LATEST && peek_isolation == PEEK_ISOLATION_STRICT_SERIALIZABLE)
-		as_of = capture_strict_time();
-	if (as_of != PEEK_TIME_LATEST)
-		capture_nudge(collection, as_of);
+		*floor = Max(*floor, capture_strict_time());
+	capture_nudge(collection, as_of != PEEK_TIME_LATEST ? as_of : *floor);
 	return as_of;
 }
 
@@ -814,6 +819,8 @@ peek_srf(FunctionCallInfo fcinfo, const PeekKind *pk, void *state)
 	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
 	char	   *name = text_arg(fcinfo, 1, pk->name_label);
 	int64		limit = optional_time_arg(fcinfo, pk->limit_arg, "limit", -1);
+	int64		time;
+	int64		floor;
 	PeekedObject *peeked;
 	CatalogObject *obj;
 	PeekObjectId collection;
@@ -846,9 +853,8 @@ peek_srf(FunctionCallInfo fcinfo, const PeekKind *pk, void *state)
 
 		/* times are the collection's: an index is sealed with it */
 		collection = obj->kind == PEEK_KIND_INDEX ? obj->collection : obj->id;
-		ticket = peek_begin(obj->id, obj->name, obj->kind,
-							peek_time(fcinfo, pk->as_of_arg, obj, collection),
-							notify_last_session_upper(collection) - 1,
+		time = peek_time(fcinfo, pk->as_of_arg, obj, collection, &floor);
+		ticket = peek_begin(obj->id, obj->name, obj->kind, time, floor,
 							cached ? &dropped : NULL);
 		if (!dropped)
 			break;

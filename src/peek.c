@@ -108,6 +108,14 @@ gate_peek(RegistryEntry *entry, PeekSlot *slot, uint64 peek_id, int64 *time, int
 			result = GATE_READY;
 	}
 
+	/*
+	 * A peek of the latest time that waits (for its floor) is resolved again
+	 * each time it is examined, holding nothing meanwhile: the since may pass
+	 * its floor (a source loaded again), and then it reads at the since.
+	 */
+	if (*time == PEEK_TIME_LATEST && result == GATE_WAIT)
+		t = PEEK_TIME_LATEST;
+
 	SpinLockAcquire(&slot->mutex);
 	if (slot->peek_id != peek_id ||
 		(slot->state != PEEK_SUBMITTED && slot->state != PEEK_PARKED))

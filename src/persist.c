@@ -705,14 +705,16 @@ walk_base(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
  * The persist walk: the shard's contents at time into out, each row as many
  * times as its multiplicity, at most limit rows (limit < 0: all).  The
  * snapshot is taken now, after the peek's wait, so every update the runtime
- * saw sealed is visible; the base's since is read with it.
+ * saw sealed is visible; the base's since is read with it, before the
+ * shard is locked (DROP EXTENSION locks peek.objects, then the shards).
  */
 void
 persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
 			 int64 time, int64 limit, Tuplestorestate *out)
 {
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	int64		durable_since = catalog_read_since(id, snapshot);
 	Relation	rel = try_table_open(shard, AccessShareLock);
-	Snapshot	snapshot;
 	RowEmitter	e = {out, collection, row_type, time, limit, 0, 0};
 	ShardBase	b;
 
@@ -721,9 +723,7 @@ persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("collection \"%s\" was dropped while it was peeked", collection)));
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-
-	if (base_open(&b, rel, snapshot, base_since(catalog_read_since(id, snapshot)), AccessShareLock) &&
+	if (base_open(&b, rel, snapshot, base_since(durable_since), AccessShareLock) &&
 		b.since <= time)
 		walk_base(&b, row_type, time, &e);
 	else

@@ -341,6 +341,15 @@ is($disagreements, 0, 'no disagreement after runtime restarts and a standby rest
 
 $primary->wait_for_catchup($standby1, 'replay');
 $primary->stop;
+# strict serializable peeks of the source issued the moment standby1 is
+# promoted: their read position lies below the time the source is loaded
+# again at (see below), which they must read at, not fail with 72000
+my $at_promotion = q{DO $$ BEGIN WHILE pg_is_in_recovery() LOOP PERFORM pg_sleep(0.001); END LOOP; END $$; }
+  . q{SET pg_peek.isolation = 'strict serializable'; };
+my @strict = map { start_bg($standby1, $at_promotion . $_, verbose => 1) }
+  ("SELECT id, qty FROM peek.persist_peek(NULL::stock, 'stock_src') ORDER BY id",
+   "SELECT id, qty FROM peek.index_peek(NULL::stock, 'stock_by_id') ORDER BY id");
+my $stock_at_promotion = $standby1->safe_psql('postgres', 'SELECT id, qty FROM stock ORDER BY id');
 $standby1->promote;
 ok(poll_until($standby1, "SELECT NOT pg_is_in_recovery()"), 'standby1 is promoted');
 my $after = $standby1->safe_psql('postgres', "SELECT peek.write('items', ARRAY[(900, 'promoted')]::item[])", timeout => $psql_timeout);
@@ -361,6 +370,14 @@ is($disagreements, 0, 'no disagreement after promotion');
 # the old primary (PostgreSQL 15 does not replicate slots), so the runtime
 # loads the table again at a new slot's start: the history before that is
 # compacted away, and every change after it is captured.
+for my $i (0 .. $#strict)
+{
+	my ($rc, $out, $err) = finish_bg($strict[$i]);
+	$out =~ s/^(DO|SET)\n//mg;
+	is("$rc|$out", "0|$stock_at_promotion",
+		'promoted standby1: a strict ' . ('persist', 'index')[$i] . ' peek issued at the promotion reads the table')
+	  or diag $err;
+}
 $standby1->safe_psql('postgres', 'UPDATE stock SET qty = qty * 10 WHERE id % 2 = 0');
 ok(poll_until($standby1, "SELECT since > $stock_times[-1] FROM peek.collections WHERE name = 'stock_src'"),
 	'promoted standby1: the source is loaded again');

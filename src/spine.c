@@ -70,11 +70,11 @@
 #define FUEL_PER_UPDATE	4
 
 /*
- * Merge work a round spends per spine beyond what seals brought: a few
- * milliseconds, so that a seal arriving meanwhile is not held up (the
- * runtime goes on without sleeping while work is left).
+ * Merge work a round spends per spine beyond what seals brought, all its
+ * merges together: about a millisecond, so that a seal arriving meanwhile
+ * is not held up (the runtime goes on without sleeping while work is left).
  */
-#define ROUND_FUEL		(32 * 1024)
+#define ROUND_FUEL		(8 * 1024)
 
 typedef struct Level
 {
@@ -299,21 +299,28 @@ place_batch(Spine *spine, dsa_pointer dp)
 }
 
 /*
- * Give every merge in progress fuel, lowest level first (a result may
- * start a merge higher up, which gets its fuel in the same pass).  Returns
- * whether a merge completed.
+ * Give the merges in progress fuel, lowest level first (a result may start
+ * a merge higher up, which gets its fuel in the same pass): each merge that
+ * much, or (shared) that much for all of them together.  Returns whether a
+ * merge completed.
  */
 static bool
-apply_fuel(Spine *spine, int64 fuel)
+apply_fuel(Spine *spine, int64 fuel, bool shared)
 {
 	bool		completed = false;
 
-	for (int k = 0; k < SPINE_LEVELS && !spine->failed; k++)
+	for (int k = 0; k < SPINE_LEVELS && !spine->failed && fuel > 0; k++)
 	{
 		Level	   *level = &spine->levels[k];
 		int64		level_fuel = fuel;
+		bool		done;
 
-		if (level->merge == NULL || !batch_merge_step(level->merge, &level_fuel))
+		if (level->merge == NULL)
+			continue;
+		done = batch_merge_step(level->merge, &level_fuel);
+		if (shared)
+			fuel = level_fuel;
+		if (!done)
 			continue;
 		complete_merge(spine, k);
 		completed = true;
@@ -328,7 +335,7 @@ introduce_batch(Spine *spine, dsa_pointer dp)
 	int64		n = batch_get(dp)->nentries;
 
 	spine->last_batch = GetCurrentTimestamp();
-	apply_fuel(spine, FUEL_PER_UPDATE * n);
+	apply_fuel(spine, FUEL_PER_UPDATE * n, false);
 	if (spine->failed)
 		batch_unpin(dp);
 	else
@@ -562,7 +569,7 @@ spine_merge_round(void)
 
 		if (spine->failed || !start_tidy_merge(spine, settled))
 			continue;
-		if (apply_fuel(spine, ROUND_FUEL) && !spine->failed)
+		if (apply_fuel(spine, ROUND_FUEL, true) && !spine->failed)
 			publish_spine(spine);
 		more = true;
 	}

@@ -97,10 +97,14 @@ stream_load() {
     sleep 1
 }
 
-# "updates/s longest_batch_ms" of the streams of LABEL, once they are done.
-stream_result() {
+# Wait for the streams (in this shell: they are its children).
+stream_wait() {
     wait "$STREAM_A" || { cat "$WORK/stream-a.log" >&2; return 1; }
     wait "$STREAM_B" || { cat "$WORK/stream-b.log" >&2; return 1; }
+}
+
+# "updates/s longest_batch_ms" of the streams of LABEL.
+stream_result() {
     psql_q -F' ' -c "SELECT round(sum(updates / secs)), round(max(max_batch_ms))
                        FROM bench_stream_runs WHERE label IN ('a-$1', 'b-$1')"
 }
@@ -146,6 +150,7 @@ EOF
         # the streams start first and outlast the measured run
         stream_load "$run" points
         read -r tps p50 p99 < <(pgb "iso-$mode-load-$run" 1 "$WORK/iso-peek.sql")
+        stream_wait
         read -r ups maxms < <(stream_result "$run")
         csv_add isolation.csv "$mode" "$run" load "$tps" "$p50" "$p99" "$ups" "$maxms"
         timeline "iso-$mode-load-$run" "$mode,load,$run"
@@ -154,6 +159,7 @@ EOF
         # the alternative: a btree on a table taking the same rewrites
         stream_load "bt-$run" bt
         read -r tps p50 p99 < <(pgb "iso-$mode-btree-$run" 1 "$WORK/iso-btree.sql")
+        stream_wait
         read -r ups maxms < <(stream_result "bt-$run")
         csv_add isolation.csv "$mode" "$run" btree "$tps" "$p50" "$p99" "$ups" "$maxms"
         progress "  run=$run btree under $ups updates/s: p50=${p50}ms p99=${p99}ms"

@@ -5,7 +5,9 @@
 # A probe on the standby commits one row on the primary through dblink
 # (peek.write returns its time), then times an index peek at that time on
 # the standby, which waits until replay brings it and the standby's runtime
-# publishes it.  Prints p50/p99 (ms) and the load's updates/s.
+# publishes it.  Prints p50/p99 (ms) and the load's updates/s, then the
+# aggregate point-lookup throughput of primary + standby against the
+# primary alone.
 #
 # Run with the TAP environment scripts/test sets up (PATH with the server's
 # bin, PERL5LIB with the PGXS perl directory and test/perl), as a non-root
@@ -19,6 +21,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use PgPeekTest;
+use IPC::Run;
 
 my $secs = $ARGV[0] // 10;
 my $rate = $ARGV[1] // 100_000;    # the load's updates/s (0: unpaced)
@@ -102,6 +105,39 @@ for my $node ($standby, $primary)
 	printf "load, %-8s %s (load: %.0f updates/s through peek.write)\n", $node->name . ':', $probe,
 	  $n / $s;
 }
+
+# Aggregate point-lookup throughput: index_peek by a random key of the
+# loaded collection through pgbench (-M prepared), on the primary alone and
+# then on the primary and the standby at once, the same clients on each.
+$primary->wait_for_catchup($standby, 'replay');
+my $nkeys = $primary->safe_psql('postgres', 'SELECT updates FROM bench_runs');
+my $script = $primary->basedir . '/lookup.sql';
+open(my $fh, '>', $script) or die "$script: $!";
+print $fh "\\set k random(0, " . ($nkeys - 1) . ")\n"
+  . "SELECT k, v FROM peek.index_peek(NULL::pt, 'ing_by_k', ROW(:k::int));\n";
+close $fh;
+my $clients = $ENV{PG_PEEK_BENCH_CLIENTS} // 4;
+
+sub start_pgbench
+{
+	my ($node, $out) = @_;
+	return IPC::Run::start(
+		[ 'pgbench', '-n', '-M', 'prepared', '-c', $clients, '-j', $clients,
+		  '-T', $secs, '-f', $script, '-d', $node->connstr('postgres') ],
+		'>', $out, '2>', \my $err);
+}
+
+sub tps { my ($out) = @_; return $$out =~ /tps = ([\d.]+)/ ? $1 : 0; }
+
+my $alone = '';
+IPC::Run::finish(start_pgbench($primary, \$alone));
+my ($on_primary, $on_standby) = ('', '');
+my @both = (start_pgbench($primary, \$on_primary), start_pgbench($standby, \$on_standby));
+IPC::Run::finish($_) for @both;
+printf "point lookups, %d clients per server: primary alone %.0f tps; primary %.0f + standby %.0f = %.0f tps together (%.2fx)\n",
+  $clients, tps(\$alone), tps(\$on_primary), tps(\$on_standby),
+  tps(\$on_primary) + tps(\$on_standby),
+  (tps(\$on_primary) + tps(\$on_standby)) / (tps(\$alone) || 1);
 
 $standby->stop;
 $primary->stop;

@@ -195,6 +195,21 @@ drop_slot(const char *name)
 }
 
 /*
+ * A loaded source's slot is missing when its stream is taken on: the
+ * server was promoted (PostgreSQL 15 does not replicate slots) or restored
+ * from a backup, or the slot was dropped while no runtime ran.  The
+ * changes since the durable upper can no longer be decoded, so the source
+ * is loaded again at a new slot's start (load_source).
+ */
+static bool
+slot_lost(CaptureStream *s)
+{
+	pid_t		active_pid;
+
+	return slot_state(s->slot_name, &active_pid) == SLOT_GONE;
+}
+
+/*
  * Let go of a stream's decoding (not of its row type and memory).  Freeing
  * a decoding context cleans up the reorder buffer's spill files under the
  * acquired slot's name; a slot someone else dropped or holds, or a context
@@ -339,7 +354,8 @@ capture_adopt(CatalogObject *source)
 	s = hash_search(streams, &source->id, HASH_ENTER, &found);
 	if (!found)
 		stream_init(s, source);
-	if (!s->loaded && s->loader == NULL && source->upper > 0)
+	/* a slot lost (see slot_lost) leaves the source to a loader: loaded again */
+	if (!s->loaded && s->loader == NULL && source->upper > 0 && !slot_lost(s))
 		stream_loaded(s, source->upper);
 	return Max(source->upper, s->upper);
 }
@@ -507,6 +523,26 @@ fail_stream(CaptureStream *s, const char *failure)
 }
 
 /*
+ * A source loaded again (its slot was lost): the shard's old contents were
+ * retracted and the table's rows added at time, so it is compacted to time
+ * at once, in the load's transaction.  Its history before is gone: the
+ * changes between its durable upper and the new slot's start are known only
+ * as the difference the load made, so no time before is exact.
+ */
+static void
+compact_to_reload(CaptureStream *s, int64 time)
+{
+	int64		durable_since;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetLatestSnapshot());
+	durable_since = catalog_read_since(s->id, GetActiveSnapshot());
+	(void) persist_compact(s->shard, durable_since, time);
+	PopActiveSnapshot();
+	catalog_set_since(s->id, time);
+}
+
+/*
  * Create the slot and load the table's rows, in one transaction run with
  * the snapshot the slot exports: rows committed before the slot's start are
  * in the snapshot, later commits will be decoded.  The rows get the time
@@ -521,7 +557,7 @@ load_source(CaptureStream *s)
 	bool		exists;
 	MemoryContext caller = CurrentMemoryContext;
 
-	/* a slot left by a load that did not commit */
+	/* a slot an earlier version's loader persisted before its load committed */
 	drop_slot(s->slot_name);
 
 	StartTransactionCommand();
@@ -544,7 +580,6 @@ load_source(CaptureStream *s)
 	RestoreTransactionSnapshot(SnapBuildInitialSnapshot(ctx->snapshot_builder), MyProc);
 	start = MyReplicationSlot->data.confirmed_flush;
 	FreeDecodingContext(ctx);
-	ReplicationSlotPersist();
 
 	PushActiveSnapshot(GetTransactionSnapshot());
 	exists = catalog_lock_extension() && catalog_lock_row(s->id, false);
@@ -555,21 +590,31 @@ load_source(CaptureStream *s)
 			fail_source(s, failure);
 		else
 		{
+			if (s->durable_upper > 0)
+				persist_retract_all(s->shard, (int64) start - 1);
 			load_rows(s, (int64) start - 1);
+			if (s->durable_upper > 0)
+				compact_to_reload(s, (int64) start - 1);
 			catalog_set_upper(s->id, (int64) start);
 		}
 	}
 	spi_xact_commit(caller);
-	ReplicationSlotRelease();
 
+	/*
+	 * The slot stays ephemeral until the load has committed: a loader that
+	 * dies before leaves no slot, so a source with an upper always has the
+	 * slot its load made, or none (slot_lost).  Releasing an ephemeral slot
+	 * drops it.
+	 */
+	if (exists && failure == NULL)
+		ReplicationSlotPersist();
+	ReplicationSlotRelease();
 	if (!exists || failure != NULL)
-	{
-		drop_slot(s->slot_name);
 		return;
-	}
 	ereport(LOG,
-			(errmsg("pg_peek source " INT64_FORMAT " loaded table \"%s\" at %X/%X",
-					s->id, s->table, LSN_FORMAT_ARGS(start))));
+			(errmsg("pg_peek source " INT64_FORMAT " %s table \"%s\" at %X/%X",
+					s->id, s->durable_upper > 0 ? "lost its slot and loaded again" : "loaded",
+					s->table, LSN_FORMAT_ARGS(start))));
 }
 
 /*
@@ -605,11 +650,11 @@ capture_loader_main(Datum arg)
 		{
 			CatalogObject *obj = lfirst(lc);
 
-			if (obj->id == id && OidIsValid(obj->source) && obj->failure == NULL &&
-				obj->upper == 0)
+			if (obj->id == id && OidIsValid(obj->source) && obj->failure == NULL)
 			{
 				stream_init(&s, obj);
-				load = true;
+				s.durable_upper = obj->upper;
+				load = obj->upper == 0 || slot_lost(&s);
 			}
 		}
 	spi_xact_commit(caller);

@@ -35,6 +35,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -437,7 +438,8 @@ catalog_set_allowed_since(PeekObjectId id, int64 since)
 void
 catalog_set_since(PeekObjectId id, int64 since)
 {
-	catalog_set_column("UPDATE peek.objects SET since = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+	/* only rises: a late compaction must not undo a reload's (capture.c) */
+	catalog_set_column("UPDATE peek.objects SET since = GREATEST(since, $2) WHERE id OPERATOR(pg_catalog.=) $1",
 					   id, since);
 }
 
@@ -638,9 +640,10 @@ catalog_lock_extension(void)
 }
 
 /*
- * Whether another transaction drops the extension: it holds or waits for
- * the extension's AccessExclusiveLock (DROP EXTENSION takes it first).  A
- * peek that waits gives up then, as the drop would otherwise wait for it.
+ * Whether the extension is being dropped or is gone: another transaction
+ * holds or waits for its AccessExclusiveLock (DROP EXTENSION takes it
+ * first), or the drop committed.  A peek that waits gives up then: its
+ * object will never be published.
  */
 bool
 catalog_extension_dropping(Oid extension)
@@ -652,7 +655,14 @@ catalog_extension_dropping(Oid extension)
 	if (LockAcquire(&tag, RowShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 		return true;
 	LockRelease(&tag, RowShareLock, false);
-	return false;
+
+	/*
+	 * Or it was dropped already: a peek holds no lock the drop waits for
+	 * (its name lookup lets go of peek.objects at once), and on a standby
+	 * replay takes none of an extension's.
+	 */
+	AcceptInvalidationMessages();
+	return get_extension_name(extension) == NULL;
 }
 
 /* The rows of the given objects, or of all of them with nids < 0. */

@@ -244,11 +244,12 @@ adopt_index(void *arg)
 	(void) batch_keyinfo_build(obj->row_type, obj->nkeys, obj->attnums);
 
 	/*
-	 * On a standby, replay may have compacted the shard at or past what the
-	 * spine has read: the next range would count history again.  Hydrate
-	 * anew (the published list serves peeks meanwhile).
+	 * The shard was compacted at or past what the spine has read (on a
+	 * standby by replay, on a primary by a source's reload): the next range
+	 * would count history again.  Hydrate anew (the published list serves
+	 * peeks meanwhile).
 	 */
-	if (standby_active() && registry_published_upper(obj->id) > 0 &&
+	if (registry_published_upper(obj->id) > 0 &&
 		collection->since >= registry_published_upper(obj->id))
 		spine_forget(obj->id);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);

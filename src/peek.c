@@ -370,7 +370,7 @@ wait_for_answer(PeekSlot *slot, int runtime, PeekObjectId object, char kind,
 		if (slot_answered(slot))
 			return;
 
-		/* DROP EXTENSION would wait for this peek's catalog locks */
+		/* its object will not be published: the extension is (being) dropped */
 		if (catalog_extension_dropping(PEEK_OBJECT_EXTENSION(object)))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -711,10 +711,17 @@ void
 persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
 			 int64 time, int64 limit, Tuplestorestate *out)
 {
-	Relation	rel = table_open(shard, AccessShareLock);
-	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	Relation	rel = try_table_open(shard, AccessShareLock);
+	Snapshot	snapshot;
 	RowEmitter	e = {out, collection, row_type, time, limit, 0, 0};
 	ShardBase	b;
+
+	/* dropped after the gate (no lock held since the name lookup) */
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("collection \"%s\" was dropped while it was peeked", collection)));
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
 
 	if (base_open(&b, rel, snapshot, base_since(catalog_read_since(id, snapshot)), AccessShareLock) &&
 		b.since <= time)

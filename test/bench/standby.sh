@@ -19,14 +19,15 @@ standby_run() {
     csv_init standby_lookups.csv "mode,run,primary_alone_tps,together_tps"
     for run in $(seq 1 "$REPEAT"); do
         dir=$WORK/standby-$mode-$run
-        out=$WORK/standby-$mode-$run.out
         "${AS_PG[@]}" mkdir -p "$dir"
         if ! (cd "$dir" && "${AS_PG[@]}" env "PATH=$PG_BIN:$PATH" "TESTDIR=$dir" \
             "PG_REGRESS=$PG_REGRESS" "PG_PEEK_INTERACTIVE=$mode" "PERL5LIB=$tap_perl:$ROOT/test/perl" \
-            perl "$ROOT/test/bench/standby_lag.pl" "$SECS" "$STANDBY_RATE") >"$out" 2>&1; then
-            warn "standby_lag.pl failed (run $run, $(mode_name "$mode")): $(tail -n 20 "$out")"
+            perl "$ROOT/test/bench/standby_lag.pl" "$SECS" "$STANDBY_RATE") >"$dir.log" 2>&1; then
+            warn "standby_lag.pl failed (run $run, $(mode_name "$mode")): $(tail -n 20 "$dir.log")"
             continue
         fi
+        # PostgreSQL::Test::Utils sends a script's stdout to its regress log
+        out=$dir/tmp_check/log/regress_log_standby_lag
         while read -r line; do
             # "load, standby:  n=123 p50=4.1 ms p99=9.0 ms max=... (load: 99876 updates/s ...)"
             [[ $line =~ ^(idle|load),\ (standby|primary):\ +n=([0-9]+)\ p50=([0-9.]+)\ ms\ p99=([0-9.]+) ]] || continue

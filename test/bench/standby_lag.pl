@@ -118,26 +118,32 @@ print $fh "\\set k random(0, " . ($nkeys - 1) . ")\n"
 close $fh;
 my $clients = $ENV{PG_PEEK_BENCH_CLIENTS} // 4;
 
+# Output goes to files: a harness with scalar outputs only moves while it
+# is pumped, so two started together would take turns.
 sub start_pgbench
 {
-	my ($node, $out) = @_;
-	return IPC::Run::start(
+	my ($node, $tag) = @_;
+	my $out = $primary->basedir . "/pgbench-$tag.out";
+	my $run = IPC::Run::start(
 		[ 'pgbench', '-n', '-M', 'prepared', '-c', $clients, '-j', $clients,
 		  '-T', $secs, '-f', $script, '-d', $node->connstr('postgres') ],
-		'>', $out, '2>', \my $err);
+		'>', $out, '2>&1');
+	return [ $run, $out ];
 }
 
-sub tps { my ($out) = @_; return $$out =~ /tps = ([\d.]+)/ ? $1 : 0; }
+sub tps
+{
+	my ($started) = @_;
+	IPC::Run::finish($started->[0]);
+	return slurp_file($started->[1]) =~ /tps = ([\d.]+)/ ? $1 : 0;
+}
 
-my $alone = '';
-IPC::Run::finish(start_pgbench($primary, \$alone));
-my ($on_primary, $on_standby) = ('', '');
-my @both = (start_pgbench($primary, \$on_primary), start_pgbench($standby, \$on_standby));
-IPC::Run::finish($_) for @both;
+my $alone = tps(start_pgbench($primary, 'alone'));
+my @both = (start_pgbench($primary, 'primary'), start_pgbench($standby, 'standby'));
+my ($on_primary, $on_standby) = map { tps($_) } @both;
 printf "point lookups, %d clients per server: primary alone %.0f tps; primary %.0f + standby %.0f = %.0f tps together (%.2fx)\n",
-  $clients, tps(\$alone), tps(\$on_primary), tps(\$on_standby),
-  tps(\$on_primary) + tps(\$on_standby),
-  (tps(\$on_primary) + tps(\$on_standby)) / (tps(\$alone) || 1);
+  $clients, $alone, $on_primary, $on_standby, $on_primary + $on_standby,
+  ($on_primary + $on_standby) / ($alone || 1);
 
 $standby->stop;
 $primary->stop;

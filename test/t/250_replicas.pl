@@ -357,11 +357,30 @@ ok(poll_until($standby2, "SELECT since = $after FROM peek.collections WHERE name
 	'... and its standby follows');
 is($disagreements, 0, 'no disagreement after promotion');
 
-# a source cannot go on capturing on the promoted standby: its slot stayed
-# on the old primary (PostgreSQL 15 does not replicate slots); it fails
-# with the reason, and the runtimes carry on
+# a source goes on capturing on the promoted standby.  Its slot stayed on
+# the old primary (PostgreSQL 15 does not replicate slots), so the runtime
+# loads the table again at a new slot's start: the history before that is
+# compacted away, and every change after it is captured.
+$standby1->safe_psql('postgres', 'UPDATE stock SET qty = qty * 10 WHERE id % 2 = 0');
+ok(poll_until($standby1, "SELECT since > $stock_times[-1] FROM peek.collections WHERE name = 'stock_src'"),
+	'promoted standby1: the source is loaded again');
 my ($code, $msg) = sql_error($standby1, (stock_sqls($stock_times[-1]))[0]);
-is($code, '55000', 'promoted standby1: the source fails');
-like($msg, qr/replication slot/, '... naming its slot');
+is($code, '72000', '... its history before the promotion is compacted');
+is($standby1->safe_psql('postgres', "SELECT failure IS NULL FROM peek.objects WHERE name = 'stock_src'"), 't',
+	'... and it is not failed');
+$standby1->safe_psql('postgres', 'INSERT INTO stock VALUES (1000, 7); DELETE FROM stock WHERE id = 1');
+$table = $standby1->safe_psql('postgres', 'SELECT id, qty FROM stock ORDER BY id');
+my $strict = "SET pg_peek.isolation = 'strict serializable'; ";
+my $key2 = $standby1->safe_psql('postgres', 'SELECT id, qty FROM stock WHERE id = 2');
+for my $s ($standby1, $standby2)
+{
+	$standby1->wait_for_catchup($standby2, 'replay') if $s == $standby2;
+	is($s->safe_psql('postgres', $strict . "SELECT id, qty FROM peek.persist_peek(NULL::stock, 'stock_src') ORDER BY id",
+			timeout => $psql_timeout), $table, $s->name . ': the source after the promotion, persist peek');
+	is($s->safe_psql('postgres', $strict . "SELECT id, qty FROM peek.index_peek(NULL::stock, 'stock_by_id') ORDER BY id",
+			timeout => $psql_timeout), $table, $s->name . ': ... index peek');
+	is($s->safe_psql('postgres', $strict . "SELECT id, qty FROM peek.index_peek(NULL::stock, 'stock_by_id', ROW(2))",
+			timeout => $psql_timeout), $key2, $s->name . ': ... index peek by key');
+}
 
 done_testing();

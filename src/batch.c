@@ -8,7 +8,8 @@
  *	  below the arrangement's since to it and consolidates updates that share
  *	  row and time, dropping those that cancel.  Merging sorted batches is a
  *	  linear merge that does the same (advancing a time keeps the order), a
- *	  step at a time, so that its caller can spread it over many rounds.
+ *	  step at a time and straight into its output batch, so that its caller
+ *	  can spread it, the writing of the result included, over many rounds.
  *
  *	  Batches are reference counted: the owning spine, the registry's
  *	  published list and every reader pin count.  The last unpin frees it,
@@ -163,14 +164,15 @@ reserve_memory(Size size)
 }
 
 /*
- * Allocate a batch for nentries entries and data_size bytes of row images,
- * its header filled but for rows.  Returns InvalidDsaPointer if
- * pg_peek.max_memory would be exceeded.
+ * Allocate a batch with room for nentries entries and data_size bytes of
+ * row images, its header filled for that many but for rows.  Returns
+ * InvalidDsaPointer if pg_peek.max_memory would be exceeded.
  */
 static dsa_pointer
 allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 since)
 {
-	Size		size = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * nentries) + data_size;
+	Size		data_offset = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * nentries);
+	Size		size = data_offset + data_size;
 	dsa_pointer dp;
 	Batch	   *batch;
 
@@ -194,6 +196,8 @@ allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 s
 	batch->upper = upper;
 	batch->since = since;
 	batch->size = size;
+	batch->data_offset = data_offset;
+	batch->data_size = data_size;
 	return dp;
 }
 
@@ -271,32 +275,37 @@ batch_build(PendingUpdate *updates, int64 n,
 /*
  * Start merging inputs (one or two batches, pinned by the caller until the
  * merge is finished or abandoned) at since.  With one input the merge
- * rewrites it at a later since.
+ * rewrites it at a later since, or without slack.  Returns NULL if the
+ * output would exceed pg_peek.max_memory.
  */
 BatchMerge *
 batch_merge_begin(dsa_pointer *inputs, int ninputs, int64 since)
 {
-	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek merge",
-											  ALLOCSET_DEFAULT_SIZES);
-	BatchMerge *merge = MemoryContextAllocZero(cxt, sizeof(BatchMerge));
+	BatchMerge *merge;
 	int64		nentries = 0;
 	Size		data_size = 0;
+	int64		lower = PG_INT64_MAX;
+	int64		upper = 0;
+	dsa_pointer output;
 
 	Assert(ninputs >= 1 && ninputs <= 2);
-	merge->cxt = cxt;
-	merge->ninputs = ninputs;
-	merge->since = since;
 	for (int i = 0; i < ninputs; i++)
 	{
 		Batch	   *batch = batch_get(inputs[i]);
 
-		merge->inputs[i] = inputs[i];
 		nentries += batch->nentries;
-		data_size += batch->size - (batch_data(batch) - (char *) batch);
+		data_size += batch->data_size;
+		lower = Min(lower, batch->lower);
+		upper = Max(upper, batch->upper);
 	}
-	/* consolidation only shrinks: the inputs' sizes bound the output */
-	merge->entries = MemoryContextAllocHuge(cxt, sizeof(BatchEntry) * Max(nentries, 1));
-	merge->data = MemoryContextAllocHuge(cxt, Max(data_size, 1));
+	output = allocate_batch(nentries, data_size, lower, upper, since);
+	if (!DsaPointerIsValid(output))
+		return NULL;
+	merge = MemoryContextAllocZero(TopMemoryContext, sizeof(BatchMerge));
+	merge->ninputs = ninputs;
+	memcpy(merge->inputs, inputs, sizeof(dsa_pointer) * ninputs);
+	merge->since = since;
+	merge->output = output;
 	return merge;
 }
 
@@ -320,17 +329,16 @@ entry_cmp(const char *x, BatchEntry *ex, int64 xtime, const char *y, BatchEntry 
  * an entry that sums to zero vanishes.
  */
 static void
-merge_emit(BatchMerge *merge, Batch *batch, BatchEntry *e)
+merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
 {
 	char	   *image = DatumGetPointer(batch_row(batch, e));
 	int64		time = Max(e->time, merge->since);
-	BatchEntry *last = merge->nentries > 0 ? &merge->entries[merge->nentries - 1] : NULL;
-	Size		len = MAXALIGN(VARSIZE(image));
-	BatchEntry *out;
+	BatchEntry *last = merge->nentries > 0 ? &out->entries[merge->nentries - 1] : NULL;
+	BatchEntry *next;
 
 	if (last != NULL)
 	{
-		char	   *last_image = merge->data + (Size) last->offset * MAXIMUM_ALIGNOF;
+		char	   *last_image = DatumGetPointer(batch_row(out, last));
 		int64		sum;
 
 		if (entry_cmp(last_image, last, last->time, image, e, time) == 0 &&
@@ -346,13 +354,13 @@ merge_emit(BatchMerge *merge, Batch *batch, BatchEntry *e)
 			return;
 		}
 	}
-	out = &merge->entries[merge->nentries++];
-	out->keyhash = e->keyhash;
-	out->offset = (uint32) (merge->data_used / MAXIMUM_ALIGNOF);
-	out->time = time;
-	out->diff = e->diff;
-	memcpy(merge->data + merge->data_used, image, VARSIZE(image));
-	merge->data_used += len;
+	next = &out->entries[merge->nentries++];
+	next->keyhash = e->keyhash;
+	next->offset = (uint32) (merge->data_used / MAXIMUM_ALIGNOF);
+	next->time = time;
+	next->diff = e->diff;
+	memcpy(batch_data(out) + merge->data_used, image, VARSIZE(image));
+	merge->data_used += MAXALIGN(VARSIZE(image));
 }
 
 /*
@@ -363,6 +371,7 @@ bool
 batch_merge_step(BatchMerge *merge, int64 *fuel)
 {
 	Batch	   *in[2];
+	Batch	   *out = batch_get(merge->output);
 
 	for (int i = 0; i < merge->ninputs; i++)
 		in[i] = batch_get(merge->inputs[i]);
@@ -392,7 +401,7 @@ batch_merge_step(BatchMerge *merge, int64 *fuel)
 		}
 		if (next < 0)
 			return true;
-		merge_emit(merge, in[next], &in[next]->entries[merge->pos[next]++]);
+		merge_emit(merge, out, in[next], &in[next]->entries[merge->pos[next]++]);
 		if (--(*fuel) % 4096 == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
@@ -403,41 +412,44 @@ batch_merge_step(BatchMerge *merge, int64 *fuel)
 }
 
 /*
- * The merged batch of a complete merge (InvalidDsaPointer if
- * pg_peek.max_memory would be exceeded); the merge is freed either way.
+ * The merged batch of a complete merge, its caller's reference; the merge
+ * is freed.  What consolidation removed stays allocated (batch_has_slack).
  */
 dsa_pointer
 batch_merge_finish(BatchMerge *merge)
 {
-	int64		lower = PG_INT64_MAX;
-	int64		upper = 0;
-	dsa_pointer dp;
+	Batch	   *out = batch_get(merge->output);
+	dsa_pointer dp = merge->output;
 
+	out->nentries = merge->nentries;
+	out->data_size = merge->data_used;
+	/* the sum of the diffs, which merging keeps */
 	for (int i = 0; i < merge->ninputs; i++)
-	{
-		Batch	   *batch = batch_get(merge->inputs[i]);
-
-		lower = Min(lower, batch->lower);
-		upper = Max(upper, batch->upper);
-	}
-	dp = allocate_batch(merge->nentries, merge->data_used, lower, upper, merge->since);
-	if (DsaPointerIsValid(dp))
-	{
-		Batch	   *batch = batch_get(dp);
-
-		memcpy(batch->entries, merge->entries, sizeof(BatchEntry) * merge->nentries);
-		memcpy(batch_data(batch), merge->data, merge->data_used);
-		for (int64 i = 0; i < merge->nentries; i++)
-			batch->rows = row_add_saturating(batch->rows, merge->entries[i].diff);
-	}
-	batch_merge_abandon(merge);
+		out->rows = row_add_saturating(out->rows, batch_get(merge->inputs[i])->rows);
+	pfree(merge);
 	return dp;
 }
 
+/* Drop a merge and its unfinished output. */
 void
 batch_merge_abandon(BatchMerge *merge)
 {
-	MemoryContextDelete(merge->cxt);
+	batch_unpin(merge->output);
+	pfree(merge);
+}
+
+/*
+ * Does the batch (a merge's) keep more than a quarter of its allocation
+ * unused?  Rewriting it (a one-input merge) gives the memory back.
+ */
+bool
+batch_has_slack(dsa_pointer dp)
+{
+	Batch	   *batch = batch_get(dp);
+	Size		used = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * batch->nentries) +
+		batch->data_size;
+
+	return used < batch->size - batch->size / 4;
 }
 
 Batch *

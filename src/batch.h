@@ -62,14 +62,16 @@ typedef struct Batch
 	int64		upper;
 	int64		since;			/* times below since were advanced to it */
 	Size		size;			/* bytes of this allocation */
+	Size		data_offset;	/* where the row images start */
+	Size		data_size;		/* bytes of row images */
 	BatchEntry	entries[FLEXIBLE_ARRAY_MEMBER];
-	/* then the row images */
+	/* then the row images (a merge's batch may have room to spare) */
 } Batch;
 
 static inline char *
 batch_data(Batch *batch)
 {
-	return (char *) MAXALIGN(&batch->entries[batch->nentries]);
+	return (char *) batch + batch->data_offset;
 }
 
 static inline Datum
@@ -97,20 +99,21 @@ typedef struct PendingUpdate
 
 /*
  * A merge in progress: a linear merge of one or two sorted batches (pinned
- * by the caller for its life) at a since, done a step at a time.  Its
- * output grows in local memory, so a merge that dies with its process
- * leaves nothing behind in DSA.
+ * by the caller for its life) at a since, done a step at a time.  It writes
+ * straight into its output batch, allocated at the start for the inputs'
+ * sizes (consolidation only shrinks), so that no step copies the whole
+ * result and each step touches new memory only in proportion to its work.
+ * The output is unpublished until the merge completes; whoever drops the
+ * merge must abandon it, which frees the output.
  */
 typedef struct BatchMerge
 {
-	MemoryContext cxt;
 	int			ninputs;
 	dsa_pointer inputs[2];
 	int64		pos[2];
 	int64		since;
-	BatchEntry *entries;		/* output, offsets into data */
-	int64		nentries;
-	char	   *data;
+	dsa_pointer output;
+	int64		nentries;		/* written to the output so far */
 	Size		data_used;
 } BatchMerge;
 
@@ -119,6 +122,7 @@ extern BatchMerge *batch_merge_begin(dsa_pointer *inputs, int ninputs, int64 sin
 extern bool batch_merge_step(BatchMerge *merge, int64 *fuel);
 extern dsa_pointer batch_merge_finish(BatchMerge *merge);
 extern void batch_merge_abandon(BatchMerge *merge);
+extern bool batch_has_slack(dsa_pointer dp);
 extern Batch *batch_get(dsa_pointer dp);
 extern void batch_pin(dsa_pointer dp);
 extern void batch_unpin(dsa_pointer dp);

@@ -481,7 +481,7 @@ bool
 maintenance_step(void)
 {
 	ListCell   *lc;
-	bool		more = false;
+	bool		more;
 
 	/*
 	 * Sources whose upper rose are published like a changed catalog row; on
@@ -489,9 +489,6 @@ maintenance_step(void)
 	 */
 	foreach(lc, standby_active() ? standby_replayed_changes() : capture_step())
 		hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
-	/* a quiet round merges what busy rounds' fuel left */
-	if (!reread_all && hash_get_num_entries(changed_ids) == 0)
-		more = spine_quiet_round();
 	if (reread_all || hash_get_num_entries(changed_ids) > 0)
 	{
 		retry_all = false;
@@ -500,6 +497,8 @@ maintenance_step(void)
 		hash_destroy(changed_ids);
 		changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
 	}
+	/* after the publications: merge what seals' fuel left, a step a round */
+	more = spine_merge_round();
 	if (hash_get_num_entries(pending_compactions) > 0)
 		run_compactions();
 	if (hash_get_num_entries(tombstones) > 0)

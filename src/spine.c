@@ -10,9 +10,9 @@
  *	  merge at level k completes before another batch can reach level k, so
  *	  merge work per update stays logarithmic, the batch list stays short
  *	  (at most two per level) and no merge ever sits whole in front of the
- *	  next seal's publication.  Quiet rounds (nothing new anywhere) spend
- *	  bounded fuel merging what is left, down to one batch at the spine's
- *	  since.
+ *	  next seal's publication.  Every round, after its publications,
+ *	  spends bounded fuel merging what is left, down to one batch at the
+ *	  spine's since.
  *
  *	  A spine hydrates from its collection's persist shard, follows every
  *	  seal by arranging the newly sealed updates, and publishes after each
@@ -21,7 +21,8 @@
  *	  rule): it takes over a build's or merge's reference, lets go of the
  *	  batches a merge replaced only after publishing the result, and
  *	  releases everything when the index is forgotten or failed.  A merge's
- *	  output lives in local memory until it completes.  A restarted
+ *	  output is unpublished until it completes; the runtime frees
+ *	  unfinished ones when it exits.  A restarted
  *	  maintenance runtime releases its dead predecessor's pins
  *	  (registry_release_dead_spines) and re-hydrates.
  *
@@ -33,6 +34,8 @@
 
 #include "miscadmin.h"
 #include "port/pg_bitutils.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -49,6 +52,13 @@
 /* A since advance (a catalog write) at most this often per index. */
 #define SINCE_INTERVAL_MS	1000
 
+/*
+ * Merges beyond those of two batches at one level (towards one batch at
+ * the since) wait until the spine has had no new batch this long: under a
+ * trickle of seals they would rewrite the biggest batch for each small one.
+ */
+#define SETTLED_MS		1000
+
 /* Two batches per level: the published list is never longer than allowed. */
 #define SPINE_LEVELS	(PEEK_MAX_BATCHES / 2)
 
@@ -59,8 +69,12 @@
  */
 #define FUEL_PER_UPDATE	4
 
-/* Merge work a quiet round spends per spine. */
-#define QUIET_FUEL		(256 * 1024)
+/*
+ * Merge work a round spends per spine beyond what seals brought, all its
+ * merges together: about a millisecond, so that a seal arriving meanwhile
+ * is not held up (the runtime goes on without sleeping while work is left).
+ */
+#define ROUND_FUEL		(8 * 1024)
 
 typedef struct Level
 {
@@ -84,6 +98,7 @@ typedef struct Spine
 	int64		since;
 	bool		failed;
 	TimestampTz last_since_advance;
+	TimestampTz last_batch;		/* when a seal last brought a batch */
 } Spine;
 
 static HTAB *spines = NULL;
@@ -110,6 +125,28 @@ release_spine(Spine *spine)
 }
 
 /*
+ * At exit, free the outputs of unfinished merges: nobody else knows them.
+ * The published batches' pins are the successor's to release
+ * (registry_release_dead_spines).  An error may have left locks held.
+ */
+static void
+abandon_merges_at_exit(int code, Datum arg)
+{
+	HASH_SEQ_STATUS status;
+	Spine	   *spine;
+
+	LWLockReleaseAll();
+	hash_seq_init(&status, spines);
+	while ((spine = hash_seq_search(&status)) != NULL)
+		for (int k = 0; k < SPINE_LEVELS; k++)
+			if (spine->levels[k].merge != NULL)
+			{
+				batch_merge_abandon(spine->levels[k].merge);
+				spine->levels[k].merge = NULL;
+			}
+}
+
+/*
  * Start over with no spines: release ours, or in a fresh process those of
  * the maintenance runtime that ran before.
  */
@@ -132,7 +169,10 @@ spine_reset_all(void)
 		hash_destroy(spines);
 	}
 	else
+	{
 		registry_release_dead_spines();
+		before_shmem_exit(abandon_merges_at_exit, 0);
+	}
 	ctl.keysize = sizeof(PeekObjectId);
 	ctl.entrysize = sizeof(Spine);
 	ctl.hcxt = TopMemoryContext;
@@ -189,10 +229,13 @@ level_of(Batch *batch)
 
 static void place_batch(Spine *spine, dsa_pointer dp);
 
+/* Start merging a level's batches; fails the spine if memory is short. */
 static void
 start_merge(Spine *spine, Level *level)
 {
 	level->merge = batch_merge_begin(level->batches, level->nbatches, spine->since);
+	if (level->merge == NULL)
+		fail_spine(spine);
 }
 
 /*
@@ -209,18 +252,16 @@ complete_merge(Spine *spine, int k)
 	for (int i = 0; i < level->nbatches; i++)
 		retire_batch(spine, level->batches[i]);
 	level->nbatches = 0;
-	if (!DsaPointerIsValid(merged))
-	{
-		fail_spine(spine);
-		return;
-	}
 	place_batch(spine, merged);
 }
 
 /*
  * Add a batch (its one reference becomes the spine's pin) at the level of
- * its size.  A merge still running there is finished first: fuel makes
- * that rare.
+ * its size.  A merge of two batches still running there is finished
+ * first: fuel makes that rare.  A rewrite of a lone batch is dropped
+ * instead, as the merge with the newcomer rewrites it too.  A batch with
+ * much slack (consolidation shrank its merge) is rewritten to give the
+ * memory back.
  */
 static void
 place_batch(Spine *spine, dsa_pointer dp)
@@ -235,7 +276,12 @@ place_batch(Spine *spine, dsa_pointer dp)
 	}
 	k = level_of(batch_get(dp));
 	level = &spine->levels[k];
-	if (level->merge != NULL)
+	if (level->merge != NULL && level->nbatches == 1)
+	{
+		batch_merge_abandon(level->merge);
+		level->merge = NULL;
+	}
+	else if (level->merge != NULL)
 	{
 		int64		fuel = PG_INT64_MAX;
 
@@ -248,26 +294,33 @@ place_batch(Spine *spine, dsa_pointer dp)
 		}
 	}
 	level->batches[level->nbatches++] = dp;
-	if (level->nbatches == 2)
+	if (level->nbatches == 2 || batch_has_slack(dp))
 		start_merge(spine, level);
 }
 
 /*
- * Give every merge in progress fuel, lowest level first (a result may
- * start a merge higher up, which gets its fuel in the same pass).  Returns
- * whether a merge completed.
+ * Give the merges in progress fuel, lowest level first (a result may start
+ * a merge higher up, which gets its fuel in the same pass): each merge that
+ * much, or (shared) that much for all of them together.  Returns whether a
+ * merge completed.
  */
 static bool
-apply_fuel(Spine *spine, int64 fuel)
+apply_fuel(Spine *spine, int64 fuel, bool shared)
 {
 	bool		completed = false;
 
-	for (int k = 0; k < SPINE_LEVELS && !spine->failed; k++)
+	for (int k = 0; k < SPINE_LEVELS && !spine->failed && fuel > 0; k++)
 	{
 		Level	   *level = &spine->levels[k];
 		int64		level_fuel = fuel;
+		bool		done;
 
-		if (level->merge == NULL || !batch_merge_step(level->merge, &level_fuel))
+		if (level->merge == NULL)
+			continue;
+		done = batch_merge_step(level->merge, &level_fuel);
+		if (shared)
+			fuel = level_fuel;
+		if (!done)
 			continue;
 		complete_merge(spine, k);
 		completed = true;
@@ -281,7 +334,8 @@ introduce_batch(Spine *spine, dsa_pointer dp)
 {
 	int64		n = batch_get(dp)->nentries;
 
-	apply_fuel(spine, FUEL_PER_UPDATE * n);
+	spine->last_batch = GetCurrentTimestamp();
+	apply_fuel(spine, FUEL_PER_UPDATE * n, false);
 	if (spine->failed)
 		batch_unpin(dp);
 	else
@@ -289,13 +343,13 @@ introduce_batch(Spine *spine, dsa_pointer dp)
 }
 
 /*
- * With no merge in progress, start one that brings the spine closer to one
- * batch at its since: the lowest batch joins the next one up, or a lone
- * batch below the since is rewritten at it.  Returns false if there is
- * nothing to do.
+ * With no merge in progress, start one (if the spine has settled) that
+ * brings it closer to one batch at its since: the lowest batch joins the
+ * next one up, or a lone batch below the since is rewritten at it.
+ * Returns false if there is no merge to advance.
  */
 static bool
-start_tidy_merge(Spine *spine)
+start_tidy_merge(Spine *spine, bool settled)
 {
 	int			low = -1;
 
@@ -312,13 +366,16 @@ start_tidy_merge(Spine *spine)
 			low = k;
 			continue;
 		}
+		if (!settled)
+			return false;
 		/* a lone batch per level: move the lowest up to join this one */
 		level->batches[level->nbatches++] = spine->levels[low].batches[0];
 		spine->levels[low].nbatches = 0;
 		start_merge(spine, level);
 		return true;
 	}
-	if (low < 0 || batch_get(spine->levels[low].batches[0])->since >= spine->since)
+	if (low < 0 || !settled ||
+		batch_get(spine->levels[low].batches[0])->since >= spine->since)
 		return false;
 	start_merge(spine, &spine->levels[low]);
 	return true;
@@ -484,6 +541,7 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 		spine->since = Max(collection->since, published_since);
 		spine->failed = false;
 		spine->last_since_advance = 0;
+		spine->last_batch = 0;
 	}
 	follow(spine, upper);
 	if (!found && !spine->failed && spine->upper == 0)
@@ -491,23 +549,27 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 }
 
 /*
- * A quiet round: each spine spends bounded fuel on its merges, starting
- * one where batches remain to be merged.  Returns whether merge work is
- * left for later rounds.
+ * Every round, after its publications: each spine spends bounded fuel on
+ * its merges, starting one where batches remain to be merged.  A steady
+ * trickle of seals, each waking the runtime, so still finishes big merges.
+ * Returns whether merge work is left for later rounds.
  */
 bool
-spine_quiet_round(void)
+spine_merge_round(void)
 {
 	HASH_SEQ_STATUS status;
 	Spine	   *spine;
 	bool		more = false;
+	TimestampTz now = GetCurrentTimestamp();
 
 	hash_seq_init(&status, spines);
 	while ((spine = hash_seq_search(&status)) != NULL)
 	{
-		if (spine->failed || !start_tidy_merge(spine))
+		bool		settled = TimestampDifferenceExceeds(spine->last_batch, now, SETTLED_MS);
+
+		if (spine->failed || !start_tidy_merge(spine, settled))
 			continue;
-		if (apply_fuel(spine, QUIET_FUEL) && !spine->failed)
+		if (apply_fuel(spine, ROUND_FUEL, true) && !spine->failed)
 			publish_spine(spine);
 		more = true;
 	}

@@ -17,7 +17,7 @@ extern void spine_reset_all(void);
 extern void spine_adopt(CatalogObject *index, CatalogObject *collection,
 						int64 upper, int64 published_since);
 extern void spine_forget(PeekObjectId index);
-extern bool spine_quiet_round(void);
+extern bool spine_merge_round(void);
 extern bool spine_compact(PeekObjectId index, int64 since);
 extern int64 spine_read_upper(Oid shard);
 extern bool spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches);

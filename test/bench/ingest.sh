@@ -6,7 +6,9 @@
 #    table with a btree primary key.
 #  * Commit-to-visible: a probe commits one row with peek.write and times an
 #    index peek at that time (which waits until the index has it), idle and
-#    while the bulk ingest runs.
+#    while the bulk ingest runs, and while the ingest is paced at several
+#    offered rates (INGEST_RATES updates/s), so the rate where visibility
+#    breaks down shows.
 #  * Capture: write TPS of a pgbench
 #    upsert workload on a captured table (with an index on its collection)
 #    against the same workload on an uncaptured table, and commit-to-visible
@@ -15,6 +17,7 @@
 # shellcheck disable=SC2034  # read by scripts/bench
 ingest_modes="on off"
 INGEST_BATCH=5000
+INGEST_RATES="50000 100000 150000 200000"
 
 ingest_setup() {
     psql_q >/dev/null <<'SQL'
@@ -26,15 +29,20 @@ CREATE TABLE ing_t (k int PRIMARY KEY, v text);
 CREATE TABLE bench_runs (label text, updates bigint, secs float8);
 CREATE TABLE bench_vis (label text, ms float8);
 
--- Batched appends for secs seconds, then wait for the index to catch up.
-CREATE PROCEDURE bench_ingest_peek(label text, secs float8, batch int, k0 int) LANGUAGE plpgsql AS $$
-DECLARE t bigint; n bigint := 0; t0 timestamptz := clock_timestamp();
+-- Batched appends for secs seconds, at most rate updates/s (0: as fast as
+-- they go), then wait for the index to catch up.
+CREATE PROCEDURE bench_ingest_peek(label text, secs float8, batch int, k0 int, rate float8 DEFAULT 0) LANGUAGE plpgsql AS $$
+DECLARE t bigint; n bigint := 0; t0 timestamptz := clock_timestamp(); due timestamptz;
 BEGIN
   WHILE clock_timestamp() < t0 + secs * interval '1 second' LOOP
     SELECT peek.write('ing', array_agg(ROW(k, 'value ' || k)::pt)) INTO t
       FROM generate_series(k0 + n, k0 + n + batch - 1) k;
     COMMIT;
     n := n + batch;
+    due := t0 + n / nullif(rate, 0) * interval '1 second';
+    IF due > clock_timestamp() THEN
+      PERFORM pg_sleep(extract(epoch FROM due - clock_timestamp()));
+    END IF;
   END LOOP;
   WHILE coalesce((SELECT upper FROM peek.indexes WHERE name = 'ing_by_k'), 0) <= t LOOP
     PERFORM pg_sleep(0.001);
@@ -81,11 +89,26 @@ vis_percentiles() {
 # "updates secs" of the run recorded under LABEL.
 run_result() { psql_q -F' ' -c "SELECT updates, secs FROM bench_runs WHERE label = '$1'"; }
 
+# ingest_at MODE RUN RATE K0: commit-to-visible under ingest offered at RATE
+# updates/s, appended to ingest_rates.csv with the rate achieved.
+ingest_at() {
+    local mode=$1 run=$2 rate=$3 k0=$4 probe u s p50 p99 n
+    psql_bg "$WORK/vis-$mode-$run-$rate.log" -c "CALL bench_visibility('rate-$rate-$run', $SECS, $((k0 + 50000000)))"
+    probe=$!
+    psql_q -c "CALL bench_ingest_peek('rate-$rate-$run', $SECS, $INGEST_BATCH, $k0, $rate)"
+    wait "$probe" || { cat "$WORK/vis-$mode-$run-$rate.log" >&2; return 1; }
+    read -r p50 p99 n < <(vis_percentiles "rate-$rate-$run")
+    read -r u s < <(run_result "rate-$rate-$run")
+    csv_add ingest_rates.csv "$mode" "$run" "$rate" "$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.0f", u / s }')" "$p50" "$p99" "$n"
+    progress "  run=$run offered $rate updates/s: commit-to-visible p50=${p50}ms p99=${p99}ms"
+}
+
 ingest_run() {
-    local mode=$1 run k0 probe u s p50 p99 n
+    local mode=$1 run k0 probe u s p50 p99 n rate i
     ingest_setup
     csv_init ingest.csv "mode,run,kind,updates,secs"
     csv_init visibility.csv "mode,run,phase,p50_ms,p99_ms,samples"
+    csv_init ingest_rates.csv "mode,run,offered,achieved,p50_ms,p99_ms,samples"
     for run in $(seq 1 "$REPEAT"); do
         k0=$((run * 100000000))
         psql_q -c "CALL bench_visibility('idle-$run', $SECS, $k0)"
@@ -107,6 +130,12 @@ ingest_run() {
         read -r u s < <(run_result "table-$run")
         csv_add ingest.csv "$mode" "$run" table "$u" "$s"
         progress "  run=$run table INSERT: $u rows in ${s}s"
+
+        i=1
+        for rate in $INGEST_RATES; do
+            ingest_at "$mode" "$run" "$rate" $((k0 + i * 10000000))
+            i=$((i + 1))
+        done
     done
     capture_run "$mode"
 }
@@ -175,7 +204,7 @@ EOF
 # ---- report --------------------------------------------------------------
 
 ingest_report() {
-    local mode f=ingest.csv v=visibility.csv c=capture.csv ratio p99
+    local mode f=ingest.csv v=visibility.csv c=capture.csv ratio p99 rate
     report "" "## 4. Ingest" "" \
         "Updates per second absorbed into an index through \`peek.write\` in batches of $INGEST_BATCH rows" \
         "(one commit per batch), counted until the index's upper has passed the last batch, against" \
@@ -192,6 +221,16 @@ ingest_report() {
         report "| $(mode_name "$mode") | $(fmt 0 "$(field_ratio $f updates secs mode=$mode kind=peek)") | $(fmt 0 "$(field_ratio $f updates secs mode=$mode kind=table)") | $(fmt 2 "$ratio" ×) | $(median $v p50_ms mode=$mode phase=idle) / $(median $v p99_ms mode=$mode phase=idle) | $(median $v p50_ms mode=$mode phase=ingest) / $(median $v p99_ms mode=$mode phase=ingest) |"
     done
     report "" "No target is set for append ingest; the ratio shows the price of a time-versioned, durable index against a plain table."
+    report "" "Commit-to-visible (the same probe) while the ingest is paced at offered rates:" "" \
+        "| mode | offered updates/s | achieved updates/s | p50 ms | p99 ms |" "|---|---|---|---|---|"
+    for mode in on off; do
+        for rate in $INGEST_RATES; do
+            [[ -n $(csv_values ingest_rates.csv run mode=$mode offered=$rate) ]] || continue
+            report "| $(mode_name "$mode") | $rate | $(fmt 0 "$(stats ingest_rates.csv achieved mode=$mode offered=$rate)") | $(median ingest_rates.csv p50_ms mode=$mode offered=$rate) | $(fmt 3 "$(stats ingest_rates.csv p99_ms mode=$mode offered=$rate)") |"
+        done
+    done
+    p99=$(median ingest_rates.csv p99_ms mode=on offered=150000)
+    [[ -z $p99 ]] || target "ingest, split: commit-to-visible p99 at 150k updates/s" "≤ 20 ms" "$p99 ms" "$(verdict "$p99" le 20)"
     report "" "### Capture" ""
     report "A pgbench upsert workload (2 clients, random keys in 1..$ROWS) on a table captured by" \
         "\`peek.create_source\` with an index on its collection, against the same workload on an" \

@@ -5,6 +5,10 @@
 # per key, batched peek.write) into `points` itself and into two other
 # indexed collections, allowing compaction as they go (the indexes every
 # batch, the shards at most once a second), so merges and compaction run.
+# "Idle" is measured once maintenance has caught up with the previous run
+# (every index merged down to one batch).  The alternative a user has is
+# measured under the same load: btree point lookups on the table `bt` while
+# the first session rewrites the same keys there (UPDATE) instead.
 # The chart shows per-bucket p99 over time for both modes.
 
 # shellcheck disable=SC2034  # read by scripts/bench
@@ -19,7 +23,7 @@ isolation_setup() {
 -- for the (p / keys + 1)-th time
 CREATE TABLE bench_stream (name text PRIMARY KEY, idx text, keys int, pos bigint NOT NULL DEFAULT 0);
 CREATE TABLE bench_stream_runs (label text, updates bigint, secs float8, max_batch_ms float8);
-INSERT INTO bench_stream VALUES ('points', 'points_by_k', $ROWS),
+INSERT INTO bench_stream VALUES ('points', 'points_by_k', $ROWS), ('bt', NULL, $ROWS),
   ('noise_1', 'noise_1_by_k', $noise), ('noise_2', 'noise_2_by_k', $noise);
 SELECT peek.create_collection(n, 'pt'), peek.create_index(n || '_by_k', n, ARRAY['k'])
   FROM unnest(ARRAY['noise_1', 'noise_2']) n;
@@ -38,13 +42,21 @@ BEGIN
   WHILE clock_timestamp() < t0 + secs * interval '1 second' LOOP
     b0 := clock_timestamp();
     FOR s IN SELECT * FROM bench_stream WHERE name = ANY (names) ORDER BY name LOOP
-      SELECT peek.write(s.name, array_agg(ROW(k, bench_val(k, r + 1))::pt),
-                                array_agg(ROW(k, bench_val(k, r))::pt)) INTO t
-        FROM (SELECT (p % s.keys + 1)::int AS k, p / s.keys AS r
-                FROM generate_series(s.pos, s.pos + batch - 1) p) u;
-      PERFORM peek.allow_compaction(s.idx, t);
-      IF clock_timestamp() > compacted + interval '1 second' THEN
-        PERFORM peek.allow_compaction(s.name, t);
+      IF s.idx IS NULL THEN
+        -- the table: the same rewrites as UPDATEs
+        UPDATE bt SET v = bench_val(u.k, u.r + 1)
+          FROM (SELECT (p % s.keys + 1)::int AS k, p / s.keys AS r
+                  FROM generate_series(s.pos, s.pos + batch - 1) p) u
+         WHERE bt.k = u.k;
+      ELSE
+        SELECT peek.write(s.name, array_agg(ROW(k, bench_val(k, r + 1))::pt),
+                                  array_agg(ROW(k, bench_val(k, r))::pt)) INTO t
+          FROM (SELECT (p % s.keys + 1)::int AS k, p / s.keys AS r
+                  FROM generate_series(s.pos, s.pos + batch - 1) p) u;
+        PERFORM peek.allow_compaction(s.idx, t);
+        IF clock_timestamp() > compacted + interval '1 second' THEN
+          PERFORM peek.allow_compaction(s.name, t);
+        END IF;
       END IF;
       UPDATE bench_stream SET pos = pos + batch WHERE name = s.name;
       n := n + 2 * batch;
@@ -58,6 +70,43 @@ END $$;
 SQL
     wait_index_ready noise_1_by_k >/dev/null
     wait_index_ready noise_2_by_k >/dev/null
+}
+
+# Wait (up to a minute) until maintenance has caught up: every index merged
+# down to one batch, so that "idle" is idle.
+wait_maintenance_idle() {
+    psql_q >/dev/null <<'SQL'
+DO $$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+  WHILE EXISTS (SELECT 1 FROM peek.indexes WHERE batches > 1)
+        AND clock_timestamp() < t0 + interval '60 s' LOOP
+    PERFORM pg_sleep(0.05);
+  END LOOP;
+END $$;
+SQL
+}
+
+# stream_load LABEL FIRST: both streams (the first into FIRST, points or bt)
+# for a bit longer than a pgb run; sets STREAM_A and STREAM_B to their pids.
+stream_load() {
+    psql_bg "$WORK/stream-a.log" -c "CALL bench_stream_run('a-$1', $((SECS + 2)), $STREAM_BATCH, '{$2}')"
+    STREAM_A=$!
+    psql_bg "$WORK/stream-b.log" -c "CALL bench_stream_run('b-$1', $((SECS + 2)), $STREAM_BATCH, '{noise_1,noise_2}')"
+    STREAM_B=$!
+    sleep 1
+}
+
+# Wait for the streams (in this shell: they are its children).
+stream_wait() {
+    wait "$STREAM_A" || { cat "$WORK/stream-a.log" >&2; return 1; }
+    wait "$STREAM_B" || { cat "$WORK/stream-b.log" >&2; return 1; }
+}
+
+# "updates/s longest_batch_ms" of the streams of LABEL.
+stream_result() {
+    psql_q -F' ' -c "SELECT round(sum(updates / secs)), round(max(max_batch_ms))
+                       FROM bench_stream_runs WHERE label IN ('a-$1', 'b-$1')"
 }
 
 # timeline NAME PHASE RUN: per-bucket p50/p99 (ms) of a pgb run's log, appended
@@ -78,7 +127,7 @@ timeline() {
 }
 
 isolation_run() {
-    local mode=$1 run tps p50 p99 a b ups maxms
+    local mode=$1 run tps p50 p99 ups maxms
     ensure_points
     isolation_setup
     csv_init isolation.csv "mode,run,phase,tps,p50_ms,p99_ms,ingest_updates_per_s,max_batch_ms"
@@ -87,46 +136,59 @@ isolation_run() {
 \\set k random(1, $ROWS)
 SELECT k, v FROM peek.index_peek(NULL::pt, 'points_by_k', ROW(:k::int));
 EOF
+    bench_script iso-btree >/dev/null <<EOF
+\\set k random(1, $ROWS)
+SELECT k, v FROM bt WHERE k = :k;
+EOF
     for run in $(seq 1 "$REPEAT"); do
+        wait_maintenance_idle
         read -r tps p50 p99 < <(pgb "iso-$mode-idle-$run" 1 "$WORK/iso-peek.sql")
         csv_add isolation.csv "$mode" "$run" idle "$tps" "$p50" "$p99" 0 0
         timeline "iso-$mode-idle-$run" "$mode,idle,$run"
         progress "  run=$run idle: p50=${p50}ms p99=${p99}ms"
 
         # the streams start first and outlast the measured run
-        psql_bg "$WORK/stream-a.log" -c "CALL bench_stream_run('a-$run', $((SECS + 2)), $STREAM_BATCH, '{points}')"
-        a=$!
-        psql_bg "$WORK/stream-b.log" -c "CALL bench_stream_run('b-$run', $((SECS + 2)), $STREAM_BATCH, '{noise_1,noise_2}')"
-        b=$!
-        sleep 1
+        stream_load "$run" points
         read -r tps p50 p99 < <(pgb "iso-$mode-load-$run" 1 "$WORK/iso-peek.sql")
-        wait "$a" || { cat "$WORK/stream-a.log" >&2; return 1; }
-        wait "$b" || { cat "$WORK/stream-b.log" >&2; return 1; }
-        read -r ups maxms < <(psql_q -F' ' -c "SELECT round(sum(updates / secs)), round(max(max_batch_ms))
-                                         FROM bench_stream_runs WHERE label IN ('a-$run', 'b-$run')")
+        stream_wait
+        read -r ups maxms < <(stream_result "$run")
         csv_add isolation.csv "$mode" "$run" load "$tps" "$p50" "$p99" "$ups" "$maxms"
         timeline "iso-$mode-load-$run" "$mode,load,$run"
         progress "  run=$run under $ups updates/s: p50=${p50}ms p99=${p99}ms (longest stream batch ${maxms}ms)"
+
+        # the alternative: a btree on a table taking the same rewrites
+        stream_load "bt-$run" bt
+        read -r tps p50 p99 < <(pgb "iso-$mode-btree-$run" 1 "$WORK/iso-btree.sql")
+        stream_wait
+        read -r ups maxms < <(stream_result "bt-$run")
+        csv_add isolation.csv "$mode" "$run" btree "$tps" "$p50" "$p99" "$ups" "$maxms"
+        progress "  run=$run btree under $ups updates/s: p50=${p50}ms p99=${p99}ms"
     done
 }
 
 isolation_report() {
-    local f=isolation.csv mode ratio split_p99 solo_p99 vs_solo sel
+    local f=isolation.csv mode ratio vs_btree split_p99 solo_p99 vs_solo sel
     report "" "## 2. Read isolation" "" \
         "Point lookups (\`index_peek\` by a random key, 1 pgbench client, prepared) on the $ROWS-row index," \
         "idle and while two sessions stream batched rewrites ($STREAM_BATCH keys a batch: a retraction and" \
         "an insertion each) into the same collection and into two other indexed collections, allowing" \
         "compaction of the indexes every batch and of the shards at most once a second." \
         "The ingest rate is what the streams achieved during the run (both sessions together)." "" \
-        "| mode | idle p50 / p99 ms | under load p50 / p99 ms | load p99 / idle p99 | ingest updates/s | longest stream batch ms |" \
-        "|---|---|---|---|---|---|"
+        "Idle is measured once every index has merged down to one batch.  The btree column is the" \
+        "alternative a user has: point lookups on a table with a btree primary key holding the same rows," \
+        "while the first session rewrites the same keys there by UPDATE (the second streams as before)." "" \
+        "| mode | idle p50 / p99 ms | under load p50 / p99 ms | load p99 / idle p99 | ingest updates/s | longest stream batch ms | btree under load p50 / p99 ms | index p99 / btree p99 |" \
+        "|---|---|---|---|---|---|---|---|"
     for mode in on off; do
         [[ -n $(csv_values $f run mode=$mode) ]] || continue
         ratio=$(ratio_stat $f p99_ms "mode=$mode phase=load" "mode=$mode phase=idle")
-        report "| $(mode_name "$mode") | $(median $f p50_ms mode=$mode phase=idle) / $(fmt 3 "$(stats $f p99_ms mode=$mode phase=idle)") | $(median $f p50_ms mode=$mode phase=load) / $(fmt 3 "$(stats $f p99_ms mode=$mode phase=load)") | **$(fmt 2 "$ratio" ×)** | $(fmt 0 "$(stats $f ingest_updates_per_s mode=$mode phase=load)") | $(median $f max_batch_ms mode=$mode phase=load) |"
+        vs_btree=$(ratio_stat $f p99_ms "mode=$mode phase=load" "mode=$mode phase=btree")
+        report "| $(mode_name "$mode") | $(median $f p50_ms mode=$mode phase=idle) / $(fmt 3 "$(stats $f p99_ms mode=$mode phase=idle)") | $(median $f p50_ms mode=$mode phase=load) / $(fmt 3 "$(stats $f p99_ms mode=$mode phase=load)") | **$(fmt 2 "$ratio" ×)** | $(fmt 0 "$(stats $f ingest_updates_per_s mode=$mode phase=load)") | $(median $f max_batch_ms mode=$mode phase=load) | $(median $f p50_ms mode=$mode phase=btree) / $(fmt 3 "$(stats $f p99_ms mode=$mode phase=btree)") | **$(fmt 2 "$vs_btree" ×)** |"
         if [[ $mode == on ]]; then
             target "isolation, split: p99 under load vs idle" "≤ 1.5×" \
                 "$(fmt 2 "$ratio" ×)" "$(verdict "${ratio%% *}" le 1.5)"
+            target "isolation, split: index_peek p99 vs btree p99 under the same load" "≤ 1.0×" \
+                "$(fmt 2 "$vs_btree" ×)" "$(verdict "${vs_btree%% *}" le 1.0)"
         fi
     done
     split_p99=$(median $f p99_ms mode=on phase=load)

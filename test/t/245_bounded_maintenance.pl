@@ -4,7 +4,10 @@
 #    times equals an oracle table holding the same updates;
 #  * a seal is published while a big merge is pending: a probe's write is
 #    visible long before the merge of two big batches completes (the merge
-#    is still pending when the probe's peek returns);
+#    is still pending when the probe's peek returns), and completing a big
+#    merge holds no seal back either (probes throughout a merge of 2M
+#    updates are all visible promptly), and the memory consolidation
+#    frees is given back;
 #  * the maintenance runtime of split mode runs at a lower CPU priority
 #    (pg_peek.maintenance_nice, applied again on reload); the solo runtime
 #    and the interactive runtime keep the server's.
@@ -184,6 +187,87 @@ ok($probe_ms < $merge_ms / 3,
 		$probe_ms, $merge_ms));
 is(sql("SELECT count(*) FROM peek.index_peek(NULL::kv, 'big_by_k', ROW(7))"), '2',
 	'the merged index has both big batches');
+
+# ---- completing a big merge is bounded steps too --------------------------------
+
+# A third big batch starts a merge of 2M updates.  Probes every 10 ms from
+# its seal until the merge is complete show that no round, the one that
+# completes it included, holds a seal back for long: the merge writes its
+# output batch (counted in dsa_bytes while unpublished) a step at a time.
+sql(q{
+	CREATE TABLE probes (ms float8);
+	CREATE TABLE merge_seen (pending bool);
+	CREATE FUNCTION unpublished_bytes() RETURNS bigint LANGUAGE sql AS $$
+		SELECT (SELECT dsa_bytes FROM peek.runtimes LIMIT 1) - (SELECT sum(bytes) FROM peek.indexes)
+	$$;
+	CREATE PROCEDURE probe_until_merged() LANGUAGE plpgsql AS $$
+	DECLARE
+		t bigint;
+		t0 timestamptz := clock_timestamp();
+		t1 timestamptz;
+		k int := -100;
+		pending bool := false;
+	BEGIN
+		t := peek.write('big', (SELECT array_agg((g, 2 * g)::kv) FROM generate_series(1, 1000000) g));
+		COMMIT;
+		-- arranging the batch itself is not a merge: wait for it
+		PERFORM count(*) FROM peek.index_peek(NULL::kv, 'big_by_k', ROW(1), as_of => t);
+		LOOP
+			k := k - 1;
+			t1 := clock_timestamp();
+			t := peek.write('big', ARRAY[(k, 0)]::kv[]);
+			COMMIT;
+			PERFORM count(*) FROM peek.index_peek(NULL::kv, 'big_by_k', ROW(k), as_of => t);
+			INSERT INTO probes VALUES (extract(epoch FROM clock_timestamp() - t1) * 1000);
+			COMMIT;
+			-- the merge's output is 2M updates: 100 MB while it is pending
+			IF unpublished_bytes() > 50000000 THEN
+				pending := true;
+			ELSIF pending OR clock_timestamp() > t0 + interval '60 s' THEN
+				EXIT;
+			END IF;
+			PERFORM pg_sleep(0.01);
+		END LOOP;
+		INSERT INTO merge_seen VALUES (pending);
+	END $$;
+});
+sql('CALL probe_until_merged()');
+is(sql('SELECT pending FROM merge_seen'), 't',
+	'the probes ran from the pending merge to its completion');
+my ($nprobes, $max_ms, $p50_ms) = split /\|/, sql(
+	'SELECT count(*), max(ms), percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) FROM probes');
+note sprintf('%d probes until the merge of 2M updates completed: p50 %.1f ms, max %.1f ms',
+	$nprobes, $p50_ms, $max_ms);
+ok($max_ms < 250,
+	sprintf('every probe was visible promptly, the merge completion included (max %.1f ms)', $max_ms));
+is(sql("SELECT string_agg(v::text, ',' ORDER BY v) FROM peek.index_peek(NULL::kv, 'big_by_k', ROW(7))"),
+	'-7,7,14', 'the merged index has the three big batches');
+
+# ---- memory consolidation frees is given back -----------------------------------
+
+# A merge's output is allocated for its inputs' sizes; one that
+# consolidation shrank is rewritten.  Half of 100k rows are retracted with
+# the since past it, so the next merge consolidates 150k updates to 50k.
+sql(q{
+	SELECT peek.create_collection('shrink', 'kv');
+	SELECT peek.create_index('shrink_by_k', 'shrink', ARRAY['k']);
+	SELECT peek.write('shrink', (SELECT array_agg((g, g)::kv) FROM generate_series(1, 100000) g));
+});
+ok(poll_until($node, "SELECT updates = 100000 FROM peek.indexes WHERE name = 'shrink_by_k'"),
+	'the rows are arranged');
+my $bytes_per_update = sql("SELECT bytes::float8 / updates FROM peek.indexes WHERE name = 'shrink_by_k'");
+sql(q{
+	BEGIN;
+	SELECT peek.allow_compaction('shrink_by_k',
+		peek.write('shrink', '{}'::kv[],
+		           (SELECT array_agg((g, g)::kv) FROM generate_series(1, 100000, 2) g)));
+	COMMIT;
+});
+ok(poll_until($node, "SELECT updates = 50000 AND bytes::float8 / updates < 1.25 * $bytes_per_update
+                        FROM peek.indexes WHERE name = 'shrink_by_k'"),
+	'the consolidated batch keeps no slack');
+is(sql("SELECT count(*) FROM peek.index_peek(NULL::kv, 'shrink_by_k')"), '50000',
+	'the shrunk index has the rows left');
 
 $node->stop;
 done_testing();

@@ -99,6 +99,7 @@ typedef struct Spine
 	bool		failed;
 	TimestampTz last_since_advance;
 	TimestampTz last_batch;		/* when a seal last brought a batch */
+	dsa_pointer incoming;		/* a new batch not placed yet (for an exit) */
 } Spine;
 
 static HTAB *spines = NULL;
@@ -124,13 +125,30 @@ release_spine(Spine *spine)
 	spine->nbatches = 0;
 }
 
+/* Is dp in the spine's last published list (or, with level, in a level)? */
+static bool
+spine_holds(Spine *spine, dsa_pointer dp, bool in_levels)
+{
+	for (int i = 0; i < spine->nbatches; i++)
+		if (spine->batches[i] == dp)
+			return true;
+	for (int k = 0; in_levels && k < SPINE_LEVELS; k++)
+		for (int i = 0; i < spine->levels[k].nbatches; i++)
+			if (spine->levels[k].batches[i] == dp)
+				return true;
+	return false;
+}
+
 /*
- * At exit, free the outputs of unfinished merges: nobody else knows them.
- * The published batches' pins are the successor's to release
- * (registry_release_dead_spines).  An error may have left locks held.
+ * At exit (a SIGTERM may come at any CHECK_FOR_INTERRUPTS of a merge step),
+ * let go of what nobody else will: the outputs of unfinished merges, and
+ * the spine's pins on batches it has not published (new ones, merge results,
+ * batches merged away before a publication).  The published lists' pins
+ * are the successor's to release (registry_release_dead_spines).  An error
+ * may have left locks held.
  */
 static void
-abandon_merges_at_exit(int code, Datum arg)
+release_unpublished_at_exit(int code, Datum arg)
 {
 	HASH_SEQ_STATUS status;
 	Spine	   *spine;
@@ -138,12 +156,26 @@ abandon_merges_at_exit(int code, Datum arg)
 	LWLockReleaseAll();
 	hash_seq_init(&status, spines);
 	while ((spine = hash_seq_search(&status)) != NULL)
+	{
+		if (spine->failed)
+			continue;			/* released when it failed */
 		for (int k = 0; k < SPINE_LEVELS; k++)
-			if (spine->levels[k].merge != NULL)
-			{
-				batch_merge_abandon(spine->levels[k].merge);
-				spine->levels[k].merge = NULL;
-			}
+		{
+			Level	   *level = &spine->levels[k];
+
+			if (level->merge != NULL)
+				batch_merge_abandon(level->merge);
+			level->merge = NULL;
+			for (int i = 0; i < level->nbatches; i++)
+				if (!spine_holds(spine, level->batches[i], false))
+					batch_unpin(level->batches[i]);
+		}
+		for (int i = 0; i < spine->nretired; i++)
+			if (!spine_holds(spine, spine->retired[i], false))
+				batch_unpin(spine->retired[i]);
+		if (DsaPointerIsValid(spine->incoming) && !spine_holds(spine, spine->incoming, true))
+			batch_unpin(spine->incoming);
+	}
 }
 
 /*
@@ -171,7 +203,7 @@ spine_reset_all(void)
 	else
 	{
 		registry_release_dead_spines();
-		before_shmem_exit(abandon_merges_at_exit, 0);
+		before_shmem_exit(release_unpublished_at_exit, 0);
 	}
 	ctl.keysize = sizeof(PeekObjectId);
 	ctl.entrysize = sizeof(Spine);
@@ -276,12 +308,7 @@ place_batch(Spine *spine, dsa_pointer dp)
 	}
 	k = level_of(batch_get(dp));
 	level = &spine->levels[k];
-	if (level->merge != NULL && level->nbatches == 1)
-	{
-		batch_merge_abandon(level->merge);
-		level->merge = NULL;
-	}
-	else if (level->merge != NULL)
+	if (level->merge != NULL && level->nbatches == 2)
 	{
 		int64		fuel = PG_INT64_MAX;
 
@@ -292,6 +319,18 @@ place_batch(Spine *spine, dsa_pointer dp)
 			batch_unpin(dp);
 			return;
 		}
+	}
+	/* a lone batch's rewrite (maybe just started by that completion) */
+	if (level->merge != NULL)
+	{
+		batch_merge_abandon(level->merge);
+		level->merge = NULL;
+	}
+	if (level->nbatches >= 2)
+	{
+		batch_unpin(dp);
+		spine->incoming = InvalidDsaPointer;
+		elog(ERROR, "pg_peek spine level %d is full", k);
 	}
 	level->batches[level->nbatches++] = dp;
 	if (level->nbatches == 2 || batch_has_slack(dp))
@@ -335,11 +374,13 @@ introduce_batch(Spine *spine, dsa_pointer dp)
 	int64		n = batch_get(dp)->nentries;
 
 	spine->last_batch = GetCurrentTimestamp();
+	spine->incoming = dp;
 	apply_fuel(spine, FUEL_PER_UPDATE * n, false);
 	if (spine->failed)
 		batch_unpin(dp);
 	else
 		place_batch(spine, dp);
+	spine->incoming = InvalidDsaPointer;
 }
 
 /*
@@ -542,6 +583,7 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 		spine->failed = false;
 		spine->last_since_advance = 0;
 		spine->last_batch = 0;
+		spine->incoming = InvalidDsaPointer;
 	}
 	follow(spine, upper);
 	if (!found && !spine->failed && spine->upper == 0)

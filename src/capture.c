@@ -27,7 +27,10 @@
  *	  IDENTITY FULL or gets row-level security fails its source (durably,
  *	  with the reason); so does a slot that someone else dropped or
  *	  advanced, or any error while decoding for it: the slot is dropped, the
- *	  runtime carries on with the other sources.
+ *	  runtime carries on with the other sources.  A slot already missing
+ *	  when the runtime takes a loaded source on (a promotion: slots are not
+ *	  replicated; a restore) is not a failure: the source is loaded again
+ *	  and compacted to the new load, as its history in between is lost.
  *
  *	  Backends use only the strict serializable read time and the nudge.
  *	  Must not publish (maintenance.c does, after a round) nor arrange.

@@ -104,28 +104,7 @@ typedef struct Spine
 
 static HTAB *spines = NULL;
 
-/* Let go of a spine's pins and abandon its merges. */
-static void
-release_spine(Spine *spine)
-{
-	for (int k = 0; k < SPINE_LEVELS; k++)
-	{
-		Level	   *level = &spine->levels[k];
-
-		if (level->merge != NULL)
-			batch_merge_abandon(level->merge);
-		level->merge = NULL;
-		for (int i = 0; i < level->nbatches; i++)
-			batch_unpin(level->batches[i]);
-		level->nbatches = 0;
-	}
-	for (int i = 0; i < spine->nretired; i++)
-		batch_unpin(spine->retired[i]);
-	spine->nretired = 0;
-	spine->nbatches = 0;
-}
-
-/* Is dp in the spine's last published list (or, with level, in a level)? */
+/* Is dp in the spine's last published list (or, with in_levels, in a level)? */
 static bool
 spine_holds(Spine *spine, dsa_pointer dp, bool in_levels)
 {
@@ -140,12 +119,43 @@ spine_holds(Spine *spine, dsa_pointer dp, bool in_levels)
 }
 
 /*
+ * Let go of a spine's pins and abandon its merges.  With unpublished_only
+ * (a runtime exiting), the pins on its last published list are kept: they
+ * are its successor's to release (registry_release_dead_spines); a new
+ * batch not placed yet is let go of too.
+ */
+static void
+release_spine(Spine *spine, bool unpublished_only)
+{
+	if (unpublished_only && DsaPointerIsValid(spine->incoming) &&
+		!spine_holds(spine, spine->incoming, true))
+		batch_unpin(spine->incoming);
+	spine->incoming = InvalidDsaPointer;
+	for (int k = 0; k < SPINE_LEVELS; k++)
+	{
+		Level	   *level = &spine->levels[k];
+
+		if (level->merge != NULL)
+			batch_merge_abandon(level->merge);
+		level->merge = NULL;
+		for (int i = 0; i < level->nbatches; i++)
+			if (!unpublished_only || !spine_holds(spine, level->batches[i], false))
+				batch_unpin(level->batches[i]);
+		level->nbatches = 0;
+	}
+	for (int i = 0; i < spine->nretired; i++)
+		if (!unpublished_only || !spine_holds(spine, spine->retired[i], false))
+			batch_unpin(spine->retired[i]);
+	spine->nretired = 0;
+	spine->nbatches = 0;
+}
+
+/*
  * At exit (a SIGTERM may come at any CHECK_FOR_INTERRUPTS of a merge step),
  * let go of what nobody else will: the outputs of unfinished merges, and
  * the spine's pins on batches it has not published (new ones, merge results,
- * batches merged away before a publication).  The published lists' pins
- * are the successor's to release (registry_release_dead_spines).  An error
- * may have left locks held.
+ * batches merged away before a publication).  An error may have left locks
+ * held.
  */
 static void
 release_unpublished_at_exit(int code, Datum arg)
@@ -156,26 +166,8 @@ release_unpublished_at_exit(int code, Datum arg)
 	LWLockReleaseAll();
 	hash_seq_init(&status, spines);
 	while ((spine = hash_seq_search(&status)) != NULL)
-	{
-		if (spine->failed)
-			continue;			/* released when it failed */
-		for (int k = 0; k < SPINE_LEVELS; k++)
-		{
-			Level	   *level = &spine->levels[k];
-
-			if (level->merge != NULL)
-				batch_merge_abandon(level->merge);
-			level->merge = NULL;
-			for (int i = 0; i < level->nbatches; i++)
-				if (!spine_holds(spine, level->batches[i], false))
-					batch_unpin(level->batches[i]);
-		}
-		for (int i = 0; i < spine->nretired; i++)
-			if (!spine_holds(spine, spine->retired[i], false))
-				batch_unpin(spine->retired[i]);
-		if (DsaPointerIsValid(spine->incoming) && !spine_holds(spine, spine->incoming, true))
-			batch_unpin(spine->incoming);
-	}
+		if (!spine->failed)		/* released when it failed */
+			release_spine(spine, true);
 }
 
 /*
@@ -195,7 +187,7 @@ spine_reset_all(void)
 		hash_seq_init(&status, spines);
 		while ((spine = hash_seq_search(&status)) != NULL)
 		{
-			release_spine(spine);
+			release_spine(spine, false);
 			pfree(spine->retired);
 		}
 		hash_destroy(spines);
@@ -238,7 +230,7 @@ fail_spine(Spine *spine)
 					spine->index, peek_max_memory_kb)));
 	spine->failed = true;
 	registry_mark_failed(spine->index);
-	release_spine(spine);
+	release_spine(spine, false);
 }
 
 /* Keep a replaced batch's pin until the next publication. */
@@ -530,7 +522,7 @@ follow(Spine *spine, int64 upper)
 		spine->key = batch_keyinfo_build(spine->key->row_type, spine->key->nkeys,
 								   spine->key->attnums);
 		MemoryContextSwitchTo(old);
-		release_spine(spine);
+		release_spine(spine, false);
 		spine->upper = 0;
 	}
 	if (upper <= spine->upper)
@@ -625,7 +617,7 @@ spine_forget(PeekObjectId index)
 
 	if (spine == NULL)
 		return;
-	release_spine(spine);
+	release_spine(spine, false);
 	pfree(spine->retired);
 	hash_search(spines, &index, HASH_REMOVE, NULL);
 }

@@ -133,11 +133,9 @@ batch_key_row_matches(KeyInfo *key, Datum row, const Datum *values)
 
 /* ---- batches ---- */
 
-int
-batch_pending_update_cmp(const void *a, const void *b)
+static int
+pending_update_cmp(const PendingUpdate *x, const PendingUpdate *y)
 {
-	const PendingUpdate *x = a;
-	const PendingUpdate *y = b;
 	int			c = row_image_cmp(x->keyhash, x->image, x->len, y->keyhash, y->image, y->len);
 
 	if (c != 0)
@@ -201,18 +199,77 @@ allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 s
 	return dp;
 }
 
+static int
+order_cmp(const void *a, const void *b, void *arg)
+{
+	PendingUpdate *updates = arg;
+
+	return pending_update_cmp(&updates[(uint32) *(const uint64 *) a],
+									&updates[(uint32) *(const uint64 *) b]);
+}
+
 /*
- * Build a batch from updates (which this sorts in place): times below since
- * advance to since, equal (row, time) pairs consolidate, zeros vanish.  Two
- * updates whose diffs would sum beyond bigint's range stay apart: the walk,
- * which sums a row's updates anyway, reports the overflow to the peek, as
- * the persist walk does, and the maintenance runtime never fails on it.
- * Returns InvalidDsaPointer if pg_peek.max_memory would be exceeded.
+ * The order of updates by pending_update_cmp, as positions in the low
+ * halves of (key hash, position) pairs: a radix sort on the key hash, a
+ * byte per pass, then each run of equal hashes (a key's versions, or a
+ * collision) by the whole order.  Linear in n but for those runs, where
+ * a comparison sort of the updates themselves spent most of a hydration.
+ */
+static uint64 *
+sort_updates(PendingUpdate *updates, int64 n)
+{
+	uint64	   *order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
+	uint64	   *spare = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
+	int64		run = 0;
+
+	if (n > PG_UINT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("arrangement batch exceeds the largest batch size")));
+	for (int64 i = 0; i < n; i++)
+		order[i] = ((uint64) updates[i].keyhash << 32) | (uint64) i;
+	for (int shift = 32; shift < 64; shift += 8)
+	{
+		int64		start[257] = {0};
+		uint64	   *swap;
+
+		for (int64 i = 0; i < n; i++)
+			start[((order[i] >> shift) & 0xFF) + 1]++;
+		for (int b = 0; b < 256; b++)
+			start[b + 1] += start[b];
+		for (int64 i = 0; i < n; i++)
+			spare[start[(order[i] >> shift) & 0xFF]++] = order[i];
+		swap = order;
+		order = spare;
+		spare = swap;
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(spare);
+	for (int64 i = 1; i <= n; i++)
+	{
+		if (i < n && (order[i] >> 32) == (order[run] >> 32))
+			continue;
+		if (i - run > 1)
+			qsort_arg(&order[run], i - run, sizeof(uint64), order_cmp, updates);
+		run = i;
+	}
+	return order;
+}
+
+/*
+ * Build a batch from updates (whose times this may advance): times below
+ * since advance to since, equal (row, time) pairs consolidate, zeros
+ * vanish.  Two updates whose diffs would sum beyond bigint's range stay
+ * apart: the walk, which sums a row's updates anyway, reports the overflow
+ * to the peek, as the persist walk does, and the maintenance runtime never
+ * fails on it.  Returns InvalidDsaPointer if pg_peek.max_memory would be
+ * exceeded.
  */
 dsa_pointer
 batch_build(PendingUpdate *updates, int64 n,
 			int64 lower, int64 upper, int64 since)
 {
+	uint64	   *order;
 	int64		out = 0;
 	Size		data_size = 0;
 	dsa_pointer dp;
@@ -223,50 +280,60 @@ batch_build(PendingUpdate *updates, int64 n,
 	for (int64 i = 0; i < n; i++)
 		if (updates[i].time < since)
 			updates[i].time = since;
-	if (n > 1)
-		qsort(updates, n, sizeof(PendingUpdate), batch_pending_update_cmp);
+	order = sort_updates(updates, n);
 
-	/* consolidate in place */
+	/* consolidate: order[0 .. out) keeps one update per (row, time) */
 	for (int64 i = 0; i < n; i++)
 	{
-		int64		sum;
+		PendingUpdate *u = &updates[(uint32) order[i]];
 
 		CHECK_FOR_INTERRUPTS();
-		if (out > 0 && batch_pending_update_cmp(&updates[out - 1], &updates[i]) == 0 &&
-			!pg_add_s64_overflow(updates[out - 1].diff, updates[i].diff, &sum))
-			updates[out - 1].diff = sum;
-		else
+		if (out > 0)
 		{
-			if (out > 0 && updates[out - 1].diff == 0)
+			PendingUpdate *last = &updates[(uint32) order[out - 1]];
+			int64		sum;
+
+			if (pending_update_cmp(last, u) == 0 &&
+				!pg_add_s64_overflow(last->diff, u->diff, &sum))
+			{
+				last->diff = sum;
+				continue;
+			}
+			if (last->diff == 0)
 				out--;
-			updates[out++] = updates[i];
 		}
+		order[out++] = order[i];
 	}
-	if (out > 0 && updates[out - 1].diff == 0)
+	if (out > 0 && updates[(uint32) order[out - 1]].diff == 0)
 		out--;
 
 	for (int64 i = 0; i < out; i++)
-		data_size += MAXALIGN(updates[i].len + VARHDRSZ);
+		data_size += MAXALIGN(updates[(uint32) order[i]].len + VARHDRSZ);
 	dp = allocate_batch(out, data_size, lower, upper, since);
 	if (!DsaPointerIsValid(dp))
+	{
+		pfree(order);
 		return InvalidDsaPointer;
+	}
 
 	batch = batch_get(dp);
 	data = batch_data(batch);
 	for (int64 i = 0; i < out; i++)
 	{
+		PendingUpdate *u = &updates[(uint32) order[i]];
 		BatchEntry *e = &batch->entries[i];
 		char	   *image = data + offset;
 
-		e->keyhash = updates[i].keyhash;
+		e->keyhash = u->keyhash;
 		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
-		e->time = updates[i].time;
-		e->diff = updates[i].diff;
+		e->time = u->time;
+		e->diff = u->diff;
 		batch->rows = row_add_saturating(batch->rows, e->diff);
-		SET_VARSIZE(image, updates[i].len + VARHDRSZ);
-		memcpy(VARDATA(image), updates[i].image, updates[i].len);
-		offset += MAXALIGN(updates[i].len + VARHDRSZ);
+		SET_VARSIZE(image, u->len + VARHDRSZ);
+		memcpy(VARDATA(image), u->image, u->len);
+		offset += MAXALIGN(u->len + VARHDRSZ);
 	}
+	pfree(order);
 	return dp;
 }
 
@@ -309,7 +376,7 @@ batch_merge_begin(dsa_pointer *inputs, int ninputs, int64 since)
 	return merge;
 }
 
-/* The order of batch_pending_update_cmp, between two batches' entries. */
+/* The order of pending_update_cmp, between two batches' entries. */
 static int
 entry_cmp(const char *x, BatchEntry *ex, int64 xtime, const char *y, BatchEntry *ey, int64 ytime)
 {

@@ -126,6 +126,5 @@ extern bool batch_has_slack(dsa_pointer dp);
 extern Batch *batch_get(dsa_pointer dp);
 extern void batch_pin(dsa_pointer dp);
 extern void batch_unpin(dsa_pointer dp);
-extern int	batch_pending_update_cmp(const void *a, const void *b);
 
 #endif							/* PEEK_BATCH_H */

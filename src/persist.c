@@ -4,7 +4,9 @@
  *	  Persist shards (DESIGN §1, §2, §6): each collection's updates live in
  *	  an ordinary table peek.shard_<n> (time bigint, diff bigint, data <row>),
  *	  so they are WAL-logged, transactional and crash-safe.  Appends go
- *	  straight through the table AM in the caller's transaction.
+ *	  straight through the table AM in the caller's transaction, each row
+ *	  as its canonical image (rows.c), so that a hydration can take rows
+ *	  as stored (row_from_shard).  Every read is a table or index scan.
  *
  *	  The rows at or before the collection's durable since are its *base*:
  *	  consolidated, one row per distinct row with its count (0.1's
@@ -487,6 +489,7 @@ scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, 
 	static const RegProcedure procs[] = {
 		[BTLessStrategyNumber] = F_INT8LT,
 		[BTLessEqualStrategyNumber] = F_INT8LE,
+		[BTGreaterEqualStrategyNumber] = F_INT8GE,
 		[BTGreaterStrategyNumber] = F_INT8GT,
 	};
 	ScanKeyData keys[2];
@@ -506,6 +509,29 @@ scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, 
 		   slot_getattr(b->slot, SHARD_DATA, &isnull), arg);
 	}
 	index_endscan(scan);
+}
+
+/* Feed fn every shard row with lower <= time < upper, in heap order. */
+static void
+scan_heap(ShardBase *b, int64 lower, int64 upper,
+		  void (*fn) (ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg),
+		  void *arg)
+{
+	TableScanDesc scan = table_beginscan(b->rel, b->snapshot, 0, NULL);
+	bool		isnull;
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, b->slot))
+	{
+		int64		time = DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull));
+
+		CHECK_FOR_INTERRUPTS();
+		if (time < lower || time >= upper)
+			continue;
+		fn(b, &b->slot->tts_tid, time,
+		   DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)),
+		   slot_getattr(b->slot, SHARD_DATA, &isnull), arg);
+	}
+	table_endscan(scan);
 }
 
 /* What is done with each shard row a scan finds. */
@@ -933,72 +959,72 @@ persist_lock_shard(Oid shard)
 	return true;
 }
 
+/* What persist_scan_range feeds its rows to. */
+typedef struct RangeFeed
+{
+	void		(*fn) (int64 time, int64 diff, Datum row, void *arg);
+	void	   *arg;
+} RangeFeed;
+
+static void
+feed_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	RangeFeed  *feed = arg;
+
+	feed->fn(time, diff, row, feed->arg);
+}
+
 /*
  * Feed every update with lower <= time < upper to fn, in no particular
- * order: the rows an index needs to hydrate (lower 0) or to follow a seal.
- * Runs in the caller's transaction and snapshot.
+ * order, each row as the shard stores it (see row_from_shard): the rows an
+ * index needs to hydrate (lower 0: the heap read straight through) or to
+ * follow a seal (through the time index).  Runs in the caller's
+ * transaction and snapshot.
  */
 void
 persist_scan_range(Oid shard, int64 lower, int64 upper,
 				   void (*fn) (int64 time, int64 diff, Datum row, void *arg), void *arg)
 {
-	Oid			argtypes[2] = {INT8OID, INT8OID};
-	Datum		args[2] = {Int64GetDatum(lower), Int64GetDatum(upper)};
-	Portal		portal;
-	char	   *relname = get_rel_name(shard);
+	RangeFeed	feed = {fn, arg};
+	ShardBase	b;
 
-	if (relname == NULL)
+	b.rel = try_table_open(shard, AccessShareLock);
+	if (b.rel == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("shard table with OID %u does not exist", shard)));
-	SPI_connect();
-	portal = SPI_cursor_open_with_args(NULL,
-									   psprintf("SELECT time, diff, data FROM peek.%s "
-												"WHERE time OPERATOR(pg_catalog.>=) $1 "
-												"AND time OPERATOR(pg_catalog.<) $2",
-												quote_identifier(relname)),
-									   2, argtypes, args, NULL, true, 0);
-	for (;;)
+	b.snapshot = GetActiveSnapshot();
+	b.slot = table_slot_create(b.rel, NULL);
+	b.time_index = lower > 0 ? open_shard_index(b.rel, "time_idx", AccessShareLock) : NULL;
+	if (b.time_index != NULL)
 	{
-		SPI_cursor_fetch(portal, true, 10000);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
+		StrategyNumber strategies[2] = {BTGreaterEqualStrategyNumber, BTLessStrategyNumber};
+		int64		bounds[2] = {lower, upper};
 
-			CHECK_FOR_INTERRUPTS();
-			fn(DatumGetInt64(SPI_getbinval(tup, desc, SHARD_TIME, &isnull)),
-			   DatumGetInt64(SPI_getbinval(tup, desc, SHARD_DIFF, &isnull)),
-			   SPI_getbinval(tup, desc, SHARD_DATA, &isnull), arg);
-		}
-		SPI_freetuptable(SPI_tuptable);
+		scan_times(&b, b.time_index, 2, strategies, bounds, feed_row, &feed);
+		index_close(b.time_index, AccessShareLock);
 	}
-	SPI_cursor_close(portal);
-	SPI_finish();
+	else
+		scan_heap(&b, lower, upper, feed_row, &feed);
+	ExecDropSingleTupleTableSlot(b.slot);
+	table_close(b.rel, AccessShareLock);
 }
 
-/* How many updates have lower <= time < upper (a hydration's total). */
+/*
+ * About how many updates the shard holds, from its size: a hydration's
+ * total before it has read them.
+ */
 int64
-persist_count_range(Oid shard, int64 lower, int64 upper)
+persist_estimate_rows(Oid shard)
 {
-	Oid			argtypes[2] = {INT8OID, INT8OID};
-	Datum		args[2] = {Int64GetDatum(lower), Int64GetDatum(upper)};
-	bool		isnull;
-	int64		count;
+	Relation	rel = table_open(shard, AccessShareLock);
+	BlockNumber pages;
+	double		tuples;
+	double		allvisfrac;
 
-	SPI_connect();
-	if (SPI_execute_with_args(psprintf("SELECT pg_catalog.count(*) FROM peek.%s "
-									   "WHERE time OPERATOR(pg_catalog.>=) $1 "
-									   "AND time OPERATOR(pg_catalog.<) $2",
-									   quote_identifier(get_rel_name(shard))),
-							  2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not count shard %u", shard);
-	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-	return count;
+	table_relation_estimate_size(rel, NULL, &pages, &tuples, &allvisfrac);
+	table_close(rel, AccessShareLock);
+	return (int64) tuples;
 }
 
 /* The sum of the diffs before upper: the row count at the latest time. */

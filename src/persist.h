@@ -35,7 +35,7 @@ extern void persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *c
 						 int64 time, int64 limit, Tuplestorestate *out);
 extern int64 persist_compact(Oid shard, int64 durable_since, int64 since);
 extern int64 persist_sum_diffs(Oid shard, int64 upper);
-extern int64 persist_count_range(Oid shard, int64 lower, int64 upper);
+extern int64 persist_estimate_rows(Oid shard);
 extern void persist_scan_range(Oid shard, int64 lower, int64 upper,
 							   void (*fn) (int64 time, int64 diff, Datum row, void *arg),
 							   void *arg);

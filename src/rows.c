@@ -87,6 +87,69 @@ row_normalize(TupleDesc desc, Datum row)
 }
 
 /*
+ * Would row_normalize give this row's bytes back?  True for a row formed by
+ * heap_form_tuple with desc's attributes whose fields are all inline and
+ * uncompressed: forming it afresh repeats the same bytes.
+ */
+static bool
+row_is_canonical(TupleDesc desc, HeapTupleHeader td)
+{
+	HeapTupleData tuple;
+	Datum	   *values;
+	bool	   *nulls;
+	bool		canonical = true;
+
+	if (HeapTupleHeaderGetNatts(td) != desc->natts ||
+		HeapTupleHeaderGetTypeId(td) != desc->tdtypeid ||
+		HeapTupleHeaderGetTypMod(td) != desc->tdtypmod ||
+		HeapTupleHeaderHasExternal(td) ||
+		row_desc_has_dropped(desc))
+		return false;
+	if (!(td->t_infomask & HEAP_HASVARWIDTH))
+		return true;
+	values = palloc(sizeof(Datum) * desc->natts);
+	nulls = palloc(sizeof(bool) * desc->natts);
+	row_tuple(td, &tuple);
+	heap_deform_tuple(&tuple, desc, values, nulls);
+	for (int i = 0; i < desc->natts && canonical; i++)
+	{
+		struct varlena *field = (struct varlena *) DatumGetPointer(values[i]);
+
+		if (!nulls[i] && TupleDescAttr(desc, i)->attlen == -1)
+			canonical = !VARATT_IS_EXTERNAL(field) && !VARATT_IS_COMPRESSED(field);
+	}
+	pfree(values);
+	pfree(nulls);
+	return canonical;
+}
+
+/*
+ * The canonical image of a row read from a shard, in the current memory
+ * context.  Shard rows are normalized on the way in, so a copy of the
+ * stored bytes usually is the image; a row from before an ALTER TYPE, or
+ * one written by 0.1 (which stored rows as they came), is formed afresh.
+ * Saves the forming, and the detoasting copy a short header costs, for
+ * each of the million rows a hydration reads.
+ */
+Datum
+row_from_shard(TupleDesc desc, Datum stored)
+{
+	struct varlena *field = (struct varlena *) DatumGetPointer(stored);
+	Size		len;
+	struct varlena *copy;
+
+	if (VARATT_IS_EXTERNAL(field) || VARATT_IS_COMPRESSED(field))
+		return row_normalize(desc, stored);
+	len = VARSIZE_ANY_EXHDR(field);
+	copy = palloc(len + VARHDRSZ);
+	SET_VARSIZE(copy, len + VARHDRSZ);
+	memcpy(VARDATA(copy), VARDATA_ANY(field), len);
+	if (row_is_canonical(desc, (HeapTupleHeader) copy))
+		return PointerGetDatum(copy);
+	return row_normalize(desc, PointerGetDatum(copy));
+}
+
+/*
  * A hash of a row's identity that a stored row keeps through ALTER TYPE
  * ... ADD ATTRIBUTE: the live, non-NULL fields' bytes with their attribute
  * numbers (a field added later reads as NULL and adds nothing).  Rows

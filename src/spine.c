@@ -416,45 +416,61 @@ start_tidy_merge(Spine *spine, bool settled)
 
 /* ---- arranging shard updates ---- */
 
+/* Row images are packed into blocks of this size, past any palloc overhead. */
+#define ARRANGE_BLOCK_SIZE	(4 * 1024 * 1024)
+
 typedef struct Arranging
 {
 	PeekObjectId index;
-	int64		hydration_total;	/* < 0: following, not hydrating */
+	int64		hydration_total;	/* estimated; < 0: following, not hydrating */
 	KeyInfo    *key;
 	TupleDesc	row_desc;		/* rows are normalized with it */
 	PendingUpdate *updates;
 	int64		n;
 	int64		capacity;
-	MemoryContext cxt;
+	char	   *block;			/* where the next image goes */
+	Size		block_free;
+	MemoryContext cxt;			/* the updates and their images */
+	MemoryContext per_row;
 } Arranging;
 
 static void
 arrange_update(int64 time, int64 diff, Datum row, void *arg)
 {
 	Arranging  *a = arg;
-	MemoryContext old = MemoryContextSwitchTo(a->cxt);
-	struct varlena *flat = (struct varlena *) DatumGetPointer(row_normalize(a->row_desc, row));
+	MemoryContext old = MemoryContextSwitchTo(a->per_row);
+	struct varlena *flat = (struct varlena *) DatumGetPointer(row_from_shard(a->row_desc, row));
+	Size		len = VARSIZE(flat) - VARHDRSZ;
 	PendingUpdate *u;
 
+	MemoryContextSwitchTo(old);
 	if (a->n == a->capacity)
 	{
 		a->capacity *= 2;
 		a->updates = repalloc_huge(a->updates, sizeof(PendingUpdate) * a->capacity);
 	}
+	if (len > a->block_free)
+	{
+		a->block_free = Max(ARRANGE_BLOCK_SIZE, len);
+		a->block = MemoryContextAllocHuge(a->cxt, a->block_free);
+	}
 	u = &a->updates[a->n++];
 	u->keyhash = batch_key_hash_row(a->key, PointerGetDatum(flat));
-	u->len = VARSIZE(flat) - VARHDRSZ;
-	u->image = VARDATA(flat);
+	u->len = len;
+	u->image = memcpy(a->block, VARDATA(flat), len);
 	u->time = time;
 	u->diff = diff;
-	MemoryContextSwitchTo(old);
+	a->block += len;
+	a->block_free -= len;
+	MemoryContextReset(a->per_row);
 	if (a->hydration_total >= 0 && a->n % 10000 == 0)
-		registry_hydration_progress(a->index, a->n, a->hydration_total);
+		registry_hydration_progress(a->index, a->n, Max(a->n, a->hydration_total));
 }
 
 /*
  * Arrange the shard's updates in [lower, upper) into a new batch.  The first
- * range of a spine is its hydration, shown in peek.hydration_progress.
+ * range of a spine is its hydration, shown in peek.hydration_progress
+ * against the shard's estimated size until the count is known.
  */
 static dsa_pointer
 arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
@@ -464,15 +480,19 @@ arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
 	bool		hydrating = spine->nbatches == 0 && lower == 0;
 
 	a.index = spine->index;
-	a.hydration_total = hydrating ? persist_count_range(spine->shard, lower, upper) : -1;
+	a.hydration_total = hydrating ? persist_estimate_rows(spine->shard) : -1;
 	if (hydrating)
 		registry_hydration_progress(spine->index, 0, a.hydration_total);
 	a.key = spine->key;
 	a.cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek arranging",
 								  ALLOCSET_DEFAULT_SIZES);
+	a.per_row = AllocSetContextCreate(a.cxt, "pg_peek arranging row", ALLOCSET_SMALL_SIZES);
+	a.block = NULL;
+	a.block_free = 0;
 	/* the type's current descriptor: rows from before an ALTER TYPE match */
 	a.row_desc = row_desc(spine->key->row_type);
-	a.capacity = 1024;
+	/* room for the estimate, so a hydration does not regrow its array */
+	a.capacity = Max(a.hydration_total, 1024);
 	a.n = 0;
 	a.updates = MemoryContextAllocHuge(a.cxt, sizeof(PendingUpdate) * a.capacity);
 	persist_scan_range(spine->shard, lower, upper, arrange_update, &a);

@@ -53,6 +53,7 @@
 #include "postmaster/bgworker.h"
 #include "replication/decode.h"
 #include "replication/logical.h"
+#include "replication/origin.h"
 #include "replication/slot.h"
 #include "replication/snapbuild.h"
 #include "storage/condition_variable.h"
@@ -642,6 +643,7 @@ capture_loader_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
 	SetConfigOption("search_path", "pg_catalog", PGC_SUSET, PGC_S_OVERRIDE);
+	capture_skip_own_writes();
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (id >> 32), (uint32) id,
 						 PEEK_LOADER_LOCK_FIELD4);
@@ -1133,4 +1135,17 @@ capture_nudge(PeekObjectId source, int64 time)
 {
 	if (registry_published_upper(source) <= time)
 		shmem_wake_runtime(PEEK_RUNTIME_MAINTENANCE);
+}
+
+/*
+ * Mark the WAL of this process's transactions as pg_peek's own (origin
+ * DoNotReplicateId, which no user session can set), so that decoding
+ * skips it at once (decoder.c): the maintenance runtime's shard appends
+ * and a loader's initial load.  Physical replication and recovery ignore
+ * the mark.
+ */
+void
+capture_skip_own_writes(void)
+{
+	replorigin_session_origin = DoNotReplicateId;
 }

@@ -26,6 +26,7 @@ extern void capture_forget(PeekObjectId id);
 extern void capture_drop_orphan_slots(List *live_sources);
 extern List *capture_step(void);
 extern bool capture_active(void);
+extern void capture_skip_own_writes(void);
 
 /* backends */
 extern void capture_check_requirements(const char *source);

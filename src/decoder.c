@@ -22,6 +22,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_class.h"
 #include "replication/logical.h"
+#include "replication/origin.h"
 #include "replication/output_plugin.h"
 #include "replication/reorderbuffer.h"
 #include "utils/builtins.h"
@@ -233,6 +234,17 @@ decoder_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, int nrelati
 			add_update(changes, (int64) txn->final_lsn, 0, (Datum) 0, true);
 }
 
+/*
+ * pg_peek's own transactions (capture_skip_own_writes) are skipped as soon
+ * as their records are read, before the reorder buffer queues them: the
+ * shard appends of every capture round would otherwise be decoded again.
+ */
+static bool
+decoder_filter_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
+{
+	return origin_id == DoNotReplicateId;
+}
+
 static void
 decoder_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit_lsn)
 {
@@ -247,4 +259,5 @@ _PG_output_plugin_init(OutputPluginCallbacks *cb)
 	cb->change_cb = decoder_change;
 	cb->truncate_cb = decoder_truncate;
 	cb->commit_cb = decoder_commit;
+	cb->filter_by_origin_cb = decoder_filter_origin;
 }

@@ -629,53 +629,146 @@ walk_whole(Relation rel, Snapshot snapshot, Oid row_type, int64 time, RowEmitter
 }
 
 /*
+ * A walk with a limit below this many rows per recent row recognizes the
+ * base rows to adjust by their rows' hashes (row_hash per base row it
+ * reads); a longer one finds them through the rows index first, by tid
+ * (an index probe per recent row), and reads the rest of the base blind.
+ */
+#define TOUCHED_BY_HASH_ROWS	16
+
+/* The base rows a walk must adjust, and their rows' sums. */
+typedef struct Touched
+{
+	RowCounts  *recent;			/* sums of the recent rows up to the time */
+	RowCounts  *flagged;		/* whole counts of the flagged rows */
+	HTAB	   *hashes;			/* the rows' hashes, or NULL: */
+	ItemPointerData *tids;		/* their base rows, sorted */
+	int64		ntids;
+	int64		capacity;
+} Touched;
+
+static void
+touch_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	Touched    *t = arg;
+	RowCount   *whole = row_counts_find(t->flagged, row);
+
+	if (whole != NULL)
+		whole->count += diff;
+	if (t->hashes != NULL)
+		return;
+	if (t->ntids == t->capacity)
+	{
+		t->capacity *= 2;
+		t->tids = repalloc_huge(t->tids, sizeof(ItemPointerData) * t->capacity);
+	}
+	t->tids[t->ntids++] = *tid;
+}
+
+static int
+tid_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+/*
+ * Find the base rows to adjust: for a flagged row, add its base rows to
+ * its whole count; with hashes, note the rows' hashes, else the base rows'
+ * tids.
+ */
+static void
+touch_base(ShardBase *b, Touched *t, int64 limit)
+{
+	int64		nrecent = hash_get_num_entries(t->recent->table);
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+
+	t->hashes = NULL;
+	t->ntids = 0;
+	t->capacity = 64;
+	t->tids = palloc(sizeof(ItemPointerData) * t->capacity);
+	if (nrecent == 0)
+		return;
+	if (limit < 0 || limit >= TOUCHED_BY_HASH_ROWS * nrecent)
+	{
+		scan_base_rows(b, t->recent, touch_base_row, t);
+		qsort(t->tids, t->ntids, sizeof(ItemPointerData), tid_cmp);
+		return;
+	}
+
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(uint32);
+		ctl.entrysize = sizeof(uint32);
+		ctl.hcxt = t->recent->cxt;
+		t->hashes = hash_create("pg_peek recent row hashes", nrecent, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	hash_seq_init(&status, t->recent->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+	{
+		uint32		h = row_hash(b->desc, row_count_datum(rc));
+
+		(void) hash_search(t->hashes, &h, HASH_ENTER, NULL);
+	}
+	scan_base_rows(b, t->flagged, touch_base_row, t);
+}
+
+/* Might the base row in b's slot need adjusting? */
+static bool
+touched(ShardBase *b, Touched *t, Datum row)
+{
+	if (t->hashes != NULL)
+	{
+		uint32		h;
+
+		if (hash_get_num_entries(t->hashes) == 0)
+			return false;
+		h = row_hash(b->desc, row);
+		return hash_search(t->hashes, &h, HASH_FIND, NULL) != NULL;
+	}
+	return t->ntids > 0 &&
+		bsearch(&b->slot->tts_tid, t->tids, t->ntids, sizeof(ItemPointerData), tid_cmp) != NULL;
+}
+
+/*
  * The walk over the base: the recent rows up to time are summed first
  * (recent); a row with flagged base rows -- a negative count or one out of
  * bigint's range, stored in parts -- gets its whole count from the base now
  * (flagged).  Then the base is streamed until the limit: a row with recent
  * updates is emitted with its count at time, a flagged one once with its
- * whole count, any other as its base row says.  Rows that only the recent
- * part has come last.
+ * whole count, any other -- nearly all -- as its base row says (see
+ * touch_base for how they are told apart).  Rows that only the recent part
+ * has come last.
  */
 static void
 walk_base(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
 {
-	RowCounts  *recent = row_counts_create(row_type);
-	RowCounts  *flagged = row_counts_create(row_type);
-	HASHCTL		ctl;
-	HTAB	   *hashes;
+	Touched		t;
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
 	TableScanDesc scan;
 	MemoryContext per_row;
-	MemoryContext old;
 	bool		isnull;
 
-	scan_recent(b, time, count_row, recent);
-	collect_flagged(b, flagged);
-
-	ctl.keysize = sizeof(uint32);
-	ctl.entrysize = sizeof(uint32);
-	ctl.hcxt = recent->cxt;
-	hashes = hash_create("pg_peek recent row hashes", 64, &ctl,
-						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	/* the base rows to look at twice: recent ones and flagged ones */
-	hash_seq_init(&status, flagged->table);
+	t.recent = row_counts_create(row_type);
+	t.flagged = row_counts_create(row_type);
+	scan_recent(b, time, count_row, t.recent);
+	collect_flagged(b, t.flagged);
+	/* a flagged row's whole count: its recent part, and its base rows' */
+	hash_seq_init(&status, t.flagged->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
-		row_counts_add(recent, row_count_datum(rc), 0);
-	hash_seq_init(&status, recent->table);
+		row_counts_add(t.recent, row_count_datum(rc), 0);
+	hash_seq_init(&status, t.recent->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
 	{
-		uint32		h = row_hash(b->desc, row_count_datum(rc));
-		RowCount   *whole = NULL;
+		RowCount   *whole = row_counts_find(t.flagged, row_count_datum(rc));
 
-		(void) hash_search(hashes, &h, HASH_ENTER, NULL);
-		if (hash_get_num_entries(flagged->table) > 0)
-			whole = row_counts_find(flagged, row_count_datum(rc));
 		if (whole != NULL)
 			whole->count += rc->count;
 	}
-	scan_base_rows(b, flagged, count_row, flagged);
+	touch_base(b, &t, e->limit);
 
 	per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek base row",
 									ALLOCSET_SMALL_SIZES);
@@ -684,21 +777,20 @@ walk_base(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
 	{
 		Datum		row;
 		int64		diff;
-		uint32		h;
+		MemoryContext old;
 
 		CHECK_FOR_INTERRUPTS();
 		if (DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)) > b->since)
 			continue;
-		MemoryContextReset(per_row);
-		old = MemoryContextSwitchTo(per_row);
 		row = slot_getattr(b->slot, SHARD_DATA, &isnull);
 		diff = DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull));
-		if (hash_get_num_entries(hashes) > 0)
-			h = row_hash(b->desc, row);
-		if (hash_get_num_entries(hashes) > 0 && hash_search(hashes, &h, HASH_FIND, NULL) != NULL)
+		/* reset only if a touched row's comparisons allocated */
+		MemoryContextReset(per_row);
+		old = MemoryContextSwitchTo(per_row);
+		if (touched(b, &t, row))
 		{
-			RowCount   *whole = row_counts_find(flagged, row);
-			RowCount   *part = row_counts_find(recent, row);
+			RowCount   *whole = row_counts_find(t.flagged, row);
+			RowCount   *part = row_counts_find(t.recent, row);
 
 			if (whole != NULL)
 			{
@@ -706,25 +798,26 @@ walk_base(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
 				diff = row_count_value(whole->count);
 				whole->count = 0;
 			}
-			else if (part != NULL)
+			else if (part != NULL)	/* NULL: a hash's false match */
 				diff = row_count_value((int128) diff + part->count);
 			if (part != NULL)
 				part->count = 0;
 		}
-		row_emit(e, row, diff);
 		MemoryContextSwitchTo(old);
+		row_emit(e, row, diff);
 	}
 	table_endscan(scan);
 	MemoryContextDelete(per_row);
 
 	/* rows new since the base */
-	hash_seq_init(&status, recent->table);
+	hash_seq_init(&status, t.recent->table);
 	while ((rc = hash_seq_search(&status)) != NULL && !row_emitter_full(e))
 		row_emit(e, row_count_datum(rc), row_count_value(rc->count));
 	if (rc != NULL)
 		hash_seq_term(&status);
-	MemoryContextDelete(recent->cxt);
-	MemoryContextDelete(flagged->cxt);
+	pfree(t.tids);
+	MemoryContextDelete(t.recent->cxt);
+	MemoryContextDelete(t.flagged->cxt);
 }
 
 /*

@@ -360,11 +360,26 @@ row_emit(RowEmitter *e, Datum row, int64 count)
 {
 	HeapTupleData tuple;
 	Size		max_bytes = (Size) peek_max_result_kb * 1024;
+	struct varlena *stored = (struct varlena *) DatumGetPointer(row);
+	union
+	{
+		HeapTupleHeaderData header;
+		char		bytes[VARHDRSZ + VARATT_SHORT_MAX];
+		int64		align;
+	}			unpacked;
 
 	if (count < 0)
 		raise_negative(e, row, count);
-	/* a shard's datum may be packed, compressed or out of line */
-	row_tuple(DatumGetHeapTupleHeader(row), &tuple);
+	/* a shard's datum may be out of line, compressed or packed (126 bytes at most) */
+	if (!VARATT_IS_EXTERNAL(stored) && VARATT_IS_SHORT(stored))
+	{
+		SET_VARSIZE(unpacked.bytes, VARSIZE_SHORT(stored) - VARHDRSZ_SHORT + VARHDRSZ);
+		memcpy(VARDATA(unpacked.bytes), VARDATA_SHORT(stored),
+			   VARSIZE_SHORT(stored) - VARHDRSZ_SHORT);
+		row_tuple(&unpacked.header, &tuple);
+	}
+	else
+		row_tuple(DatumGetHeapTupleHeader(row), &tuple);
 	for (int64 i = 0; i < count && !row_emitter_full(e); i++)
 	{
 		e->bytes += tuple.t_len;
@@ -377,6 +392,8 @@ row_emit(RowEmitter *e, Datum row, int64 count)
 		tuplestore_puttuple(e->out, &tuple);
 		e->emitted++;
 	}
+	if ((Pointer) tuple.t_data != (Pointer) stored && (Pointer) tuple.t_data != unpacked.bytes)
+		pfree(tuple.t_data);
 }
 
 char *

@@ -169,6 +169,8 @@ runtime_start(int runtime, PeekRole role)
 	/* the runtime is a superuser: the database's search_path is not its own */
 	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
 	registry_attach();
+	if (role != PEEK_ROLE_INTERACTIVE)
+		capture_skip_own_writes();
 	if (role == PEEK_ROLE_MAINTENANCE)
 	{
 		errno = 0;

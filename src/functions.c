@@ -341,6 +341,12 @@ peek_create_source(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot capture \"%s\": it is not a table", relname),
 				 errdetail("Sources capture ordinary tables; partitioned tables, views and foreign tables are not supported.")));
+	/* pg_peek's own writes are not decoded (capture_skip_own_writes) */
+	if (rel->relnamespace == get_namespace_oid("peek", false))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot capture table \"peek.%s\": it is pg_peek's own", relname),
+				 errdetail("Capture skips the changes pg_peek's runtimes make.")));
 	if (rel->relpersistence != RELPERSISTENCE_PERMANENT)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

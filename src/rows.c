@@ -89,7 +89,9 @@ row_normalize(TupleDesc desc, Datum row)
 /*
  * Would row_normalize give this row's bytes back?  True for a row formed by
  * heap_form_tuple with desc's attributes whose fields are all inline and
- * uncompressed: forming it afresh repeats the same bytes.
+ * uncompressed, with the header heap_form_tuple writes: forming it afresh
+ * repeats the same bytes.  A row copied from a table's tuple (0.1 stored
+ * such rows as they came) keeps that tuple's ctid and flags, and is not.
  */
 static bool
 row_is_canonical(TupleDesc desc, HeapTupleHeader td)
@@ -98,11 +100,15 @@ row_is_canonical(TupleDesc desc, HeapTupleHeader td)
 	Datum	   *values;
 	bool	   *nulls;
 	bool		canonical = true;
+	bool		hasnull = (td->t_infomask & HEAP_HASNULL) != 0;
 
-	if (HeapTupleHeaderGetNatts(td) != desc->natts ||
+	if (td->t_infomask2 != desc->natts ||
+		(td->t_infomask & ~(HEAP_HASNULL | HEAP_HASVARWIDTH)) != 0 ||
+		td->t_hoff != MAXALIGN(SizeofHeapTupleHeader + (hasnull ? BITMAPLEN(desc->natts) : 0)) ||
+		BlockIdGetBlockNumber(&td->t_ctid.ip_blkid) != InvalidBlockNumber ||
+		td->t_ctid.ip_posid != InvalidOffsetNumber ||
 		HeapTupleHeaderGetTypeId(td) != desc->tdtypeid ||
 		HeapTupleHeaderGetTypMod(td) != desc->tdtypmod ||
-		HeapTupleHeaderHasExternal(td) ||
 		row_desc_has_dropped(desc))
 		return false;
 	if (!(td->t_infomask & HEAP_HASVARWIDTH))

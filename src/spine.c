@@ -418,6 +418,8 @@ start_tidy_merge(Spine *spine, bool settled)
 
 /* Row images are packed into blocks of this size, past any palloc overhead. */
 #define ARRANGE_BLOCK_SIZE	(4 * 1024 * 1024)
+/* A hydration's array of updates starts with room for this many at most. */
+#define ARRANGE_PRESIZE_MAX	(1024 * 1024)
 
 typedef struct Arranging
 {
@@ -491,8 +493,8 @@ arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
 	a.block_free = 0;
 	/* the type's current descriptor: rows from before an ALTER TYPE match */
 	a.row_desc = row_desc(spine->key->row_type);
-	/* room for the estimate, so a hydration does not regrow its array */
-	a.capacity = Max(a.hydration_total, 1024);
+	/* room for the estimate (not beyond a bloated shard's first million) */
+	a.capacity = Max(Min(a.hydration_total, ARRANGE_PRESIZE_MAX), 1024);
 	a.n = 0;
 	a.updates = MemoryContextAllocHuge(a.cxt, sizeof(PendingUpdate) * a.capacity);
 	persist_scan_range(spine->shard, lower, upper, arrange_update, &a);

@@ -12,6 +12,12 @@
 #    than its own: its count grows by the same 30.
 #  * Every row is there by index and persist peek, and still after a crash
 #    restart, whose recovery replays the marked commits.
+#  * Only pg_peek's own mark is skipped: a session with a replication origin
+#    of its own (pg_replication_origin_session_setup), and a subscription
+#    applying a publisher's inserts, updates and deletes into the captured
+#    table, are captured.
+#  * pg_peek's own tables (a shard, the catalog) cannot be captured: their
+#    changes come from the runtimes (0A000).
 use strict;
 use warnings;
 
@@ -20,7 +26,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use PgPeekTest;
 
-my $node = new_node('capture_own_writes', conf => ['autovacuum = off']);
+my $node = new_node('capture_own_writes',
+	conf => ['autovacuum = off', 'max_wal_senders = 10', 'max_logical_replication_workers = 4']);
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
@@ -85,5 +92,57 @@ is(sql("SELECT string_agg(v, ',' ORDER BY k) FROM peek.persist_peek(NULL::t, 'sr
 sql("INSERT INTO t VALUES (31, 'v31')");
 ok(poll_until($node, "SELECT count(*) FROM peek.index_peek(NULL::t, 't_k', ROW(31))", '1'),
 	'and captures a new one');
+
+# ---- other origins are captured ----------------------------------------------
+sql(q{
+	SELECT pg_replication_origin_create('user_origin');
+	SELECT pg_replication_origin_session_setup('user_origin');
+	BEGIN;
+	SELECT pg_replication_origin_xact_setup('0/1', now());
+	INSERT INTO t VALUES (40, 'with origin');
+	COMMIT;
+	INSERT INTO t VALUES (41, 'with origin, no xact setup');
+	SELECT pg_replication_origin_session_reset();
+});
+ok(poll_until($node,
+		"SELECT string_agg(k::text, ',' ORDER BY k) FROM peek.persist_peek(NULL::t, 'src') WHERE v LIKE 'with origin%'",
+		'40,41'),
+	'the writes of a session with a replication origin of its own are captured');
+
+my $pub = new_node('publisher', no_peek => 1,
+	conf => ['wal_level = logical', 'max_wal_senders = 10', 'max_replication_slots = 10']);
+$pub->safe_psql('postgres', q{
+	CREATE TABLE t (k int, v text);
+	ALTER TABLE t REPLICA IDENTITY FULL;
+	CREATE PUBLICATION p FOR TABLE t;
+	INSERT INTO t VALUES (100, 'pub initial');
+});
+my $connstr = $pub->connstr('postgres');
+$connstr =~ s/'/''/g;
+sql("CREATE SUBSCRIPTION s CONNECTION '$connstr' PUBLICATION p");
+$pub->wait_for_catchup('s');
+$pub->safe_psql('postgres', q{
+	INSERT INTO t SELECT i, 'pub ' || i FROM generate_series(101, 150) i;
+	UPDATE t SET v = v || ' upd' WHERE k % 2 = 0;
+	DELETE FROM t WHERE k % 5 = 0;
+});
+$pub->wait_for_catchup('s');
+my $table = sql("SELECT string_agg(k || ':' || v, ',' ORDER BY k, v) FROM t");
+ok(poll_until($node,
+		"SELECT string_agg(k || ':' || v, ',' ORDER BY k, v) FROM peek.persist_peek(NULL::t, 'src')", $table),
+	'what a subscription applies (inserts, updates, deletes) is captured');
+ok(poll_until($node,
+		"SELECT string_agg(k || ':' || v, ',' ORDER BY k, v) FROM peek.index_peek(NULL::t, 't_k')", $table),
+	'and the index has it too');
+sql("DROP SUBSCRIPTION s");
+$pub->stop;
+
+# ---- pg_peek's own tables ----------------------------------------------------
+for my $own (sql("SELECT shard::regclass FROM peek.objects WHERE name = 'src'"), 'peek.objects')
+{
+	my ($state, $msg) = sql_error($node, "SELECT peek.create_source('own', '$own')");
+	is($state, '0A000', "create_source refuses $own: $msg");
+}
+is(sql("SELECT count(*) FROM peek.objects WHERE name = 'own'"), '0', 'and creates nothing');
 
 done_testing();

@@ -309,6 +309,7 @@ find_object(List *objects, PeekObjectId id)
 static void
 apply_catalog_changes(void *arg)
 {
+	HTAB	   *changed = arg;
 	List	   *objects;
 	ListCell   *lc;
 
@@ -319,11 +320,11 @@ apply_catalog_changes(void *arg)
 	else
 	{
 		HASH_SEQ_STATUS status;
-		PeekObjectId *ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(changed_ids));
+		PeekObjectId *ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(changed));
 		PeekObjectId *id;
 		int			n = 0;
 
-		hash_seq_init(&status, changed_ids);
+		hash_seq_init(&status, changed);
 		while ((id = hash_seq_search(&status)) != NULL)
 			ids[n++] = *id;
 		objects = catalog_read(ids, n);
@@ -360,6 +361,7 @@ apply_catalog_changes(void *arg)
 	{
 		PeekObjectId *live = palloc(sizeof(PeekObjectId) * Max(list_length(objects), 1));
 		List	   *live_sources = NIL;
+		List	   *unverified;
 		int			n = 0;
 
 		foreach(lc, objects)
@@ -371,13 +373,16 @@ apply_catalog_changes(void *arg)
 				obj->failure == NULL)
 				live_sources = lappend(live_sources, &obj->id);
 		}
-		foreach(lc, registry_mark_dropped_except(live, n))
+		foreach(lc, registry_mark_dropped_except(live, n, &unverified))
 		{
 			PeekObjectId id = *(PeekObjectId *) lfirst(lc);
 
 			spine_forget(id);
 			hash_search(tombstones, &id, HASH_ENTER, NULL);
 		}
+		/* placeholders made since the read: checked next round */
+		foreach(lc, unverified)
+			hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
 		if (!standby_active())
 			capture_drop_orphan_slots(live_sources);
 	}
@@ -491,11 +496,14 @@ maintenance_step(void)
 		hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
 	if (reread_all || hash_get_num_entries(changed_ids) > 0)
 	{
-		retry_all = false;
-		spi_run_in_transaction(apply_catalog_changes, NULL);
-		reread_all = retry_all;
-		hash_destroy(changed_ids);
+		HTAB	   *ids = changed_ids;
+
+		/* what this round learns of goes to the next one */
 		changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
+		retry_all = false;
+		spi_run_in_transaction(apply_catalog_changes, ids);
+		reread_all = retry_all;
+		hash_destroy(ids);
 	}
 	/* after the publications: merge what seals' fuel left, a step a round */
 	more = spine_merge_round();

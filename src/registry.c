@@ -361,18 +361,23 @@ id_cmp(const void *a, const void *b)
 }
 
 /*
- * Tombstone every entry whose id is not in live[] and release its published
- * list.  Used when the maintenance runtime reconciles with a full read of
- * the catalog; returns the ids of all tombstones (palloc'd), to delete.
+ * Tombstone every published entry whose id is not in live[] and release its
+ * published list.  Used when the maintenance runtime reconciles with a full
+ * read of the catalog; returns the ids of all tombstones (palloc'd), to
+ * delete.  An unpublished entry not in live[] may be a placeholder a peek
+ * made after that read, for an object created since: it is not judged by
+ * the read but returned in *unverified, to be checked against the catalog
+ * as a placeholder is.
  */
 List *
-registry_mark_dropped_except(PeekObjectId *live, int nlive)
+registry_mark_dropped_except(PeekObjectId *live, int nlive, List **unverified)
 {
 	dshash_seq_status status;
 	RegistryEntry *entry;
 	int			wake = 0;
 	List	   *dropped = NIL;
 
+	*unverified = NIL;
 	qsort(live, nlive, sizeof(PeekObjectId), id_cmp);
 	dshash_seq_init(&status, registry_table(), true);
 	while ((entry = dshash_seq_next(&status)) != NULL)
@@ -385,6 +390,11 @@ registry_mark_dropped_except(PeekObjectId *live, int nlive)
 			continue;
 		copy = palloc(sizeof(PeekObjectId));
 		*copy = entry->id;
+		if (!entry->published && !entry->dropped)
+		{
+			*unverified = lappend(*unverified, copy);
+			continue;
+		}
 		dropped = lappend(dropped, copy);
 		if (!entry->dropped)
 		{

@@ -63,7 +63,7 @@ extern int64 registry_published_upper(PeekObjectId id);
 extern bool registry_is_live(PeekObjectId id);
 extern void registry_tombstone(PeekObjectId id);
 extern void registry_mark_dropped(PeekObjectId id);
-extern List *registry_mark_dropped_except(PeekObjectId *live, int nlive);
+extern List *registry_mark_dropped_except(PeekObjectId *live, int nlive, List **unverified);
 extern bool registry_delete_tombstone(PeekObjectId id);
 extern void registry_release_dead_spines(void);
 extern bool registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since);

@@ -87,14 +87,42 @@ row_normalize(TupleDesc desc, Datum row)
 }
 
 /*
+ * The header row_normalize gives rows of desc (a row of NULLs): its
+ * datum fields, ctid and flags are compared with a stored row's, which
+ * carry the type and, on servers that version composite datums, the
+ * type's version.
+ */
+HeapTupleHeader
+row_header_template(TupleDesc desc)
+{
+	Datum	   *values = palloc0(sizeof(Datum) * Max(desc->natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	HeapTuple	formed;
+	HeapTupleHeader template;
+
+	memset(nulls, true, sizeof(bool) * Max(desc->natts, 1));
+	formed = heap_form_tuple(desc, values, nulls);
+	template = DatumGetHeapTupleHeader(heap_copy_tuple_as_datum(formed, desc));
+	heap_freetuple(formed);
+	pfree(values);
+	pfree(nulls);
+	return template;
+}
+
+/* The flags heap_fill_tuple sets from a row's fields. */
+#define ROW_FIELD_FLAGS (HEAP_HASNULL | HEAP_HASVARWIDTH | HEAP_HASEXTERNAL)
+
+/*
  * Would row_normalize give this row's bytes back?  True for a row formed by
  * heap_form_tuple with desc's attributes whose fields are all inline and
- * uncompressed, with the header heap_form_tuple writes: forming it afresh
- * repeats the same bytes.  A row copied from a table's tuple (0.1 stored
- * such rows as they came) keeps that tuple's ctid and flags, and is not.
+ * uncompressed, with the header it writes (template, from
+ * row_header_template): forming it afresh repeats the same bytes.  A row
+ * copied from a table's tuple (0.1 stored such rows as they came) keeps
+ * that tuple's ctid and flags, and one from before an ALTER TYPE another
+ * type version or attribute count: neither is canonical.
  */
 static bool
-row_is_canonical(TupleDesc desc, HeapTupleHeader td)
+row_is_canonical(TupleDesc desc, HeapTupleHeader template, HeapTupleHeader td)
 {
 	HeapTupleData tuple;
 	Datum	   *values;
@@ -102,13 +130,13 @@ row_is_canonical(TupleDesc desc, HeapTupleHeader td)
 	bool		canonical = true;
 	bool		hasnull = (td->t_infomask & HEAP_HASNULL) != 0;
 
-	if (td->t_infomask2 != desc->natts ||
-		(td->t_infomask & ~(HEAP_HASNULL | HEAP_HASVARWIDTH)) != 0 ||
+	if (td->t_choice.t_datum.datum_typmod != template->t_choice.t_datum.datum_typmod ||
+		td->t_choice.t_datum.datum_typeid != template->t_choice.t_datum.datum_typeid ||
+		memcmp(&td->t_ctid, &template->t_ctid, sizeof(ItemPointerData)) != 0 ||
+		td->t_infomask2 != template->t_infomask2 ||
+		(td->t_infomask & ~ROW_FIELD_FLAGS) != (template->t_infomask & ~ROW_FIELD_FLAGS) ||
+		(td->t_infomask & HEAP_HASEXTERNAL) != 0 ||
 		td->t_hoff != MAXALIGN(SizeofHeapTupleHeader + (hasnull ? BITMAPLEN(desc->natts) : 0)) ||
-		BlockIdGetBlockNumber(&td->t_ctid.ip_blkid) != InvalidBlockNumber ||
-		td->t_ctid.ip_posid != InvalidOffsetNumber ||
-		HeapTupleHeaderGetTypeId(td) != desc->tdtypeid ||
-		HeapTupleHeaderGetTypMod(td) != desc->tdtypmod ||
 		row_desc_has_dropped(desc))
 		return false;
 	if (!(td->t_infomask & HEAP_HASVARWIDTH))
@@ -138,7 +166,7 @@ row_is_canonical(TupleDesc desc, HeapTupleHeader td)
  * each of the million rows a hydration reads.
  */
 Datum
-row_from_shard(TupleDesc desc, Datum stored)
+row_from_shard(TupleDesc desc, HeapTupleHeader template, Datum stored)
 {
 	struct varlena *field = (struct varlena *) DatumGetPointer(stored);
 	Size		len;
@@ -150,7 +178,7 @@ row_from_shard(TupleDesc desc, Datum stored)
 	copy = palloc(len + VARHDRSZ);
 	SET_VARSIZE(copy, len + VARHDRSZ);
 	memcpy(VARDATA(copy), VARDATA_ANY(field), len);
-	if (row_is_canonical(desc, (HeapTupleHeader) copy))
+	if (row_is_canonical(desc, template, (HeapTupleHeader) copy))
 		return PointerGetDatum(copy);
 	return row_normalize(desc, PointerGetDatum(copy));
 }

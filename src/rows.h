@@ -40,7 +40,8 @@ typedef struct RowCounts
 extern void row_tuple(HeapTupleHeader td, HeapTupleData *tuple);
 extern TupleDesc row_desc(Oid rowtype);
 extern Datum row_normalize(TupleDesc desc, Datum row);
-extern Datum row_from_shard(TupleDesc desc, Datum stored);
+extern HeapTupleHeader row_header_template(TupleDesc desc);
+extern Datum row_from_shard(TupleDesc desc, HeapTupleHeader template, Datum stored);
 extern uint32 row_hash(TupleDesc desc, Datum row);
 extern bool row_desc_has_dropped(TupleDesc desc);
 extern RowCounts *row_counts_create(Oid rowtype);

@@ -427,6 +427,7 @@ typedef struct Arranging
 	int64		hydration_total;	/* estimated; < 0: following, not hydrating */
 	KeyInfo    *key;
 	TupleDesc	row_desc;		/* rows are normalized with it */
+	HeapTupleHeader row_template;	/* and recognized by its header */
 	PendingUpdate *updates;
 	int64		n;
 	int64		capacity;
@@ -441,7 +442,7 @@ arrange_update(int64 time, int64 diff, Datum row, void *arg)
 {
 	Arranging  *a = arg;
 	MemoryContext old = MemoryContextSwitchTo(a->per_row);
-	struct varlena *flat = (struct varlena *) DatumGetPointer(row_from_shard(a->row_desc, row));
+	struct varlena *flat = (struct varlena *) DatumGetPointer(row_from_shard(a->row_desc, a->row_template, row));
 	Size		len = VARSIZE(flat) - VARHDRSZ;
 	PendingUpdate *u;
 
@@ -478,6 +479,7 @@ static dsa_pointer
 arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
 {
 	Arranging	a;
+	MemoryContext old;
 	dsa_pointer dp;
 	bool		hydrating = spine->nbatches == 0 && lower == 0;
 
@@ -493,6 +495,9 @@ arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
 	a.block_free = 0;
 	/* the type's current descriptor: rows from before an ALTER TYPE match */
 	a.row_desc = row_desc(spine->key->row_type);
+	old = MemoryContextSwitchTo(a.cxt);
+	a.row_template = row_header_template(a.row_desc);
+	MemoryContextSwitchTo(old);
 	/* room for the estimate (not beyond a bloated shard's first million) */
 	a.capacity = Max(Min(a.hydration_total, ARRANGE_PRESIZE_MAX), 1024);
 	a.n = 0;

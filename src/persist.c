@@ -372,45 +372,6 @@ persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff)
 }
 
 /*
- * Sum the updates at or before time into counts.  With tids, also collect
- * the scanned rows' tids (for compaction).
- */
-static int64
-scan_consolidate(Relation rel, Snapshot snapshot, int64 time, RowCounts *counts,
-				 ItemPointerData **tids)
-{
-	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	int64		nrows = 0;
-	int64		capacity = 1024;
-	bool		isnull;
-
-	if (tids != NULL)
-		*tids = palloc(sizeof(ItemPointerData) * capacity);
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (DatumGetInt64(slot_getattr(slot, SHARD_TIME, &isnull)) > time)
-			continue;
-		row_counts_add(counts, slot_getattr(slot, SHARD_DATA, &isnull),
-					   DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull)));
-		if (tids != NULL)
-		{
-			if (nrows == capacity)
-			{
-				capacity *= 2;
-				*tids = repalloc_huge(*tids, sizeof(ItemPointerData) * capacity);
-			}
-			(*tids)[nrows] = slot->tts_tid;
-		}
-		nrows++;
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	table_endscan(scan);
-	return nrows;
-}
-
-/*
  * The base's reading machinery: the shard, the snapshot, the base's since
  * and the indexes the walk and compaction look rows up through.  Without
  * them (a shard whose indexes were dropped) or with a row type that lost
@@ -428,6 +389,40 @@ typedef struct ShardBase
 	Relation	flagged_index;
 	TupleTableSlot *slot;
 } ShardBase;
+
+/*
+ * What is done with each shard row a scan finds (its tid and fields);
+ * false stops the scan.
+ */
+typedef bool (*ShardRowFn) (ShardBase *b, ItemPointer tid, int64 time, int64 diff,
+							Datum row, void *arg);
+
+/* Shard rows' tids, in the order found (or sorted). */
+typedef struct TidList
+{
+	ItemPointerData *tids;
+	int64		n;
+	int64		capacity;
+} TidList;
+
+static void
+tid_list_init(TidList *l)
+{
+	l->n = 0;
+	l->capacity = 64;
+	l->tids = palloc(sizeof(ItemPointerData) * l->capacity);
+}
+
+static void
+tid_list_add(TidList *l, ItemPointer tid)
+{
+	if (l->n == l->capacity)
+	{
+		l->capacity *= 2;
+		l->tids = repalloc_huge(l->tids, sizeof(ItemPointerData) * l->capacity);
+	}
+	l->tids[l->n++] = *tid;
+}
 
 static Relation
 open_shard_index(Relation rel, const char *suffix, LOCKMODE lock)
@@ -449,15 +444,23 @@ base_since(int64 durable_since)
 	return durable_since > 0 ? durable_since : -1;
 }
 
+/* The shard alone, to be read straight through (scan_heap). */
+static void
+base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot)
+{
+	memset(b, 0, sizeof(ShardBase));
+	b->rel = rel;
+	b->snapshot = snapshot;
+	b->slot = table_slot_create(rel, NULL);
+}
+
 /* Open the base's indexes; false if the shard must be read whole. */
 static bool
 base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE lock)
 {
-	b->rel = rel;
-	b->snapshot = snapshot;
+	base_open_heap(b, rel, snapshot);
 	b->since = since;
 	b->desc = row_desc(shard_row_type(rel));
-	b->slot = table_slot_create(rel, NULL);
 	b->time_index = open_shard_index(rel, "time_idx", lock);
 	b->rows_index = open_shard_index(rel, "rows", lock);
 	b->flagged_index = open_shard_index(rel, "flagged", lock);
@@ -474,7 +477,8 @@ base_close(ShardBase *b, LOCKMODE lock)
 		if (indexes[i] != NULL)
 			index_close(indexes[i], lock);
 	ExecDropSingleTupleTableSlot(b->slot);
-	FreeTupleDesc(b->desc);
+	if (b->desc != NULL)
+		FreeTupleDesc(b->desc);
 }
 
 /*
@@ -483,8 +487,7 @@ base_close(ShardBase *b, LOCKMODE lock)
  */
 static void
 scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds,
-		   void (*fn) (ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg),
-		   void *arg)
+		   ShardRowFn fn, void *arg)
 {
 	static const RegProcedure procs[] = {
 		[BTLessStrategyNumber] = F_INT8LT,
@@ -503,19 +506,18 @@ scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, 
 	while (index_getnext_slot(scan, ForwardScanDirection, b->slot))
 	{
 		CHECK_FOR_INTERRUPTS();
-		fn(b, &b->slot->tts_tid,
-		   DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)),
-		   DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)),
-		   slot_getattr(b->slot, SHARD_DATA, &isnull), arg);
+		if (!fn(b, &b->slot->tts_tid,
+				DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)),
+				DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)),
+				slot_getattr(b->slot, SHARD_DATA, &isnull), arg))
+			break;
 	}
 	index_endscan(scan);
 }
 
-/* Feed fn every shard row with lower <= time < upper, in heap order. */
+/* Feed fn every shard row with lower <= time <= upto, in heap order. */
 static void
-scan_heap(ShardBase *b, int64 lower, int64 upper,
-		  void (*fn) (ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg),
-		  void *arg)
+scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg)
 {
 	TableScanDesc scan = table_beginscan(b->rel, b->snapshot, 0, NULL);
 	bool		isnull;
@@ -525,29 +527,28 @@ scan_heap(ShardBase *b, int64 lower, int64 upper,
 		int64		time = DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull));
 
 		CHECK_FOR_INTERRUPTS();
-		if (time < lower || time >= upper)
+		if (time < lower || time > upto)
 			continue;
-		fn(b, &b->slot->tts_tid, time,
-		   DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)),
-		   slot_getattr(b->slot, SHARD_DATA, &isnull), arg);
+		if (!fn(b, &b->slot->tts_tid, time,
+				DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)),
+				slot_getattr(b->slot, SHARD_DATA, &isnull), arg))
+			break;
 	}
 	table_endscan(scan);
 }
 
-/* What is done with each shard row a scan finds. */
-typedef void (*ShardRowFn) (ShardBase *b, ItemPointer tid, int64 time, int64 diff,
-							Datum row, void *arg);
-
-static void
+static bool
 count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	row_counts_add((RowCounts *) arg, row, diff);
+	return true;
 }
 
-static void
+static bool
 flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	row_counts_add((RowCounts *) arg, row, 0);
+	return true;
 }
 
 /* The recent rows with since < time <= upto. */
@@ -603,9 +604,10 @@ scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 		Datum		row = slot_getattr(b->slot, SHARD_DATA, &isnull);
 
 		CHECK_FOR_INTERRUPTS();
-		if (time <= b->since && row_counts_find(rows, row) != NULL)
-			fn(b, &b->slot->tts_tid, time,
-			   DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)), row, arg);
+		if (time <= b->since && row_counts_find(rows, row) != NULL &&
+			!fn(b, &b->slot->tts_tid, time,
+				DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)), row, arg))
+			break;
 	}
 	index_endscan(scan);
 	pfree(hashes);
@@ -613,13 +615,13 @@ scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 
 /* The shard read whole: every row summed at time, then emitted. */
 static void
-walk_whole(Relation rel, Snapshot snapshot, Oid row_type, int64 time, RowEmitter *e)
+walk_whole(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
 {
 	RowCounts  *counts = row_counts_create(row_type);
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
 
-	scan_consolidate(rel, snapshot, time, counts, NULL);
+	scan_heap(b, PG_INT64_MIN, time, count_row, counts);
 	hash_seq_init(&status, counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL && !row_emitter_full(e))
 		row_emit(e, row_count_datum(rc), row_count_value(rc->count));
@@ -642,12 +644,10 @@ typedef struct Touched
 	RowCounts  *recent;			/* sums of the recent rows up to the time */
 	RowCounts  *flagged;		/* whole counts of the flagged rows */
 	HTAB	   *hashes;			/* the rows' hashes, or NULL: */
-	ItemPointerData *tids;		/* their base rows, sorted */
-	int64		ntids;
-	int64		capacity;
+	TidList		tids;			/* their base rows, sorted */
 } Touched;
 
-static void
+static bool
 touch_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	Touched    *t = arg;
@@ -655,14 +655,9 @@ touch_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row,
 
 	if (whole != NULL)
 		whole->count += diff;
-	if (t->hashes != NULL)
-		return;
-	if (t->ntids == t->capacity)
-	{
-		t->capacity *= 2;
-		t->tids = repalloc_huge(t->tids, sizeof(ItemPointerData) * t->capacity);
-	}
-	t->tids[t->ntids++] = *tid;
+	if (t->hashes == NULL)
+		tid_list_add(&t->tids, tid);
+	return true;
 }
 
 static int
@@ -684,15 +679,13 @@ touch_base(ShardBase *b, Touched *t, int64 limit)
 	RowCount   *rc;
 
 	t->hashes = NULL;
-	t->ntids = 0;
-	t->capacity = 64;
-	t->tids = palloc(sizeof(ItemPointerData) * t->capacity);
+	tid_list_init(&t->tids);
 	if (nrecent == 0)
 		return;
 	if (limit < 0 || limit >= TOUCHED_BY_HASH_ROWS * nrecent)
 	{
 		scan_base_rows(b, t->recent, touch_base_row, t);
-		qsort(t->tids, t->ntids, sizeof(ItemPointerData), tid_cmp);
+		qsort(t->tids.tids, t->tids.n, sizeof(ItemPointerData), tid_cmp);
 		return;
 	}
 
@@ -715,9 +708,9 @@ touch_base(ShardBase *b, Touched *t, int64 limit)
 	scan_base_rows(b, t->flagged, touch_base_row, t);
 }
 
-/* Might the base row in b's slot need adjusting? */
+/* Might this base row need adjusting? */
 static bool
-touched(ShardBase *b, Touched *t, Datum row)
+touched(ShardBase *b, Touched *t, ItemPointer tid, Datum row)
 {
 	if (t->hashes != NULL)
 	{
@@ -728,8 +721,47 @@ touched(ShardBase *b, Touched *t, Datum row)
 		h = row_hash(b->desc, row);
 		return hash_search(t->hashes, &h, HASH_FIND, NULL) != NULL;
 	}
-	return t->ntids > 0 &&
-		bsearch(&b->slot->tts_tid, t->tids, t->ntids, sizeof(ItemPointerData), tid_cmp) != NULL;
+	return t->tids.n > 0 &&
+		bsearch(tid, t->tids.tids, t->tids.n, sizeof(ItemPointerData), tid_cmp) != NULL;
+}
+
+/* A walk's stream of the base rows to the emitter. */
+typedef struct BaseStream
+{
+	Touched    *touched;
+	RowEmitter *e;
+	MemoryContext per_row;		/* a touched row's comparisons */
+} BaseStream;
+
+/* Emit a base row, adjusted if it must be; false once the limit is met. */
+static bool
+stream_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	BaseStream *stream = arg;
+	Touched    *t = stream->touched;
+	MemoryContext old;
+
+	MemoryContextReset(stream->per_row);
+	old = MemoryContextSwitchTo(stream->per_row);
+	if (touched(b, t, tid, row))
+	{
+		RowCount   *whole = row_counts_find(t->flagged, row);
+		RowCount   *part = row_counts_find(t->recent, row);
+
+		if (whole != NULL)
+		{
+			/* emitted once, at its first base row */
+			diff = row_count_value(whole->count);
+			whole->count = 0;
+		}
+		else if (part != NULL)	/* NULL: a hash's false match */
+			diff = row_count_value((int128) diff + part->count);
+		if (part != NULL)
+			part->count = 0;
+	}
+	MemoryContextSwitchTo(old);
+	row_emit(stream->e, row, diff);
+	return !row_emitter_full(stream->e);
 }
 
 /*
@@ -746,11 +778,9 @@ static void
 walk_base(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
 {
 	Touched		t;
+	BaseStream	stream;
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
-	TableScanDesc scan;
-	MemoryContext per_row;
-	bool		isnull;
 
 	t.recent = row_counts_create(row_type);
 	t.flagged = row_counts_create(row_type);
@@ -770,44 +800,13 @@ walk_base(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
 	}
 	touch_base(b, &t, e->limit);
 
-	per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek base row",
-									ALLOCSET_SMALL_SIZES);
-	scan = table_beginscan(b->rel, b->snapshot, 0, NULL);
-	while (!row_emitter_full(e) && table_scan_getnextslot(scan, ForwardScanDirection, b->slot))
-	{
-		Datum		row;
-		int64		diff;
-		MemoryContext old;
-
-		CHECK_FOR_INTERRUPTS();
-		if (DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)) > b->since)
-			continue;
-		row = slot_getattr(b->slot, SHARD_DATA, &isnull);
-		diff = DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull));
-		/* reset only if a touched row's comparisons allocated */
-		MemoryContextReset(per_row);
-		old = MemoryContextSwitchTo(per_row);
-		if (touched(b, &t, row))
-		{
-			RowCount   *whole = row_counts_find(t.flagged, row);
-			RowCount   *part = row_counts_find(t.recent, row);
-
-			if (whole != NULL)
-			{
-				/* emitted once, at its first base row */
-				diff = row_count_value(whole->count);
-				whole->count = 0;
-			}
-			else if (part != NULL)	/* NULL: a hash's false match */
-				diff = row_count_value((int128) diff + part->count);
-			if (part != NULL)
-				part->count = 0;
-		}
-		MemoryContextSwitchTo(old);
-		row_emit(e, row, diff);
-	}
-	table_endscan(scan);
-	MemoryContextDelete(per_row);
+	stream.touched = &t;
+	stream.e = e;
+	stream.per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek base row",
+										   ALLOCSET_SMALL_SIZES);
+	if (!row_emitter_full(e))
+		scan_heap(b, PG_INT64_MIN, b->since, stream_base_row, &stream);
+	MemoryContextDelete(stream.per_row);
 
 	/* rows new since the base */
 	hash_seq_init(&status, t.recent->table);
@@ -815,7 +814,7 @@ walk_base(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
 		row_emit(e, row_count_datum(rc), row_count_value(rc->count));
 	if (rc != NULL)
 		hash_seq_term(&status);
-	pfree(t.tids);
+	pfree(t.tids.tids);
 	MemoryContextDelete(t.recent->cxt);
 	MemoryContextDelete(t.flagged->cxt);
 }
@@ -846,7 +845,7 @@ persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
 		b.since <= time)
 		walk_base(&b, row_type, time, &e);
 	else
-		walk_whole(rel, snapshot, row_type, time, &e);
+		walk_whole(&b, row_type, time, &e);
 	base_close(&b, AccessShareLock);
 	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
@@ -912,24 +911,27 @@ typedef struct Fold
 	int64		deleted;
 } Fold;
 
-static void
+static bool
 fold_count(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	Fold	   *f = arg;
 
 	row_counts_add(f->counts, row, diff);
 	row_counts_add(f->entries, row, 1);
+	return true;
 }
 
-static void
+static bool
 fold_delete(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	Fold	   *f = arg;
 
-	if (row_counts_find(f->entries, row)->count <= 1)
-		return;
-	simple_table_tuple_delete(f->rel, tid, b->snapshot);
-	f->deleted++;
+	if (row_counts_find(f->entries, row)->count > 1)
+	{
+		simple_table_tuple_delete(f->rel, tid, b->snapshot);
+		f->deleted++;
+	}
+	return true;
 }
 
 /*
@@ -965,6 +967,23 @@ fold(ShardWriter *w, ShardBase *b, int64 since)
 	return f.deleted - written;
 }
 
+/* The rows a whole compaction replaces: their sums, and their tids. */
+typedef struct Replaced
+{
+	RowCounts  *counts;
+	TidList		tids;
+} Replaced;
+
+static bool
+replace_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	Replaced   *r = arg;
+
+	row_counts_add(r->counts, row, diff);
+	tid_list_add(&r->tids, tid);
+	return true;
+}
+
 /*
  * The shard read whole (see ShardBase): every update at or before since
  * moves to since and merges.  A row whose merged multiplicity would leave
@@ -972,25 +991,25 @@ fold(ShardWriter *w, ShardBase *b, int64 since)
  * peek reports the overflow.
  */
 static int64
-compact_whole(ShardWriter *w, Snapshot snapshot, int64 since)
+compact_whole(ShardWriter *w, ShardBase *b, int64 since)
 {
-	RowCounts  *counts = row_counts_create(shard_row_type(w->rel));
-	ItemPointerData *tids;
-	int64		before;
+	Replaced	r;
 	int64		after;
 
-	before = scan_consolidate(w->rel, snapshot, since, counts, &tids);
-	if (!row_counts_in_range(counts))
-		after = before;
+	r.counts = row_counts_create(shard_row_type(w->rel));
+	tid_list_init(&r.tids);
+	scan_heap(b, PG_INT64_MIN, since, replace_row, &r);
+	if (!row_counts_in_range(r.counts))
+		after = r.tids.n;
 	else
 	{
-		for (int64 i = 0; i < before; i++)
-			simple_table_tuple_delete(w->rel, &tids[i], snapshot);
-		after = append_counts(w, counts, since, 1);
+		for (int64 i = 0; i < r.tids.n; i++)
+			simple_table_tuple_delete(w->rel, &r.tids.tids[i], b->snapshot);
+		after = append_counts(w, r.counts, since, 1);
 	}
-	MemoryContextDelete(counts->cxt);
-	pfree(tids);
-	return before - after;
+	MemoryContextDelete(r.counts->cxt);
+	pfree(r.tids.tids);
+	return r.tids.n - after;
 }
 
 /*
@@ -1011,7 +1030,7 @@ persist_compact(Oid shard, int64 durable_since, int64 since)
 	if (base_open(&b, w.rel, snapshot, base_since(durable_since), RowExclusiveLock))
 		lost = fold(&w, &b, since);
 	else
-		lost = compact_whole(&w, snapshot, since);
+		lost = compact_whole(&w, &b, since);
 	base_close(&b, RowExclusiveLock);
 	shard_writer_close(&w);
 	return lost;
@@ -1025,12 +1044,15 @@ void
 persist_retract_all(Oid shard, int64 time)
 {
 	ShardWriter w;
+	ShardBase	b;
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	RowCounts  *counts;
 
 	shard_writer_open(&w, shard);
 	counts = row_counts_create(shard_row_type(w.rel));
-	scan_consolidate(w.rel, snapshot, time, counts, NULL);
+	base_open_heap(&b, w.rel, snapshot);
+	scan_heap(&b, PG_INT64_MIN, time, count_row, counts);
+	base_close(&b, NoLock);
 	UnregisterSnapshot(snapshot);
 	(void) append_counts(&w, counts, time, -1);
 	shard_writer_close(&w);
@@ -1059,12 +1081,13 @@ typedef struct RangeFeed
 	void	   *arg;
 } RangeFeed;
 
-static void
+static bool
 feed_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	RangeFeed  *feed = arg;
 
 	feed->fn(time, diff, row, feed->arg);
+	return true;
 }
 
 /*
@@ -1079,28 +1102,26 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 				   void (*fn) (int64 time, int64 diff, Datum row, void *arg), void *arg)
 {
 	RangeFeed	feed = {fn, arg};
+	Relation	rel = try_table_open(shard, AccessShareLock);
 	ShardBase	b;
 
-	b.rel = try_table_open(shard, AccessShareLock);
-	if (b.rel == NULL)
+	if (rel == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("shard table with OID %u does not exist", shard)));
-	b.snapshot = GetActiveSnapshot();
-	b.slot = table_slot_create(b.rel, NULL);
-	b.time_index = lower > 0 ? open_shard_index(b.rel, "time_idx", AccessShareLock) : NULL;
+	base_open_heap(&b, rel, GetActiveSnapshot());
+	b.time_index = lower > 0 ? open_shard_index(rel, "time_idx", AccessShareLock) : NULL;
 	if (b.time_index != NULL)
 	{
 		StrategyNumber strategies[2] = {BTGreaterEqualStrategyNumber, BTLessStrategyNumber};
 		int64		bounds[2] = {lower, upper};
 
 		scan_times(&b, b.time_index, 2, strategies, bounds, feed_row, &feed);
-		index_close(b.time_index, AccessShareLock);
 	}
-	else
-		scan_heap(&b, lower, upper, feed_row, &feed);
-	ExecDropSingleTupleTableSlot(b.slot);
-	table_close(b.rel, AccessShareLock);
+	else if (upper > lower)
+		scan_heap(&b, lower, upper - 1, feed_row, &feed);
+	base_close(&b, AccessShareLock);
+	table_close(rel, AccessShareLock);
 }
 
 /*
@@ -1120,25 +1141,28 @@ persist_estimate_rows(Oid shard)
 	return (int64) tuples;
 }
 
+static bool
+add_diff(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	int64	   *sum = arg;
+
+	*sum = row_add_saturating(*sum, diff);
+	return true;
+}
+
 /* The sum of the diffs before upper: the row count at the latest time. */
 int64
 persist_sum_diffs(Oid shard, int64 upper)
 {
 	Relation	rel = table_open(shard, AccessShareLock);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	TableScanDesc scan = table_beginscan(rel, snapshot, 0, NULL);
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ShardBase	b;
 	int64		sum = 0;
-	bool		isnull;
 
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (DatumGetInt64(slot_getattr(slot, SHARD_TIME, &isnull)) < upper)
-			sum = row_add_saturating(sum, DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull)));
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	table_endscan(scan);
+	base_open_heap(&b, rel, snapshot);
+	if (upper > PG_INT64_MIN)
+		scan_heap(&b, PG_INT64_MIN, upper - 1, add_diff, &sum);
+	base_close(&b, AccessShareLock);
 	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
 	return sum;

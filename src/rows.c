@@ -90,16 +90,21 @@ row_normalize(TupleDesc desc, Datum row)
  * The header row_normalize gives rows of desc (a row of NULLs): its
  * datum fields, ctid and flags are compared with a stored row's, which
  * carry the type and, on servers that version composite datums, the
- * type's version.
+ * type's version.  NULL for a type that lost attributes: a stored row may
+ * hold a value where the image has a NULL now, so none is taken as stored.
  */
 HeapTupleHeader
 row_header_template(TupleDesc desc)
 {
-	Datum	   *values = palloc0(sizeof(Datum) * Max(desc->natts, 1));
-	bool	   *nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	Datum	   *values;
+	bool	   *nulls;
 	HeapTuple	formed;
 	HeapTupleHeader template;
 
+	if (row_desc_has_dropped(desc))
+		return NULL;
+	values = palloc0(sizeof(Datum) * Max(desc->natts, 1));
+	nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
 	memset(nulls, true, sizeof(bool) * Max(desc->natts, 1));
 	formed = heap_form_tuple(desc, values, nulls);
 	template = DatumGetHeapTupleHeader(heap_copy_tuple_as_datum(formed, desc));
@@ -136,8 +141,7 @@ row_is_canonical(TupleDesc desc, HeapTupleHeader template, HeapTupleHeader td)
 		td->t_infomask2 != template->t_infomask2 ||
 		(td->t_infomask & ~ROW_FIELD_FLAGS) != (template->t_infomask & ~ROW_FIELD_FLAGS) ||
 		(td->t_infomask & HEAP_HASEXTERNAL) != 0 ||
-		td->t_hoff != MAXALIGN(SizeofHeapTupleHeader + (hasnull ? BITMAPLEN(desc->natts) : 0)) ||
-		row_desc_has_dropped(desc))
+		td->t_hoff != MAXALIGN(SizeofHeapTupleHeader + (hasnull ? BITMAPLEN(desc->natts) : 0)))
 		return false;
 	if (!(td->t_infomask & HEAP_HASVARWIDTH))
 		return true;
@@ -163,7 +167,8 @@ row_is_canonical(TupleDesc desc, HeapTupleHeader template, HeapTupleHeader td)
  * stored bytes usually is the image; a row from before an ALTER TYPE, or
  * one written by 0.1 (which stored rows as they came), is formed afresh.
  * Saves the forming, and the detoasting copy a short header costs, for
- * each of the million rows a hydration reads.
+ * each of the million rows a hydration reads.  template is desc's
+ * row_header_template (NULL: every row is formed afresh).
  */
 Datum
 row_from_shard(TupleDesc desc, HeapTupleHeader template, Datum stored)
@@ -172,7 +177,7 @@ row_from_shard(TupleDesc desc, HeapTupleHeader template, Datum stored)
 	Size		len;
 	struct varlena *copy;
 
-	if (VARATT_IS_EXTERNAL(field) || VARATT_IS_COMPRESSED(field))
+	if (template == NULL || VARATT_IS_EXTERNAL(field) || VARATT_IS_COMPRESSED(field))
 		return row_normalize(desc, stored);
 	len = VARSIZE_ANY_EXHDR(field);
 	copy = palloc(len + VARHDRSZ);

@@ -13,7 +13,7 @@
  *	  the maintenance loop must not); the maintenance runtime starts it,
  *	  learns that it stopped, re-reads the source's row and either decodes
  *	  from the loaded position, or starts another loader.  From then on
- *	  every round decodes the WAL inserted so far (flushing it first),
+ *	  every round decodes the WAL written so far (see write_inserted_wal),
  *	  appends the updates to the shard at their commit LSNs and records the
  *	  decoded position as the source's upper, in one transaction; only once
  *	  that commit is flushed is the slot told it may forget the WAL (the
@@ -128,8 +128,18 @@ static HTAB *streams = NULL;
 /* field4 of the advisory lock a loader holds on its source's id (SQL uses 1, 2) */
 #define PEEK_LOADER_LOCK_FIELD4	0x7065
 
+/* A slot's creation waits for the WAL it needs, flushed. */
 #define CAPTURE_XL_ROUTINE \
 	XL_ROUTINE(.page_read = read_local_xlog_page, \
+			   .segment_open = wal_segment_open, \
+			   .segment_close = wal_segment_close)
+
+static int	read_written_wal(XLogReaderState *state, XLogRecPtr page, int length,
+							 XLogRecPtr record, char *buffer);
+
+/* A round reads what is written, and stops where the writing is. */
+#define ROUND_XL_ROUTINE \
+	XL_ROUTINE(.page_read = read_written_wal, \
 			   .segment_open = wal_segment_open, \
 			   .segment_close = wal_segment_close)
 
@@ -744,19 +754,75 @@ page_header_at(XLogRecPtr ptr)
 }
 
 /*
- * Flush the WAL inserted so far and return the insert position.  Decoding
- * reads only flushed WAL; with synchronous_commit = off, commits would wait
- * for the WAL writer to be decoded.
+ * A round decodes the WAL the server has written -- handed to the
+ * operating system, not necessarily fsynced -- as PostgreSQL shows an
+ * asynchronous commit to other sessions before its WAL is on disk: a
+ * PostgreSQL crash loses nothing written, and an operating system crash
+ * loses such a commit together with the shard rows decoded from it, which
+ * follow it in the WAL.  The WAL writer writes pages as they fill; the
+ * rest, the tail that holds the latest commits, is written (and so
+ * flushed: XLogFlush is the only way) here when it is more than
+ * CAPTURE_FLUSH_MS old, so that one commit on a quiet server does not wait
+ * for its page to fill, and a busy one pays one fsync per CAPTURE_FLUSH_MS
+ * at most, not one per round.
+ */
+#define CAPTURE_FLUSH_MS	20
+
+static TimestampTz last_flush = 0;
+static bool written_end_reached;
+
+/*
+ * Write (and flush) the WAL inserted so far if a round would otherwise
+ * leave it unread, and if the last such flush is old enough or at once.
+ * Returns the insert position: a round decodes up to it, or to where the
+ * written WAL ends if that is before.
  */
 static XLogRecPtr
-flush_inserted_wal(void)
+write_inserted_wal(bool at_once)
 {
 	XLogRecPtr	now = GetXLogInsertRecPtr();
 	XLogRecPtr	page = now - now % XLOG_BLCKSZ;
-
 	/* what was inserted ends at the page's start if now is past its header */
-	XLogFlush(now - page_header_at(page) == page ? page : now);
+	XLogRecPtr	end = now - page_header_at(page) == page ? page : now;
+	TimestampTz at = GetCurrentTimestamp();
+
+	if (GetXLogWriteRecPtr() < end &&
+		(at_once || TimestampDifferenceExceeds(last_flush, at, CAPTURE_FLUSH_MS)))
+	{
+		XLogFlush(end);
+		last_flush = at;
+	}
 	return now;
+}
+
+/*
+ * The page reader of a round: a page as far as the WAL is written; none
+ * past that (the reader then stops with written_end_reached, and the round
+ * ends before the record it could not finish).  On a timeline that ended
+ * (a source older than a promotion), up to where it ended.
+ */
+static int
+read_written_wal(XLogReaderState *state, XLogRecPtr page, int length, XLogRecPtr record,
+				 char *buffer)
+{
+	TimeLineID	tli = GetWALInsertionTimeLine();
+	XLogRecPtr	written = GetXLogWriteRecPtr();
+	WALReadError errinfo;
+
+	XLogReadDetermineTimeline(state, page, length, tli);
+	if (state->currTLI != tli)
+	{
+		written = state->currTLIValidUntil;
+		tli = state->currTLI;
+	}
+	if (page + length > written)
+	{
+		written_end_reached = true;
+		return -1;
+	}
+	if (!WALRead(state, buffer, page, XLOG_BLCKSZ, tli, &errinfo))
+		WALReadRaiseError(&errinfo);
+	return page + XLOG_BLCKSZ <= written ? XLOG_BLCKSZ : (int) (written - page);
 }
 
 /* The time bound a decoded end gives: every commit before it is known. */
@@ -839,18 +905,25 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 	{
 		decoder_collect_into(&s->changes);
 		trust_own_output_plugin();
-		s->ctx = CreateDecodingContext(InvalidXLogRecPtr, NIL, false, CAPTURE_XL_ROUTINE,
+		s->ctx = CreateDecodingContext(InvalidXLogRecPtr, NIL, false, ROUND_XL_ROUTINE,
 									   NULL, NULL, NULL);
 		XLogBeginRead(s->ctx->reader, MyReplicationSlot->data.restart_lsn);
 		s->confirmed = MyReplicationSlot->data.confirmed_flush;
 	}
 	decoder_reset(&s->changes);
+	written_end_reached = false;
 	while (decoded_upper(s->ctx->reader->EndRecPtr) < (int64) end_of_wal &&
 		   s->changes.bytes < CAPTURE_ROUND_BYTES && s->changes.failure == NULL)
 	{
 		char	   *errm = NULL;
 		XLogRecord *record = XLogReadRecord(s->ctx->reader, &errm);
 
+		if (record == NULL && written_end_reached)
+		{
+			/* the next round reads that record again, from its start */
+			XLogBeginRead(s->ctx->reader, s->ctx->reader->EndRecPtr);
+			break;
+		}
 		if (errm != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
@@ -922,6 +995,7 @@ static bool
 decode_round(CaptureStream *s)
 {
 	XLogRecPtr	end_of_wal;
+	XLogRecPtr	read_from;
 	pid_t		active_pid;
 	bool		wrote;
 	int64		upper;
@@ -946,9 +1020,10 @@ decode_round(CaptureStream *s)
 	}
 	if (GetXLogInsertRecPtr() <= s->read_upto + page_header_at(s->read_upto))
 		return false;
-	/* a record boundary: records before it are whole and flushed */
-	end_of_wal = flush_inserted_wal();
+	/* a record boundary: records before it are whole (and most written) */
+	end_of_wal = write_inserted_wal(false);
 	confirm_if_flushed(s);
+	read_from = s->read_upto;
 
 	unreadable = decode_changes(s, end_of_wal);
 	if (unreadable != NULL)
@@ -956,6 +1031,10 @@ decode_round(CaptureStream *s)
 		fail_stream(s, unreadable);
 		return true;
 	}
+
+	/* the written WAL ends where the last round stopped */
+	if (s->read_upto == read_from && s->changes.failure == NULL)
+		return false;
 
 	failure = s->changes.failure;
 	upper = failure != NULL ? s->changes.failed_at : decoded_upper(s->read_upto);
@@ -1118,7 +1197,8 @@ capture_check_requirements(const char *source)
 /*
  * Strict serializable: read at the current WAL position, so every
  * transaction committed before the peek (commit LSN below it) is included.
- * Decoding reads only flushed WAL, hence the flush.
+ * Decoding reads only written WAL: the peek writes it, not to wait for the
+ * maintenance runtime's next flush.
  */
 int64
 capture_strict_time(void)
@@ -1126,7 +1206,7 @@ capture_strict_time(void)
 	/* on a standby: every transaction replayed so far */
 	if (RecoveryInProgress())
 		return (int64) GetXLogReplayRecPtr(NULL) - 1;
-	return (int64) flush_inserted_wal() - 1;
+	return (int64) write_inserted_wal(true) - 1;
 }
 
 /* A peek that will wait for ingestion wakes the maintenance runtime now. */

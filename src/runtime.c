@@ -56,8 +56,8 @@
 #include "standby.h"
 
 #define RUNTIME_TICK_MS		1000L
-/* how often maintenance looks for newly flushed WAL while it has sources */
-#define CAPTURE_POLL_MS			10L
+/* how often maintenance looks for newly written WAL while it has sources */
+#define CAPTURE_POLL_MS			3L
 #define MAX_COMMANDS_PER_ROUND	1024
 
 /* The niceness the runtime started with; -100 unless it lowers its own. */

@@ -759,21 +759,24 @@ page_header_at(XLogRecPtr ptr)
  * asynchronous commit to other sessions before its WAL is on disk: a
  * PostgreSQL crash loses nothing written, and an operating system crash
  * loses such a commit together with the shard rows decoded from it, which
- * follow it in the WAL.  The WAL writer writes pages as they fill; the
- * rest, the tail that holds the latest commits, is written (and so
- * flushed: XLogFlush is the only way) here when it is more than
- * CAPTURE_FLUSH_MS old, so that one commit on a quiet server does not wait
- * for its page to fill, and a busy one pays one fsync per CAPTURE_FLUSH_MS
- * at most, not one per round.
+ * follow it in the WAL.  Sessions with synchronous_commit on write their
+ * commits themselves; the WAL writer writes pages as they fill.  What is
+ * left unwritten -- the tail of a moderately busy server's last page,
+ * which the WAL writer leaves for up to wal_writer_delay -- is written here
+ * (XLogFlush: there is no write without the flush) once it has stayed
+ * unwritten for CAPTURE_TAIL_MS.  A busy server, whose pages fill and are
+ * written before that, pays no fsync for capture at all, and a round never
+ * waits on the disk while the WAL writer keeps up.
  */
-#define CAPTURE_FLUSH_MS	20
+#define CAPTURE_TAIL_MS		10
 
-static TimestampTz last_flush = 0;
+static XLogRecPtr unwritten_tail = InvalidXLogRecPtr;	/* a round saw it unwritten */
+static TimestampTz unwritten_since;
 static bool written_end_reached;
 
 /*
- * Write (and flush) the WAL inserted so far if a round would otherwise
- * leave it unread, and if the last such flush is old enough or at once.
+ * Write (and flush) the WAL inserted so far if it is not written yet and
+ * either its tail has waited CAPTURE_TAIL_MS or the caller cannot wait.
  * Returns the insert position: a round decodes up to it, or to where the
  * written WAL ends if that is before.
  */
@@ -784,13 +787,23 @@ write_inserted_wal(bool at_once)
 	XLogRecPtr	page = now - now % XLOG_BLCKSZ;
 	/* what was inserted ends at the page's start if now is past its header */
 	XLogRecPtr	end = now - page_header_at(page) == page ? page : now;
+	XLogRecPtr	written = GetXLogWriteRecPtr();
 	TimestampTz at = GetCurrentTimestamp();
 
-	if (GetXLogWriteRecPtr() < end &&
-		(at_once || TimestampDifferenceExceeds(last_flush, at, CAPTURE_FLUSH_MS)))
+	if (written >= end)
+		unwritten_tail = InvalidXLogRecPtr;
+	else if (at_once ||
+			 (!XLogRecPtrIsInvalid(unwritten_tail) && written < unwritten_tail &&
+			  TimestampDifferenceExceeds(unwritten_since, at, CAPTURE_TAIL_MS)))
 	{
 		XLogFlush(end);
-		last_flush = at;
+		unwritten_tail = InvalidXLogRecPtr;
+	}
+	else if (XLogRecPtrIsInvalid(unwritten_tail) || written >= unwritten_tail)
+	{
+		/* a new tail: the last one was written meanwhile */
+		unwritten_tail = end;
+		unwritten_since = at;
 	}
 	return now;
 }

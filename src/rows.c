@@ -260,7 +260,7 @@ row_image_match(const void *key1, const void *key2, Size keysize)
 	return row_image_cmp(0, a->key.image, a->key.len, 0, b->key.image, b->key.len);
 }
 
-/* Consolidation of rows of rowtype. */
+/* Consolidation of shard rows (row_from_shard) of rowtype. */
 RowCounts *
 row_counts_create(Oid rowtype)
 {
@@ -272,6 +272,7 @@ row_counts_create(Oid rowtype)
 										ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(counts->cxt);
 	counts->desc = row_desc(rowtype);
+	counts->template = row_header_template(counts->desc);
 	counts->scratch = AllocSetContextCreate(counts->cxt, "pg_peek row counts scratch",
 											ALLOCSET_SMALL_SIZES);
 	MemoryContextSwitchTo(old);
@@ -280,13 +281,13 @@ row_counts_create(Oid rowtype)
 	ctl.hash = row_image_hash;
 	ctl.match = row_image_match;
 	ctl.hcxt = counts->cxt;
-	counts->table = hash_create("pg_peek row counts", 1024, &ctl,
+	counts->table = hash_create("pg_peek row counts", 64, &ctl,
 								HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	return counts;
 }
 
 /*
- * Add diff copies of row, by its canonical image (row_normalize).  The copy
+ * Add diff copies of row, by its canonical image (row_from_shard).  The copy
  * kept is a plain 4-byte-header datum, usable as a HeapTupleHeader.  Counts
  * are summed in 128 bits, so only a final count can be out of bigint's
  * range, whatever order the updates come in.
@@ -295,7 +296,8 @@ void
 row_counts_add(RowCounts *counts, Datum row, int64 diff)
 {
 	MemoryContext old = MemoryContextSwitchTo(counts->scratch);
-	struct varlena *flat = (struct varlena *) DatumGetPointer(row_normalize(counts->desc, row));
+	struct varlena *flat = (struct varlena *)
+		DatumGetPointer(row_from_shard(counts->desc, counts->template, row));
 	RowCount	probe;
 	RowCount   *rc;
 	bool		found;
@@ -323,7 +325,8 @@ RowCount *
 row_counts_find(RowCounts *counts, Datum row)
 {
 	MemoryContext old = MemoryContextSwitchTo(counts->scratch);
-	struct varlena *flat = (struct varlena *) DatumGetPointer(row_normalize(counts->desc, row));
+	struct varlena *flat = (struct varlena *)
+		DatumGetPointer(row_from_shard(counts->desc, counts->template, row));
 	RowCount	probe;
 	RowCount   *rc;
 

@@ -35,6 +35,7 @@ typedef struct RowCounts
 	MemoryContext cxt;
 	MemoryContext scratch;		/* per row */
 	TupleDesc	desc;			/* rows are normalized with it */
+	HeapTupleHeader template;	/* row_header_template(desc) */
 } RowCounts;
 
 extern void row_tuple(HeapTupleHeader td, HeapTupleData *tuple);

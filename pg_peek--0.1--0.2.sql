@@ -125,21 +125,29 @@ CREATE VIEW peek.runtimes AS SELECT * FROM peek.runtime_status();
 GRANT SELECT ON peek.runtimes TO PUBLIC;
 
 -- Issue 11 item 3: persist peeks in O(limit + recent updates).  A shard's
--- rows at or before its durable since are its consolidated base; each
--- shard gets an index on peek.row_hash(data) (a row's base rows, found
--- without a scan) and one on the base rows that cannot be read alone
--- (diff <= 0).  Shards made before are indexed here.
+-- history up to its durable since is its consolidated base, stored at time
+-- -1 (below every time a write gets); each shard gets an index on
+-- peek.row_hash(data) of the base rows (a row's base rows, found without a
+-- scan) and one on the base rows that cannot be read alone (diff <= 0).
+-- Writes, at times >= 0, add nothing to either.  0.1's compaction left the
+-- history up to the since consolidated at the since: it moves to -1 here.
 CREATE FUNCTION peek.row_hash(record) RETURNS integer
 AS 'MODULE_PATHNAME', 'peek_row_hash' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 DO $$
 DECLARE
     s regclass;
+    since bigint;
     n name;
 BEGIN
-    FOR s IN SELECT shard FROM peek.objects WHERE shard IS NOT NULL LOOP
+    FOR s, since IN SELECT o.shard, o.since FROM peek.objects o WHERE o.shard IS NOT NULL LOOP
         n := (SELECT relname FROM pg_catalog.pg_class WHERE oid = s);
-        EXECUTE pg_catalog.format('CREATE INDEX %I ON %s (peek.row_hash(data))', n || '_rows', s);
-        EXECUTE pg_catalog.format('CREATE INDEX %I ON %s (time) WHERE diff OPERATOR(pg_catalog.<=) 0',
+        IF since OPERATOR(pg_catalog.>) 0 THEN
+            EXECUTE pg_catalog.format('UPDATE %s SET time = -1 WHERE time OPERATOR(pg_catalog.<=) $1', s)
+              USING since;
+        END IF;
+        EXECUTE pg_catalog.format('CREATE INDEX %I ON %s (peek.row_hash(data)) WHERE time OPERATOR(pg_catalog.<) 0',
+                                  n || '_rows', s);
+        EXECUTE pg_catalog.format('CREATE INDEX %I ON %s (time) WHERE diff OPERATOR(pg_catalog.<=) 0 AND time OPERATOR(pg_catalog.<) 0',
                                   n || '_flagged', s);
     END LOOP;
 END $$;

@@ -8,13 +8,15 @@
  *	  as its canonical image (rows.c), so that a hydration can take rows
  *	  as stored (row_from_shard).  Every read is a table or index scan.
  *
- *	  The rows at or before the collection's durable since are its *base*:
- *	  consolidated, one row per distinct row with its count (0.1's
- *	  compaction left them so too).  The rows after it are the *recent*
+ *	  The collection's *base* is its history consolidated at the durable
+ *	  since: one row per distinct row with its count, stored at time
+ *	  BASE_TIME (-1, below every time a write gets, so that writers never
+ *	  touch the base's indexes).  The rows after it are the *recent*
  *	  updates.  Three indexes serve the reads: on time (the recent rows), on
- *	  peek.row_hash(data) (a row's base rows) and on time where diff <= 0
- *	  (the base rows that cannot be read alone: negative counts, and a row
- *	  whose count leaves bigint's range, kept in parts with a zero row).  A
+ *	  peek.row_hash(data) where time < 0 (a row's base rows) and on time
+ *	  where diff <= 0 and time < 0 (the base rows that cannot be read alone:
+ *	  negative counts, and a row whose count leaves bigint's range, kept in
+ *	  parts with a zero row).  A
  *	  walk reads the recent rows up to its time, resolves the rows that may
  *	  be negative, then streams the base adjusting those rows and stops at
  *	  the limit.  Compaction folds the recent rows up to since into the base
@@ -73,6 +75,9 @@
 #define SHARD_DIFF		2
 #define SHARD_DATA		3
 
+/* Where base rows are stored: below every time, and so below every since. */
+#define BASE_TIME		INT64CONST(-1)
+
 static void
 run_ddl(const char *query)
 {
@@ -102,12 +107,17 @@ persist_create_shard(int32 seq, Oid row_type)
 					 relname, format_type_be_qualified(row_type)));
 	/* indexes follow seals by reading the newly sealed times */
 	run_ddl(psprintf("CREATE INDEX ON peek.%s (time)", relname));
-	/* the base's indexes (see ShardBase); 0.1's SQL has no peek.row_hash */
+	/*
+	 * The base's indexes (see ShardBase), on the base rows alone: a write
+	 * (at a time >= 0) adds nothing to them.  0.1's SQL has no row_hash.
+	 */
 	if (OidIsValid(LookupFuncName(list_make2(makeString("peek"), makeString("row_hash")),
 								  1, &record, true)))
 	{
-		run_ddl(psprintf("CREATE INDEX %s_rows ON peek.%s (peek.row_hash(data))", relname, relname));
-		run_ddl(psprintf("CREATE INDEX %s_flagged ON peek.%s (time) WHERE diff OPERATOR(pg_catalog.<=) 0",
+		run_ddl(psprintf("CREATE INDEX %s_rows ON peek.%s (peek.row_hash(data))"
+						 " WHERE time OPERATOR(pg_catalog.<) 0", relname, relname));
+		run_ddl(psprintf("CREATE INDEX %s_flagged ON peek.%s (time)"
+						 " WHERE diff OPERATOR(pg_catalog.<=) 0 AND time OPERATOR(pg_catalog.<) 0",
 						 relname, relname));
 	}
 	shard = get_relname_relid(relname, get_namespace_oid("peek", false));
@@ -434,14 +444,16 @@ open_shard_index(Relation rel, const char *suffix, LOCKMODE lock)
 }
 
 /*
- * The last time of the base, from the collection's durable since: none
- * before a first compaction (a since of 0 is never compacted to, and the
- * updates at 0 are as they were written).
+ * The last time of the base, from the collection's durable since: the rows
+ * up to it are base rows (all at BASE_TIME: a fold leaves no other row at
+ * or before the since), the rows after it recent ones.  BASE_TIME before a
+ * first compaction (a since of 0 is never compacted to, and the updates at
+ * 0 are as they were written).
  */
 static int64
 base_since(int64 durable_since)
 {
-	return durable_since > 0 ? durable_since : -1;
+	return durable_since > 0 ? durable_since : BASE_TIME;
 }
 
 /* The shard alone, to be read straight through (scan_heap). */
@@ -874,12 +886,12 @@ append_counts(ShardWriter *w, RowCounts *counts, int64 time, int64 sign)
 }
 
 /*
- * Write a row's base count at since: one row, or, out of bigint's range,
+ * Write a row's base count: one row, or, out of bigint's range,
  * bigint-sized parts and a zero row that flags them.  Returns the rows
  * written.
  */
 static int64
-write_base_row(ShardWriter *w, int64 since, Datum row, int128 count)
+write_base_row(ShardWriter *w, Datum row, int128 count)
 {
 	int64		n = 0;
 
@@ -887,26 +899,30 @@ write_base_row(ShardWriter *w, int64 since, Datum row, int128 count)
 		return 0;
 	if (count < PG_INT64_MIN || count > PG_INT64_MAX)
 	{
-		shard_insert(w, since, 0, row);
+		shard_insert(w, BASE_TIME, 0, row);
 		n++;
 	}
 	while (count > PG_INT64_MAX || count < PG_INT64_MIN)
 	{
 		int64		part = count > 0 ? PG_INT64_MAX : PG_INT64_MIN;
 
-		shard_insert(w, since, part, row);
+		shard_insert(w, BASE_TIME, part, row);
 		count -= part;
 		n++;
 	}
-	shard_insert(w, since, (int64) count, row);
+	shard_insert(w, BASE_TIME, (int64) count, row);
 	return n + 1;
 }
 
-/* A fold's rows: each one's sum and its number of shard rows. */
+/*
+ * A fold's rows: each one's sum, and whether it must be rewritten: its
+ * shard rows' weights, 1 for a base row and 2 for a recent one (which must
+ * move to the base), above 1 if so.
+ */
 typedef struct Fold
 {
 	RowCounts  *counts;
-	RowCounts  *entries;
+	RowCounts  *weights;
 	Relation	rel;
 	int64		deleted;
 } Fold;
@@ -917,7 +933,7 @@ fold_count(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, voi
 	Fold	   *f = arg;
 
 	row_counts_add(f->counts, row, diff);
-	row_counts_add(f->entries, row, 1);
+	row_counts_add(f->weights, row, time > b->since ? 2 : 1);
 	return true;
 }
 
@@ -926,7 +942,7 @@ fold_delete(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, vo
 {
 	Fold	   *f = arg;
 
-	if (row_counts_find(f->entries, row)->count > 1)
+	if (row_counts_find(f->weights, row)->count > 1)
 	{
 		simple_table_tuple_delete(f->rel, tid, b->snapshot);
 		f->deleted++;
@@ -936,10 +952,10 @@ fold_delete(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, vo
 
 /*
  * Fold the recent rows up to since into the base: each row with updates
- * there (and each flagged base row) gets its shard rows replaced by one row
- * with their sum, at since.  A row with a single shard row is already so
- * and stays where it is.  Touches only those rows: writers, who insert
- * after since, never wait for it.
+ * there (and each flagged base row) gets its shard rows replaced by one base
+ * row with their sum.  A row with a single base row is already so and stays
+ * where it is.  Touches only those rows: writers, who insert after since,
+ * never wait for it.
  */
 static int64
 fold(ShardWriter *w, ShardBase *b, int64 since)
@@ -950,7 +966,7 @@ fold(ShardWriter *w, ShardBase *b, int64 since)
 	int64		written = 0;
 
 	f.counts = row_counts_create(shard_row_type(w->rel));
-	f.entries = row_counts_create(shard_row_type(w->rel));
+	f.weights = row_counts_create(shard_row_type(w->rel));
 	f.rel = w->rel;
 	f.deleted = 0;
 	scan_recent(b, since, fold_count, &f);
@@ -960,10 +976,10 @@ fold(ShardWriter *w, ShardBase *b, int64 since)
 	scan_base_rows(b, f.counts, fold_delete, &f);
 	hash_seq_init(&status, f.counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
-		if (row_counts_find(f.entries, row_count_datum(rc))->count > 1)
-			written += write_base_row(w, since, row_count_datum(rc), rc->count);
+		if (row_counts_find(f.weights, row_count_datum(rc))->count > 1)
+			written += write_base_row(w, row_count_datum(rc), rc->count);
 	MemoryContextDelete(f.counts->cxt);
-	MemoryContextDelete(f.entries->cxt);
+	MemoryContextDelete(f.weights->cxt);
 	return f.deleted - written;
 }
 
@@ -1005,7 +1021,7 @@ compact_whole(ShardWriter *w, ShardBase *b, int64 since)
 	{
 		for (int64 i = 0; i < r.tids.n; i++)
 			simple_table_tuple_delete(w->rel, &r.tids.tids[i], b->snapshot);
-		after = append_counts(w, r.counts, since, 1);
+		after = append_counts(w, r.counts, BASE_TIME, 1);
 	}
 	MemoryContextDelete(r.counts->cxt);
 	pfree(r.tids.tids);
@@ -1093,9 +1109,9 @@ feed_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void 
 /*
  * Feed every update with lower <= time < upper to fn, in no particular
  * order, each row as the shard stores it (see row_from_shard): the rows an
- * index needs to hydrate (lower 0: the heap read straight through) or to
- * follow a seal (through the time index).  Runs in the caller's
- * transaction and snapshot.
+ * index needs to hydrate (lower 0: the heap read straight through, base
+ * rows at BASE_TIME included) or to follow a seal (through the time index).
+ * Runs in the caller's transaction and snapshot.
  */
 void
 persist_scan_range(Oid shard, int64 lower, int64 upper,
@@ -1119,7 +1135,7 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 		scan_times(&b, b.time_index, 2, strategies, bounds, feed_row, &feed);
 	}
 	else if (upper > lower)
-		scan_heap(&b, lower, upper - 1, feed_row, &feed);
+		scan_heap(&b, lower > 0 ? lower : PG_INT64_MIN, upper - 1, feed_row, &feed);
 	base_close(&b, AccessShareLock);
 	table_close(rel, AccessShareLock);
 }

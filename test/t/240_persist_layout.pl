@@ -127,6 +127,20 @@ compact_to(upper() - 1, 'fold all');
 is(sql('SELECT check_all(5)'), 'ok', 'after folding all: agrees with the history');
 is(sql("SELECT count(*) FROM $shard WHERE time > (SELECT since FROM peek.objects WHERE name = 'c')"),
 	'0', 'after folding all: no recent rows');
+is(sql("SELECT count(*) FROM $shard WHERE time <> -1"), '0',
+	'after folding all: every row is a base row, stored at time -1');
+
+# writes, at times >= 0, add nothing to the base's indexes: 20k rows grow
+# the time index, not the rows index (nor the flagged one, with deletes)
+my $sizes = "SELECT pg_relation_size('${shard}_time_idx') || ' ' || pg_relation_size('${shard}_rows')
+                    || ' ' || pg_relation_size('${shard}_flagged')";
+my ($time0, $rows0, $flagged0) = split / /, sql($sizes);
+sql(q{SELECT step(array_agg((1000 + g, 'bulk')::kv), '{}') FROM generate_series(1, 20000) g});
+sql(q{SELECT step('{}', array_agg((1000 + g, 'bulk')::kv)) FROM generate_series(1, 20000) g});
+my ($time1, $rows1, $flagged1) = split / /, sql($sizes);
+cmp_ok($time1, '>', $time0 + 100_000, 'the writes of 40k rows grew the time index');
+is("$rows1 $flagged1", "$rows0 $flagged0", 'and neither the rows index nor the flagged one');
+is(sql('SELECT check_all(5)'), 'ok', 'after the bulk writes: agrees with the history');
 
 # ---- negative counts: the base does not hide them; a limit reads no further -
 

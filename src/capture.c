@@ -83,8 +83,22 @@
 #include "spi.h"
 #include "standby.h"
 
-/* A round stops decoding at a commit once it holds this much. */
+/* A round stops decoding at a commit once it holds this much ... */
 #define CAPTURE_ROUND_BYTES		(64 * 1024 * 1024)
+/*
+ * ... or once it has read this much WAL: catching up (after a restart,
+ * through other tables' WAL) goes in steps, between which the other sources
+ * and objects go on.
+ */
+#define CAPTURE_ROUND_WAL		(16 * 1024 * 1024)
+
+/*
+ * How often the maintenance runtime looks for new WAL while it has
+ * sources: every CAPTURE_POLL_MS while rounds find WAL to decode, every
+ * CAPTURE_IDLE_POLL_MS once they found none.
+ */
+#define CAPTURE_POLL_MS			3L
+#define CAPTURE_IDLE_POLL_MS	10L
 
 /* A loader that stopped without loading is started again after this, doubling. */
 #define LOADER_RETRY_MIN_MS		1000
@@ -426,10 +440,22 @@ capture_drop_orphan_slots(List *live_sources)
 		drop_slot(lfirst(lc));
 }
 
-bool
-capture_active(void)
+/* Whether the last step's rounds read WAL, and whether one stopped at a bound. */
+static bool rounds_read_wal = false;
+static bool rounds_bounded = false;
+
+/*
+ * How long the maintenance runtime may sleep before the next capture step:
+ * -1 without sources, 0 if a round stopped at a bound with WAL left.
+ */
+long
+capture_wait_ms(void)
 {
-	return streams != NULL && hash_get_num_entries(streams) > 0;
+	if (streams == NULL || hash_get_num_entries(streams) == 0)
+		return -1;
+	if (rounds_bounded)
+		return 0;
+	return rounds_read_wal ? CAPTURE_POLL_MS : CAPTURE_IDLE_POLL_MS;
 }
 
 /*
@@ -896,6 +922,7 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 {
 	const char *failure = NULL;
 	MemoryContext old;
+	XLogRecPtr	start;
 
 	/*
 	 * The reader keeps what it allocates across rounds (it frees an
@@ -925,8 +952,10 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 	}
 	decoder_reset(&s->changes);
 	written_end_reached = false;
+	start = s->ctx->reader->EndRecPtr;
 	while (decoded_upper(s->ctx->reader->EndRecPtr) < (int64) end_of_wal &&
-		   s->changes.bytes < CAPTURE_ROUND_BYTES && s->changes.failure == NULL)
+		   s->changes.bytes < CAPTURE_ROUND_BYTES && s->changes.failure == NULL &&
+		   s->ctx->reader->EndRecPtr - start < CAPTURE_ROUND_WAL)
 	{
 		char	   *errm = NULL;
 		XLogRecord *record = XLogReadRecord(s->ctx->reader, &errm);
@@ -947,6 +976,9 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 		CHECK_FOR_INTERRUPTS();
 	}
 	s->read_upto = s->ctx->reader->EndRecPtr;
+	if (!written_end_reached && s->changes.failure == NULL &&
+		decoded_upper(s->read_upto) < (int64) end_of_wal)
+		rounds_bounded = true;
 	/* the flag it set would hide our transactions' xmin from vacuum */
 	ReplicationSlotRelease();
 	MemoryContextSwitchTo(old);
@@ -1048,6 +1080,7 @@ decode_round(CaptureStream *s)
 	/* the written WAL ends where the last round stopped */
 	if (s->read_upto == read_from && s->changes.failure == NULL)
 		return false;
+	rounds_read_wal = true;
 
 	failure = s->changes.failure;
 	upper = failure != NULL ? s->changes.failed_at : decoded_upper(s->read_upto);
@@ -1161,6 +1194,8 @@ capture_step(void)
 	List	   *changed = NIL;
 	ListCell   *lc;
 
+	rounds_read_wal = false;
+	rounds_bounded = false;
 	if (streams == NULL)
 		return NIL;
 	/* collect first: rounds end transactions, which a hash scan must not span */

@@ -25,7 +25,7 @@ extern int64 capture_adopt(CatalogObject *source);
 extern void capture_forget(PeekObjectId id);
 extern void capture_drop_orphan_slots(List *live_sources);
 extern List *capture_step(void);
-extern bool capture_active(void);
+extern long capture_wait_ms(void);
 extern void capture_skip_own_writes(void);
 
 /* backends */

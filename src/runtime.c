@@ -56,8 +56,6 @@
 #include "standby.h"
 
 #define RUNTIME_TICK_MS		1000L
-/* how often maintenance looks for newly written WAL while it has sources */
-#define CAPTURE_POLL_MS			3L
 #define MAX_COMMANDS_PER_ROUND	1024
 
 /* The niceness the runtime started with; -100 unless it lowers its own. */
@@ -239,11 +237,11 @@ static void
 runtime_wait(RuntimeSlot *rt, bool maintains, bool busy)
 {
 	int			rc;
+	long		capture_ms = maintains ? capture_wait_ms() : -1;
 
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 				   busy ? 0 :
-				   standby_wait_ms(maintains && capture_active() ?
-								   CAPTURE_POLL_MS : RUNTIME_TICK_MS, maintains),
+				   standby_wait_ms(capture_ms >= 0 ? capture_ms : RUNTIME_TICK_MS, maintains),
 				   PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	if (rc & WL_LATCH_SET)

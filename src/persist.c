@@ -780,7 +780,8 @@ stream_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row
  * The walk over the base: the recent rows up to time are summed first
  * (recent); a row with flagged base rows -- a negative count or one out of
  * bigint's range, stored in parts -- gets its whole count from the base now
- * (flagged).  Then the base is streamed until the limit: a row with recent
+ * (flagged).  Then the base is streamed (a limited walk through the time
+ * index, a full one through the heap) until the limit: a row with recent
  * updates is emitted with its count at time, a flagged one once with its
  * whole count, any other -- nearly all -- as its base row says (see
  * touch_base for how they are told apart).  Rows that only the recent part
@@ -816,7 +817,18 @@ walk_base(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
 	stream.e = e;
 	stream.per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek base row",
 										   ALLOCSET_SMALL_SIZES);
-	if (!row_emitter_full(e))
+	if (e->limit > 0)
+	{
+		/*
+		 * Through the time index, which has the base rows first: a heap
+		 * scan would read whatever precedes them (the space a fold freed)
+		 * before its first row.
+		 */
+		StrategyNumber strategy = BTLessEqualStrategyNumber;
+
+		scan_times(b, b->time_index, 1, &strategy, &b->since, stream_base_row, &stream);
+	}
+	else if (e->limit < 0)
 		scan_heap(b, PG_INT64_MIN, b->since, stream_base_row, &stream);
 	MemoryContextDelete(stream.per_row);
 

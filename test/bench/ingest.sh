@@ -176,6 +176,14 @@ SQL
 capture_run() {
     local mode=$1 run table tps p50 p99 n probe
     csv_init capture.csv "mode,run,table,tps,p50_ms,p99_ms"
+    # The ingest runs leave millions of fresh rows: vacuum them and checkpoint
+    # first, so that neither table's runs share the cluster with that work
+    # (autovacuum would start on them in the middle of the capture runs).
+    psql_q >/dev/null <<SQL
+VACUUM ing_t;
+VACUUM $(psql_q -c "SELECT string_agg(shard::text, ', ') FROM peek.collections WHERE name IN ('ing', 'vis')");
+CHECKPOINT;
+SQL
     capture_setup
     for table in cap_t plain_t; do
         bench_script "upsert-$table" >/dev/null <<EOF

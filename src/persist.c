@@ -1014,30 +1014,29 @@ replace_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, vo
 
 /*
  * The shard read whole (see ShardBase): every update at or before since
- * moves to since and merges.  A row whose merged multiplicity would leave
- * bigint's range leaves the shard as it is: its updates stay apart, and a
- * peek reports the overflow.
+ * is replaced by its row's base rows (write_base_row: one, or parts when
+ * the sum leaves bigint's range), so that no row is left between the base
+ * and the since.
  */
 static int64
 compact_whole(ShardWriter *w, ShardBase *b, int64 since)
 {
 	Replaced	r;
-	int64		after;
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+	int64		written = 0;
 
 	r.counts = row_counts_create(shard_row_type(w->rel));
 	tid_list_init(&r.tids);
 	scan_heap(b, PG_INT64_MIN, since, replace_row, &r);
-	if (!row_counts_in_range(r.counts))
-		after = r.tids.n;
-	else
-	{
-		for (int64 i = 0; i < r.tids.n; i++)
-			simple_table_tuple_delete(w->rel, &r.tids.tids[i], b->snapshot);
-		after = append_counts(w, r.counts, BASE_TIME, 1);
-	}
+	for (int64 i = 0; i < r.tids.n; i++)
+		simple_table_tuple_delete(w->rel, &r.tids.tids[i], b->snapshot);
+	hash_seq_init(&status, r.counts->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+		written += write_base_row(w, row_count_datum(rc), rc->count);
 	MemoryContextDelete(r.counts->cxt);
 	pfree(r.tids.tids);
-	return r.tids.n - after;
+	return r.tids.n - written;
 }
 
 /*

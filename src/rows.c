@@ -352,25 +352,6 @@ row_count_value(int128 count)
 	return (int64) count;
 }
 
-/* Whether every count fits a bigint (compaction can write them). */
-bool
-row_counts_in_range(RowCounts *counts)
-{
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
-
-	hash_seq_init(&status, counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-	{
-		if (rc->count > PG_INT64_MAX || rc->count < PG_INT64_MIN)
-		{
-			hash_seq_term(&status);
-			return false;
-		}
-	}
-	return true;
-}
-
 /*
  * DESIGN §3 rule 5: a row whose multiplicity a walk finds negative is
  * invalid data, and fails the peek.

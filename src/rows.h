@@ -49,7 +49,6 @@ extern RowCounts *row_counts_create(Oid rowtype);
 extern void row_counts_add(RowCounts *counts, Datum row, int64 diff);
 extern RowCount *row_counts_find(RowCounts *counts, Datum row);
 extern int64 row_count_value(int128 count);
-extern bool row_counts_in_range(RowCounts *counts);
 /* Rows a walk has emitted into its result, and what bounds them. */
 typedef struct RowEmitter
 {

@@ -25,6 +25,7 @@ OBJS = \
 	src/capture.o \
 	src/decoder.o \
 	src/functions.o \
+	src/scan.o \
 	src/introspection.o
 
 EXTENSION = pg_peek

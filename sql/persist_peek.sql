@@ -115,5 +115,117 @@ SELECT count(*) FROM peek.persist_peek(NULL::stock, 'big', "limit" => 5);
 RESET pg_peek.max_result_bytes;
 SELECT count(*) FROM peek.persist_peek(NULL::stock, 'big');
 
+-- The streamed scan: a call in FROM is read by a custom scan that streams
+-- the walk's rows up the plan (no tuplestore); a whole-row reference,
+-- ORDINALITY, ROWS FROM, a SET clause on the function and a call in the
+-- select list keep the function scan.  Both give the same rows.
+SELECT peek.create_collection('multi', 'stock');
+SELECT peek.write('multi', array_agg(('m' || g % 7, g % 3)::stock)) FROM generate_series(1, 200) g;
+SELECT peek.write('multi', ARRAY[('m1', 1), ('n', 0)]::stock[], ARRAY[('m2', 2)]::stock[]);
+SELECT peek.allow_compaction('multi', 1);
+SELECT wait_for($$SELECT since = 1 FROM peek.objects WHERE name = 'multi'$$);
+-- recent updates after the base: times 2 and 3
+SELECT peek.write('multi', ARRAY[('m1', 1), ('m3', 0)]::stock[], ARRAY[('m0', 0)]::stock[]);
+SELECT peek.write('multi', ARRAY[('o', 5)]::stock[], ARRAY[('m1', 1), ('m1', 1)]::stock[]);
+EXPLAIN (COSTS OFF) SELECT * FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3);
+EXPLAIN (COSTS OFF) SELECT count(*) FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) WHERE qty > 0;
+EXPLAIN (COSTS OFF) SELECT p FROM peek.persist_peek(NULL::stock, 'multi') p;
+EXPLAIN (COSTS OFF) SELECT * FROM peek.persist_peek(NULL::stock, 'multi') WITH ORDINALITY;
+EXPLAIN (COSTS OFF) SELECT * FROM ROWS FROM (peek.persist_peek(NULL::stock, 'multi'), generate_series(1, 2));
+EXPLAIN (COSTS OFF) SELECT peek.persist_peek(NULL::stock, 'multi');
+SELECT 3 AS t, sku, qty, count(*) FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) GROUP BY 2, 3 ORDER BY 2, 3;
+-- the same multiset each way, at each time, with and without a limit
+SELECT t, (SELECT array_agg(p ORDER BY p) FROM peek.persist_peek(NULL::stock, 'multi', as_of => t) p) =
+          (SELECT array_agg((sku, qty)::stock ORDER BY (sku, qty)::stock)
+             FROM peek.persist_peek(NULL::stock, 'multi', as_of => t)) AS same,
+          (SELECT count(*) FROM peek.persist_peek(NULL::stock, 'multi', as_of => t, "limit" => 40)) AS limited
+  FROM generate_series(1, 3) t;
+-- a qual, a projection and a correlated subplan in the qual (shown once)
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT upper(sku) FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) p
+ WHERE qty > 0 AND EXISTS (SELECT 1 FROM generate_series(1, p.qty) g WHERE g = 2);
+-- lateral: the scan peeks again for each outer row
+SELECT c.name, count(*) FROM (VALUES ('multi'), ('big'), ('stock')) c(name),
+       LATERAL peek.persist_peek(NULL::stock, c.name) GROUP BY 1 ORDER BY 1;
+-- two streams open at once in one backend: a peek's hold (and the backend's
+-- peek slot) ends when its walk begins, so cursors and other peeks interleave
+BEGIN;
+DECLARE c1 CURSOR FOR SELECT * FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3);
+DECLARE c2 SCROLL CURSOR FOR SELECT * FROM peek.persist_peek(NULL::stock, 'multi', as_of => 2);
+MOVE FORWARD 10 IN c1;
+MOVE FORWARD 20 IN c2;
+SELECT count(*) AS active_peeks FROM peek.active_peeks;
+SELECT count(*) FROM peek.persist_peek(NULL::stock, 'big');
+MOVE FORWARD ALL IN c1;
+MOVE BACKWARD 5 IN c2;
+MOVE FORWARD ALL IN c2;
+COMMIT;
+-- in a plpgsql loop, peeking again inside it
+DO $$
+DECLARE r record; n int := 0; m bigint := 0;
+BEGIN
+  FOR r IN SELECT * FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) LOOP
+    n := n + 1;
+    IF n % 50 = 0 THEN
+      m := m + (SELECT count(*) FROM peek.persist_peek(NULL::stock, 'big'));
+    END IF;
+  END LOOP;
+  RAISE NOTICE 'rows %, inner peeks %', n, m;
+END $$;
+-- a cursor rolled back with its savepoint leaves nothing behind
+BEGIN;
+SAVEPOINT s;
+DECLARE c3 CURSOR FOR SELECT * FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3);
+MOVE FORWARD 3 IN c3;
+ROLLBACK TO SAVEPOINT s;
+SELECT count(*) FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3);
+COMMIT;
+-- an error in the middle of the stream (a negative row met late)
+SELECT try($$SELECT count(*) FROM (SELECT * FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3)
+                                   UNION ALL SELECT * FROM peek.persist_peek(NULL::stock, 'bad', as_of => 1)) u$$);
+SELECT count(*) FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3);
+-- UPDATE ... FROM takes a row mark (a whole-row copy): the function scan
+CREATE TABLE stock_t AS SELECT DISTINCT sku, 0 AS qty FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3);
+EXPLAIN (COSTS OFF) UPDATE stock_t t SET qty = p.qty FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) p
+ WHERE t.sku = p.sku AND p.qty = 2;
+UPDATE stock_t t SET qty = p.qty FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) p
+ WHERE t.sku = p.sku AND p.qty = 2;
+SELECT * FROM stock_t ORDER BY 1;
+DROP TABLE stock_t;
+-- EXECUTE on the function is checked as a function scan checks it
+CREATE ROLE peek_stream_reader;
+GRANT USAGE ON SCHEMA peek TO peek_stream_reader;
+REVOKE EXECUTE ON FUNCTION peek.persist_peek(anyelement, text, bigint, bigint) FROM PUBLIC;
+SET ROLE peek_stream_reader;
+SELECT try($$SELECT * FROM peek.persist_peek(NULL::stock, 'multi')$$);
+SELECT try($$EXPLAIN SELECT * FROM peek.persist_peek(NULL::stock, 'multi')$$);
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION peek.persist_peek(anyelement, text, bigint, bigint) TO PUBLIC;
+-- a SET clause on the function keeps the function scan, which applies it
+ALTER FUNCTION peek.persist_peek(anyelement, text, bigint, bigint) SET work_mem = '64kB';
+EXPLAIN (COSTS OFF) SELECT * FROM peek.persist_peek(NULL::stock, 'multi');
+ALTER FUNCTION peek.persist_peek(anyelement, text, bigint, bigint) RESET ALL;
+-- a generic plan outlives ALTER TYPE: attributes added since are not read,
+-- as by the function scan; one dropped fails the scan (42804), as it fails
+-- the function scan (42703)
+CREATE TYPE tiny AS (a int, b int);
+SELECT peek.create_collection('tiny', 'tiny');
+SELECT peek.write('tiny', ARRAY[ROW(1, 2)]::tiny[]);
+PREPARE tiny_peek AS SELECT * FROM peek.persist_peek(NULL::tiny, 'tiny') ORDER BY a;
+PREPARE tiny_fs AS SELECT a, b FROM peek.persist_peek(NULL::tiny, 'tiny') WITH ORDINALITY ORDER BY a;
+EXECUTE tiny_peek;
+ALTER TYPE tiny ADD ATTRIBUTE c text;
+SELECT peek.write('tiny', ARRAY[ROW(3, 4, 'x')]::tiny[]);
+EXECUTE tiny_peek;
+EXECUTE tiny_fs;
+ALTER TYPE tiny DROP ATTRIBUTE b;
+SELECT try($$EXECUTE tiny_peek$$);
+SELECT try($$EXECUTE tiny_fs$$);
+SELECT * FROM peek.persist_peek(NULL::tiny, 'tiny') ORDER BY 1;
+DEALLOCATE tiny_peek;
+DEALLOCATE tiny_fs;
+
 DROP EXTENSION pg_peek CASCADE;
 DROP TYPE stock;
+DROP TYPE tiny;
+DROP ROLE peek_stream_reader;

@@ -57,6 +57,7 @@
 #include "rows.h"
 #include "standby.h"
 #include "walk.h"
+#include "functions.h"
 
 PG_FUNCTION_INFO_V1(peek_create_collection);
 PG_FUNCTION_INFO_V1(peek_drop_collection);
@@ -812,37 +813,35 @@ typedef struct PeekKind
 						 Tuplestorestate *out, void *state);
 } PeekKind;
 
+/* A peek found, checked and gated: what its walk needs. */
+typedef struct OpenedPeek
+{
+	CatalogObject *obj;			/* the cached entry's: read it at once */
+	PeekTicket	ticket;
+	TupleConversionMap *map;	/* rows to the caller's row type, or NULL */
+	int64		limit;
+} OpenedPeek;
+
 /*
- * The peek functions' skeleton: find the object (cached by name), check
- * it, issue the peek, walk at the answered time, convert the rows to the
- * caller's row type.  A cached object found dropped by the gate is looked
- * up again.
+ * The peek functions' skeleton up to the walk: find the object (cached by
+ * name), check it, issue the peek.  A cached object found dropped by the
+ * gate is looked up again.  The hold lasts until peek_end.
  */
 static void
-peek_srf(FunctionCallInfo fcinfo, const PeekKind *pk, void *state)
+open_peek(FunctionCallInfo fcinfo, const PeekKind *pk, void *state, OpenedPeek *op)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
 	char	   *name = text_arg(fcinfo, 1, pk->name_label);
-	int64		limit = optional_time_arg(fcinfo, pk->limit_arg, "limit", -1);
 	int64		time;
 	int64		floor;
 	PeekedObject *peeked;
 	CatalogObject *obj;
 	PeekObjectId collection;
-	TupleConversionMap *map;
-	Tuplestorestate *out;
 	KeyInfo    *key;
-	PeekTicket	ticket;
 	bool		cached;
 	bool		dropped;
 
-	/*
-	 * Materialize mode: a function scan keeps a set-returning function's
-	 * rows in a tuplestore whatever its mode, so handing it ours saves a
-	 * call per row.
-	 */
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	op->limit = optional_time_arg(fcinfo, pk->limit_arg, "limit", -1);
 	registry_attach();
 	for (;;)
 	{
@@ -854,42 +853,151 @@ peek_srf(FunctionCallInfo fcinfo, const PeekKind *pk, void *state)
 		/* a failed index's key columns may be gone: say why it failed */
 		if (obj->kind == PEEK_KIND_INDEX && obj->failure != NULL)
 			catalog_raise_if_failed(obj->id, obj->kind, obj->name);
-		map = check_peek_rowtype(obj, rowtype);
+		op->map = check_peek_rowtype(obj, rowtype);
 		key = pk->prepare ? pk->prepare(fcinfo, peeked, state) : NULL;
 
 		/* times are the collection's: an index is sealed with it */
 		collection = obj->kind == PEEK_KIND_INDEX ? obj->collection : obj->id;
 		time = peek_time(fcinfo, pk->as_of_arg, obj, collection, &floor);
-		ticket = peek_begin(obj->id, obj->name, obj->kind, time, floor,
-							cached ? &dropped : NULL);
+		op->ticket = peek_begin(obj->id, obj->name, obj->kind, time, floor,
+								cached ? &dropped : NULL);
 		if (!dropped)
 			break;
 		forget_peeked_object(name);
 	}
 	remember_peeked_object(obj, rowtype, key);
-	out = walk_output(rsinfo, map);
-	pk->walk(obj, &ticket, limit, out, state);
-	peek_end();
-	convert_rows(out, rsinfo, map);
+	op->obj = obj;
 }
 
+/*
+ * A peek as a set-returning function: opened, walked at the answered time
+ * into the result, converted to the caller's row type.
+ */
 static void
-walk_shard(CatalogObject *coll, PeekTicket *ticket, int64 limit, Tuplestorestate *out,
-		   void *state)
+peek_srf(FunctionCallInfo fcinfo, const PeekKind *pk, void *state)
 {
-	persist_walk(coll->id, coll->shard, coll->row_type, coll->name, ticket->time, limit, out);
-	standby_check_shard_since(coll->id, coll->name, ticket->time);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	OpenedPeek	op;
+	Tuplestorestate *out;
+
+	/*
+	 * Materialize mode: a function scan keeps a set-returning function's
+	 * rows in a tuplestore whatever its mode, so handing it ours saves a
+	 * call per row.
+	 */
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	open_peek(fcinfo, pk, state, &op);
+	out = walk_output(rsinfo, op.map);
+	pk->walk(op.obj, &op.ticket, op.limit, out, state);
+	peek_end();
+	convert_rows(out, rsinfo, op.map);
+}
+
+/* ---- persist peeks ---- */
+
+/*
+ * An open persist peek, read a row at a time: by persist_peek as a
+ * set-returning function and by the scan node that streams it (scan.c).
+ * Its hold ends once the walk has begun: the walk's snapshot keeps the
+ * answer, so rows streamed to a slow reader hold back neither compaction
+ * nor this backend's next peek.
+ */
+struct PersistPeek
+{
+	MemoryContext cxt;			/* everything below */
+	PersistWalk *walk;
+	RowEmitter	e;
+	TupleConversionMap *map;	/* to the caller's row type, or NULL */
+	MemoryContext row_cxt;		/* the current row's tuples */
+	HeapTupleData tuple;		/* the current row as walked */
+	HeapTuple	out;			/* the same, as returned */
+	int64		copies;			/* copies of it still to return */
+	RowImageBuffer buf;			/* last: a header's bits are a flexible array */
+};
+
+static const PeekKind persist_peek_kind = {
+	PEEK_KIND_COLLECTION, "collection name", 2, 3, NULL, NULL
+};
+
+/* persist_peek's arguments in fcinfo (its flinfo has the call's expression) */
+PersistPeek *
+persist_peek_open(FunctionCallInfo fcinfo)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek persist peek",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	PersistPeek *p = palloc0(sizeof(PersistPeek));
+	OpenedPeek	op;
+	CatalogObject *coll;
+
+	p->cxt = cxt;
+	open_peek(fcinfo, &persist_peek_kind, NULL, &op);
+	coll = op.obj;
+	p->walk = persist_walk_begin(coll->id, coll->shard, coll->row_type, coll->name,
+								 op.ticket.time, op.limit);
+	standby_check_shard_since(coll->id, coll->name, op.ticket.time);
+	peek_end();
+	p->e.name = pstrdup(coll->name);
+	p->e.row_type = coll->row_type;
+	p->e.time = op.ticket.time;
+	p->e.limit = op.limit;
+	p->map = op.map;
+	p->row_cxt = AllocSetContextCreate(cxt, "pg_peek persist peek row", ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(old);
+	return p;
+}
+
+/*
+ * The next row of the result, as many times as it counts, up to the limit;
+ * NULL at the end.  The tuple stays valid until the next call; *again says
+ * it is another copy of the last call's.
+ */
+HeapTuple
+persist_peek_next(PersistPeek *p, bool *again)
+{
+	*again = p->copies > 0;
+	while (p->copies == 0)
+	{
+		Datum		row;
+		int64		count;
+		MemoryContext old;
+
+		if (row_emitter_full(&p->e) || !persist_walk_next(p->walk, &row, &count))
+			return NULL;
+		MemoryContextReset(p->row_cxt);
+		old = MemoryContextSwitchTo(p->row_cxt);
+		row_emit_tuple(&p->e, row, count, &p->buf, &p->tuple);
+		p->out = p->map != NULL ? execute_attr_map_tuple(&p->tuple, p->map) : &p->tuple;
+		MemoryContextSwitchTo(old);
+		p->copies = count;
+	}
+	if (!row_emit_admit(&p->e, &p->tuple))
+		return NULL;
+	p->copies--;
+	return p->out;
+}
+
+void
+persist_peek_close(PersistPeek *p)
+{
+	persist_walk_end(p->walk);
+	MemoryContextDelete(p->cxt);
 }
 
 /* persist_peek(rowtype anyelement, collection, as_of, limit) */
 Datum
 peek_persist_peek(PG_FUNCTION_ARGS)
 {
-	static const PeekKind persist_peek = {
-		PEEK_KIND_COLLECTION, "collection name", 2, 3, NULL, walk_shard
-	};
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PersistPeek *p;
+	HeapTuple	tuple;
+	bool		again;
 
-	peek_srf(fcinfo, &persist_peek, NULL);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	p = persist_peek_open(fcinfo);
+	while ((tuple = persist_peek_next(p, &again)) != NULL)
+		tuplestore_puttuple(rsinfo->setResult, tuple);
+	persist_peek_close(p);
 	return (Datum) 0;
 }
 

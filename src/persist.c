@@ -494,12 +494,46 @@ base_close(ShardBase *b, LOCKMODE lock)
 }
 
 /*
- * Feed fn every shard row an index scan with these time bounds finds
- * (strategy and bound per key), with its tid.
+ * A stream of shard rows, each with its tid (in b->slot): a heap scan or an
+ * index scan.  One loop reads every scan's rows (cursor_next).
+ */
+typedef struct ShardCursor
+{
+	ShardBase  *b;
+	TableScanDesc heap;			/* or: */
+	IndexScanDesc index;
+	int64		lower;			/* a heap scan's rows: lower <= time <= upto */
+	int64		upto;
+} ShardCursor;
+
+/* The rows of a heap scan with lower <= time <= upto, in heap order. */
+static void
+cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
+{
+	memset(c, 0, sizeof(ShardCursor));
+	c->b = b;
+	c->heap = table_beginscan(b->rel, b->snapshot, 0, NULL);
+	c->lower = lower;
+	c->upto = upto;
+}
+
+/* The rows an index scan with these keys finds, in index order. */
+static void
+cursor_open_index(ShardCursor *c, ShardBase *b, Relation index, ScanKey keys, int nkeys)
+{
+	memset(c, 0, sizeof(ShardCursor));
+	c->b = b;
+	c->index = index_beginscan(b->rel, index, b->snapshot, nkeys, 0);
+	index_rescan(c->index, keys, nkeys, NULL, 0);
+}
+
+/*
+ * An index scan of the time index (or the flagged one) with these time
+ * bounds (strategy and bound per key).
  */
 static void
-scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds,
-		   ShardRowFn fn, void *arg)
+cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys,
+				  StrategyNumber *strategies, int64 *bounds)
 {
 	static const RegProcedure procs[] = {
 		[BTLessStrategyNumber] = F_INT8LT,
@@ -508,45 +542,75 @@ scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, 
 		[BTGreaterStrategyNumber] = F_INT8GT,
 	};
 	ScanKeyData keys[2];
-	IndexScanDesc scan;
-	bool		isnull;
 
 	for (int i = 0; i < nkeys; i++)
 		ScanKeyInit(&keys[i], 1, strategies[i], procs[strategies[i]], Int64GetDatum(bounds[i]));
-	scan = index_beginscan(b->rel, index, b->snapshot, nkeys, 0);
-	index_rescan(scan, keys, nkeys, NULL, 0);
-	while (index_getnext_slot(scan, ForwardScanDirection, b->slot))
+	cursor_open_index(c, b, index, keys, nkeys);
+}
+
+/* The next row's fields (its tid is b->slot's); false at the end. */
+static bool
+cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
+{
+	TupleTableSlot *slot = c->b->slot;
+	bool		isnull;
+
+	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		if (!fn(b, &b->slot->tts_tid,
-				DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull)),
-				DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)),
-				slot_getattr(b->slot, SHARD_DATA, &isnull), arg))
-			break;
+		if (c->heap != NULL ? !table_scan_getnextslot(c->heap, ForwardScanDirection, slot) :
+			!index_getnext_slot(c->index, ForwardScanDirection, slot))
+			return false;
+		*time = DatumGetInt64(slot_getattr(slot, SHARD_TIME, &isnull));
+		if (c->heap != NULL && (*time < c->lower || *time > c->upto))
+			continue;
+		*diff = DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull));
+		*row = slot_getattr(slot, SHARD_DATA, &isnull);
+		return true;
 	}
-	index_endscan(scan);
+}
+
+static void
+cursor_close(ShardCursor *c)
+{
+	if (c->heap != NULL)
+		table_endscan(c->heap);
+	else
+		index_endscan(c->index);
+}
+
+/* Feed fn the cursor's rows until it returns false, then close it. */
+static void
+scan_cursor(ShardCursor *c, ShardRowFn fn, void *arg)
+{
+	int64		time;
+	int64		diff;
+	Datum		row;
+
+	while (cursor_next(c, &time, &diff, &row))
+		if (!fn(c->b, &c->b->slot->tts_tid, time, diff, row, arg))
+			break;
+	cursor_close(c);
+}
+
+static void
+scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds,
+		   ShardRowFn fn, void *arg)
+{
+	ShardCursor c;
+
+	cursor_open_times(&c, b, index, nkeys, strategies, bounds);
+	scan_cursor(&c, fn, arg);
 }
 
 /* Feed fn every shard row with lower <= time <= upto, in heap order. */
 static void
 scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg)
 {
-	TableScanDesc scan = table_beginscan(b->rel, b->snapshot, 0, NULL);
-	bool		isnull;
+	ShardCursor c;
 
-	while (table_scan_getnextslot(scan, ForwardScanDirection, b->slot))
-	{
-		int64		time = DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull));
-
-		CHECK_FOR_INTERRUPTS();
-		if (time < lower || time > upto)
-			continue;
-		if (!fn(b, &b->slot->tts_tid, time,
-				DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)),
-				slot_getattr(b->slot, SHARD_DATA, &isnull), arg))
-			break;
-	}
-	table_endscan(scan);
+	cursor_open_heap(&c, b, lower, upto);
+	scan_cursor(&c, fn, arg);
 }
 
 static bool
@@ -594,8 +658,10 @@ scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
 	ScanKeyData key;
-	IndexScanDesc scan;
-	bool		isnull;
+	ShardCursor c;
+	int64		time;
+	int64		diff;
+	Datum		row;
 	int			i = 0;
 
 	if (n == 0)
@@ -608,46 +674,15 @@ scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 						   InvalidOid, F_INT4EQ,
 						   PointerGetDatum(construct_array(hashes, n, INT4OID, sizeof(int32),
 														   true, TYPALIGN_INT)));
-	scan = index_beginscan(b->rel, b->rows_index, b->snapshot, 1, 0);
-	index_rescan(scan, &key, 1, NULL, 0);
-	while (index_getnext_slot(scan, ForwardScanDirection, b->slot))
-	{
-		int64		time = DatumGetInt64(slot_getattr(b->slot, SHARD_TIME, &isnull));
-		Datum		row = slot_getattr(b->slot, SHARD_DATA, &isnull);
-
-		CHECK_FOR_INTERRUPTS();
+	cursor_open_index(&c, b, b->rows_index, &key, 1);
+	while (cursor_next(&c, &time, &diff, &row))
 		if (time <= b->since && row_counts_find(rows, row) != NULL &&
-			!fn(b, &b->slot->tts_tid, time,
-				DatumGetInt64(slot_getattr(b->slot, SHARD_DIFF, &isnull)), row, arg))
+			!fn(b, &b->slot->tts_tid, time, diff, row, arg))
 			break;
-	}
-	index_endscan(scan);
+	cursor_close(&c);
 	pfree(hashes);
 }
 
-/* The shard read whole: every row summed at time, then emitted. */
-static void
-walk_whole(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
-{
-	RowCounts  *counts = row_counts_create(row_type);
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
-
-	scan_heap(b, PG_INT64_MIN, time, count_row, counts);
-	hash_seq_init(&status, counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL && !row_emitter_full(e))
-		row_emit(e, row_count_datum(rc), row_count_value(rc->count));
-	if (rc != NULL)
-		hash_seq_term(&status);
-	MemoryContextDelete(counts->cxt);
-}
-
-/*
- * A walk with a limit below this many rows per recent row recognizes the
- * base rows to adjust by their rows' hashes (row_hash per base row it
- * reads); a longer one finds them through the rows index first, by tid
- * (an index probe per recent row), and reads the rest of the base blind.
- */
 #define TOUCHED_BY_HASH_ROWS	16
 
 /* The base rows a walk must adjust, and their rows' sums. */
@@ -737,25 +772,96 @@ touched(ShardBase *b, Touched *t, ItemPointer tid, Datum row)
 		bsearch(tid, t->tids.tids, t->tids.n, sizeof(ItemPointerData), tid_cmp) != NULL;
 }
 
-/* A walk's stream of the base rows to the emitter. */
-typedef struct BaseStream
+/*
+ * A persist walk in progress: the shard's contents at a time, read row by
+ * row (persist_walk_next) in one of two ways.  Over the base (the usual
+ * one, walk_base_begin): the recent rows up to the time summed first, then
+ * the base streamed with those rows adjusted, then the rows only the
+ * recent part has.  Whole (a shard without its base indexes, or whose row
+ * type lost attributes): every row up to the time summed, then those sums.
+ * It keeps its snapshot and its scans open between rows, and nothing else:
+ * no peek hold, so a walk streamed by an executor node (scan.c) holds
+ * neither compaction nor the backend's peek slot.
+ */
+struct PersistWalk
 {
-	Touched    *touched;
-	RowEmitter *e;
-	MemoryContext per_row;		/* a touched row's comparisons */
-} BaseStream;
+	MemoryContext cxt;			/* everything below */
+	Relation	rel;
+	Snapshot	snapshot;
+	ShardBase	b;
+	Touched		t;				/* a walk over the base */
+	bool		streaming;		/* the base cursor is open: */
+	ShardCursor base;
+	MemoryContext per_row;		/* a base row's comparisons */
+	RowCounts  *rest;			/* the sums emitted last */
+	bool		rest_open;		/* rest_seq is under way */
+	HASH_SEQ_STATUS rest_seq;
+};
 
-/* Emit a base row, adjusted if it must be; false once the limit is met. */
-static bool
-stream_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+/*
+ * Prepare a walk over the base: the recent rows up to time are summed
+ * (recent); a row with flagged base rows -- a negative count or one out of
+ * bigint's range, stored in parts -- gets its whole count from the base now
+ * (flagged).  Then the base is streamed (a limited walk through the time
+ * index, a full one through the heap): a row with recent updates is
+ * emitted with its count at time, a flagged one once with its whole
+ * count, any other -- nearly all -- as its base row says (see touch_base
+ * for how they are told apart).
+ */
+static void
+walk_base_begin(PersistWalk *w, Oid row_type, int64 time, int64 limit)
 {
-	BaseStream *stream = arg;
-	Touched    *t = stream->touched;
+	ShardBase  *b = &w->b;
+	Touched    *t = &w->t;
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+
+	t->recent = row_counts_create(row_type);
+	t->flagged = row_counts_create(row_type);
+	scan_recent(b, time, count_row, t->recent);
+	collect_flagged(b, t->flagged);
+	/* a flagged row's whole count: its recent part, and its base rows' */
+	hash_seq_init(&status, t->flagged->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+		row_counts_add(t->recent, row_count_datum(rc), 0);
+	hash_seq_init(&status, t->recent->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+	{
+		RowCount   *whole = row_counts_find(t->flagged, row_count_datum(rc));
+
+		if (whole != NULL)
+			whole->count += rc->count;
+	}
+	touch_base(b, t, limit);
+
+	w->rest = t->recent;
+	w->per_row = AllocSetContextCreate(w->cxt, "pg_peek base row", ALLOCSET_SMALL_SIZES);
+	w->streaming = limit != 0;
+	if (limit > 0)
+	{
+		/*
+		 * Through the time index, which has the base rows first: a heap
+		 * scan would read whatever precedes them (the space a fold freed)
+		 * before its first row.
+		 */
+		StrategyNumber strategy = BTLessEqualStrategyNumber;
+
+		cursor_open_times(&w->base, b, b->time_index, 1, &strategy, &b->since);
+	}
+	else if (limit < 0)
+		cursor_open_heap(&w->base, b, PG_INT64_MIN, b->since);
+}
+
+/* A base row's count at the walk's time: as stored, or adjusted. */
+static int64
+adjust_base_row(PersistWalk *w, int64 diff, Datum row)
+{
+	Touched    *t = &w->t;
 	MemoryContext old;
 
-	MemoryContextReset(stream->per_row);
-	old = MemoryContextSwitchTo(stream->per_row);
-	if (touched(b, t, tid, row))
+	MemoryContextReset(w->per_row);
+	old = MemoryContextSwitchTo(w->per_row);
+	if (touched(&w->b, t, &w->b.slot->tts_tid, row))
 	{
 		RowCount   *whole = row_counts_find(t->flagged, row);
 		RowCount   *part = row_counts_find(t->recent, row);
@@ -772,107 +878,104 @@ stream_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row
 			part->count = 0;
 	}
 	MemoryContextSwitchTo(old);
-	row_emit(stream->e, row, diff);
-	return !row_emitter_full(stream->e);
+	return diff;
 }
 
 /*
- * The walk over the base: the recent rows up to time are summed first
- * (recent); a row with flagged base rows -- a negative count or one out of
- * bigint's range, stored in parts -- gets its whole count from the base now
- * (flagged).  Then the base is streamed (a limited walk through the time
- * index, a full one through the heap) until the limit: a row with recent
- * updates is emitted with its count at time, a flagged one once with its
- * whole count, any other -- nearly all -- as its base row says (see
- * touch_base for how they are told apart).  Rows that only the recent part
- * has come last.
+ * Begin the persist walk of a shard at time; limit (< 0: none) chooses how
+ * the base is read, the caller stops reading at it.  The snapshot is
+ * taken now, after the peek's gate, so every update the runtime saw sealed
+ * is visible; the base's since is read with it, before the shard is locked
+ * (DROP EXTENSION locks peek.objects, then the shards).
  */
-static void
-walk_base(ShardBase *b, Oid row_type, int64 time, RowEmitter *e)
+PersistWalk *
+persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
+				   int64 time, int64 limit)
 {
-	Touched		t;
-	BaseStream	stream;
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek persist walk",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	PersistWalk *w = palloc0(sizeof(PersistWalk));
+	int64		durable_since;
 
-	t.recent = row_counts_create(row_type);
-	t.flagged = row_counts_create(row_type);
-	scan_recent(b, time, count_row, t.recent);
-	collect_flagged(b, t.flagged);
-	/* a flagged row's whole count: its recent part, and its base rows' */
-	hash_seq_init(&status, t.flagged->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-		row_counts_add(t.recent, row_count_datum(rc), 0);
-	hash_seq_init(&status, t.recent->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-	{
-		RowCount   *whole = row_counts_find(t.flagged, row_count_datum(rc));
-
-		if (whole != NULL)
-			whole->count += rc->count;
-	}
-	touch_base(b, &t, e->limit);
-
-	stream.touched = &t;
-	stream.e = e;
-	stream.per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek base row",
-										   ALLOCSET_SMALL_SIZES);
-	if (e->limit > 0)
-	{
-		/*
-		 * Through the time index, which has the base rows first: a heap
-		 * scan would read whatever precedes them (the space a fold freed)
-		 * before its first row.
-		 */
-		StrategyNumber strategy = BTLessEqualStrategyNumber;
-
-		scan_times(b, b->time_index, 1, &strategy, &b->since, stream_base_row, &stream);
-	}
-	else if (e->limit < 0)
-		scan_heap(b, PG_INT64_MIN, b->since, stream_base_row, &stream);
-	MemoryContextDelete(stream.per_row);
-
-	/* rows new since the base */
-	hash_seq_init(&status, t.recent->table);
-	while ((rc = hash_seq_search(&status)) != NULL && !row_emitter_full(e))
-		row_emit(e, row_count_datum(rc), row_count_value(rc->count));
-	if (rc != NULL)
-		hash_seq_term(&status);
-	pfree(t.tids.tids);
-	MemoryContextDelete(t.recent->cxt);
-	MemoryContextDelete(t.flagged->cxt);
-}
-
-/*
- * The persist walk: the shard's contents at time into out, each row as many
- * times as its multiplicity, at most limit rows (limit < 0: all).  The
- * snapshot is taken now, after the peek's wait, so every update the runtime
- * saw sealed is visible; the base's since is read with it, before the
- * shard is locked (DROP EXTENSION locks peek.objects, then the shards).
- */
-void
-persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
-			 int64 time, int64 limit, Tuplestorestate *out)
-{
-	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	int64		durable_since = catalog_read_since(id, snapshot);
-	Relation	rel = try_table_open(shard, AccessShareLock);
-	RowEmitter	e = {out, collection, row_type, time, limit, 0, 0};
-	ShardBase	b;
-
+	w->cxt = cxt;
+	w->snapshot = RegisterSnapshot(GetLatestSnapshot());
+	durable_since = catalog_read_since(id, w->snapshot);
+	w->rel = try_table_open(shard, AccessShareLock);
 	/* dropped after the gate (no lock held since the name lookup) */
-	if (rel == NULL)
+	if (w->rel == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("collection \"%s\" was dropped while it was peeked", collection)));
-	if (base_open(&b, rel, snapshot, base_since(durable_since), AccessShareLock) &&
-		b.since <= time)
-		walk_base(&b, row_type, time, &e);
+	if (base_open(&w->b, w->rel, w->snapshot, base_since(durable_since), AccessShareLock) &&
+		w->b.since <= time)
+		walk_base_begin(w, row_type, time, limit);
 	else
-		walk_whole(&b, row_type, time, &e);
-	base_close(&b, AccessShareLock);
-	UnregisterSnapshot(snapshot);
-	table_close(rel, AccessShareLock);
+	{
+		w->rest = row_counts_create(row_type);
+		scan_heap(&w->b, PG_INT64_MIN, time, count_row, w->rest);
+	}
+	MemoryContextSwitchTo(old);
+	return w;
+}
+
+/*
+ * The walk's next row and its count (not 0; a negative one is the caller's
+ * to report); false at the end.  The row stays valid until the next call.
+ */
+bool
+persist_walk_next(PersistWalk *w, Datum *row, int64 *count)
+{
+	RowCount   *rc;
+
+	while (w->streaming)
+	{
+		int64		time;
+		int64		diff;
+
+		if (!cursor_next(&w->base, &time, &diff, row))
+		{
+			cursor_close(&w->base);
+			w->streaming = false;
+			break;
+		}
+		*count = adjust_base_row(w, diff, *row);
+		if (*count != 0)
+			return true;
+	}
+	if (!w->rest_open && w->rest != NULL)
+	{
+		hash_seq_init(&w->rest_seq, w->rest->table);
+		w->rest_open = true;
+	}
+	while (w->rest_open)
+	{
+		if ((rc = hash_seq_search(&w->rest_seq)) == NULL)
+		{
+			w->rest_open = false;
+			w->rest = NULL;		/* read */
+			break;
+		}
+		*row = row_count_datum(rc);
+		*count = row_count_value(rc->count);
+		if (*count != 0)
+			return true;
+	}
+	return false;
+}
+
+/* End a walk, read through or not. */
+void
+persist_walk_end(PersistWalk *w)
+{
+	if (w->streaming)
+		cursor_close(&w->base);
+	if (w->rest_open)
+		hash_seq_term(&w->rest_seq);
+	base_close(&w->b, AccessShareLock);
+	UnregisterSnapshot(w->snapshot);
+	table_close(w->rel, AccessShareLock);
+	MemoryContextDelete(w->cxt);
 }
 
 /*

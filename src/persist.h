@@ -13,9 +13,9 @@
 #include "pg_peek.h"
 
 #include "utils/array.h"
-#include "utils/tuplestore.h"
 
 typedef struct ShardWriter ShardWriter;
+typedef struct PersistWalk PersistWalk;
 
 extern void persist_init(void);
 
@@ -31,8 +31,10 @@ extern void persist_retract_all(Oid shard, int64 time);
 extern void persist_drop_shard(Oid shard);
 extern bool persist_lock_shard(Oid shard);
 extern void persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff);
-extern void persist_walk(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
-						 int64 time, int64 limit, Tuplestorestate *out);
+extern PersistWalk *persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type,
+									   const char *collection, int64 time, int64 limit);
+extern bool persist_walk_next(PersistWalk *w, Datum *row, int64 *count);
+extern void persist_walk_end(PersistWalk *w);
 extern int64 persist_compact(Oid shard, int64 durable_since, int64 since);
 extern int64 persist_sum_diffs(Oid shard, int64 upper);
 extern int64 persist_estimate_rows(Oid shard);

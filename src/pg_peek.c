@@ -22,6 +22,7 @@
 #include "peek.h"
 #include "persist.h"
 #include "registry.h"
+#include "scan.h"
 #include "shmem.h"
 
 PG_MODULE_MAGIC;
@@ -101,4 +102,5 @@ _PG_init(void)
 	peek_backend_init();
 	notify_init();
 	persist_init();
+	scan_init();
 }

@@ -373,49 +373,66 @@ row_emitter_full(RowEmitter *e)
 }
 
 /*
- * Emit a row of a walk's result as many times as it counts, up to the
- * limit and within pg_peek.max_result_bytes.  A negative count fails the
- * peek when the walk reaches it (DESIGN §3.5, 3.6: a peek with a limit
- * reads no further than it needs).  One for index and persist walks.
+ * The tuple of a row of a walk's result that counts count copies.  A
+ * negative count fails the peek when the walk reaches it (DESIGN §3.5,
+ * 3.6: a peek with a limit reads no further than it needs).  The tuple
+ * points into the row, into buf (a packed row, unpacked) or into a copy
+ * palloc'd in the current memory context (a compressed or toasted one).
  */
 void
-row_emit(RowEmitter *e, Datum row, int64 count)
+row_emit_tuple(RowEmitter *e, Datum row, int64 count, RowImageBuffer *buf, HeapTupleData *tuple)
 {
-	HeapTupleData tuple;
-	Size		max_bytes = (Size) peek_max_result_kb * 1024;
 	struct varlena *stored = (struct varlena *) DatumGetPointer(row);
-	union
-	{
-		HeapTupleHeaderData header;
-		char		bytes[VARHDRSZ + VARATT_SHORT_MAX];
-		int64		align;
-	}			unpacked;
 
 	if (count < 0)
 		raise_negative(e, row, count);
 	/* a shard's datum may be out of line, compressed or packed (126 bytes at most) */
 	if (!VARATT_IS_EXTERNAL(stored) && VARATT_IS_SHORT(stored))
 	{
-		SET_VARSIZE(unpacked.bytes, VARSIZE_SHORT(stored) - VARHDRSZ_SHORT + VARHDRSZ);
-		memcpy(VARDATA(unpacked.bytes), VARDATA_SHORT(stored),
-			   VARSIZE_SHORT(stored) - VARHDRSZ_SHORT);
-		row_tuple(&unpacked.header, &tuple);
+		SET_VARSIZE(buf->bytes, VARSIZE_SHORT(stored) - VARHDRSZ_SHORT + VARHDRSZ);
+		memcpy(VARDATA(buf->bytes), VARDATA_SHORT(stored), VARSIZE_SHORT(stored) - VARHDRSZ_SHORT);
+		row_tuple(&buf->header, tuple);
 	}
 	else
-		row_tuple(DatumGetHeapTupleHeader(row), &tuple);
-	for (int64 i = 0; i < count && !row_emitter_full(e); i++)
-	{
-		e->bytes += tuple.t_len;
-		if (e->bytes > max_bytes)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("peek result of \"%s\" exceeds pg_peek.max_result_bytes (%d kB)",
-							e->name, peek_max_result_kb),
-					 errhint("Add a limit or a key to the peek, or raise pg_peek.max_result_bytes.")));
+		row_tuple(DatumGetHeapTupleHeader(row), tuple);
+}
+
+/*
+ * Count one more copy of a tuple into the result: false once the limit is
+ * met, an error past pg_peek.max_result_bytes.
+ */
+bool
+row_emit_admit(RowEmitter *e, HeapTupleData *tuple)
+{
+	Size		max_bytes = (Size) peek_max_result_kb * 1024;
+
+	if (row_emitter_full(e))
+		return false;
+	e->bytes += tuple->t_len;
+	if (e->bytes > max_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("peek result of \"%s\" exceeds pg_peek.max_result_bytes (%d kB)",
+						e->name, peek_max_result_kb),
+				 errhint("Add a limit or a key to the peek, or raise pg_peek.max_result_bytes.")));
+	e->emitted++;
+	return true;
+}
+
+/*
+ * Emit a row of a walk's result into its tuplestore as many times as it
+ * counts, up to the limit and within pg_peek.max_result_bytes.
+ */
+void
+row_emit(RowEmitter *e, Datum row, int64 count)
+{
+	RowImageBuffer buf;
+	HeapTupleData tuple;
+
+	row_emit_tuple(e, row, count, &buf, &tuple);
+	for (int64 i = 0; i < count && row_emit_admit(e, &tuple); i++)
 		tuplestore_puttuple(e->out, &tuple);
-		e->emitted++;
-	}
-	if ((Pointer) tuple.t_data != (Pointer) stored && (Pointer) tuple.t_data != unpacked.bytes)
+	if ((Pointer) tuple.t_data != DatumGetPointer(row) && (Pointer) tuple.t_data != buf.bytes)
 		pfree(tuple.t_data);
 }
 

@@ -12,7 +12,7 @@
 
 #include "pg_peek.h"
 
-#include "access/htup.h"
+#include "access/htup_details.h"
 #include "access/tupdesc.h"
 #include "common/int.h"
 #include "utils/hsearch.h"
@@ -52,7 +52,7 @@ extern int64 row_count_value(int128 count);
 /* Rows a walk has emitted into its result, and what bounds them. */
 typedef struct RowEmitter
 {
-	Tuplestorestate *out;
+	Tuplestorestate *out;		/* row_emit's; unused by a stream */
 	const char *name;			/* the peeked object, for messages */
 	Oid			row_type;
 	int64		time;
@@ -61,7 +61,18 @@ typedef struct RowEmitter
 	Size		bytes;
 } RowEmitter;
 
+/* Room for a packed row's unpacked image (row_emit_tuple). */
+typedef union RowImageBuffer
+{
+	HeapTupleHeaderData header;
+	char		bytes[VARHDRSZ + VARATT_SHORT_MAX];
+	int64		align;
+} RowImageBuffer;
+
 extern bool row_emitter_full(RowEmitter *e);
+extern void row_emit_tuple(RowEmitter *e, Datum row, int64 count, RowImageBuffer *buf,
+						   HeapTupleData *tuple);
+extern bool row_emit_admit(RowEmitter *e, HeapTupleData *tuple);
 extern void row_emit(RowEmitter *e, Datum row, int64 count);
 extern char *row_to_text(Oid rowtype, Datum row);
 extern bool rows_match_table(TupleDesc table, TupleDesc row);

@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * functions.h
+ *	  What the SQL functions share with the scan node (scan.c): a persist
+ *	  peek opened from persist_peek's arguments and read a row at a time.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_FUNCTIONS_H
+#define PEEK_FUNCTIONS_H
+
+#include "fmgr.h"
+#include "access/htup.h"
+
+typedef struct PersistPeek PersistPeek;
+
+extern Datum peek_persist_peek(PG_FUNCTION_ARGS);
+extern PersistPeek *persist_peek_open(FunctionCallInfo fcinfo);
+extern HeapTuple persist_peek_next(PersistPeek *p, bool *again);
+extern void persist_peek_close(PersistPeek *p);
+
+#endif							/* PEEK_FUNCTIONS_H */

@@ -1,0 +1,434 @@
+/*-------------------------------------------------------------------------
+ *
+ * scan.c
+ *	  The persist peek scan: a custom scan node that streams the rows of a
+ *	  peek.persist_peek call in FROM to the plan above it as the walk finds
+ *	  them.  A function scan materializes a set-returning function's whole
+ *	  result in a tuplestore (spilled to a temporary file past work_mem)
+ *	  before its first row goes up, which cost a full peek of a big
+ *	  collection more than the walk itself.
+ *
+ *	  The planner hook puts the node in place of the function scan where it
+ *	  can stand in for it exactly: a lone call of persist_peek, as declared
+ *	  (no SET clause, not SECURITY DEFINER), returning a composite type
+ *	  without dropped attributes, without ORDINALITY or a column definition
+ *	  list, and with no whole-row reference to its rows (row marks take
+ *	  one).  Everything else keeps the function scan.  The node checks
+ *	  EXECUTE on the function as a function scan does, evaluates the call's
+ *	  arguments and reads the peek through functions.c, so argument checks,
+ *	  privileges, the gate and the walk are the function's own.
+ *
+ *	  Must not read shards, gate peeks or look up collections itself.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/ruleutils.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "functions.h"
+#include "scan.h"
+
+#define PERSIST_SCAN_NAME	"PersistPeekScan"
+
+typedef struct PersistScanState
+{
+	CustomScanState css;
+	FuncExpr   *call;			/* the planned call, its arguments fixed */
+	List	   *args;			/* their ExprStates */
+	FmgrInfo	flinfo;
+	MemoryContext row_cxt;		/* the row the scan slot holds */
+	PersistPeek *peek;			/* open, or NULL */
+	bool		done;			/* read through since the last rescan */
+} PersistScanState;
+
+static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+
+static Plan *plan_persist_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+							   List *tlist, List *clauses, List *custom_plans);
+static Node *create_persist_scan_state(CustomScan *cscan);
+static void begin_persist_scan(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *exec_persist_scan(CustomScanState *node);
+static void end_persist_scan(CustomScanState *node);
+static void rescan_persist_scan(CustomScanState *node);
+static void explain_persist_scan(CustomScanState *node, List *ancestors, ExplainState *es);
+
+static const CustomPathMethods persist_scan_path_methods = {
+	.CustomName = PERSIST_SCAN_NAME,
+	.PlanCustomPath = plan_persist_scan,
+};
+
+static const CustomScanMethods persist_scan_plan_methods = {
+	.CustomName = PERSIST_SCAN_NAME,
+	.CreateCustomScanState = create_persist_scan_state,
+};
+
+static const CustomExecMethods persist_scan_exec_methods = {
+	.CustomName = PERSIST_SCAN_NAME,
+	.BeginCustomScan = begin_persist_scan,
+	.ExecCustomScan = exec_persist_scan,
+	.EndCustomScan = end_persist_scan,
+	.ReScanCustomScan = rescan_persist_scan,
+	.ExplainCustomScan = explain_persist_scan,
+};
+
+/* ---- planning ---- */
+
+/*
+ * Is the function peek.persist_peek, called as declared?  Only a C
+ * function with its symbol's name is looked up in its library, so no
+ * other library is loaded for the question.
+ */
+static bool
+is_persist_peek(Oid funcid)
+{
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	Form_pg_proc proc;
+	bool		ours = false;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	proc = (Form_pg_proc) GETSTRUCT(tuple);
+	if (proc->prolang == ClanguageId && proc->proretset && !proc->prosecdef &&
+		heap_attisnull(tuple, Anum_pg_proc_proconfig, NULL))
+	{
+		bool		isnull;
+		Datum		prosrc = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &isnull);
+
+		if (!isnull && strcmp(TextDatumGetCString(prosrc), "peek_persist_peek") == 0)
+		{
+			FmgrInfo	flinfo;
+
+			fmgr_info(funcid, &flinfo);
+			ours = flinfo.fn_addr == peek_persist_peek;
+		}
+	}
+	ReleaseSysCache(tuple);
+	return ours;
+}
+
+/*
+ * The persist_peek call a function RTE is, if the node can scan it in
+ * place of a function scan (see the file's header); else NULL.
+ */
+static FuncExpr *
+streamable_call(RelOptInfo *rel, Index rti, RangeTblEntry *rte)
+{
+	RangeTblFunction *rtfunc;
+	FuncExpr   *call;
+	TupleDesc	desc;
+	Bitmapset  *attrs = NULL;
+	bool		fits;
+	ListCell   *lc;
+
+	if (rte->rtekind != RTE_FUNCTION || list_length(rte->functions) != 1 ||
+		rte->funcordinality)
+		return NULL;
+	rtfunc = linitial_node(RangeTblFunction, rte->functions);
+	if (!IsA(rtfunc->funcexpr, FuncExpr) || rtfunc->funccolnames != NIL)
+		return NULL;
+	call = (FuncExpr *) rtfunc->funcexpr;
+	if (!type_is_rowtype(call->funcresulttype) || call->funcresulttype == RECORDOID ||
+		!is_persist_peek(call->funcid))
+		return NULL;
+
+	desc = lookup_rowtype_tupdesc(call->funcresulttype, -1);
+	fits = desc->natts == rtfunc->funccolcount;
+	for (int i = 0; i < desc->natts && fits; i++)
+		fits = !TupleDescAttr(desc, i)->attisdropped;
+	ReleaseTupleDesc(desc);
+	if (!fits)
+		return NULL;
+
+	/* whole-row (and system) references: the scan's tuples are its columns */
+	pull_varattnos((Node *) rel->reltarget->exprs, rti, &attrs);
+	foreach(lc, rel->baserestrictinfo)
+		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause, rti, &attrs);
+	if (attrs != NULL && bms_first_member(attrs) <= 0 - FirstLowInvalidHeapAttributeNumber)
+		return NULL;
+	return call;
+}
+
+/* Offer the scan in place of a persist_peek call's function scan. */
+static void
+persist_scan_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
+{
+	CustomPath *path;
+	Path	   *function_scan;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+	if (rel->reloptkind != RELOPT_BASEREL || rel->pathlist == NIL ||
+		streamable_call(rel, rti, rte) == NULL)
+		return;
+
+	/*
+	 * The same rows at the same total cost, but the first one at once: the
+	 * function scan's startup cost is its whole result.
+	 */
+	function_scan = linitial(rel->pathlist);
+	path = makeNode(CustomPath);
+	path->path.pathtype = T_CustomScan;
+	path->path.parent = rel;
+	path->path.pathtarget = rel->reltarget;
+	path->path.param_info = function_scan->param_info;
+	path->path.rows = function_scan->rows;
+	path->path.startup_cost = 0;
+	path->path.total_cost = function_scan->total_cost;
+	path->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	path->methods = &persist_scan_path_methods;
+	rel->pathlist = NIL;
+	add_path(rel, &path->path);
+}
+
+/*
+ * The plan: scanrelid 0 (a function RTE has no relation to open), with the
+ * function's columns as the scan tuple (custom_scan_tlist) and the call in
+ * custom_exprs, so that the planner fixes its arguments (outer Vars as
+ * nestloop parameters) as it fixes a function scan's.
+ */
+static Plan *
+plan_persist_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist,
+				  List *clauses, List *custom_plans)
+{
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	FuncExpr   *call = (FuncExpr *) linitial_node(RangeTblFunction, rte->functions)->funcexpr;
+	TupleDesc	desc = lookup_rowtype_tupdesc(call->funcresulttype, -1);
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *scan_tlist = NIL;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) makeVar(rel->relid, i + 1, att->atttypid,
+															  att->atttypmod, att->attcollation, 0),
+											 i + 1, pstrdup(NameStr(att->attname)), false));
+	}
+	ReleaseTupleDesc(desc);
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = extract_actual_clauses(clauses, false);
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_exprs = list_make1(copyObject(call));
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->methods = &persist_scan_plan_methods;
+	return &cscan->scan.plan;
+}
+
+/* ---- execution ---- */
+
+static Node *
+create_persist_scan_state(CustomScan *cscan)
+{
+	PersistScanState *s = palloc0(sizeof(PersistScanState));
+
+	NodeSetTag(s, T_CustomScanState);
+	s->css.methods = &persist_scan_exec_methods;
+	return (Node *) s;
+}
+
+static void
+begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
+{
+	PersistScanState *s = (PersistScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	AclResult	aclresult;
+
+	s->call = linitial_node(FuncExpr, cscan->custom_exprs);
+	/* as a function scan checks the function it calls */
+	aclresult = pg_proc_aclcheck(s->call->funcid, GetUserId(), ACL_EXECUTE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(s->call->funcid));
+	InvokeFunctionExecuteHook(s->call->funcid);
+
+	/*
+	 * PostgreSQL 15 gives a custom scan a virtual scan slot, which would
+	 * have every row deformed whatever the plan reads.  The rows go up as
+	 * minimal tuples, as a function scan's do from its tuplestore, deformed
+	 * only as far as they are read: the slot is made again for them, and
+	 * with it the projection and the qual (and their subplans), before any
+	 * node above compiles an expression against this one's slots.
+	 */
+	node->ss.ps.subPlan = NIL;
+	ExecInitScanTupleSlot(estate, &node->ss, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
+						  &TTSOpsMinimalTuple);
+	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
+	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
+	s->args = ExecInitExprList(s->call->args, &node->ss.ps);
+	s->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "pg_peek scan row",
+									   ALLOCSET_SMALL_SIZES);
+	fmgr_info(s->call->funcid, &s->flinfo);
+	fmgr_info_set_expr((Node *) s->call, &s->flinfo);
+}
+
+/*
+ * The rows walked are of the row type as it is now; the plan's columns
+ * are of the type as it was planned (a generic plan outlives an ALTER
+ * TYPE).  As a function scan does, the scan reads the planned columns and
+ * ignores attributes added since; a planned column dropped or retyped
+ * since fails the scan.
+ */
+static void
+check_scan_rowtype(PersistScanState *s)
+{
+	TupleDesc	planned = s->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	TupleDesc	now = lookup_rowtype_tupdesc(s->call->funcresulttype, -1);
+	bool		match = now->natts >= planned->natts;
+
+	for (int i = 0; i < planned->natts && match; i++)
+		match = !TupleDescAttr(now, i)->attisdropped &&
+			TupleDescAttr(now, i)->atttypid == TupleDescAttr(planned, i)->atttypid;
+	ReleaseTupleDesc(now);
+	if (!match)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("function return row and query-specified return row do not match"),
+				 errdetail("Row type %s changed since the query was planned.",
+						   format_type_be(s->call->funcresulttype))));
+}
+
+/* Evaluate the call's arguments and open the peek, as the function would. */
+static void
+open_scan_peek(PersistScanState *s)
+{
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
+	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
+	MemoryContext old;
+	int			i = 0;
+	ListCell   *lc;
+
+	check_scan_rowtype(s);
+	InitFunctionCallInfoData(*fcinfo, &s->flinfo, list_length(s->args), s->call->inputcollid,
+							 NULL, NULL);
+	foreach(lc, s->args)
+	{
+		fcinfo->args[i].value = ExecEvalExprSwitchContext(lfirst(lc), econtext,
+														  &fcinfo->args[i].isnull);
+		i++;
+	}
+	old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
+	s->peek = persist_peek_open(fcinfo);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+close_scan_peek(PersistScanState *s)
+{
+	if (s->peek != NULL)
+		persist_peek_close(s->peek);
+	s->peek = NULL;
+}
+
+/*
+ * A row into the scan slot as a minimal tuple: minimal_tuple_from_heap_tuple
+ * makes the copy an ordinary tuple (a composite datum's header is not one).
+ */
+static TupleTableSlot *
+store_scan_row(PersistScanState *s, HeapTuple tuple)
+{
+	TupleTableSlot *slot = s->css.ss.ss_ScanTupleSlot;
+	MemoryContext old;
+	MinimalTuple row;
+
+	ExecClearTuple(slot);
+	MemoryContextReset(s->row_cxt);
+	old = MemoryContextSwitchTo(s->row_cxt);
+	row = minimal_tuple_from_heap_tuple(tuple);
+	MemoryContextSwitchTo(old);
+	return ExecStoreMinimalTuple(row, slot, false);
+}
+
+static TupleTableSlot *
+persist_scan_next(ScanState *ss)
+{
+	PersistScanState *s = (PersistScanState *) ss;
+	HeapTuple	tuple = NULL;
+	bool		again = false;
+
+	if (s->peek == NULL && !s->done)
+		open_scan_peek(s);
+	if (s->peek != NULL)
+		tuple = persist_peek_next(s->peek, &again);
+	if (tuple == NULL)
+	{
+		/* read through: let go of the walk's snapshot and scans now */
+		close_scan_peek(s);
+		s->done = true;
+		return ExecClearTuple(ss->ss_ScanTupleSlot);
+	}
+	/* another copy of the row the slot holds: it is still there */
+	if (again && !TTS_EMPTY(ss->ss_ScanTupleSlot))
+		return ss->ss_ScanTupleSlot;
+	return store_scan_row(s, tuple);
+}
+
+/* Nothing to recheck: the rows are not a table's (and row marks copy them). */
+static bool
+persist_scan_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+exec_persist_scan(CustomScanState *node)
+{
+	return ExecScan(&node->ss, persist_scan_next, persist_scan_recheck);
+}
+
+static void
+end_persist_scan(CustomScanState *node)
+{
+	close_scan_peek((PersistScanState *) node);
+}
+
+/* Peek again, with the arguments as they are now (a lateral call's change). */
+static void
+rescan_persist_scan(CustomScanState *node)
+{
+	PersistScanState *s = (PersistScanState *) node;
+
+	close_scan_peek(s);
+	s->done = false;
+	ExecScanReScan(&node->ss);
+}
+
+static void
+explain_persist_scan(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	PersistScanState *s = (PersistScanState *) node;
+	List	   *context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+
+	ExplainPropertyText("Function Call",
+						deparse_expression((Node *) s->call, context, es->verbose, false), es);
+}
+
+void
+scan_init(void)
+{
+	RegisterCustomScanMethods(&persist_scan_plan_methods);
+	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = persist_scan_pathlist;
+}

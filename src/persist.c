@@ -1034,12 +1034,20 @@ write_base_row(ShardWriter *w, Datum row, int128 count)
  * shard rows' weights, 1 for a base row and 2 for a recent one (which must
  * move to the base), above 1 if so.
  */
+/* A shard row a fold reads, and its row's weight. */
+typedef struct FoldedRow
+{
+	ItemPointerData tid;
+	RowCount   *weight;
+} FoldedRow;
+
 typedef struct Fold
 {
 	RowCounts  *counts;
-	RowCounts  *weights;
-	Relation	rel;
-	int64		deleted;
+	RowCounts  *weights;		/* base row 1, recent row 2: > 1 is rewritten */
+	FoldedRow  *rows;
+	int64		nrows;
+	int64		capacity;
 } Fold;
 
 static bool
@@ -1047,21 +1055,14 @@ fold_count(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, voi
 {
 	Fold	   *f = arg;
 
-	row_counts_add(f->counts, row, diff);
-	row_counts_add(f->weights, row, time > b->since ? 2 : 1);
-	return true;
-}
-
-static bool
-fold_delete(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	Fold	   *f = arg;
-
-	if (row_counts_find(f->weights, row)->count > 1)
+	if (f->nrows == f->capacity)
 	{
-		simple_table_tuple_delete(f->rel, tid, b->snapshot);
-		f->deleted++;
+		f->capacity *= 2;
+		f->rows = repalloc_huge(f->rows, sizeof(FoldedRow) * f->capacity);
 	}
+	row_counts_add(f->counts, row, diff);
+	f->rows[f->nrows].tid = *tid;
+	f->rows[f->nrows++].weight = row_counts_add(f->weights, row, time > b->since ? 2 : 1);
 	return true;
 }
 
@@ -1069,8 +1070,8 @@ fold_delete(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, vo
  * Fold the recent rows up to since into the base: each row with updates
  * there (and each flagged base row) gets its shard rows replaced by one base
  * row with their sum.  A row with a single base row is already so and stays
- * where it is.  Touches only those rows: writers, who insert after since,
- * never wait for it.
+ * where it is.  Touches only those rows, read once: writers, who insert
+ * after since, never wait for it.
  */
 static int64
 fold(ShardWriter *w, ShardBase *b, int64 since)
@@ -1078,24 +1079,31 @@ fold(ShardWriter *w, ShardBase *b, int64 since)
 	Fold		f;
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
+	int64		deleted = 0;
 	int64		written = 0;
 
 	f.counts = row_counts_create(shard_row_type(w->rel));
 	f.weights = row_counts_create(shard_row_type(w->rel));
-	f.rel = w->rel;
-	f.deleted = 0;
+	f.nrows = 0;
+	f.capacity = 64;
+	f.rows = palloc(sizeof(FoldedRow) * f.capacity);
 	scan_recent(b, since, fold_count, &f);
 	collect_flagged(b, f.counts);
 	scan_base_rows(b, f.counts, fold_count, &f);
-	scan_recent(b, since, fold_delete, &f);
-	scan_base_rows(b, f.counts, fold_delete, &f);
+	for (int64 i = 0; i < f.nrows; i++)
+		if (f.rows[i].weight->count > 1)
+		{
+			simple_table_tuple_delete(w->rel, &f.rows[i].tid, b->snapshot);
+			deleted++;
+		}
 	hash_seq_init(&status, f.counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
 		if (row_counts_find(f.weights, row_count_datum(rc))->count > 1)
 			written += write_base_row(w, row_count_datum(rc), rc->count);
+	pfree(f.rows);
 	MemoryContextDelete(f.counts->cxt);
 	MemoryContextDelete(f.weights->cxt);
-	return f.deleted - written;
+	return deleted - written;
 }
 
 /* The rows a whole compaction replaces: their sums, and their tids. */

@@ -290,9 +290,10 @@ row_counts_create(Oid rowtype)
  * Add diff copies of row, by its canonical image (row_from_shard).  The copy
  * kept is a plain 4-byte-header datum, usable as a HeapTupleHeader.  Counts
  * are summed in 128 bits, so only a final count can be out of bigint's
- * range, whatever order the updates come in.
+ * range, whatever order the updates come in.  Returns the row's entry
+ * (entries stay where they are while the table grows).
  */
-void
+RowCount *
 row_counts_add(RowCounts *counts, Datum row, int64 diff)
 {
 	MemoryContext old = MemoryContextSwitchTo(counts->scratch);
@@ -318,6 +319,7 @@ row_counts_add(RowCounts *counts, Datum row, int64 diff)
 	}
 	rc->count += diff;
 	MemoryContextReset(counts->scratch);
+	return rc;
 }
 
 /* The entry of a row, or NULL. */

@@ -46,7 +46,7 @@ extern Datum row_from_shard(TupleDesc desc, HeapTupleHeader template, Datum stor
 extern uint32 row_hash(TupleDesc desc, Datum row);
 extern bool row_desc_has_dropped(TupleDesc desc);
 extern RowCounts *row_counts_create(Oid rowtype);
-extern void row_counts_add(RowCounts *counts, Datum row, int64 diff);
+extern RowCount *row_counts_add(RowCounts *counts, Datum row, int64 diff);
 extern RowCount *row_counts_find(RowCounts *counts, Datum row);
 extern int64 row_count_value(int128 count);
 /* Rows a walk has emitted into its result, and what bounds them. */

@@ -17,9 +17,9 @@
  *	  appends the updates to the shard at their commit LSNs and records the
  *	  decoded position as the source's upper, in one transaction, and keeps
  *	  the updates for the indexes over the source to arrange (capture_feed)
- *	  until the maintenance round is over; only once
- *	  that commit is flushed is the slot told it may forget the WAL (the
- *	  commit itself does not wait).  A crash in between makes the slot replay
+ *	  until the maintenance round is over; only once that commit is flushed
+ *	  is the slot told it may forget the WAL (the commit itself does not
+ *	  wait).  A crash in between makes the slot replay
  *	  changes the shard already has, which the upper tells apart, so none is
  *	  lost or applied twice.  The upper also rises while the table is idle:
  *	  it is published (not written, which would make WAL to decode) up to

@@ -11,8 +11,9 @@
  *	  allows.  Each round first lets capture (capture.c) decode for the
  *	  sources; a source whose upper rose is then published like a changed
  *	  catalog row, its indexes arranging the updates the round kept
- *	  (capture_feed), which are let go of once the publications are done.  An error in one object's work fails that object
- *	  (durably, with the reason), never the runtime.
+ *	  (capture_feed), which are let go of once the publications are done.
+ *	  An error in one object's work fails that object (durably, with the
+ *	  reason), never the runtime.
  *
  *	  Runs in the maintenance (or solo) runtime's loop (runtime.c), but for
  *	  maintenance_accept_standing_holds, by which the interactive runtime

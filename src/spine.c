@@ -18,9 +18,9 @@
  *	  seal by arranging the newly sealed updates (read back from the shard,
  *	  or handed over by the capture round that wrote them there: the same
  *	  updates, arranged the same way), and publishes after each change; a
- *	  new since is applied by the merges that follow.  The spine
- *	  holds one pin on each of its batches (registry.c states the ownership
- *	  rule): it takes over a build's or merge's reference, lets go of the
+ *	  new since is applied by the merges that follow.  The spine holds one
+ *	  pin on each of its batches (registry.c states the ownership rule): it
+ *	  takes over a build's or merge's reference, lets go of the
  *	  batches a merge replaced only after publishing the result, and
  *	  releases everything when the index is forgotten or failed.  A merge's
  *	  output is unpublished until it completes; the runtime frees

@@ -15,9 +15,11 @@
  *	  from the loaded position, or starts another loader.  From then on
  *	  every round decodes the WAL written so far (see write_inserted_wal),
  *	  appends the updates to the shard at their commit LSNs and records the
- *	  decoded position as the source's upper, in one transaction; only once
- *	  that commit is flushed is the slot told it may forget the WAL (the
- *	  commit itself does not wait).  A crash in between makes the slot replay
+ *	  decoded position as the source's upper, in one transaction, and keeps
+ *	  the updates for the indexes over the source to arrange (capture_feed)
+ *	  until the maintenance round is over; only once that commit is flushed
+ *	  is the slot told it may forget the WAL (the commit itself does not
+ *	  wait).  A crash in between makes the slot replay
  *	  changes the shard already has, which the upper tells apart, so none is
  *	  lost or applied twice.  The upper also rises while the table is idle:
  *	  it is published (not written, which would make WAL to decode) up to
@@ -33,7 +35,8 @@
  *	  and compacted to the new load, as its history in between is lost.
  *
  *	  Backends use only the strict serializable read time and the nudge.
- *	  Must not publish (maintenance.c does, after a round) nor arrange.
+ *	  Must not publish (maintenance.c does, after a round) nor arrange
+ *	  (spine.c does, from the updates a round kept).
  *
  *-------------------------------------------------------------------------
  */
@@ -81,6 +84,7 @@
 #include "rows.h"
 #include "shmem.h"
 #include "spi.h"
+#include "spine.h"
 #include "standby.h"
 
 /* A round stops decoding at a commit once it holds this much ... */
@@ -133,7 +137,9 @@ typedef struct CaptureStream
 	XLogRecPtr	confirm_after;	/* ... the WAL is flushed to here */
 	XLogRecPtr	confirmed;		/* the slot's confirmed position, as we left it */
 	LogicalDecodingContext *ctx;	/* kept across rounds, like a walsender's */
-	DecodedChanges changes;
+	DecodedChanges changes;		/* the last round's, kept for capture_feed */
+	int64		feed_lower;		/* they are all the shard got in [lower, */
+	int64		feed_upper;		/* upper); none if equal */
 	MemoryContext cxt;
 } CaptureStream;
 
@@ -340,6 +346,7 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	s->read_upto = InvalidXLogRecPtr;
 	s->confirm_upto = InvalidXLogRecPtr;
 	s->confirmed = InvalidXLogRecPtr;
+	s->feed_lower = s->feed_upper = 0;
 	s->ctx = NULL;
 	s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek capture stream",
 								   ALLOCSET_DEFAULT_SIZES);
@@ -913,6 +920,85 @@ confirm_if_flushed(CaptureStream *s)
 	s->confirm_upto = InvalidXLogRecPtr;
 }
 
+/* Let go of the last round's updates. */
+static void
+drop_changes(CaptureStream *s)
+{
+	decoder_reset(&s->changes);
+	s->feed_lower = s->feed_upper = 0;
+}
+
+/*
+ * Keep a round's updates, all the shard got in [lower, upper), for the
+ * indexes over the source -- unless a TRUNCATE among them was written as
+ * retractions of the shard's rows (persist_retract_all), which the updates
+ * do not show.
+ */
+static void
+keep_round(CaptureStream *s, int64 lower, int64 upper)
+{
+	for (int64 i = 0; i < s->changes.n; i++)
+		if (s->changes.updates[i].truncate)
+			return;
+	s->feed_lower = lower;
+	s->feed_upper = upper;
+}
+
+/* A SpineFeed's scan: the kept updates with lower <= time < upper. */
+static void
+scan_kept_round(void *state, int64 lower, int64 upper, SpineUpdateFn fn, void *arg)
+{
+	CaptureStream *s = state;
+
+	for (int64 i = 0; i < s->changes.n; i++)
+	{
+		DecodedUpdate *u = &s->changes.updates[i];
+
+		/* replayed ones before lower are in the shard from an earlier round */
+		if (u->time >= lower && u->time < upper)
+			fn(u->time, u->diff, u->row, arg);
+	}
+}
+
+/*
+ * The updates the source's last round appended to its shard, for an index
+ * to arrange instead of reading them back (spine.c).  False if none are
+ * kept: the index reads the shard.
+ */
+bool
+capture_feed(PeekObjectId source, SpineFeed *feed)
+{
+	CaptureStream *s = streams != NULL ?
+		hash_search(streams, &source, HASH_FIND, NULL) : NULL;
+
+	if (s == NULL || s->feed_upper <= s->feed_lower)
+		return false;
+	feed->lower = s->feed_lower;
+	feed->upper = s->feed_upper;
+	feed->scan = scan_kept_round;
+	feed->state = s;
+	return true;
+}
+
+/*
+ * After the maintenance round's publications: the indexes have followed
+ * the rounds' updates (one that did not, after an error, reads the shard),
+ * so their memory is given back.
+ */
+void
+capture_release_rounds(void)
+{
+	HASH_SEQ_STATUS status;
+	CaptureStream *s;
+
+	if (streams == NULL)
+		return;
+	hash_seq_init(&status, streams);
+	while ((s = hash_seq_search(&status)) != NULL)
+		if (s->changes.n > 0 || s->feed_upper > s->feed_lower)
+			drop_changes(s);
+}
+
 /*
  * Decode the slot's WAL up to end_of_wal (or a round's worth) into the
  * stream's changes.  Returns why the slot cannot be read, or NULL.
@@ -950,7 +1036,7 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 		XLogBeginRead(s->ctx->reader, MyReplicationSlot->data.restart_lsn);
 		s->confirmed = MyReplicationSlot->data.confirmed_flush;
 	}
-	decoder_reset(&s->changes);
+	drop_changes(s);
 	written_end_reached = false;
 	start = s->ctx->reader->EndRecPtr;
 	while (decoded_upper(s->ctx->reader->EndRecPtr) < (int64) end_of_wal &&
@@ -1091,7 +1177,6 @@ decode_round(CaptureStream *s)
 	wrote = s->changes.n > 0;
 	if (wrote || failure != NULL)
 		s->durable_upper = Max(upper, s->durable_upper);
-	decoder_reset(&s->changes);
 	if (failure != NULL)
 	{
 		discard_decoding(s, true);
@@ -1105,6 +1190,7 @@ decode_round(CaptureStream *s)
 
 	if (upper <= s->upper)
 		return false;
+	keep_round(s, s->upper, upper);
 	s->upper = upper;
 	return true;
 }

@@ -15,6 +15,7 @@
 #include "nodes/pg_list.h"
 
 #include "catalog.h"
+#include "spine.h"
 
 /* the loader worker */
 extern PGDLLEXPORT void capture_loader_main(Datum arg);
@@ -25,6 +26,8 @@ extern int64 capture_adopt(CatalogObject *source);
 extern void capture_forget(PeekObjectId id);
 extern void capture_drop_orphan_slots(List *live_sources);
 extern List *capture_step(void);
+extern bool capture_feed(PeekObjectId source, SpineFeed *feed);
+extern void capture_release_rounds(void);
 extern long capture_wait_ms(void);
 extern void capture_skip_own_writes(void);
 

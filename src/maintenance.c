@@ -10,8 +10,10 @@
  *	  objects, and compact shards and arrangements as far as every hold
  *	  allows.  Each round first lets capture (capture.c) decode for the
  *	  sources; a source whose upper rose is then published like a changed
- *	  catalog row.  An error in one object's work fails that object
- *	  (durably, with the reason), never the runtime.
+ *	  catalog row, its indexes arranging the updates the round kept
+ *	  (capture_feed), which are let go of once the publications are done.
+ *	  An error in one object's work fails that object (durably, with the
+ *	  reason), never the runtime.
  *
  *	  Runs in the maintenance (or solo) runtime's loop (runtime.c), but for
  *	  maintenance_accept_standing_holds, by which the interactive runtime
@@ -233,6 +235,7 @@ adopt_index(void *arg)
 	CatalogObject *obj = ((IndexWork *) arg)->index;
 	CatalogObject *collection = ((IndexWork *) arg)->collection;
 	int64		since;
+	SpineFeed	feed;
 
 	if (collection->failure != NULL || obj->failure != NULL)
 	{
@@ -254,8 +257,10 @@ adopt_index(void *arg)
 		spine_forget(obj->id);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
 	since = published_since(obj->id);
+	/* a source's round hands its updates over (capture_feed) */
 	spine_adopt(obj, collection, registry_published_upper(collection->id),
-				Max(since, obj->since));
+				Max(since, obj->since),
+				capture_feed(collection->id, &feed) ? &feed : NULL);
 	shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
 	note_compaction(obj, published_since(obj->id), collection->upper);
 }
@@ -505,6 +510,7 @@ maintenance_step(void)
 		reread_all = retry_all;
 		hash_destroy(ids);
 	}
+	capture_release_rounds();
 	/* after the publications: merge what seals' fuel left, a step a round */
 	more = spine_merge_round();
 	if (hash_get_num_entries(pending_compactions) > 0)

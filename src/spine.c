@@ -15,10 +15,12 @@
  *	  spine's since.
  *
  *	  A spine hydrates from its collection's persist shard, follows every
- *	  seal by arranging the newly sealed updates, and publishes after each
- *	  change; a new since is applied by the merges that follow.  The spine
- *	  holds one pin on each of its batches (registry.c states the ownership
- *	  rule): it takes over a build's or merge's reference, lets go of the
+ *	  seal by arranging the newly sealed updates (read back from the shard,
+ *	  or handed over by the capture round that wrote them there: the same
+ *	  updates, arranged the same way), and publishes after each change; a
+ *	  new since is applied by the merges that follow.  The spine holds one
+ *	  pin on each of its batches (registry.c states the ownership rule): it
+ *	  takes over a build's or merge's reference, lets go of the
  *	  batches a merge replaced only after publishing the result, and
  *	  releases everything when the index is forgotten or failed.  A merge's
  *	  output is unpublished until it completes; the runtime frees
@@ -414,7 +416,7 @@ start_tidy_merge(Spine *spine, bool settled)
 	return true;
 }
 
-/* ---- arranging shard updates ---- */
+/* ---- arranging a collection's updates ---- */
 
 /* Row images are packed into blocks of this size, past any palloc overhead. */
 #define ARRANGE_BLOCK_SIZE	(4 * 1024 * 1024)
@@ -437,6 +439,10 @@ typedef struct Arranging
 	MemoryContext per_row;
 } Arranging;
 
+/*
+ * One update, from the shard or a feed: its row is normalized as a row
+ * read from the shard is, so that images from either compare equal.
+ */
 static void
 arrange_update(int64 time, int64 diff, Datum row, void *arg)
 {
@@ -471,12 +477,13 @@ arrange_update(int64 time, int64 diff, Datum row, void *arg)
 }
 
 /*
- * Arrange the shard's updates in [lower, upper) into a new batch.  The first
+ * Arrange the collection's updates in [lower, upper) into a new batch, from
+ * the feed if it has them (see follow), else from the shard.  The first
  * range of a spine is its hydration, shown in peek.hydration_progress
  * against the shard's estimated size until the count is known.
  */
 static dsa_pointer
-arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
+arrange_range(Spine *spine, int64 lower, int64 upper, const SpineFeed *feed, bool *empty)
 {
 	Arranging	a;
 	MemoryContext old;
@@ -502,7 +509,10 @@ arrange_range(Spine *spine, int64 lower, int64 upper, bool *empty)
 	a.capacity = Max(Min(a.hydration_total, ARRANGE_PRESIZE_MAX), 1024);
 	a.n = 0;
 	a.updates = MemoryContextAllocHuge(a.cxt, sizeof(PendingUpdate) * a.capacity);
-	persist_scan_range(spine->shard, lower, upper, arrange_update, &a);
+	if (feed != NULL)
+		feed->scan(feed->state, lower, upper, arrange_update, &a);
+	else
+		persist_scan_range(spine->shard, lower, upper, arrange_update, &a);
 	*empty = (a.n == 0);
 	dp = *empty ? InvalidDsaPointer :
 		batch_build(a.updates, a.n, lower, upper, spine->since);
@@ -532,10 +542,12 @@ row_type_changed(Spine *spine)
 
 /*
  * Bring a spine up to its collection's upper.  After a change of the row
- * type it hydrates again, so that every image is of the current type.
+ * type it hydrates again, so that every image is of the current type.  The
+ * new range is arranged from the feed (if any) when the feed holds all of
+ * it; a hydration, or a spine that fell behind the feed, reads the shard.
  */
 static void
-follow(Spine *spine, int64 upper)
+follow(Spine *spine, int64 upper, const SpineFeed *feed)
 {
 	bool		empty;
 	dsa_pointer dp;
@@ -557,7 +569,10 @@ follow(Spine *spine, int64 upper)
 	/* a collection dropped meanwhile: its notice will forget the spine */
 	if (!persist_lock_shard(spine->shard))
 		return;
-	dp = arrange_range(spine, spine->upper, upper, &empty);
+	if (feed != NULL &&
+		(spine->upper == 0 || spine->upper < feed->lower || upper > feed->upper))
+		feed = NULL;
+	dp = arrange_range(spine, spine->upper, upper, feed, &empty);
 	spine->upper = upper;
 	if (!empty && !DsaPointerIsValid(dp))
 	{
@@ -574,11 +589,12 @@ follow(Spine *spine, int64 upper)
 /*
  * Adopt an index from its catalog row: hydrate it from the shard if this
  * runtime has no spine for it yet, else follow its collection's seals up to
- * upper (the collection's published upper).  Runs in a transaction.
+ * upper (the collection's published upper), from feed where it can (NULL:
+ * none).  Runs in a transaction.
  */
 void
 spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
-			int64 published_since)
+			int64 published_since, const SpineFeed *feed)
 {
 	Spine	   *spine;
 	bool		found;
@@ -604,7 +620,7 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 		spine->last_batch = 0;
 		spine->incoming = InvalidDsaPointer;
 	}
-	follow(spine, upper);
+	follow(spine, upper, feed);
 	if (!found && !spine->failed && spine->upper == 0)
 		publish_spine(spine);	/* an empty collection: published, upper 0 */
 }

@@ -140,6 +140,16 @@ SELECT t, (SELECT array_agg(p ORDER BY p) FROM peek.persist_peek(NULL::stock, 'm
              FROM peek.persist_peek(NULL::stock, 'multi', as_of => t)) AS same,
           (SELECT count(*) FROM peek.persist_peek(NULL::stock, 'multi', as_of => t, "limit" => 40)) AS limited
   FROM generate_series(1, 3) t;
+-- a LIMIT straight over the scan reads the base as "limit" => 5 does
+-- (through the shard's time index); under ORDER BY the heap is read whole
+SELECT shard AS multi_shard FROM peek.collections WHERE name = 'multi' \gset
+BEGIN;
+SELECT seq_scan AS scans0 FROM pg_stat_xact_all_tables WHERE relid = :'multi_shard'::regclass \gset
+SELECT count(*) FROM (SELECT * FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) LIMIT 5) x;
+SELECT seq_scan - :scans0 AS heap_scans FROM pg_stat_xact_all_tables WHERE relid = :'multi_shard'::regclass;
+SELECT count(*) FROM (SELECT * FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) ORDER BY sku LIMIT 5) x;
+SELECT seq_scan - :scans0 AS heap_scans FROM pg_stat_xact_all_tables WHERE relid = :'multi_shard'::regclass;
+COMMIT;
 -- a qual, a projection and a correlated subplan in the qual (shown once)
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 SELECT upper(sku) FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) p

@@ -919,9 +919,14 @@ static const PeekKind persist_peek_kind = {
 	PEEK_KIND_COLLECTION, "collection name", 2, 3, NULL, NULL
 };
 
-/* persist_peek's arguments in fcinfo (its flinfo has the call's expression) */
+/*
+ * persist_peek's arguments in fcinfo (its flinfo has the call's
+ * expression); rows_wanted (or -1) is how many rows the caller will read at
+ * most, for a walk without a limit of its own to read the base as a
+ * limited one does.
+ */
 PersistPeek *
-persist_peek_open(FunctionCallInfo fcinfo)
+persist_peek_open(FunctionCallInfo fcinfo, int64 rows_wanted)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek persist peek",
 											  ALLOCSET_SMALL_SIZES);
@@ -934,7 +939,7 @@ persist_peek_open(FunctionCallInfo fcinfo)
 	open_peek(fcinfo, &persist_peek_kind, NULL, &op);
 	coll = op.obj;
 	p->walk = persist_walk_begin(coll->id, coll->shard, coll->row_type, coll->name,
-								 op.ticket.time, op.limit);
+								 op.ticket.time, op.limit >= 0 ? op.limit : rows_wanted);
 	standby_check_shard_since(coll->id, coll->name, op.ticket.time);
 	peek_end();
 	p->e.name = pstrdup(coll->name);
@@ -994,7 +999,7 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 	bool		again;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	p = persist_peek_open(fcinfo);
+	p = persist_peek_open(fcinfo, -1);
 	while ((tuple = persist_peek_next(p, &again)) != NULL)
 		tuplestore_puttuple(rsinfo->setResult, tuple);
 	persist_peek_close(p);

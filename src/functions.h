@@ -15,7 +15,7 @@
 typedef struct PersistPeek PersistPeek;
 
 extern Datum peek_persist_peek(PG_FUNCTION_ARGS);
-extern PersistPeek *persist_peek_open(FunctionCallInfo fcinfo);
+extern PersistPeek *persist_peek_open(FunctionCallInfo fcinfo, int64 rows_wanted);
 extern HeapTuple persist_peek_next(PersistPeek *p, bool *again);
 extern void persist_peek_close(PersistPeek *p);
 

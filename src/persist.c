@@ -882,8 +882,9 @@ adjust_base_row(PersistWalk *w, int64 diff, Datum row)
 }
 
 /*
- * Begin the persist walk of a shard at time; limit (< 0: none) chooses how
- * the base is read, the caller stops reading at it.  The snapshot is
+ * Begin the persist walk of a shard at time; limit, the most rows the
+ * caller will read (< 0: all), chooses how the base is read (a positive
+ * one still reads it whole if asked; 0 reads none of it).  The snapshot is
  * taken now, after the peek's gate, so every update the runtime saw sealed
  * is visible; the base's since is read with it, before the shard is locked
  * (DROP EXTENSION locks peek.objects, then the shards).

@@ -58,6 +58,7 @@ typedef struct PersistScanState
 	FuncExpr   *call;			/* the planned call, its arguments fixed */
 	List	   *args;			/* their ExprStates */
 	FmgrInfo	flinfo;
+	int64		rows_wanted;	/* at most, or -1 (planned: see rows_wanted) */
 	MemoryContext row_cxt;		/* the row the scan slot holds */
 	PersistPeek *peek;			/* open, or NULL */
 	bool		done;			/* read through since the last rescan */
@@ -170,6 +171,27 @@ streamable_call(RelOptInfo *rel, Index rti, RangeTblEntry *rte)
 	return call;
 }
 
+/*
+ * How many of the scan's rows the query reads at most, when its LIMIT says
+ * so directly: the scan is its only relation, unfiltered, and nothing
+ * between them (sort, grouping, DISTINCT, window) reads more; else -1.  A
+ * walk told so reads the base the way a limited peek does (through the
+ * time index, which has the base rows first), so `LIMIT 10` costs what
+ * `"limit" => 10` does.
+ */
+static int64
+rows_wanted(PlannerInfo *root, RelOptInfo *rel)
+{
+	Query	   *parse = root->parse;
+
+	if (root->limit_tuples < 1 || rel->baserestrictinfo != NIL ||
+		bms_membership(root->all_baserels) != BMS_SINGLETON ||
+		parse->sortClause != NIL || parse->distinctClause != NIL || parse->hasWindowFuncs ||
+		parse->hasTargetSRFs)
+		return -1;
+	return (int64) Min(root->limit_tuples, (double) PG_INT32_MAX);
+}
+
 /* Offer the scan in place of a persist_peek call's function scan. */
 static void
 persist_scan_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
@@ -197,6 +219,7 @@ persist_scan_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 	path->path.startup_cost = 0;
 	path->path.total_cost = function_scan->total_cost;
 	path->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	path->custom_private = list_make1(makeInteger((int) rows_wanted(root, rel)));
 	path->methods = &persist_scan_path_methods;
 	rel->pathlist = NIL;
 	add_path(rel, &path->path);
@@ -234,6 +257,7 @@ plan_persist_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, Lis
 	cscan->flags = best_path->flags;
 	cscan->custom_exprs = list_make1(copyObject(call));
 	cscan->custom_scan_tlist = scan_tlist;
+	cscan->custom_private = best_path->custom_private;
 	cscan->methods = &persist_scan_plan_methods;
 	return &cscan->scan.plan;
 }
@@ -258,6 +282,7 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 	AclResult	aclresult;
 
 	s->call = linitial_node(FuncExpr, cscan->custom_exprs);
+	s->rows_wanted = intVal(linitial(cscan->custom_private));
 	/* as a function scan checks the function it calls */
 	aclresult = pg_proc_aclcheck(s->call->funcid, GetUserId(), ACL_EXECUTE);
 	if (aclresult != ACLCHECK_OK)
@@ -330,7 +355,7 @@ open_scan_peek(PersistScanState *s)
 		i++;
 	}
 	old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
-	s->peek = persist_peek_open(fcinfo);
+	s->peek = persist_peek_open(fcinfo, s->rows_wanted);
 	MemoryContextSwitchTo(old);
 }
 

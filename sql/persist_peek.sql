@@ -190,6 +190,45 @@ MOVE FORWARD 3 IN c3;
 ROLLBACK TO SAVEPOINT s;
 SELECT count(*) FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3);
 COMMIT;
+-- a cursor read across savepoints released and rolled back: its stream is
+-- not bound to them, and the transaction commits with its writes
+CREATE TABLE kept (x int);
+BEGIN;
+INSERT INTO kept VALUES (1);
+DECLARE sc CURSOR FOR SELECT * FROM peek.persist_peek(NULL::stock, 'big');
+SAVEPOINT s1;
+MOVE FORWARD 2 IN sc;
+RELEASE SAVEPOINT s1;
+SAVEPOINT s2;
+MOVE FORWARD 2 IN sc;
+ROLLBACK TO SAVEPOINT s2;
+MOVE FORWARD ALL IN sc;
+COMMIT;
+SELECT * FROM kept;
+DROP TABLE kept;
+-- 120 streams open at once in one backend, each in its last phase (rows
+-- that only the recent updates have)
+DO $$
+DECLARE c refcursor; r record; n int := 0;
+BEGIN
+  FOR i IN 1 .. 120 LOOP
+    c := 'stream_' || i;
+    OPEN c FOR SELECT * FROM peek.persist_peek(NULL::stock, 'big');
+    FETCH c INTO r;
+    n := n + 1;
+  END LOOP;
+  RAISE NOTICE 'streams open: %', n;
+END $$;
+-- rescanned with the same arguments (a correlated subquery), the scan
+-- gives the same answer each time; a domain over a row type keeps the
+-- function scan (which refuses it)
+EXPLAIN (COSTS OFF) SELECT g, (SELECT count(*) FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) p WHERE p.qty <> g) FROM generate_series(0, 2) g;
+SELECT g, (SELECT count(*) FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) p WHERE p.qty <> g) AS streamed,
+          (SELECT count(*) FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3) WITH ORDINALITY p WHERE p.qty <> g) AS function_scan
+  FROM generate_series(0, 5) g;
+CREATE DOMAIN stock_d AS stock;
+SELECT try($$SELECT * FROM peek.persist_peek(NULL::stock_d, 'multi')$$);
+DROP DOMAIN stock_d;
 -- an error in the middle of the stream (a negative row met late)
 SELECT try($$SELECT count(*) FROM (SELECT * FROM peek.persist_peek(NULL::stock, 'multi', as_of => 3)
                                    UNION ALL SELECT * FROM peek.persist_peek(NULL::stock, 'bad', as_of => 1)) u$$);

@@ -26,6 +26,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
+#include "utils/snapmgr.h"
 #include "utils/typcache.h"
 
 #include "access/htup_details.h"
@@ -898,14 +899,19 @@ peek_srf(FunctionCallInfo fcinfo, const PeekKind *pk, void *state)
 /*
  * An open persist peek, read a row at a time: by persist_peek as a
  * set-returning function and by the scan node that streams it (scan.c).
- * Its hold ends once the walk has begun: the walk's snapshot keeps the
- * answer, so rows streamed to a slow reader hold back neither compaction
- * nor this backend's next peek.
+ * Its hold ends once its snapshot is taken: walks in that snapshot at the
+ * peek's time give the answer (again, if the scan is rescanned), so rows
+ * streamed to a slow reader hold back neither compaction nor this
+ * backend's next peek.
  */
 struct PersistPeek
 {
 	MemoryContext cxt;			/* everything below */
-	PersistWalk *walk;
+	PeekObjectId id;
+	Oid			shard;
+	Snapshot	snapshot;		/* registered until the peek is closed */
+	int64		walk_limit;		/* the walk's limit, or rows wanted */
+	PersistWalk *walk;			/* NULL once read through */
 	RowEmitter	e;
 	TupleConversionMap *map;	/* to the caller's row type, or NULL */
 	MemoryContext row_cxt;		/* the current row's tuples */
@@ -918,6 +924,22 @@ struct PersistPeek
 static const PeekKind persist_peek_kind = {
 	PEEK_KIND_COLLECTION, "collection name", 2, 3, NULL, NULL
 };
+
+/* Walk the peek's answer from its start. */
+static void
+begin_persist_walk(PersistPeek *p)
+{
+	MemoryContext old = MemoryContextSwitchTo(p->cxt);
+
+	if (p->walk != NULL)
+		persist_walk_end(p->walk);
+	p->walk = persist_walk_begin(p->id, p->shard, p->e.row_type, p->e.name, p->snapshot,
+								 p->e.time, p->walk_limit);
+	p->e.emitted = 0;
+	p->e.bytes = 0;
+	p->copies = 0;
+	MemoryContextSwitchTo(old);
+}
 
 /*
  * persist_peek's arguments in fcinfo (its flinfo has the call's
@@ -938,18 +960,28 @@ persist_peek_open(FunctionCallInfo fcinfo, int64 rows_wanted)
 	p->cxt = cxt;
 	open_peek(fcinfo, &persist_peek_kind, NULL, &op);
 	coll = op.obj;
-	p->walk = persist_walk_begin(coll->id, coll->shard, coll->row_type, coll->name,
-								 op.ticket.time, op.limit >= 0 ? op.limit : rows_wanted);
-	standby_check_shard_since(coll->id, coll->name, op.ticket.time);
-	peek_end();
+	p->id = coll->id;
+	p->shard = coll->shard;
 	p->e.name = pstrdup(coll->name);
 	p->e.row_type = coll->row_type;
 	p->e.time = op.ticket.time;
 	p->e.limit = op.limit;
+	p->walk_limit = op.limit >= 0 ? op.limit : rows_wanted;
 	p->map = op.map;
 	p->row_cxt = AllocSetContextCreate(cxt, "pg_peek persist peek row", ALLOCSET_SMALL_SIZES);
+	p->snapshot = RegisterSnapshot(GetLatestSnapshot());
+	begin_persist_walk(p);
+	standby_check_shard_since(coll->id, coll->name, op.ticket.time);
+	peek_end();
 	MemoryContextSwitchTo(old);
 	return p;
+}
+
+/* Read the same answer again from its start (a rescan). */
+void
+persist_peek_rewind(PersistPeek *p)
+{
+	begin_persist_walk(p);
 }
 
 /*
@@ -967,8 +999,15 @@ persist_peek_next(PersistPeek *p, bool *again)
 		int64		count;
 		MemoryContext old;
 
-		if (row_emitter_full(&p->e) || !persist_walk_next(p->walk, &row, &count))
+		if (p->walk == NULL || row_emitter_full(&p->e))
 			return NULL;
+		if (!persist_walk_next(p->walk, &row, &count))
+		{
+			/* read through: let go of its scans now */
+			persist_walk_end(p->walk);
+			p->walk = NULL;
+			return NULL;
+		}
 		MemoryContextReset(p->row_cxt);
 		old = MemoryContextSwitchTo(p->row_cxt);
 		row_emit_tuple(&p->e, row, count, &p->buf, &p->tuple);
@@ -985,7 +1024,9 @@ persist_peek_next(PersistPeek *p, bool *again)
 void
 persist_peek_close(PersistPeek *p)
 {
-	persist_walk_end(p->walk);
+	if (p->walk != NULL)
+		persist_walk_end(p->walk);
+	UnregisterSnapshot(p->snapshot);
 	MemoryContextDelete(p->cxt);
 }
 

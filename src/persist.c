@@ -882,16 +882,17 @@ adjust_base_row(PersistWalk *w, int64 diff, Datum row)
 }
 
 /*
- * Begin the persist walk of a shard at time; limit, the most rows the
- * caller will read (< 0: all), chooses how the base is read (a positive
- * one still reads it whole if asked; 0 reads none of it).  The snapshot is
- * taken now, after the peek's gate, so every update the runtime saw sealed
- * is visible; the base's since is read with it, before the shard is locked
- * (DROP EXTENSION locks peek.objects, then the shards).
+ * Begin the persist walk of a shard at time, in snapshot (the caller's,
+ * taken after the peek's gate, so that every update the runtime saw sealed
+ * is visible; walks in one snapshot at one time give the same rows); the
+ * base's since is read in it, before the shard is locked (DROP EXTENSION
+ * locks peek.objects, then the shards).  limit, the most rows the caller
+ * will read (< 0: all), chooses how the base is read (a positive one still
+ * reads it whole if asked; 0 reads none of it).
  */
 PersistWalk *
 persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
-				   int64 time, int64 limit)
+				   Snapshot snapshot, int64 time, int64 limit)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek persist walk",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -900,7 +901,7 @@ persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collect
 	int64		durable_since;
 
 	w->cxt = cxt;
-	w->snapshot = RegisterSnapshot(GetLatestSnapshot());
+	w->snapshot = snapshot;
 	durable_since = catalog_read_since(id, w->snapshot);
 	w->rel = try_table_open(shard, AccessShareLock);
 	/* dropped after the gate (no lock held since the name lookup) */
@@ -946,6 +947,13 @@ persist_walk_next(PersistWalk *w, Datum *row, int64 *count)
 	}
 	if (!w->rest_open && w->rest != NULL)
 	{
+		/*
+		 * Frozen, the table's scan is not registered: a registered one
+		 * belongs to the subtransaction that began it and may not outlive
+		 * it, nor may a backend have more than a few; a walk streamed by a
+		 * cursor lives across both.  Only lookups follow.
+		 */
+		hash_freeze(w->rest->table);
 		hash_seq_init(&w->rest_seq, w->rest->table);
 		w->rest_open = true;
 	}
@@ -974,7 +982,6 @@ persist_walk_end(PersistWalk *w)
 	if (w->rest_open)
 		hash_seq_term(&w->rest_seq);
 	base_close(&w->b, AccessShareLock);
-	UnregisterSnapshot(w->snapshot);
 	table_close(w->rel, AccessShareLock);
 	MemoryContextDelete(w->cxt);
 }

@@ -13,6 +13,7 @@
 #include "pg_peek.h"
 
 #include "utils/array.h"
+#include "utils/snapshot.h"
 
 typedef struct ShardWriter ShardWriter;
 typedef struct PersistWalk PersistWalk;
@@ -32,7 +33,8 @@ extern void persist_drop_shard(Oid shard);
 extern bool persist_lock_shard(Oid shard);
 extern void persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff);
 extern PersistWalk *persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type,
-									   const char *collection, int64 time, int64 limit);
+									   const char *collection, Snapshot snapshot,
+									   int64 time, int64 limit);
 extern bool persist_walk_next(PersistWalk *w, Datum *row, int64 *count);
 extern void persist_walk_end(PersistWalk *w);
 extern int64 persist_compact(Oid shard, int64 durable_since, int64 since);

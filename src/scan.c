@@ -34,6 +34,7 @@
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
@@ -45,6 +46,7 @@
 #include "utils/memutils.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
+#include "utils/tuplestore.h"
 #include "utils/typcache.h"
 
 #include "functions.h"
@@ -60,8 +62,10 @@ typedef struct PersistScanState
 	FmgrInfo	flinfo;
 	int64		rows_wanted;	/* at most, or -1 (planned: see rows_wanted) */
 	MemoryContext row_cxt;		/* the row the scan slot holds */
+	Bitmapset  *arg_params;		/* the executor parameters the arguments use */
 	PersistPeek *peek;			/* open, or NULL */
-	bool		done;			/* read through since the last rescan */
+	bool		rewind;			/* rescanned with the same arguments */
+	Tuplestorestate *replay;	/* the answer, kept once rewound */
 } PersistScanState;
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
@@ -150,7 +154,8 @@ streamable_call(RelOptInfo *rel, Index rti, RangeTblEntry *rte)
 	if (!IsA(rtfunc->funcexpr, FuncExpr) || rtfunc->funccolnames != NIL)
 		return NULL;
 	call = (FuncExpr *) rtfunc->funcexpr;
-	if (!type_is_rowtype(call->funcresulttype) || call->funcresulttype == RECORDOID ||
+	/* a composite type itself: not record, nor a domain over one */
+	if (get_typtype(call->funcresulttype) != TYPTYPE_COMPOSITE ||
 		!is_persist_peek(call->funcid))
 		return NULL;
 
@@ -303,6 +308,7 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
 	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
 	s->args = ExecInitExprList(s->call->args, &node->ss.ps);
+	s->arg_params = pull_paramids((Expr *) s->call->args);
 	s->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "pg_peek scan row",
 									   ALLOCSET_SMALL_SIZES);
 	fmgr_info(s->call->funcid, &s->flinfo);
@@ -365,6 +371,36 @@ close_scan_peek(PersistScanState *s)
 	if (s->peek != NULL)
 		persist_peek_close(s->peek);
 	s->peek = NULL;
+	if (s->replay != NULL)
+		tuplestore_end(s->replay);
+	s->replay = NULL;
+	s->rewind = false;
+}
+
+/*
+ * A scan rescanned with the same arguments (the inner side of a join, a
+ * subquery run again for each outer row) returns the same answer, as a
+ * function scan does: the first time it is walked again in the peek's
+ * snapshot at its time and kept; later times it is replayed.
+ */
+static void
+rewind_scan_peek(PersistScanState *s)
+{
+	HeapTuple	tuple;
+	bool		again;
+
+	s->rewind = false;
+	if (s->replay == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
+
+		s->replay = tuplestore_begin_heap(false, false, work_mem);
+		MemoryContextSwitchTo(old);
+		persist_peek_rewind(s->peek);
+		while ((tuple = persist_peek_next(s->peek, &again)) != NULL)
+			tuplestore_puttuple(s->replay, tuple);
+	}
+	tuplestore_rescan(s->replay);
 }
 
 /*
@@ -390,20 +426,22 @@ static TupleTableSlot *
 persist_scan_next(ScanState *ss)
 {
 	PersistScanState *s = (PersistScanState *) ss;
-	HeapTuple	tuple = NULL;
-	bool		again = false;
+	HeapTuple	tuple;
+	bool		again;
 
-	if (s->peek == NULL && !s->done)
-		open_scan_peek(s);
-	if (s->peek != NULL)
-		tuple = persist_peek_next(s->peek, &again);
-	if (tuple == NULL)
+	if (s->rewind)
+		rewind_scan_peek(s);
+	if (s->replay != NULL)
 	{
-		/* read through: let go of the walk's snapshot and scans now */
-		close_scan_peek(s);
-		s->done = true;
-		return ExecClearTuple(ss->ss_ScanTupleSlot);
+		if (!tuplestore_gettupleslot(s->replay, true, false, ss->ss_ScanTupleSlot))
+			return ExecClearTuple(ss->ss_ScanTupleSlot);
+		return ss->ss_ScanTupleSlot;
 	}
+	if (s->peek == NULL)
+		open_scan_peek(s);
+	tuple = persist_peek_next(s->peek, &again);
+	if (tuple == NULL)
+		return ExecClearTuple(ss->ss_ScanTupleSlot);
 	/* another copy of the row the slot holds: it is still there */
 	if (again && !TTS_EMPTY(ss->ss_ScanTupleSlot))
 		return ss->ss_ScanTupleSlot;
@@ -429,14 +467,19 @@ end_persist_scan(CustomScanState *node)
 	close_scan_peek((PersistScanState *) node);
 }
 
-/* Peek again, with the arguments as they are now (a lateral call's change). */
+/*
+ * Rescanned: with arguments changed (a lateral call's), peek again; with
+ * the same ones, the same answer again.
+ */
 static void
 rescan_persist_scan(CustomScanState *node)
 {
 	PersistScanState *s = (PersistScanState *) node;
 
-	close_scan_peek(s);
-	s->done = false;
+	if (s->peek != NULL && !bms_overlap(node->ss.ps.chgParam, s->arg_params))
+		s->rewind = true;
+	else
+		close_scan_peek(s);
 	ExecScanReScan(&node->ss);
 }
 

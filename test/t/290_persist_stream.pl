@@ -102,6 +102,30 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM peek.active_peeks'), '0',
 is($node->safe_psql('postgres', "SELECT count(*) FROM peek.persist_peek(NULL::item, 'c')"),
 	'22000', 'and the next peek works');
 
+# 3b. one statement, one answer: a subquery rescanned for each outer row
+# (its arguments unchanged) gives the answer of its first peek, though a
+# write is published between the outer rows
+my $locker = bg_session($node);
+$locker->query_safe('SELECT pg_advisory_lock(4242)');
+my $twice = start_bg($node, q{
+SELECT string_agg(n::text, ',' ORDER BY g) FROM (
+  SELECT g, (SELECT count(*) FROM peek.persist_peek(NULL::item, 'c') p WHERE p.id <> -g) AS n
+    FROM generate_series(1, 2) g
+   WHERE g = 1 OR pg_advisory_lock_shared(4242) IS NOT NULL) x;
+});
+my $twice_pid = bg_backend_pid($node, $twice);
+ok(poll_until($node,
+		"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $twice_pid"),
+	'the statement peeked for its first row and waits before its second');
+my $before = $node->safe_psql('postgres', "SELECT count(*) FROM peek.persist_peek(NULL::item, 'c')");
+$node->safe_psql('postgres', "SELECT peek.write('c', ARRAY[(30001, 'new')]::item[])");
+is($node->safe_psql('postgres', "SELECT count(*) FROM peek.persist_peek(NULL::item, 'c')"),
+	$before + 1, 'a write is published meanwhile');
+$locker->query_safe('SELECT pg_advisory_unlock(4242)');
+$locker->quit;
+($rc, $out, $err) = finish_bg($twice, 60);
+is($out, "$before,$before", 'both outer rows saw the first answer (the function scan\'s behaviour)');
+
 # 4. 40 clients at once, racing a writer and compaction up to their time
 $t = $node->safe_psql('postgres', "SELECT upper - 1 FROM peek.objects WHERE name = 'c'");
 $node->safe_psql('postgres', qq{

@@ -29,7 +29,7 @@ OBJS = \
 	src/introspection.o
 
 EXTENSION = pg_peek
-DATA = pg_peek--0.1.sql pg_peek--0.1--0.2.sql
+DATA = pg_peek--0.1.sql pg_peek--0.1--0.2.sql pg_peek--0.2--0.3.sql
 PGFILEDESC = "pg_peek - time-versioned arrangements in shared memory"
 
 PG_CPPFLAGS = -I$(srcdir)/src

@@ -66,7 +66,7 @@ is($before{ $peeks[2] }, "1|a\n2|B\n3|c\n4|d", 'a peek under 0.1 answers');
 
 sql('ALTER EXTENSION pg_peek UPDATE');
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'pg_peek'"),
-	'0.2', 'updated to 0.2');
+	'0.3', 'updated to 0.3');
 
 for my $q (@peeks)
 {
@@ -137,14 +137,14 @@ my $describe = q{
 sql('CREATE DATABASE fresh');
 sql('CREATE EXTENSION pg_peek', 'fresh');
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'pg_peek'", 'fresh'),
-	'0.2', 'a fresh install is 0.2');
+	'0.3', 'a fresh install is 0.3');
 my $upgraded = sql($describe);
 my $fresh    = sql($describe, 'fresh');
 like($upgraded, qr/view peek\.collections \| v \{security_barrier=true\}/,
 	'the description covers the views and their options');
 like($upgraded, qr/trigger CREATE TRIGGER objects_restored/,
 	'the description covers the catalog trigger');
-is($upgraded, $fresh, 'the updated extension has exactly the objects of a fresh 0.2 install');
+is($upgraded, $fresh, 'the updated extension has exactly the objects of a fresh 0.3 install');
 
 # Shards and source row types made under 0.1 are as ones made under 0.2.
 my $type_acls = q{

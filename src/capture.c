@@ -1214,6 +1214,8 @@ decode_round(CaptureStream *s)
 		if (TransactionIdIsInProgress(s->held_xid))
 		{
 			confirm_if_flushed(s);
+			/* most are a flush away: look again at the busy pace */
+			rounds_read_wal = true;
 			return false;
 		}
 		released = true;

@@ -8,12 +8,14 @@
 #
 #  * synchronous_standby_names names a standby that does not exist: an
 #    INSERT into the captured table hangs in its session (wait event
-#    SyncRep).  A later INSERT with synchronous_commit = local commits.  For
+#    SyncRep).  A later INSERT with synchronous_commit = local commits, and
+#    one into another captured table, which is peeked meanwhile.  For
 #    3 s, peeks at the latest time (persist and index, serializable) show
 #    neither (the later one is after the held commit); the source's upper
 #    stays at or below the WAL position the held commit had reached; a
 #    strict serializable peek waits (statement_timeout); a persist peek and
-#    an index peek as_of a time after the commit wait.  Clearing
+#    an index peek as_of a time after the commit wait, while later WAL is
+#    written.  Clearing
 #    synchronous_standby_names releases the INSERT: SQL sees it, the waiting
 #    peeks return it, and latest peeks show both rows.  (Before the fix the
 #    peeks showed the held row within a few milliseconds.)
@@ -47,10 +49,12 @@ sql(q{
 	CREATE TABLE other (k int);
 	SELECT peek.create_source('src', 't');
 	SELECT peek.create_index('t_k', 'src', ARRAY['k']);
+	SELECT peek.create_source('other_src', 'other');
+	SELECT peek.create_index('other_k', 'other_src', ARRAY['k']);
 	INSERT INTO t VALUES (1, 'first');
 });
-ok(poll_until($node, "SELECT state FROM peek.indexes WHERE name = 't_k'", 'ready'),
-	'the source and its index are ready');
+ok(poll_until($node, "SELECT count(*) FROM peek.indexes WHERE name IN ('t_k', 'other_k') AND state = 'ready'", '2'),
+	'the sources and their indexes are ready');
 ok(poll_until($node, "SELECT count(*) FROM peek.index_peek(NULL::t, 't_k', ROW(1))", '1'),
 	'the first row is peeked');
 
@@ -110,6 +114,8 @@ sql("SET synchronous_commit = local; INSERT INTO t VALUES (3, 'local'); INSERT I
 is(sql("SELECT count(*) FROM t WHERE k = 3"), '1', 'a later commit with synchronous_commit = local is visible to SQL');
 is(peeks_showing(3, 2, 3), 0,
 	'for 3 s, latest peeks (persist and index) show neither the held commit nor the later one');
+ok(poll_until($node, "SELECT count(*) FROM peek.index_peek(NULL::other, 'other_k', ROW(1))", '1'),
+	'meanwhile the commit into another captured table is peeked: only the held source waits');
 cmp_ok(upper(), '<=', $after_commit,
 	"the source's upper stays below the held commit");
 
@@ -123,9 +129,15 @@ my $wait_persist = start_bg($node,
 	"SELECT k FROM peek.persist_peek(NULL::t, 'src', as_of => $beyond) ORDER BY k");
 my $wait_index = start_bg($node,
 	"SELECT k FROM peek.index_peek(NULL::t, 't_k', ROW(2), as_of => $beyond)");
+# WAL after their time, which an upper that ignored the held commit would pass
+sql("SET synchronous_commit = local; INSERT INTO other VALUES (2)");
 sleep(1);
+is(sql("SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'pg_peek%' AND wait_event = 'SyncRep'"),
+	'0', 'no runtime waits for the standby');
 ok(!bg_done($wait_persist) && !bg_done($wait_index),
 	'peeks as_of a time after the held commit wait');
+note(sql("SELECT backend_type, wait_event, left(query, 60) FROM pg_stat_activity WHERE state <> 'idle' OR backend_type LIKE 'pg_peek%'"));
+note(sql("SELECT name, upper FROM peek.collections") . " beyond $beyond");
 
 set_standby_names(undef);
 my ($rc, $out, $err) = finish_bg($held);

@@ -64,6 +64,7 @@
 #include "storage/lmgr.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -138,6 +139,9 @@ typedef struct CaptureStream
 	XLogRecPtr	confirmed;		/* the slot's confirmed position, as we left it */
 	LogicalDecodingContext *ctx;	/* kept across rounds, like a walsender's */
 	DecodedChanges changes;		/* the last round's, kept for capture_feed */
+	TransactionId held_xid;		/* a decoded commit not visible yet, or invalid */
+	int64		held_at;		/* ... its commit LSN, where the upper stays */
+	int64		held_from;		/* ... its first update in changes */
 	int64		feed_lower;		/* they are all the shard got in [lower, */
 	int64		feed_upper;		/* upper); none if equal */
 	MemoryContext cxt;
@@ -272,6 +276,8 @@ discard_decoding(CaptureStream *s, bool whole)
 		MemoryContextDelete(s->ctx->context);
 	}
 	s->ctx = NULL;
+	/* a new context decodes a held commit again: the slot was not told past it */
+	s->held_xid = InvalidTransactionId;
 }
 
 /* Stop the stream's loader, if any, and wait until it has let go of the slot. */
@@ -347,6 +353,7 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	s->confirm_upto = InvalidXLogRecPtr;
 	s->confirmed = InvalidXLogRecPtr;
 	s->feed_lower = s->feed_upper = 0;
+	s->held_xid = InvalidTransactionId;
 	s->ctx = NULL;
 	s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek capture stream",
 								   ALLOCSET_DEFAULT_SIZES);
@@ -878,13 +885,21 @@ decoded_upper(XLogRecPtr end)
 	return (int64) (end + page_header_at(end));
 }
 
+/* How many of the round's updates are for the shard: none of a held commit. */
+static int64
+round_updates(CaptureStream *s)
+{
+	return TransactionIdIsValid(s->held_xid) ? s->held_from : s->changes.n;
+}
+
 /* Append a round's updates not yet in the shard. */
 static void
 write_updates(CaptureStream *s)
 {
 	ShardWriter *w = persist_writer_open(s->shard);
+	int64		n = round_updates(s);
 
-	for (int64 i = 0; i < s->changes.n; i++)
+	for (int64 i = 0; i < n; i++)
 	{
 		DecodedUpdate *u = &s->changes.updates[i];
 
@@ -920,12 +935,48 @@ confirm_if_flushed(CaptureStream *s)
 	s->confirm_upto = InvalidXLogRecPtr;
 }
 
-/* Let go of the last round's updates. */
+/*
+ * Let go of the last round's updates, but for a held commit's
+ * (hold_if_invisible): they are decoded, and the slot is not told past them.
+ */
 static void
 drop_changes(CaptureStream *s)
 {
-	decoder_reset(&s->changes);
+	if (!TransactionIdIsValid(s->held_xid))
+		decoder_reset(&s->changes);
+	else if (s->held_from > 0)
+	{
+		decoder_keep_from(&s->changes, s->held_from);
+		s->held_from = 0;
+	}
 	s->feed_lower = s->feed_upper = 0;
+}
+
+/*
+ * A commit the round has just replayed with updates for the source whose
+ * transaction is still in progress -- in the proc array, its session
+ * waiting for the commit's flush or for a synchronous standby -- is not
+ * visible to other sessions yet, and a failover before the standby has it
+ * loses it: the round stops after it and holds the source's upper at it,
+ * keeping its updates.  Later rounds look again (decode_round) and go on
+ * once it is visible; the peeks wait for it as SQL does.  One proc array
+ * look-up per commit that touched the table: the rounds' only cost.
+ */
+static bool
+hold_if_invisible(CaptureStream *s)
+{
+	DecodedChanges *c = &s->changes;
+	TransactionId xid = c->commit_xid;
+
+	if (!TransactionIdIsValid(xid))
+		return false;
+	c->commit_xid = InvalidTransactionId;
+	if (!TransactionIdIsInProgress(xid))
+		return false;
+	s->held_xid = xid;
+	s->held_at = c->commit_at;
+	s->held_from = c->commit_from;
+	return true;
 }
 
 /*
@@ -1037,6 +1088,8 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 		s->confirmed = MyReplicationSlot->data.confirmed_flush;
 	}
 	drop_changes(s);
+	/* a held commit that is visible now (decode_round): its updates lead */
+	s->held_xid = InvalidTransactionId;
 	written_end_reached = false;
 	start = s->ctx->reader->EndRecPtr;
 	while (decoded_upper(s->ctx->reader->EndRecPtr) < (int64) end_of_wal &&
@@ -1058,11 +1111,16 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 					 errmsg("could not read WAL for the source of table \"%s\": %s",
 							s->table, errm)));
 		if (record != NULL)
+		{
 			LogicalDecodingProcessRecord(s->ctx, s->ctx->reader);
+			if (hold_if_invisible(s))
+				break;
+		}
 		CHECK_FOR_INTERRUPTS();
 	}
 	s->read_upto = s->ctx->reader->EndRecPtr;
 	if (!written_end_reached && s->changes.failure == NULL &&
+		!TransactionIdIsValid(s->held_xid) &&
 		decoded_upper(s->read_upto) < (int64) end_of_wal)
 		rounds_bounded = true;
 	/* the flag it set would hide our transactions' xmin from vacuum */
@@ -1080,7 +1138,7 @@ static bool
 write_round(CaptureStream *s, int64 upper, char **failure)
 {
 	bool		exists;
-	bool		idle_due = s->changes.n == 0 && upper > s->durable_upper &&
+	bool		idle_due = round_updates(s) == 0 && upper > s->durable_upper &&
 		TimestampDifferenceExceeds(s->idle_written_at, GetCurrentTimestamp(),
 								   IDLE_UPPER_WRITE_MS) &&
 		standby_streaming();
@@ -1092,7 +1150,7 @@ write_round(CaptureStream *s, int64 upper, char **failure)
 	exists = catalog_lock_extension();
 	if (exists && *failure == NULL)
 		*failure = check_table(s, false);
-	if (exists && (s->changes.n > 0 || *failure != NULL || idle_due))
+	if (exists && (round_updates(s) > 0 || *failure != NULL || idle_due))
 	{
 		/* a failure must be durable before the slot goes: that commit waits */
 		(void) set_config_option("synchronous_commit", *failure == NULL ? "off" : "on",
@@ -1133,6 +1191,7 @@ decode_round(CaptureStream *s)
 	const char *unreadable;
 	char	   *failure;
 	bool		exists;
+	bool		released = false;
 
 	/*
 	 * The slot is the source's, but a superuser or a REPLICATION role can
@@ -1149,7 +1208,19 @@ decode_round(CaptureStream *s)
 		case SLOT_FREE:
 			break;
 	}
-	if (GetXLogInsertRecPtr() <= s->read_upto + page_header_at(s->read_upto))
+	/* a held commit: nothing after it is decoded until it is visible */
+	if (TransactionIdIsValid(s->held_xid))
+	{
+		if (TransactionIdIsInProgress(s->held_xid))
+		{
+			confirm_if_flushed(s);
+			/* most are a flush away: look again at the busy pace */
+			rounds_read_wal = true;
+			return false;
+		}
+		released = true;
+	}
+	else if (GetXLogInsertRecPtr() <= s->read_upto + page_header_at(s->read_upto))
 		return false;
 	/* a record boundary: records before it are whole (and most written) */
 	end_of_wal = write_inserted_wal(false);
@@ -1164,17 +1235,22 @@ decode_round(CaptureStream *s)
 	}
 
 	/* the written WAL ends where the last round stopped */
-	if (s->read_upto == read_from && s->changes.failure == NULL)
+	if (s->read_upto == read_from && s->changes.failure == NULL && !released)
 		return false;
 	rounds_read_wal = true;
 
 	failure = s->changes.failure;
-	upper = failure != NULL ? s->changes.failed_at : decoded_upper(s->read_upto);
+	if (failure != NULL)
+		upper = s->changes.failed_at;
+	else if (TransactionIdIsValid(s->held_xid))
+		upper = s->held_at;
+	else
+		upper = decoded_upper(s->read_upto);
 
 	exists = write_round(s, upper, &failure);
 	if (!exists)
 		return false;			/* dropped: the catalog notice forgets it */
-	wrote = s->changes.n > 0;
+	wrote = round_updates(s) > 0;
 	if (wrote || failure != NULL)
 		s->durable_upper = Max(upper, s->durable_upper);
 	if (failure != NULL)
@@ -1184,7 +1260,8 @@ decode_round(CaptureStream *s)
 		return true;
 	}
 
-	s->confirm_upto = s->read_upto;
+	/* a held commit is decoded again after a restart */
+	s->confirm_upto = TransactionIdIsValid(s->held_xid) ? (XLogRecPtr) s->held_at : s->read_upto;
 	s->confirm_after = wrote ? XactLastCommitEnd : InvalidXLogRecPtr;
 	confirm_if_flushed(s);
 

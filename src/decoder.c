@@ -26,6 +26,7 @@
 #include "replication/output_plugin.h"
 #include "replication/reorderbuffer.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -54,6 +55,7 @@ decoder_reset(DecodedChanges *changes)
 	changes->n = 0;
 	changes->bytes = 0;
 	changes->txn_start = 0;
+	changes->commit_xid = InvalidTransactionId;
 }
 
 /*
@@ -133,6 +135,31 @@ add_update(DecodedChanges *changes, int64 time, int64 diff, Datum row, bool trun
 	u->truncate = truncate;
 	changes->bytes += sizeof(DecodedUpdate) +
 		(truncate ? 0 : VARSIZE(DatumGetPointer(row)));
+}
+
+/*
+ * Keep only the updates from the one at index from on, moved to the start,
+ * in fresh memory: those of a commit that capture holds back for a later
+ * round.
+ */
+void
+decoder_keep_from(DecodedChanges *changes, int64 from)
+{
+	MemoryContext old_cxt = changes->cxt;
+	DecodedUpdate *kept = changes->updates + from;
+	int64		n = changes->n - from;
+	MemoryContext old;
+
+	changes->cxt = AllocSetContextCreate(MemoryContextGetParent(old_cxt),
+										 "pg_peek decoded changes", ALLOCSET_DEFAULT_SIZES);
+	decoder_reset(changes);
+	old = MemoryContextSwitchTo(changes->cxt);
+	for (int64 i = 0; i < n; i++)
+		add_update(changes, kept[i].time, kept[i].diff,
+				   kept[i].truncate ? (Datum) 0 : datumCopy(kept[i].row, false, -1),
+				   kept[i].truncate);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(old_cxt);
 }
 
 /* The source fails at this transaction: none of its updates are kept. */
@@ -245,10 +272,21 @@ decoder_filter_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
 	return origin_id == DoNotReplicateId;
 }
 
+/*
+ * Updates were stamped with the commit LSN as they came.  A commit that
+ * had updates is noted: it may still be in progress for SQL (its session
+ * waits for the flush or a synchronous standby), which capture checks.
+ */
 static void
 decoder_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit_lsn)
 {
-	/* updates were stamped with the commit LSN as they came */
+	DecodedChanges *changes = ctx->output_plugin_private;
+
+	if (changes->n == changes->txn_start)
+		return;
+	changes->commit_xid = txn->xid;
+	changes->commit_at = (int64) txn->final_lsn;
+	changes->commit_from = changes->txn_start;
 }
 
 void

@@ -36,6 +36,14 @@ typedef struct DecodedChanges
 	int64		txn_start;		/* the replayed transaction's first update */
 	char	   *failure;		/* a change that cannot be captured: why */
 	int64		failed_at;		/* ... and its commit LSN */
+
+	/*
+	 * The last replayed transaction that had updates, or an invalid xid
+	 * (capture.c takes it, to check that it is visible to SQL yet).
+	 */
+	TransactionId commit_xid;
+	int64		commit_at;		/* its commit LSN */
+	int64		commit_from;	/* its first update */
 } DecodedChanges;
 
 /* a source reads its table as a superuser: row-level security fails it */
@@ -44,6 +52,7 @@ typedef struct DecodedChanges
 
 extern void decoder_collect_into(DecodedChanges *changes);
 extern void decoder_reset(DecodedChanges *changes);
+extern void decoder_keep_from(DecodedChanges *changes, int64 from);
 extern Datum decoder_table_row(TupleDesc table_desc, HeapTuple tuple, HeapTuple old_tuple,
 							   bool from_wal, TupleDesc row_desc, const char *table,
 							   char **failure);

@@ -499,7 +499,7 @@ check_table(CaptureStream *s, bool wait)
 		failure = psprintf("table \"%s\" no longer has REPLICA IDENTITY FULL", s->table);
 	else if (rel->relrowsecurity)
 		failure = psprintf(ROW_SECURITY_FAILURE, s->table);
-	else
+	else if ((failure = decoder_undecodable(rel)) == NULL)
 	{
 		desc = lookup_rowtype_tupdesc(rel->reltype, -1);
 		if (!rows_match_table(desc, s->changes.row_desc))

@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "replication/logical.h"
 #include "replication/origin.h"
@@ -27,9 +28,11 @@
 #include "replication/reorderbuffer.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "decoder.h"
 #include "rows.h"
@@ -162,6 +165,33 @@ decoder_keep_from(DecodedChanges *changes, int64 from)
 	MemoryContextDelete(old_cxt);
 }
 
+/*
+ * Why the changes of a table, as its catalog row says, no longer reach the
+ * WAL as decodable heap changes (SET UNLOGGED, SET ACCESS METHOD): a source
+ * that went on would present stale contents as current.  NULL if they do.
+ */
+char *
+decoder_undecodable(Form_pg_class rel)
+{
+	if (rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		return psprintf("table \"%s\" became %s, so its changes are no longer written to the WAL",
+						NameStr(rel->relname),
+						rel->relpersistence == RELPERSISTENCE_TEMP ? "temporary" : "unlogged");
+	if (rel->relam != HEAP_TABLE_AM_OID)
+	{
+		HeapTuple	tup = SearchSysCache1(AMOID, ObjectIdGetDatum(rel->relam));
+		bool		heap = HeapTupleIsValid(tup) &&
+			((Form_pg_am) GETSTRUCT(tup))->amhandler == F_HEAP_TABLEAM_HANDLER;
+
+		if (HeapTupleIsValid(tup))
+			ReleaseSysCache(tup);
+		if (!heap)
+			return psprintf("table \"%s\" no longer uses the heap table access method, whose changes logical decoding reads",
+							NameStr(rel->relname));
+	}
+	return NULL;
+}
+
 /* The source fails at this transaction: none of its updates are kept. */
 static void
 fail_at(DecodedChanges *changes, ReorderBufferTXN *txn, char *failure)
@@ -282,6 +312,27 @@ decoder_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr co
 {
 	DecodedChanges *changes = ctx->output_plugin_private;
 
+	/*
+	 * A commit that changed the catalog may have made the table's later
+	 * changes undecodable: the source fails right here, before its upper
+	 * passes a time whose changes it cannot have.
+	 */
+	if (rbtxn_has_catalog_changes(txn) && changes->failure == NULL)
+	{
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(changes->relid));
+
+		if (HeapTupleIsValid(tup))
+		{
+			char	   *failure = decoder_undecodable((Form_pg_class) GETSTRUCT(tup));
+
+			ReleaseSysCache(tup);
+			if (failure != NULL)
+			{
+				fail_at(changes, txn, failure);
+				return;
+			}
+		}
+	}
 	if (changes->n == changes->txn_start)
 		return;
 	changes->commit_xid = txn->xid;

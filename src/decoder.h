@@ -13,6 +13,7 @@
 
 #include "access/htup.h"
 #include "access/tupdesc.h"
+#include "catalog/pg_class.h"
 
 /* One update of a source: a row at a commit LSN, or a TRUNCATE there. */
 typedef struct DecodedUpdate
@@ -52,6 +53,7 @@ typedef struct DecodedChanges
 
 extern void decoder_collect_into(DecodedChanges *changes);
 extern void decoder_reset(DecodedChanges *changes);
+extern char *decoder_undecodable(Form_pg_class rel);
 extern void decoder_keep_from(DecodedChanges *changes, int64 from);
 extern Datum decoder_table_row(TupleDesc table_desc, HeapTuple tuple, HeapTuple old_tuple,
 							   bool from_wal, TupleDesc row_desc, const char *table,

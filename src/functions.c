@@ -51,6 +51,7 @@
 #include "capture.h"
 #include "catalog.h"
 #include "config.h"
+#include "decoder.h"
 #include "notify.h"
 #include "peek.h"
 #include "persist.h"
@@ -355,6 +356,11 @@ peek_create_source(PG_FUNCTION_ARGS)
 				 errmsg("cannot capture table \"%s\": it is %s", relname,
 						rel->relpersistence == RELPERSISTENCE_TEMP ? "temporary" : "unlogged"),
 				 errdetail("Its changes are not written to the WAL.")));
+	if (decoder_undecodable(rel) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot capture table \"%s\": it does not use the heap table access method", relname),
+				 errdetail("Logical decoding reads only heap tables' changes.")));
 	/* the source's rows are read as a superuser: no policy would apply */
 	if (rel->relrowsecurity)
 		ereport(ERROR,

@@ -44,6 +44,7 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/executor.h"
@@ -57,7 +58,6 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 #include "utils/lsyscache.h"
@@ -219,6 +219,27 @@ persist_init(void)
 }
 
 /*
+ * A collation's name with its schema, always: the runtimes and the DDL here
+ * run with search_path pinned, so a name qualified only when it is not
+ * visible (generate_collation_name) would not be found.
+ */
+static char *
+qualified_collation_name(Oid collid)
+{
+	HeapTuple	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	Form_pg_collation coll;
+	char	   *name;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collid);
+	coll = (Form_pg_collation) GETSTRUCT(tup);
+	name = quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+									  NameStr(coll->collname));
+	ReleaseSysCache(tup);
+	return name;
+}
+
+/*
  * A source's row type: a copy of its table's (live columns, their types and
  * collations), so that the shard does not depend on the table and the table
  * can still be altered or dropped.  Returns the type's OID.
@@ -242,7 +263,7 @@ persist_create_source_type(int32 seq, Oid table_rowtype)
 						 format_type_extended(att->atttypid, att->atttypmod,
 											  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
 		if (OidIsValid(att->attcollation) && att->attcollation != get_typcollation(att->atttypid))
-			appendStringInfo(&cols, " COLLATE %s", generate_collation_name(att->attcollation));
+			appendStringInfo(&cols, " COLLATE %s", qualified_collation_name(att->attcollation));
 		first = false;
 	}
 	ReleaseTupleDesc(desc);

@@ -651,6 +651,13 @@ peek_time(FunctionCallInfo fcinfo, int n, CatalogObject *obj, PeekObjectId colle
 {
 	int64		as_of = optional_time_arg(fcinfo, n, "as_of", PEEK_TIME_LATEST);
 
+	/* a time is complete once the upper passes it: no upper passes this one */
+	if (as_of == PG_INT64_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("as_of must be less than " INT64_FORMAT, PG_INT64_MAX),
+				 errdetail("No upper can pass time " INT64_FORMAT ": a peek at it would wait forever.",
+						   PG_INT64_MAX)));
 	*floor = notify_last_session_upper(collection) - 1;
 	if (!OidIsValid(obj->source))
 		return as_of;

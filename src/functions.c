@@ -1235,9 +1235,54 @@ key_coercion_plan(KeyInfo *key, int i, Oid from, CatalogObject *idx)
 }
 
 /*
+ * A row value as the parser sees ROW(...): a row expression of its fields
+ * as constants, a nested anonymous row (or a NULL one) again as an
+ * expression the parser would convert, so that coerce_to_target_type
+ * converts it to a composite type field by field (coerce_record_to_complex),
+ * refusing what does not fit with the parser's error.
+ */
+static Node *
+row_value_expr(Datum value)
+{
+	HeapTupleHeader rec = DatumGetHeapTupleHeader(value);
+	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec),
+											  HeapTupleHeaderGetTypMod(rec));
+	HeapTupleData tuple;
+	RowExpr    *row = makeNode(RowExpr);
+
+	row_tuple(rec, &tuple);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		bool		isnull;
+		Datum		field;
+		Node	   *arg;
+
+		if (att->attisdropped)
+			continue;
+		field = heap_getattr(&tuple, i + 1, desc, &isnull);
+		if (att->atttypid == RECORDOID && isnull)
+			arg = (Node *) makeConst(UNKNOWNOID, -1, InvalidOid, -2, (Datum) 0, true, false);
+		else if (att->atttypid == RECORDOID)
+			arg = row_value_expr(field);
+		else
+			arg = (Node *) makeConst(att->atttypid, att->atttypmod, att->attcollation,
+									 att->attlen, field, isnull, att->attbyval);
+		row->args = lappend(row->args, arg);
+	}
+	ReleaseTupleDesc(desc);
+	row->row_typeid = RECORDOID;
+	row->row_format = COERCE_IMPLICIT_CAST;
+	row->location = -1;
+	return (Node *) row;
+}
+
+/*
  * Convert one key field; false if the result is NULL.  An untyped literal
  * (ROW('2')) is read by the column type's input function, as the parser
- * reads a literal: that conversion is planned per peek.
+ * reads a literal, and a row for a key column of a composite type
+ * (ROW(ROW(1, 'b'))) is converted field by field, as the parser converts
+ * ROW(...) (row_value_expr): those conversions are planned per peek.
  */
 static bool
 coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx)
@@ -1256,6 +1301,11 @@ coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx
 		expr = expression_planner((Expr *) key_coercion_expr((Node *) makeConst(UNKNOWNOID, -1, InvalidOid, -2,
 																				 *value, false, false),
 															  from, key, i, idx));
+	else if (type_is_rowtype(from) && type_is_rowtype(att->atttypid) &&
+			 (from == RECORDOID ||
+			  !can_coerce_type(1, &from, &att->atttypid, COERCION_ASSIGNMENT)))
+		expr = expression_planner((Expr *) key_coercion_expr(row_value_expr(*value),
+															  RECORDOID, key, i, idx));
 	else
 		expr = key_coercion_plan(key, i, from, idx);
 	params->params[0].ptype = from;

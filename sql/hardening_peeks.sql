@@ -60,5 +60,66 @@ SELECT try($$SELECT * FROM peek.index_peek(NULL::hp_nest, 'hn_k', ROW(ROW('x', '
 SELECT try($$SELECT * FROM peek.index_peek(NULL::hp_nest, 'hn_k', ROW(now()))$$);
 DROP TABLE hp_table;
 
+-- a subtransaction begun and aborted inside a walk (a key type whose
+-- equality runs plpgsql with an exception block that catches an error)
+-- leaves the peek in flight: it is still running, holding its batches,
+-- when the equality looks; a peek in a subtransaction that aborts is still
+-- withdrawn
+CREATE TYPE hp_int;
+CREATE FUNCTION hp_int_in(cstring) RETURNS hp_int LANGUAGE internal IMMUTABLE STRICT AS 'int4in';
+CREATE FUNCTION hp_int_out(hp_int) RETURNS cstring LANGUAGE internal IMMUTABLE STRICT AS 'int4out';
+CREATE TYPE hp_int (INPUT = hp_int_in, OUTPUT = hp_int_out, LIKE = int4);
+CREATE FUNCTION hp_int_hash(hp_int) RETURNS int LANGUAGE internal IMMUTABLE STRICT AS 'hashint4';
+CREATE FUNCTION hp_int_eq(a hp_int, b hp_int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+BEGIN
+    BEGIN
+        PERFORM 1 / (a::text::int - a::text::int);
+    EXCEPTION WHEN division_by_zero THEN
+        NULL;
+    END;
+    IF current_setting('hp.watch', true) = 'on' THEN
+        PERFORM set_config('hp.running',
+            (SELECT count(*) FROM peek.active_peeks WHERE state = 'running')::text, false);
+    END IF;
+    IF a::text = '13' THEN
+        RAISE EXCEPTION 'hp_int 13 is unlucky';
+    END IF;
+    RETURN a::text = b::text;
+END $$;
+CREATE OPERATOR = (LEFTARG = hp_int, RIGHTARG = hp_int, FUNCTION = hp_int_eq, HASHES);
+CREATE OPERATOR CLASS hp_int_ops DEFAULT FOR TYPE hp_int USING hash AS
+    OPERATOR 1 = (hp_int, hp_int), FUNCTION 1 hp_int_hash(hp_int);
+CREATE TYPE hp_custom AS (k hp_int, v text);
+SELECT peek.create_collection('hc', 'hp_custom');
+SELECT peek.write('hc', ARRAY[('7', 'seven'), ('13', 'thirteen')]::hp_custom[]);
+SELECT peek.create_index('hc_k', 'hc', ARRAY['k']);
+SELECT wait_for($$SELECT state = 'ready' FROM peek.indexes WHERE name = 'hc_k'$$);
+SET hp.watch = on;
+SELECT v FROM peek.index_peek(NULL::hp_custom, 'hc_k', ROW('7'::hp_int));
+SELECT current_setting('hp.running') AS running_peeks_seen_by_equality;
+-- in a savepoint, and in an exception block, an error in the walk
+-- withdraws the peek; the next peek goes on
+BEGIN;
+SAVEPOINT s;
+SELECT try($$SELECT v FROM peek.index_peek(NULL::hp_custom, 'hc_k', ROW('13'::hp_int))$$);
+SELECT count(*) AS peeks FROM peek.active_peeks;
+SELECT v FROM peek.index_peek(NULL::hp_custom, 'hc_k', ROW('13'::hp_int));
+ROLLBACK TO s;
+SELECT count(*) AS peeks FROM peek.active_peeks;
+SELECT v FROM peek.index_peek(NULL::hp_custom, 'hc_k', ROW('7'::hp_int));
+SELECT current_setting('hp.running') AS running_peeks_seen_by_equality;
+-- a peek that waits in a savepoint, canceled, is withdrawn
+SAVEPOINT w;
+SET LOCAL statement_timeout = '300ms';
+SELECT v FROM peek.index_peek(NULL::hp_custom, 'hc_k', ROW('7'::hp_int), as_of => 1000);
+ROLLBACK TO w;
+SELECT count(*) AS peeks FROM peek.active_peeks;
+SELECT v FROM peek.index_peek(NULL::hp_custom, 'hc_k', ROW('7'::hp_int));
+COMMIT;
+RESET hp.watch;
+
+SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
-DROP TYPE hp_row, hp_deep, hp_nest, hp_pair, hp_pair2;
+DROP TYPE hp_row, hp_deep, hp_nest, hp_pair, hp_pair2, hp_custom;
+DROP TYPE hp_int CASCADE;
+RESET client_min_messages;

@@ -159,6 +159,7 @@ gate_answer(GateResult result)
  */
 
 static bool peek_in_flight = false;
+static SubTransactionId peek_subid = InvalidSubTransactionId;	/* issued it */
 static bool backend_checked = false;
 
 /* Queue the slot to its runtime and wake it. */
@@ -217,11 +218,18 @@ peek_xact_callback(XactEvent event, void *arg)
 		peek_withdraw();
 }
 
+/*
+ * Only the subtransaction that issued the peek, or one it began within,
+ * withdraws it: a subtransaction begun and aborted during the walk (an
+ * equality function's exception block) leaves it, and the batches being
+ * read, alone.  Subtransaction ids rise, and one begun while the aborting
+ * one is open is within it: those are the ids not below the aborting one.
+ */
 static void
 peek_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
+	if (event == SUBXACT_EVENT_ABORT_SUB && peek_in_flight && peek_subid >= mySubid)
 		peek_withdraw();
 }
 
@@ -293,6 +301,7 @@ fill_slot(PeekSlot *slot, int runtime, PeekObjectId object, char kind, int64 tim
 	slot->answer_handle.index = 0;
 	SpinLockRelease(&slot->mutex);
 	peek_in_flight = true;
+	peek_subid = GetCurrentSubTransactionId();
 }
 
 /*

@@ -118,6 +118,32 @@ SELECT v FROM peek.index_peek(NULL::hp_custom, 'hc_k', ROW('7'::hp_int));
 COMMIT;
 RESET hp.watch;
 
+-- a peek at an object its own open transaction created fails at once
+-- (55000), leaving nothing behind: once the transaction commits, the
+-- object is peeked without a further write
+SET statement_timeout = '10s';
+BEGIN;
+SELECT peek.create_collection('ho', 'hp_row');
+SELECT peek.write('ho', ARRAY[(1, 'one')]::hp_row[]);
+SELECT peek.create_index('ho_k', 'ho', ARRAY['k']);
+SAVEPOINT a;
+SELECT peek.create_index('ho_v', 'ho', ARRAY['v']);
+RELEASE a;
+SELECT peek.create_index('hp_v', 'hp', ARRAY['v']);
+SELECT try($$SELECT * FROM peek.index_peek(NULL::hp_row, 'ho_k', ROW(1))$$);
+SELECT try($$SELECT * FROM peek.index_peek(NULL::hp_row, 'ho_v', ROW('one'))$$);
+SELECT try($$SELECT * FROM peek.persist_peek(NULL::hp_row, 'ho')$$);
+SELECT try($$SELECT peek.persist_peek(NULL::hp_row, 'ho')$$);
+SELECT try($$SELECT * FROM peek.index_peek(NULL::hp_row, 'hp_v', ROW('one'))$$);
+-- the committed collection it indexes is peeked as ever
+SELECT * FROM peek.persist_peek(NULL::hp_row, 'hp') ORDER BY k;
+COMMIT;
+SELECT * FROM peek.index_peek(NULL::hp_row, 'ho_k', ROW(1));
+SELECT * FROM peek.index_peek(NULL::hp_row, 'ho_v', ROW('one'));
+SELECT * FROM peek.persist_peek(NULL::hp_row, 'ho');
+SELECT * FROM peek.index_peek(NULL::hp_row, 'hp_v', ROW('one'));
+RESET statement_timeout;
+
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 DROP TYPE hp_row, hp_deep, hp_nest, hp_pair, hp_pair2, hp_custom;

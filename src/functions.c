@@ -253,7 +253,7 @@ peek_create_collection(PG_FUNCTION_ARGS)
 	obj.owner = GetUserId();
 	obj.shard = persist_create_shard(seq, row_type);
 	catalog_insert(&obj, (Datum) 0);
-	notify_catalog_changed(obj.id);
+	notify_created(obj.id);
 	PG_RETURN_VOID();
 }
 
@@ -399,7 +399,7 @@ peek_create_source(PG_FUNCTION_ARGS)
 	obj.shard = persist_create_shard(seq, obj.row_type);
 	obj.source = relid;
 	catalog_insert(&obj, (Datum) 0);
-	notify_catalog_changed(obj.id);
+	notify_created(obj.id);
 	PG_RETURN_VOID();
 }
 
@@ -858,6 +858,12 @@ open_peek(FunctionCallInfo fcinfo, const PeekKind *pk, void *state, OpenedPeek *
 		obj = &peeked->obj;
 		/* privileges first: nothing about another role's object leaks */
 		catalog_check_reader(obj);
+		/* the runtimes see it once its creation commits, not before */
+		if (notify_created_here(obj->id))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s \"%s\" is not committed yet", catalog_kind_noun(obj->kind), obj->name),
+					 errdetail("It was created by this transaction; it can be peeked at once that commits.")));
 		/* a failed index's key columns may be gone: say why it failed */
 		if (obj->kind == PEEK_KIND_INDEX && obj->failure != NULL)
 			catalog_raise_if_failed(obj->id, obj->kind, obj->name);
@@ -1126,7 +1132,7 @@ peek_create_index(PG_FUNCTION_ARGS)
 	obj.collection = coll->id;
 	obj.source = coll->source;
 	catalog_insert(&obj, PG_GETARG_DATUM(2));
-	notify_catalog_changed(obj.id);
+	notify_created(obj.id);
 	PG_RETURN_VOID();
 }
 

@@ -144,6 +144,26 @@ SELECT * FROM peek.persist_peek(NULL::hp_row, 'ho');
 SELECT * FROM peek.index_peek(NULL::hp_row, 'hp_v', ROW('one'));
 RESET statement_timeout;
 
+-- a streamed peek rescanned with the same arguments under a LIMIT (a
+-- correlated subquery) keeps only the rows its readers read: it stays
+-- within pg_peek.max_result_bytes as its first pass did, and each pass
+-- reads the same answer
+SELECT peek.create_collection('hb', 'hp_row');
+SELECT peek.write('hb', array_agg((g, repeat('x', 200))::hp_row)) FROM generate_series(1, 3000) g;
+SET pg_peek.max_result_bytes = '256kB';
+SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::hp_row, 'hb')$$);
+EXPLAIN (COSTS OFF)
+SELECT g, (SELECT array_agg(k) FROM (SELECT k FROM peek.persist_peek(NULL::hp_row, 'hb') LIMIT g) x)
+FROM generate_series(1, 4) g;
+SELECT g, cardinality(a), a[1:g - 1] = lag(a) OVER (ORDER BY g) AS same_rows_again
+FROM (SELECT g, (SELECT array_agg(k) FROM (SELECT k FROM peek.persist_peek(NULL::hp_row, 'hb') LIMIT g) x) a
+      FROM generate_series(1, 4) g) s
+ORDER BY g;
+SELECT n, cardinality(a), a = (SELECT array_agg(k) FROM (SELECT k FROM peek.persist_peek(NULL::hp_row, 'hb') LIMIT n) y) AS same_as_fresh
+FROM (SELECT n, (SELECT array_agg(k) FROM (SELECT k FROM peek.persist_peek(NULL::hp_row, 'hb') LIMIT n) x) a
+      FROM (VALUES (1), (3), (2), (5), (5)) v(n)) s;
+RESET pg_peek.max_result_bytes;
+
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 DROP TYPE hp_row, hp_deep, hp_nest, hp_pair, hp_pair2, hp_custom;

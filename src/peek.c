@@ -597,17 +597,27 @@ peek_runtime_reset(int runtime, PeekLocalBatches local)
 	registry_reset_runtime(runtime);
 }
 
-/* The solo runtime's local handle on its own spine (see gate_peek). */
+/*
+ * The solo runtime's local handle on its own spine (see gate_peek), once
+ * that has caught up with what the locked entry admits.  Until then (the
+ * runtime restarted and its adoption is still to be retried, say on a lock
+ * timeout) the list its last incarnation published, which the entry's own
+ * pins keep alive, answers every time the entry admits.
+ */
 static void
-pin_local_handle(int runtime, PeekObjectId index, PeekHandle *handle)
+pin_local_handle(int runtime, RegistryEntry *entry, PeekHandle *handle)
 {
 	dsa_pointer *batches;
 	int			nbatches;
+	int64		upper;
 
-	if (local_batches == NULL || !local_batches(index, &batches, &nbatches))
-		elog(ERROR, "solo runtime has no arrangement for published index " INT64_FORMAT,
-			 index);
-	registry_pin_batches(handle, index, batches, nbatches, false, runtime);
+	if (local_batches == NULL || !local_batches(entry->id, &batches, &nbatches, &upper) ||
+		upper < entry->upper)
+	{
+		batches = entry->batches;
+		nbatches = entry->nbatches;
+	}
+	registry_pin_batches(handle, entry->id, batches, nbatches, false, runtime);
 }
 
 /*
@@ -643,7 +653,7 @@ gate_runtime_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle 
 		if (config_runtime_role(runtime) == PEEK_ROLE_INTERACTIVE)
 			registry_resolve_shared_handle(entry, runtime, handle);
 		else
-			pin_local_handle(runtime, lp->object, handle);
+			pin_local_handle(runtime, entry, handle);
 	}
 	registry_unlock(entry);
 

@@ -229,7 +229,7 @@ static void
 peek_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB && peek_in_flight && peek_subid >= mySubid)
+	if (event == SUBXACT_EVENT_ABORT_SUB && peek_subid >= mySubid)
 		peek_withdraw();
 }
 

@@ -254,7 +254,7 @@ peek_create_collection(PG_FUNCTION_ARGS)
 	obj.owner = GetUserId();
 	obj.shard = persist_create_shard(seq, row_type);
 	catalog_insert(&obj, (Datum) 0);
-	notify_catalog_changed(obj.id);
+	notify_created(obj.id);
 	PG_RETURN_VOID();
 }
 
@@ -405,7 +405,7 @@ peek_create_source(PG_FUNCTION_ARGS)
 	obj.shard = persist_create_shard(seq, obj.row_type);
 	obj.source = relid;
 	catalog_insert(&obj, (Datum) 0);
-	notify_catalog_changed(obj.id);
+	notify_created(obj.id);
 	PG_RETURN_VOID();
 }
 
@@ -657,6 +657,13 @@ peek_time(FunctionCallInfo fcinfo, int n, CatalogObject *obj, PeekObjectId colle
 {
 	int64		as_of = optional_time_arg(fcinfo, n, "as_of", PEEK_TIME_LATEST);
 
+	/* a time is complete once the upper passes it: no upper passes this one */
+	if (as_of == PG_INT64_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("as_of must be less than " INT64_FORMAT, PG_INT64_MAX),
+				 errdetail("No upper can pass time " INT64_FORMAT ": a peek at it would wait forever.",
+						   PG_INT64_MAX)));
 	*floor = notify_last_session_upper(collection) - 1;
 	if (!OidIsValid(obj->source))
 		return as_of;
@@ -857,6 +864,12 @@ open_peek(FunctionCallInfo fcinfo, const PeekKind *pk, void *state, OpenedPeek *
 		obj = &peeked->obj;
 		/* privileges first: nothing about another role's object leaks */
 		catalog_check_reader(obj);
+		/* the runtimes see it once its creation commits, not before */
+		if (notify_created_here(obj->id))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s \"%s\" is not committed yet", catalog_kind_noun(obj->kind), obj->name),
+					 errdetail("It was created by this transaction; it can be peeked at once that commits.")));
 		/* a failed index's key columns may be gone: say why it failed */
 		if (obj->kind == PEEK_KIND_INDEX && obj->failure != NULL)
 			catalog_raise_if_failed(obj->id, obj->kind, obj->name);
@@ -1125,7 +1138,7 @@ peek_create_index(PG_FUNCTION_ARGS)
 	obj.collection = coll->id;
 	obj.source = coll->source;
 	catalog_insert(&obj, PG_GETARG_DATUM(2));
-	notify_catalog_changed(obj.id);
+	notify_created(obj.id);
 	PG_RETURN_VOID();
 }
 
@@ -1234,9 +1247,54 @@ key_coercion_plan(KeyInfo *key, int i, Oid from, CatalogObject *idx)
 }
 
 /*
+ * A row value as the parser sees ROW(...): a row expression of its fields
+ * as constants, a nested anonymous row (or a NULL one) again as an
+ * expression the parser would convert, so that coerce_to_target_type
+ * converts it to a composite type field by field (coerce_record_to_complex),
+ * refusing what does not fit with the parser's error.
+ */
+static Node *
+row_value_expr(Datum value)
+{
+	HeapTupleHeader rec = DatumGetHeapTupleHeader(value);
+	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec),
+											  HeapTupleHeaderGetTypMod(rec));
+	HeapTupleData tuple;
+	RowExpr    *row = makeNode(RowExpr);
+
+	row_tuple(rec, &tuple);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		bool		isnull;
+		Datum		field;
+		Node	   *arg;
+
+		if (att->attisdropped)
+			continue;
+		field = heap_getattr(&tuple, i + 1, desc, &isnull);
+		if (att->atttypid == RECORDOID && isnull)
+			arg = (Node *) makeConst(UNKNOWNOID, -1, InvalidOid, -2, (Datum) 0, true, false);
+		else if (att->atttypid == RECORDOID)
+			arg = row_value_expr(field);
+		else
+			arg = (Node *) makeConst(att->atttypid, att->atttypmod, att->attcollation,
+									 att->attlen, field, isnull, att->attbyval);
+		row->args = lappend(row->args, arg);
+	}
+	ReleaseTupleDesc(desc);
+	row->row_typeid = RECORDOID;
+	row->row_format = COERCE_IMPLICIT_CAST;
+	row->location = -1;
+	return (Node *) row;
+}
+
+/*
  * Convert one key field; false if the result is NULL.  An untyped literal
  * (ROW('2')) is read by the column type's input function, as the parser
- * reads a literal: that conversion is planned per peek.
+ * reads a literal, and a row for a key column of a composite type
+ * (ROW(ROW(1, 'b'))) is converted field by field, as the parser converts
+ * ROW(...) (row_value_expr): those conversions are planned per peek.
  */
 static bool
 coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx)
@@ -1255,6 +1313,11 @@ coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx
 		expr = expression_planner((Expr *) key_coercion_expr((Node *) makeConst(UNKNOWNOID, -1, InvalidOid, -2,
 																				 *value, false, false),
 															  from, key, i, idx));
+	else if (type_is_rowtype(from) && type_is_rowtype(att->atttypid) &&
+			 (from == RECORDOID ||
+			  !can_coerce_type(1, &from, &att->atttypid, COERCION_ASSIGNMENT)))
+		expr = expression_planner((Expr *) key_coercion_expr(row_value_expr(*value),
+															  RECORDOID, key, i, idx));
 	else
 		expr = key_coercion_plan(key, i, from, idx);
 	params->params[0].ptype = from;

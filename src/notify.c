@@ -33,6 +33,7 @@ typedef struct PendingNotice
 {
 	PeekCommand cmd;
 	SubTransactionId subid;
+	bool		created;		/* the object was created here */
 } PendingNotice;
 
 static List *pending_notices = NIL; /* PendingNotice *, in TopTransactionContext */
@@ -50,7 +51,7 @@ typedef struct SessionUpper
 	int64		upper;
 } SessionUpper;
 
-static void
+static PendingNotice *
 add_notice(PeekCommandKind kind, PeekObjectId id, int64 value)
 {
 	SubTransactionId subid = GetCurrentSubTransactionId();
@@ -64,7 +65,7 @@ add_notice(PeekCommandKind kind, PeekObjectId id, int64 value)
 		if (notice->cmd.kind == kind && notice->cmd.object == id && notice->subid == subid)
 		{
 			notice->cmd.value = Max(notice->cmd.value, value);
-			return;
+			return notice;
 		}
 	}
 	old = MemoryContextSwitchTo(TopTransactionContext);
@@ -73,15 +74,47 @@ add_notice(PeekCommandKind kind, PeekObjectId id, int64 value)
 	notice->cmd.object = id;
 	notice->cmd.value = value;
 	notice->subid = subid;
+	notice->created = false;
 	pending_notices = lappend(pending_notices, notice);
 	MemoryContextSwitchTo(old);
+	return notice;
 }
 
 /* The maintenance runtime re-reads this object's row after commit. */
 void
 notify_catalog_changed(PeekObjectId id)
 {
-	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
+	(void) add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
+}
+
+/*
+ * A new object: the maintenance runtime reads it after commit.  Until then
+ * it is this transaction's alone (notify_created_here).
+ */
+void
+notify_created(PeekObjectId id)
+{
+	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0)->created = true;
+}
+
+/*
+ * Was the object created by this transaction, not yet committed?  The
+ * runtimes cannot see it: a peek at it would wait for a publication that
+ * comes only after the commit.
+ */
+bool
+notify_created_here(PeekObjectId id)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_notices)
+	{
+		PendingNotice *notice = lfirst(lc);
+
+		if (notice->created && notice->cmd.object == id)
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -94,14 +127,14 @@ void
 notify_dropped(PeekObjectId id)
 {
 	registry_attach();
-	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 1);
+	(void) add_notice(PEEK_CMD_CATALOG_CHANGED, id, 1);
 }
 
 /* Broadcast: every runtime raises its standing hold after commit. */
 void
 notify_standing_hold(PeekObjectId id, int64 since)
 {
-	add_notice(PEEK_CMD_STANDING_HOLD, id, since);
+	(void) add_notice(PEEK_CMD_STANDING_HOLD, id, since);
 }
 
 /*
@@ -127,7 +160,7 @@ notify_session_upper(PeekObjectId id, int64 upper)
 	su = hash_search(session_uppers, &id, HASH_ENTER, &found);
 	if (!found)
 		su->upper = 0;
-	add_notice(PEEK_CMD_SESSION_UPPER, id, upper);
+	(void) add_notice(PEEK_CMD_SESSION_UPPER, id, upper);
 }
 
 /* The last upper this session committed for a collection, or 0. */

@@ -12,6 +12,8 @@
 
 extern void notify_init(void);
 extern void notify_catalog_changed(PeekObjectId id);
+extern void notify_created(PeekObjectId id);
+extern bool notify_created_here(PeekObjectId id);
 extern void notify_standing_hold(PeekObjectId id, int64 since);
 extern void notify_dropped(PeekObjectId id);
 extern void notify_session_upper(PeekObjectId id, int64 upper);

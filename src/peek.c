@@ -159,6 +159,7 @@ gate_answer(GateResult result)
  */
 
 static bool peek_in_flight = false;
+static SubTransactionId peek_subid = InvalidSubTransactionId;	/* issued it */
 static bool backend_checked = false;
 
 /* Queue the slot to its runtime and wake it. */
@@ -217,11 +218,18 @@ peek_xact_callback(XactEvent event, void *arg)
 		peek_withdraw();
 }
 
+/*
+ * Only the subtransaction that issued the peek, or one it began within,
+ * withdraws it: a subtransaction begun and aborted during the walk (an
+ * equality function's exception block) leaves it, and the batches being
+ * read, alone.  Subtransaction ids rise, and one begun while the aborting
+ * one is open is within it: those are the ids not below the aborting one.
+ */
 static void
 peek_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
+	if (event == SUBXACT_EVENT_ABORT_SUB && peek_subid >= mySubid)
 		peek_withdraw();
 }
 
@@ -293,6 +301,7 @@ fill_slot(PeekSlot *slot, int runtime, PeekObjectId object, char kind, int64 tim
 	slot->answer_handle.index = 0;
 	SpinLockRelease(&slot->mutex);
 	peek_in_flight = true;
+	peek_subid = GetCurrentSubTransactionId();
 }
 
 /*
@@ -588,17 +597,27 @@ peek_runtime_reset(int runtime, PeekLocalBatches local)
 	registry_reset_runtime(runtime);
 }
 
-/* The solo runtime's local handle on its own spine (see gate_peek). */
+/*
+ * The solo runtime's local handle on its own spine (see gate_peek), once
+ * that has caught up with what the locked entry admits.  Until then (the
+ * runtime restarted and its adoption is still to be retried, say on a lock
+ * timeout) the list its last incarnation published, which the entry's own
+ * pins keep alive, answers every time the entry admits.
+ */
 static void
-pin_local_handle(int runtime, PeekObjectId index, PeekHandle *handle)
+pin_local_handle(int runtime, RegistryEntry *entry, PeekHandle *handle)
 {
 	dsa_pointer *batches;
 	int			nbatches;
+	int64		upper;
 
-	if (local_batches == NULL || !local_batches(index, &batches, &nbatches))
-		elog(ERROR, "solo runtime has no arrangement for published index " INT64_FORMAT,
-			 index);
-	registry_pin_batches(handle, index, batches, nbatches, false, runtime);
+	if (local_batches == NULL || !local_batches(entry->id, &batches, &nbatches, &upper) ||
+		upper < entry->upper)
+	{
+		batches = entry->batches;
+		nbatches = entry->nbatches;
+	}
+	registry_pin_batches(handle, entry->id, batches, nbatches, false, runtime);
 }
 
 /*
@@ -634,7 +653,7 @@ gate_runtime_peek(int runtime, int idx, LocalPeek *lp, int64 *since, PeekHandle 
 		if (config_runtime_role(runtime) == PEEK_ROLE_INTERACTIVE)
 			registry_resolve_shared_handle(entry, runtime, handle);
 		else
-			pin_local_handle(runtime, lp->object, handle);
+			pin_local_handle(runtime, entry, handle);
 	}
 	registry_unlock(entry);
 

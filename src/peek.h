@@ -30,7 +30,8 @@ extern PeekTicket peek_begin(PeekObjectId object, const char *name, char kind, i
 extern void peek_end(void);
 
 /* runtime side: the solo runtime lends its own spine's batches */
-typedef bool (*PeekLocalBatches) (PeekObjectId index, dsa_pointer **batches, int *nbatches);
+typedef bool (*PeekLocalBatches) (PeekObjectId index, dsa_pointer **batches, int *nbatches,
+								  int64 *upper);
 
 extern void peek_runtime_reset(int runtime, PeekLocalBatches local);
 extern void peek_serve_inbox(int runtime);

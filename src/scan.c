@@ -65,7 +65,8 @@ typedef struct PersistScanState
 	Bitmapset  *arg_params;		/* the executor parameters the arguments use */
 	PersistPeek *peek;			/* open, or NULL */
 	bool		rewind;			/* rescanned with the same arguments */
-	Tuplestorestate *replay;	/* the answer, kept once rewound */
+	Tuplestorestate *replay;	/* the answer as far as read, once rewound */
+	bool		replay_done;	/* it holds the whole answer */
 } PersistScanState;
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
@@ -374,6 +375,7 @@ close_scan_peek(PersistScanState *s)
 	if (s->replay != NULL)
 		tuplestore_end(s->replay);
 	s->replay = NULL;
+	s->replay_done = false;
 	s->rewind = false;
 }
 
@@ -381,14 +383,15 @@ close_scan_peek(PersistScanState *s)
  * A scan rescanned with the same arguments (the inner side of a join, a
  * subquery run again for each outer row) returns the same answer, as a
  * function scan does: the first time it is walked again in the peek's
- * snapshot at its time and kept; later times it is replayed.
+ * snapshot at its time, and the rows read are kept as they are read (as a
+ * Material node keeps its input's); later times they are replayed, and the
+ * walk goes on past them only if a reader wants more.  So the store holds
+ * no more than the readers read (a LIMIT, a subquery's first match), and
+ * pg_peek.max_result_bytes counts no more either.
  */
 static void
 rewind_scan_peek(PersistScanState *s)
 {
-	HeapTuple	tuple;
-	bool		again;
-
 	s->rewind = false;
 	if (s->replay == NULL)
 	{
@@ -397,10 +400,9 @@ rewind_scan_peek(PersistScanState *s)
 		s->replay = tuplestore_begin_heap(false, false, work_mem);
 		MemoryContextSwitchTo(old);
 		persist_peek_rewind(s->peek);
-		while ((tuple = persist_peek_next(s->peek, &again)) != NULL)
-			tuplestore_puttuple(s->replay, tuple);
 	}
-	tuplestore_rescan(s->replay);
+	else
+		tuplestore_rescan(s->replay);
 }
 
 /*
@@ -431,17 +433,22 @@ persist_scan_next(ScanState *ss)
 
 	if (s->rewind)
 		rewind_scan_peek(s);
-	if (s->replay != NULL)
-	{
-		if (!tuplestore_gettupleslot(s->replay, true, false, ss->ss_ScanTupleSlot))
-			return ExecClearTuple(ss->ss_ScanTupleSlot);
+	if (s->replay != NULL &&
+		tuplestore_gettupleslot(s->replay, true, false, ss->ss_ScanTupleSlot))
 		return ss->ss_ScanTupleSlot;
-	}
+	if (s->replay_done)
+		return ExecClearTuple(ss->ss_ScanTupleSlot);
 	if (s->peek == NULL)
 		open_scan_peek(s);
 	tuple = persist_peek_next(s->peek, &again);
 	if (tuple == NULL)
+	{
+		s->replay_done = s->replay != NULL;
 		return ExecClearTuple(ss->ss_ScanTupleSlot);
+	}
+	/* past the rows kept: the store is at its end, so its position follows */
+	if (s->replay != NULL)
+		tuplestore_puttuple(s->replay, tuple);
 	/* another copy of the row the slot holds: it is still there */
 	if (again && !TTS_EMPTY(ss->ss_ScanTupleSlot))
 		return ss->ss_ScanTupleSlot;

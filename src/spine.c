@@ -709,9 +709,12 @@ spine_read_upper(Oid shard)
 	return upper;
 }
 
-/* The solo runtime's local handle: its own spine's published batches. */
+/*
+ * The solo runtime's local handle: its own spine's published batches and
+ * the upper they were published at.
+ */
 bool
-spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches)
+spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches, int64 *upper)
 {
 	Spine	   *spine = spines ? hash_search(spines, &index, HASH_FIND, NULL) : NULL;
 
@@ -719,5 +722,6 @@ spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches)
 		return false;
 	*batches = spine->batches;
 	*nbatches = spine->nbatches;
+	*upper = spine->upper;
 	return true;
 }

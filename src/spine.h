@@ -36,6 +36,7 @@ extern void spine_forget(PeekObjectId index);
 extern bool spine_merge_round(void);
 extern bool spine_compact(PeekObjectId index, int64 since);
 extern int64 spine_read_upper(Oid shard);
-extern bool spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches);
+extern bool spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches,
+								int64 *upper);
 
 #endif							/* PEEK_SPINE_H */

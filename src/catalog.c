@@ -481,6 +481,24 @@ catalog_relid(void)
 }
 
 /*
+ * A peek at time of an object compacted to since fails: 72000, whoever
+ * finds it (the gate, a walk reading the durable since, a standby's read).
+ */
+void
+catalog_raise_compacted(const char *noun, const char *name, int64 time, int64 since)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
+			 errmsg("cannot peek %s \"%s\" at time " INT64_FORMAT ": it is compacted to since " INT64_FORMAT,
+					noun, name, time, since),
+			 RecoveryInProgress() ?
+			 errhint("On a standby, the primary's compaction decides: peek at a time at or after " INT64_FORMAT ", or hold compaction back on the primary with peek.allow_compaction.",
+					 since) :
+			 errhint("Peek at a time at or after " INT64_FORMAT ", or hold compaction back with a lower peek.allow_compaction.",
+					 since)));
+}
+
+/*
  * An object's durable since as the snapshot sees it, read through the
  * primary key (a persist peek does this each time: no SPI).
  */

@@ -63,6 +63,8 @@ extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);
 extern Oid	catalog_relid(void);
 extern int64 catalog_read_since(PeekObjectId id, Snapshot snapshot);
+extern void catalog_raise_compacted(const char *noun, const char *name, int64 time,
+									int64 since) pg_attribute_noreturn();
 extern bool catalog_set_failure(PeekObjectId id, const char *failure);
 extern char *catalog_failure(PeekObjectId id, const char **noun);
 extern void catalog_raise_if_failed(PeekObjectId object, char kind, const char *name);

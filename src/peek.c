@@ -473,12 +473,7 @@ peek_begin(PeekObjectId object, const char *name, char kind, int64 time, int64 f
 		return ticket;
 	}
 	if (answer == PEEK_ANSWER_COMPACTED)
-		ereport(ERROR,
-				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
-				 errmsg("cannot peek %s \"%s\" at time " INT64_FORMAT ": it is compacted to since " INT64_FORMAT,
-						catalog_kind_noun(kind), name, ticket.time, answer_since),
-				 errhint("Peek at a time at or after " INT64_FORMAT ", or hold compaction back with a lower peek.allow_compaction.",
-						 answer_since)));
+		catalog_raise_compacted(catalog_kind_noun(kind), name, ticket.time, answer_since);
 	if (answer == PEEK_ANSWER_FAILED)
 	{
 		catalog_raise_if_failed(object, kind, name);

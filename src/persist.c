@@ -924,6 +924,14 @@ persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collect
 	w->cxt = cxt;
 	w->snapshot = snapshot;
 	durable_since = catalog_read_since(id, w->snapshot);
+
+	/*
+	 * The gate admitted time against the registry's since, which a source
+	 * loaded again (compact_to_reload) raises in the catalog first: its
+	 * history before is gone.
+	 */
+	if (durable_since > time)
+		catalog_raise_compacted("collection", collection, time, durable_since);
 	w->rel = try_table_open(shard, AccessShareLock);
 	/* dropped after the gate (no lock held since the name lookup) */
 	if (w->rel == NULL)

@@ -270,12 +270,7 @@ standby_check_shard_since(PeekObjectId collection, const char *name, int64 time)
 		return;
 	since = catalog_read_since(collection, GetLatestSnapshot());
 	if (since > time)
-		ereport(ERROR,
-				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
-				 errmsg("cannot peek collection \"%s\" at time " INT64_FORMAT ": it is compacted to since " INT64_FORMAT,
-						name, time, since),
-				 errhint("On a standby, the primary's compaction decides: peek at a time at or after " INT64_FORMAT ", or hold compaction back on the primary with peek.allow_compaction.",
-						 since)));
+		catalog_raise_compacted("collection", name, time, since);
 }
 
 /*

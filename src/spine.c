@@ -542,12 +542,14 @@ row_type_changed(Spine *spine)
 
 /*
  * Bring a spine up to its collection's upper.  After a change of the row
- * type it hydrates again, so that every image is of the current type.  The
- * new range is arranged from the feed (if any) when the feed holds all of
- * it; a hydration, or a spine that fell behind the feed, reads the shard.
+ * type it hydrates again, so that every image is of the current type; the
+ * shard it reads is exact only from shard_since, so the spine's since rises
+ * to it (older peeks fail rather than see later contents).  The new range
+ * is arranged from the feed (if any) when the feed holds all of it; a
+ * hydration, or a spine that fell behind the feed, reads the shard.
  */
 static void
-follow(Spine *spine, int64 upper, const SpineFeed *feed)
+follow(Spine *spine, int64 upper, int64 shard_since, const SpineFeed *feed)
 {
 	bool		empty;
 	dsa_pointer dp;
@@ -563,6 +565,7 @@ follow(Spine *spine, int64 upper, const SpineFeed *feed)
 		MemoryContextSwitchTo(old);
 		release_spine(spine, false);
 		spine->upper = 0;
+		spine->since = Max(spine->since, shard_since);
 	}
 	if (upper <= spine->upper)
 		return;
@@ -620,7 +623,7 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 		spine->last_batch = 0;
 		spine->incoming = InvalidDsaPointer;
 	}
-	follow(spine, upper, feed);
+	follow(spine, upper, collection->since, feed);
 	if (!found && !spine->failed && spine->upper == 0)
 		publish_spine(spine);	/* an empty collection: published, upper 0 */
 }

@@ -583,6 +583,8 @@ registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches
 		entry->rows = rows;
 		entry->bytes = bytes;
 		entry->hydrating = false;
+		/* a failed spine publishes no more: this is its rebuild by a new runtime */
+		entry->failed = false;
 		wake = raise_frontiers(entry, PEEK_KIND_INDEX, upper, since, &changed);
 	}
 	registry_unlock(entry);

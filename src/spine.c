@@ -255,13 +255,17 @@ level_of(Batch *batch)
 
 static void place_batch(Spine *spine, dsa_pointer dp);
 
-/* Start merging a level's batches; fails the spine if memory is short. */
-static void
+/*
+ * Start merging a level's batches.  Returns false if pg_peek.max_memory
+ * has no room for the output now: the batches stay as they are (all still
+ * answer peeks) and the merge is tried again in a later round, once other
+ * merges have given memory back.
+ */
+static bool
 start_merge(Spine *spine, Level *level)
 {
 	level->merge = batch_merge_begin(level->batches, level->nbatches, spine->since);
-	if (level->merge == NULL)
-		fail_spine(spine);
+	return level->merge != NULL;
 }
 
 /*
@@ -302,6 +306,17 @@ place_batch(Spine *spine, dsa_pointer dp)
 	}
 	k = level_of(batch_get(dp));
 	level = &spine->levels[k];
+
+	/*
+	 * A full level whose merge found no room must merge now to take the
+	 * batch; only if it cannot does the index not fit.
+	 */
+	if (level->merge == NULL && level->nbatches == 2 && !start_merge(spine, level))
+	{
+		batch_unpin(dp);
+		fail_spine(spine);
+		return;
+	}
 	if (level->merge != NULL && level->nbatches == 2)
 	{
 		int64		fuel = PG_INT64_MAX;
@@ -328,7 +343,7 @@ place_batch(Spine *spine, dsa_pointer dp)
 	}
 	level->batches[level->nbatches++] = dp;
 	if (level->nbatches == 2 || batch_has_slack(dp))
-		start_merge(spine, level);
+		(void) start_merge(spine, level);
 }
 
 /*
@@ -394,6 +409,8 @@ start_tidy_merge(Spine *spine, bool settled)
 
 		if (level->merge != NULL)
 			return true;
+		if (level->nbatches == 2)
+			return start_merge(spine, level);	/* found no room before */
 		if (level->nbatches == 0)
 			continue;
 		if (low < 0)
@@ -405,15 +422,18 @@ start_tidy_merge(Spine *spine, bool settled)
 			return false;
 		/* a lone batch per level: move the lowest up to join this one */
 		level->batches[level->nbatches++] = spine->levels[low].batches[0];
+		if (!start_merge(spine, level))
+		{
+			level->nbatches--;
+			return false;
+		}
 		spine->levels[low].nbatches = 0;
-		start_merge(spine, level);
 		return true;
 	}
 	if (low < 0 || !settled ||
 		batch_get(spine->levels[low].batches[0])->since >= spine->since)
 		return false;
-	start_merge(spine, &spine->levels[low]);
-	return true;
+	return start_merge(spine, &spine->levels[low]);
 }
 
 /* ---- arranging a collection's updates ---- */

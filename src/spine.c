@@ -208,16 +208,25 @@ spine_reset_all(void)
 /*
  * Publish every level's batches, then let go of the batches merges
  * replaced: readers resolve the new list before the old one is unpinned.
+ * A tombstone (a drop committed meanwhile) takes no list: the one published
+ * last is still the registry's, its pins still the spine's to give back
+ * (when it is forgotten, or by a successor after an exit), so the replaced
+ * batches stay pinned and that list stays the spine's last published one.
  */
 static void
 publish_spine(Spine *spine)
 {
-	spine->nbatches = 0;
+	dsa_pointer batches[PEEK_MAX_BATCHES];
+	int			nbatches = 0;
+
 	for (int k = 0; k < SPINE_LEVELS; k++)
 		for (int i = 0; i < spine->levels[k].nbatches; i++)
-			spine->batches[spine->nbatches++] = spine->levels[k].batches[i];
-	registry_publish_arrangement(spine->index, spine->batches, spine->nbatches,
-						spine->upper, spine->since);
+			batches[nbatches++] = spine->levels[k].batches[i];
+	if (!registry_publish_arrangement(spine->index, batches, nbatches,
+									  spine->upper, spine->since))
+		return;
+	memcpy(spine->batches, batches, sizeof(dsa_pointer) * nbatches);
+	spine->nbatches = nbatches;
 	for (int i = 0; i < spine->nretired; i++)
 		batch_unpin(spine->retired[i]);
 	spine->nretired = 0;

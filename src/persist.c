@@ -1104,6 +1104,30 @@ fold_count(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, voi
 }
 
 /*
+ * Delete a shard row a compaction replaces.  Another transaction may have
+ * deleted or updated it since the fold's snapshot (a loader folding the
+ * same shard, the 0.1 to 0.2 upgrade rewriting its base): the fold then
+ * counted a row that is gone, so it gives up with a serialization failure,
+ * which its caller treats as transient and retries on a new snapshot.
+ */
+static void
+delete_replaced(Relation rel, ItemPointer tid, Snapshot snapshot)
+{
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	result = table_tuple_delete(rel, tid, GetCurrentCommandId(true), snapshot,
+								InvalidSnapshot, true, &tmfd, false);
+	if (result == TM_Updated || result == TM_Deleted)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not compact shard \"%s\" due to a concurrent change of its rows",
+						RelationGetRelationName(rel))));
+	if (result != TM_Ok)
+		elog(ERROR, "unexpected table_tuple_delete status: %u", result);
+}
+
+/*
  * Fold the recent rows up to since into the base: each row with updates
  * there (and each flagged base row) gets its shard rows replaced by one base
  * row with their sum.  A row with a single base row is already so and stays
@@ -1130,7 +1154,7 @@ fold(ShardWriter *w, ShardBase *b, int64 since)
 	for (int64 i = 0; i < f.nrows; i++)
 		if (f.rows[i].weight->count > 1)
 		{
-			simple_table_tuple_delete(w->rel, &f.rows[i].tid, b->snapshot);
+			delete_replaced(w->rel, &f.rows[i].tid, b->snapshot);
 			deleted++;
 		}
 	hash_seq_init(&status, f.counts->table);
@@ -1178,7 +1202,7 @@ compact_whole(ShardWriter *w, ShardBase *b, int64 since)
 	tid_list_init(&r.tids);
 	scan_heap(b, PG_INT64_MIN, since, replace_row, &r);
 	for (int64 i = 0; i < r.tids.n; i++)
-		simple_table_tuple_delete(w->rel, &r.tids.tids[i], b->snapshot);
+		delete_replaced(w->rel, &r.tids.tids[i], b->snapshot);
 	hash_seq_init(&status, r.counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
 		written += write_base_row(w, row_count_datum(rc), rc->count);

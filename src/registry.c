@@ -543,10 +543,11 @@ registry_snapshot(void)
  * spine) with its frontiers.  The published list takes a pin of its own on
  * each batch, so a reader may resolve it under the entry lock whatever the
  * spine does next; the list it replaces lets go of its pins after the lock
- * is released.  A tombstoned entry gets nothing: the spine keeps its pins
- * until the maintenance runtime forgets it.
+ * is released.  A tombstoned entry gets nothing (returns false): its list
+ * stays the one the spine last published, still carrying the spine's pins
+ * (spine_pinned), which the spine must keep until it is forgotten.
  */
-void
+bool
 registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 					int64 upper, int64 since)
 {
@@ -558,6 +559,7 @@ registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches
 	int64		bytes = 0;
 	int			wake = 0;
 	bool		changed;
+	bool		installed;
 
 	Assert(nbatches <= PEEK_MAX_BATCHES);
 	for (int i = 0; i < nbatches; i++)
@@ -570,7 +572,8 @@ registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches
 	}
 
 	entry = registry_lock(id, true, NULL);
-	if (!entry->dropped)
+	installed = !entry->dropped;
+	if (installed)
 	{
 		/* batches stay alive meanwhile: the spine pins them */
 		for (int i = 0; i < nbatches; i++)
@@ -583,11 +586,14 @@ registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches
 		entry->rows = rows;
 		entry->bytes = bytes;
 		entry->hydrating = false;
+		/* a failed spine publishes no more: this is its rebuild by a new runtime */
+		entry->failed = false;
 		wake = raise_frontiers(entry, PEEK_KIND_INDEX, upper, since, &changed);
 	}
 	registry_unlock(entry);
 	wake_marked(wake);
 	unpin_all(old, nold);
+	return installed;
 }
 
 /*

@@ -72,7 +72,7 @@ extern int64 registry_advance_since(PeekObjectId id, int64 durable_upper, int64 
 extern void registry_reset_runtime(int runtime);
 extern List *registry_snapshot(void);
 
-extern void registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
+extern bool registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 								int64 upper, int64 since);
 extern void registry_mark_failed(PeekObjectId id);
 extern void registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total);

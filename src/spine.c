@@ -208,16 +208,25 @@ spine_reset_all(void)
 /*
  * Publish every level's batches, then let go of the batches merges
  * replaced: readers resolve the new list before the old one is unpinned.
+ * A tombstone (a drop committed meanwhile) takes no list: the one published
+ * last is still the registry's, its pins still the spine's to give back
+ * (when it is forgotten, or by a successor after an exit), so the replaced
+ * batches stay pinned and that list stays the spine's last published one.
  */
 static void
 publish_spine(Spine *spine)
 {
-	spine->nbatches = 0;
+	dsa_pointer batches[PEEK_MAX_BATCHES];
+	int			nbatches = 0;
+
 	for (int k = 0; k < SPINE_LEVELS; k++)
 		for (int i = 0; i < spine->levels[k].nbatches; i++)
-			spine->batches[spine->nbatches++] = spine->levels[k].batches[i];
-	registry_publish_arrangement(spine->index, spine->batches, spine->nbatches,
-						spine->upper, spine->since);
+			batches[nbatches++] = spine->levels[k].batches[i];
+	if (!registry_publish_arrangement(spine->index, batches, nbatches,
+									  spine->upper, spine->since))
+		return;
+	memcpy(spine->batches, batches, sizeof(dsa_pointer) * nbatches);
+	spine->nbatches = nbatches;
 	for (int i = 0; i < spine->nretired; i++)
 		batch_unpin(spine->retired[i]);
 	spine->nretired = 0;
@@ -255,13 +264,17 @@ level_of(Batch *batch)
 
 static void place_batch(Spine *spine, dsa_pointer dp);
 
-/* Start merging a level's batches; fails the spine if memory is short. */
-static void
+/*
+ * Start merging a level's batches.  Returns false if pg_peek.max_memory
+ * has no room for the output now: the batches stay as they are (all still
+ * answer peeks) and the merge is tried again in a later round, once other
+ * merges have given memory back.
+ */
+static bool
 start_merge(Spine *spine, Level *level)
 {
 	level->merge = batch_merge_begin(level->batches, level->nbatches, spine->since);
-	if (level->merge == NULL)
-		fail_spine(spine);
+	return level->merge != NULL;
 }
 
 /*
@@ -302,6 +315,17 @@ place_batch(Spine *spine, dsa_pointer dp)
 	}
 	k = level_of(batch_get(dp));
 	level = &spine->levels[k];
+
+	/*
+	 * A full level whose merge found no room must merge now to take the
+	 * batch; only if it cannot does the index not fit.
+	 */
+	if (level->merge == NULL && level->nbatches == 2 && !start_merge(spine, level))
+	{
+		batch_unpin(dp);
+		fail_spine(spine);
+		return;
+	}
 	if (level->merge != NULL && level->nbatches == 2)
 	{
 		int64		fuel = PG_INT64_MAX;
@@ -328,7 +352,7 @@ place_batch(Spine *spine, dsa_pointer dp)
 	}
 	level->batches[level->nbatches++] = dp;
 	if (level->nbatches == 2 || batch_has_slack(dp))
-		start_merge(spine, level);
+		(void) start_merge(spine, level);
 }
 
 /*
@@ -394,6 +418,8 @@ start_tidy_merge(Spine *spine, bool settled)
 
 		if (level->merge != NULL)
 			return true;
+		if (level->nbatches == 2)
+			return start_merge(spine, level);	/* found no room before */
 		if (level->nbatches == 0)
 			continue;
 		if (low < 0)
@@ -405,15 +431,18 @@ start_tidy_merge(Spine *spine, bool settled)
 			return false;
 		/* a lone batch per level: move the lowest up to join this one */
 		level->batches[level->nbatches++] = spine->levels[low].batches[0];
+		if (!start_merge(spine, level))
+		{
+			level->nbatches--;
+			return false;
+		}
 		spine->levels[low].nbatches = 0;
-		start_merge(spine, level);
 		return true;
 	}
 	if (low < 0 || !settled ||
 		batch_get(spine->levels[low].batches[0])->since >= spine->since)
 		return false;
-	start_merge(spine, &spine->levels[low]);
-	return true;
+	return start_merge(spine, &spine->levels[low]);
 }
 
 /* ---- arranging a collection's updates ---- */
@@ -542,12 +571,14 @@ row_type_changed(Spine *spine)
 
 /*
  * Bring a spine up to its collection's upper.  After a change of the row
- * type it hydrates again, so that every image is of the current type.  The
- * new range is arranged from the feed (if any) when the feed holds all of
- * it; a hydration, or a spine that fell behind the feed, reads the shard.
+ * type it hydrates again, so that every image is of the current type; the
+ * shard it reads is exact only from shard_since, so the spine's since rises
+ * to it (older peeks fail rather than see later contents).  The new range
+ * is arranged from the feed (if any) when the feed holds all of it; a
+ * hydration, or a spine that fell behind the feed, reads the shard.
  */
 static void
-follow(Spine *spine, int64 upper, const SpineFeed *feed)
+follow(Spine *spine, int64 upper, int64 shard_since, const SpineFeed *feed)
 {
 	bool		empty;
 	dsa_pointer dp;
@@ -563,6 +594,7 @@ follow(Spine *spine, int64 upper, const SpineFeed *feed)
 		MemoryContextSwitchTo(old);
 		release_spine(spine, false);
 		spine->upper = 0;
+		spine->since = Max(spine->since, shard_since);
 	}
 	if (upper <= spine->upper)
 		return;
@@ -620,7 +652,7 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 		spine->last_batch = 0;
 		spine->incoming = InvalidDsaPointer;
 	}
-	follow(spine, upper, feed);
+	follow(spine, upper, collection->since, feed);
 	if (!found && !spine->failed && spine->upper == 0)
 		publish_spine(spine);	/* an empty collection: published, upper 0 */
 }

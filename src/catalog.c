@@ -538,28 +538,44 @@ List *
 catalog_adopt_restored(PeekObjectId *ids, int nids)
 {
 	Datum	   *elems = palloc(sizeof(Datum) * Max(nids, 1));
-	Oid			argtypes[3] = {INT8ARRAYOID, INT8OID, TEXTOID};
-	Datum		args[3];
+	Oid			argtypes[2] = {INT8ARRAYOID, TEXTOID};
+	Datum		args[2];
 	List	   *restored;
 
 	for (int i = 0; i < nids; i++)
 		elems[i] = Int64GetDatum(ids[i]);
 	args[0] = PointerGetDatum(construct_array(elems, nids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	args[1] = Int64GetDatum((int64) get_extension_oid("pg_peek", false));
-	args[2] = CStringGetTextDatum("restored from a dump without its replication slot: drop the source and create it again");
+	args[1] = CStringGetTextDatum("restored from a dump without its replication slot: drop the source and create it again");
 
 	restored = query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
 							 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND kind OPERATOR(pg_catalog.=) 'c'",
 							 1, INT8ARRAYOID, args[0], false);
-	/* one statement, so that the collection column's key follows */
-	catalog_exec("UPDATE peek.objects SET "
-				 "id = $2 OPERATOR(pg_catalog.<<) 32 OPERATOR(pg_catalog.|) (id OPERATOR(pg_catalog.&) 4294967295), "
-				 "collection = $2 OPERATOR(pg_catalog.<<) 32 OPERATOR(pg_catalog.|) (collection OPERATOR(pg_catalog.&) 4294967295), "
-				 "failure = CASE WHEN kind OPERATOR(pg_catalog.=) 'c' AND source IS NOT NULL "
-				 "THEN COALESCE(failure, $3) ELSE failure END "
-				 "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
-				 3, argtypes, args, SPI_OK_UPDATE);
+	catalog_exec("UPDATE peek.objects SET failure = COALESCE(failure, $2) "
+				 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND kind OPERATOR(pg_catalog.=) 'c' "
+				 "AND source IS NOT NULL",
+				 2, argtypes, args, SPI_OK_UPDATE);
+	(void) catalog_adopt_foreign_ids(get_extension_oid("pg_peek", false));
 	return restored;
+}
+
+/*
+ * Give every object whose id names another extension OID this extension's,
+ * keeping the sequence part: rows restored by pg_restore, and after
+ * pg_upgrade (which copies peek.objects' files but creates the extension
+ * anew, with a new OID) all of them.  Returns how many.
+ */
+uint64
+catalog_adopt_foreign_ids(Oid extension)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum((int64) extension);
+
+	/* one statement, so that the collection column's key follows */
+	return catalog_exec("UPDATE peek.objects SET "
+						"id = $1 OPERATOR(pg_catalog.<<) 32 OPERATOR(pg_catalog.|) (id OPERATOR(pg_catalog.&) 4294967295), "
+						"collection = $1 OPERATOR(pg_catalog.<<) 32 OPERATOR(pg_catalog.|) (collection OPERATOR(pg_catalog.&) 4294967295) "
+						"WHERE id OPERATOR(pg_catalog.>>) 32 OPERATOR(pg_catalog.<>) $1",
+						1, &argtype, &arg, SPI_OK_UPDATE);
 }
 
 /* Record why an object failed; false if its row is gone (dropped). */

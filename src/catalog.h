@@ -52,6 +52,7 @@ extern void catalog_set_upper(PeekObjectId id, int64 upper);
 extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
 extern bool catalog_inserting(void);
 extern List *catalog_adopt_restored(PeekObjectId *ids, int nids);
+extern uint64 catalog_adopt_foreign_ids(Oid extension);
 extern void catalog_check_owner(CatalogObject *obj);
 extern void catalog_check_reader(CatalogObject *obj);
 

@@ -98,7 +98,9 @@ _PG_init(void)
 	shmem_request_hook = pg_peek_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = pg_peek_shmem_startup;
-	register_runtimes();
+	/* pg_upgrade's servers restore and copy files: no runtime may write */
+	if (!IsBinaryUpgrade)
+		register_runtimes();
 	peek_backend_init();
 	notify_init();
 	persist_init();

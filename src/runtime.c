@@ -30,6 +30,7 @@
 #include <sys/resource.h>
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -78,6 +79,23 @@ static void
 find_extension(void *arg)
 {
 	*(Oid *) arg = get_extension_oid("pg_peek", true);
+}
+
+/*
+ * After pg_upgrade the objects' ids still carry the old cluster's extension
+ * OID: they get this one's before anything reads them (a source's slot,
+ * which pg_upgrade does not carry over, is then found missing and the
+ * source loaded again).  On a standby, replay brings the primary's.
+ */
+static void
+adopt_upgraded_objects(void *arg)
+{
+	uint64		adopted = catalog_adopt_foreign_ids(*(Oid *) arg);
+
+	if (adopted > 0)
+		ereport(LOG,
+				(errmsg("pg_peek adopted " UINT64_FORMAT " objects made under another OID of the extension (pg_upgrade)",
+						adopted)));
 }
 
 static void
@@ -217,6 +235,8 @@ check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked
 	/* a promoted standby takes up the primary's duties as a fresh start */
 	if (found != extension || first || promoted)
 	{
+		if (maintains && OidIsValid(found) && !RecoveryInProgress())
+			spi_run_in_transaction(adopt_upgraded_objects, &found);
 		if (maintains)
 			maintenance_reset();
 		if (maintains && !OidIsValid(found))

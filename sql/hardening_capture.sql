@@ -92,6 +92,45 @@ RESET pg_peek.isolation;
 SELECT name, state, failure FROM peek.collections WHERE name = 'logged_src';
 SELECT peek.drop_source('logged_src');
 
+-- an ALTER TABLE that rewrites the table changes its rows without a
+-- decodable change of its own: the rewrite is captured (the rows retracted,
+-- the rewritten ones added), so rows written while it was unlogged inside
+-- one transaction, and a USING expression's new values, are peeked
+CREATE TABLE rewritten (k int, v text);
+INSERT INTO rewritten VALUES (1, 'a');
+SELECT peek.create_source('rewritten_src', 'rewritten');
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'rewritten_src'$$);
+BEGIN;
+ALTER TABLE rewritten SET UNLOGGED;
+INSERT INTO rewritten VALUES (2, 'written while unlogged');
+ALTER TABLE rewritten SET LOGGED;
+COMMIT;
+INSERT INTO rewritten VALUES (3, 'c');
+SET pg_peek.isolation = 'strict serializable';
+SELECT * FROM peek.persist_peek(NULL::rewritten, 'rewritten_src') ORDER BY k;
+ALTER TABLE rewritten ALTER COLUMN v TYPE text USING v || '-rewritten';
+SELECT * FROM peek.persist_peek(NULL::rewritten, 'rewritten_src') ORDER BY k;
+BEGIN;
+DELETE FROM rewritten WHERE k = 3;
+ALTER TABLE rewritten ALTER COLUMN v TYPE text USING upper(v);
+INSERT INTO rewritten VALUES (4, 'after');
+COMMIT;
+SELECT * FROM peek.persist_peek(NULL::rewritten, 'rewritten_src') ORDER BY k;
+-- VACUUM FULL copies pages: nothing changes
+VACUUM FULL rewritten;
+INSERT INTO rewritten VALUES (5, 'e');
+SELECT (SELECT count(*) FROM peek.persist_peek(NULL::rewritten, 'rewritten_src')) AS peeked,
+       (SELECT count(*) FROM rewritten) AS in_table;
+SELECT count(*) FROM (SELECT * FROM rewritten EXCEPT ALL
+                      SELECT * FROM peek.persist_peek(NULL::rewritten, 'rewritten_src')) d;
+-- a rewrite to another column type fails the source, as its row type changed
+ALTER TABLE rewritten ALTER COLUMN k TYPE bigint;
+RESET pg_peek.isolation;
+SELECT wait_for($$SELECT state = 'failed' FROM peek.collections WHERE name = 'rewritten_src'$$);
+SELECT name, state, failure FROM peek.collections WHERE name = 'rewritten_src';
+SELECT peek.drop_source('rewritten_src');
+DROP TABLE rewritten;
+
 DROP TABLE named, logged;
 DROP ACCESS METHOD heap_again;
 DROP SCHEMA elsewhere CASCADE;

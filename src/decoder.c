@@ -6,7 +6,8 @@
  *	  source table it turns each committed change into updates of the
  *	  source's shard, at the transaction's commit LSN: INSERT +1 new row,
  *	  DELETE -1 old row, UPDATE -1 old and +1 new, TRUNCATE a retraction of
- *	  everything.  The updates are collected in memory for the capture round
+ *	  everything, an ALTER TABLE that rewrites the table a retraction of
+ *	  everything and +1 each rewritten row.  The updates are collected in memory for the capture round
  *	  (capture.c) that decodes; nothing is written here.
  *
  *	  Runs inside the reorder buffer's replay under a historic snapshot, so
@@ -210,7 +211,8 @@ decoder_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_i
 				 errmsg("logical decoding output plugin \"pg_peek\" only serves pg_peek sources")));
 	ctx->output_plugin_private = collect_into;
 	opt->output_type = OUTPUT_PLUGIN_BINARY_OUTPUT;
-	opt->receive_rewrites = false;
+	/* an ALTER TABLE that rewrites the table (decoder_change) */
+	opt->receive_rewrites = true;
 }
 
 static void
@@ -219,6 +221,37 @@ decoder_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	DecodedChanges *changes = ctx->output_plugin_private;
 
 	changes->txn_start = changes->n;
+	changes->rewrite_heap = InvalidOid;
+}
+
+/*
+ * A row an ALTER TABLE wrote into the new heap that replaces the table's
+ * (SET LOGGED, a column's type or USING expression, SET ACCESS METHOD):
+ * the table's contents change without a decodable change of the table's
+ * own.  The rewrite is captured as what it is: a retraction of every row
+ * (as a TRUNCATE) when its first row comes, then its rows.  (VACUUM FULL
+ * and CLUSTER copy pages, not rows: their rows stay as they were.)
+ */
+static void
+add_rewritten_row(DecodedChanges *changes, ReorderBufferTXN *txn, Relation heap,
+				  HeapTuple tuple)
+{
+	char	   *failure = NULL;
+	MemoryContext old = MemoryContextSwitchTo(changes->cxt);
+	Datum		row;
+
+	if (RelationGetRelid(heap) != changes->rewrite_heap)
+	{
+		add_update(changes, (int64) txn->final_lsn, 0, (Datum) 0, true);
+		changes->rewrite_heap = RelationGetRelid(heap);
+	}
+	row = decoder_table_row(RelationGetDescr(heap), tuple, NULL, true,
+							changes->row_desc, get_rel_name(changes->relid), &failure);
+	if (failure == NULL)
+		add_update(changes, (int64) txn->final_lsn, 1, row, false);
+	MemoryContextSwitchTo(old);
+	if (failure != NULL)
+		fail_at(changes, txn, failure);
 }
 
 static void
@@ -233,7 +266,14 @@ decoder_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	MemoryContext old;
 	Datum		row;
 
-	if (RelationGetRelid(relation) != changes->relid || changes->failure != NULL)
+	if (changes->failure != NULL)
+		return;
+	if (relation->rd_rel->relrewrite == changes->relid && change->data.tp.newtuple != NULL)
+	{
+		add_rewritten_row(changes, txn, relation, &change->data.tp.newtuple->tuple);
+		return;
+	}
+	if (RelationGetRelid(relation) != changes->relid)
 		return;
 
 	if (change->data.tp.oldtuple != NULL)

@@ -35,6 +35,7 @@ typedef struct DecodedChanges
 	int64		capacity;
 	Size		bytes;
 	int64		txn_start;		/* the replayed transaction's first update */
+	Oid			rewrite_heap;	/* the heap an ALTER TABLE is rewriting it into */
 	char	   *failure;		/* a change that cannot be captured: why */
 	int64		failed_at;		/* ... and its commit LSN */
 

@@ -260,7 +260,8 @@ is(sql("SELECT count(*) FROM $big WHERE time <= 1"), '200001',
 	'big: the base has one row per distinct row');
 is(sql(q{SELECT count(*) FROM peek.persist_peek(NULL::kv, 'big', "limit" => 10)}), '10',
 	'big: a limited peek');
-is(sql(q{SELECT count(*) = 200001 + (SELECT count(*) FROM lat) FROM peek.persist_peek(NULL::kv, 'big')}),
+# the cancel may land between a write's commit and its lat row's
+is(sql(q{SELECT count(*) - 200001 - (SELECT count(*) FROM lat) BETWEEN 0 AND 1 FROM peek.persist_peek(NULL::kv, 'big')}),
 	't', 'big: the full peek has the base and the writer\'s rows');
 
 done_testing();

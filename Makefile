@@ -15,14 +15,27 @@ OBJS = \
 	src/ipc/registry.o \
 	src/ipc/notify.o \
 	src/storage/catalog.o \
-	src/storage/persist.o \
+	src/storage/shard_ddl.o \
+	src/storage/shard_write.o \
+	src/storage/shard_scan.o \
+	src/storage/shard_walk.o \
+	src/storage/shard_compact.o \
 	src/storage/standby_replay.o \
 	src/arrange/spine.o \
 	src/arrange/walk.o \
 	src/peek/peek.o \
-	src/capture/capture.o \
+	src/capture/streams.o \
+	src/capture/loader.o \
+	src/capture/rounds.o \
+	src/capture/backend.o \
 	src/capture/decoder.o \
-	src/sql/functions.o \
+	src/sql/arguments.o \
+	src/sql/ddl.o \
+	src/sql/writes.o \
+	src/sql/peek_call.o \
+	src/sql/persist_peek.o \
+	src/sql/index_peek.o \
+	src/sql/row_hash.o \
 	src/sql/scan.o \
 	src/sql/introspection.o \
 	src/runtime/runtime.o \

@@ -2,7 +2,7 @@
  *
  * walk.c
  *	  The walk: read an arrangement's pinned batches at a time, optionally
- *	  for one key, into a tuplestore (DESIGN §3 rules 5 and 6).
+ *	  for one key, into a tuplestore.
  *
  *	  Batches are sorted by (key hash, row image, time), so a key lookup is a
  *	  binary search per batch (O(log n)) followed by the few entries with

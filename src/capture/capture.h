@@ -1,11 +1,51 @@
 /*-------------------------------------------------------------------------
  *
  * capture.h
- *	  Sources: collections fed from a table's changes through logical
- *	  decoding, run by the maintenance runtime; each loaded first by a
- *	  loader worker.
+ *	  Sources: collections fed from a table's committed changes through
+ *	  logical decoding, inside the maintenance runtime.
+ *
+ *	  Each source owns a logical replication slot (plugin "pg_peek", see
+ *	  decoder.c).  The slot is created and the table's existing rows loaded
+ *	  in one transaction, with the snapshot the slot's creation exports, at
+ *	  the time just before the slot's first decodable commit.  That is done
+ *	  by a loader, a dynamic background worker per source being loaded
+ *	  (creating a slot waits for every running transaction with an xid, so
+ *	  the maintenance loop must not); the maintenance runtime starts it,
+ *	  learns that it stopped, re-reads the source's row and either decodes
+ *	  from the loaded position, or starts another loader.  From then on
+ *	  every round decodes the WAL written so far (see write_inserted_wal),
+ *	  appends the updates to the shard at their commit LSNs and records the
+ *	  decoded position as the source's upper, in one transaction, and keeps
+ *	  the updates for the indexes over the source to arrange (capture_feed)
+ *	  until the maintenance round is over; only once that commit is flushed
+ *	  is the slot told it may forget the WAL (the commit itself does not
+ *	  wait).  A crash in between makes the slot replay
+ *	  changes the shard already has, which the upper tells apart, so none is
+ *	  lost or applied twice.  The upper also rises while the table is idle:
+ *	  it is published (not written, which would make WAL to decode) up to
+ *	  what has been decoded.
+ *
+ *	  A table that is dropped, altered to another row type, loses REPLICA
+ *	  IDENTITY FULL or gets row-level security fails its source (durably,
+ *	  with the reason); so does a slot that someone else dropped or
+ *	  advanced, or any error while decoding for it: the slot is dropped, the
+ *	  runtime carries on with the other sources.  A slot already missing
+ *	  when the runtime takes a loaded source on (a promotion: slots are not
+ *	  replicated; a restore) is not a failure: the source is loaded again
+ *	  and compacted to the new load, as its history in between is lost.
+ *
+ *	  The files: streams.c (sources, slots, table checks), loader.c (the
+ *	  initial load), rounds.c (decoding rounds), backend.c (what backends
+ *	  call), decoder.c (the output plugin); capture_internal.h is what they
+ *	  share.
+ *
+ *	  Backends use only the strict serializable read time and the nudge.
+ *	  Must not publish (runtime/maintenance.c does, after a round) nor arrange
+ *	  (arrange/spine.c does, from the updates a round kept).
  *
  *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
  */
 #ifndef PEEK_CAPTURE_H
 #define PEEK_CAPTURE_H

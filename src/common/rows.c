@@ -355,7 +355,7 @@ row_count_value(int128 count)
 }
 
 /*
- * DESIGN §3 rule 5: a row whose multiplicity a walk finds negative is
+ * A row whose multiplicity a walk finds negative is
  * invalid data, and fails the peek.
  */
 static void
@@ -376,8 +376,8 @@ row_emitter_full(RowEmitter *e)
 
 /*
  * The tuple of a row of a walk's result that counts count copies.  A
- * negative count fails the peek when the walk reaches it (DESIGN §3.5,
- * 3.6: a peek with a limit reads no further than it needs).  The tuple
+ * negative count fails the peek when the walk reaches it (a peek with a
+ * limit reads no further than it needs).  The tuple
  * points into the row, into buf (a packed row, unpacked) or into a copy
  * palloc'd in the current memory context (a compressed or toasted one).
  */

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * registry.c
- *	  The sharing registry (DESIGN §1): one dshash entry per object id with
+ *	  The sharing registry: one dshash entry per object id with
  *	  its frontiers, holds, waiter counts and dirty marks.
  *
  *	  Publishing (registry_publish_frontiers) raises an object's frontiers and, in the

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * peek.c
- *	  The peek protocol, both sides (DESIGN §2, §3).
+ *	  The peek protocol, both sides.
  *
  *	  The gate (gate_peek) decides ready / not ready / compacted under the
  *	  object's registry entry lock and records the peek's hold in its slot

@@ -10,7 +10,7 @@
  *	  A runtime connects to pg_peek.database and stays idle until the
  *	  extension exists there.  It runs on a hot standby too (standby_replay.c
  *	  decides, once per round, whether this is one); a promotion reconciles
- *	  as a start does.  On start it reconciles (DESIGN §1): pending
+ *	  as a start does.  On start it reconciles: pending
  *	  work is dropped (backends re-issue), waiter counts restart at zero,
  *	  standing holds are kept and raised to what the catalog allows.
  *	  Errors exit with code 1, so the postmaster restarts the runtime.

@@ -49,7 +49,7 @@
 #include "utils/tuplestore.h"
 #include "utils/typcache.h"
 
-#include "sql/functions.h"
+#include "sql/persist_peek.h"
 #include "sql/scan.h"
 
 #define PERSIST_SCAN_NAME	"PersistPeekScan"

@@ -1,9 +1,38 @@
 /*-------------------------------------------------------------------------
  *
  * persist.h
- *	  Persist shards: the durable history of a collection in an ordinary
- *	  table of the extension, (time, diff, data): a consolidated base at
- *	  the durable since and the recent updates after it.
+ *	  Persist shards: each collection's updates live in
+ *	  an ordinary table peek.shard_<n> (time bigint, diff bigint, data <row>),
+ *	  so they are WAL-logged, transactional and crash-safe.  Appends go
+ *	  straight through the table AM in the caller's transaction, each row
+ *	  as its canonical image (common/rows.c), so that a hydration can take rows
+ *	  as stored (row_from_shard).  Every read is a table or index scan.
+ *
+ *	  The collection's *base* is its history consolidated at the durable
+ *	  since: one row per distinct row with its count, stored at time
+ *	  BASE_TIME (-1, below every time a write gets, so that writers never
+ *	  touch the base's indexes).  The rows after it are the *recent*
+ *	  updates.  Three indexes serve the reads: on time (the recent rows), on
+ *	  peek.row_hash(data) where time < 0 (a row's base rows) and on time
+ *	  where diff <= 0 and time < 0 (the base rows that cannot be read alone:
+ *	  negative counts, and a row whose count leaves bigint's range, kept in
+ *	  parts with a zero row).  A
+ *	  walk reads the recent rows up to its time, resolves the rows that may
+ *	  be negative, then streams the base adjusting those rows and stops at
+ *	  the limit.  Compaction folds the recent rows up to since into the base
+ *	  row by row, in the runtime's transaction, without a lock a writer
+ *	  waits for; the caller raises the durable since in that transaction.
+ *	  A shard depends on its row type; one dropped with it (DROP TYPE ...
+ *	  CASCADE) is reported to the maintenance runtime, which fails the
+ *	  collection.
+ *
+ *	  The files: shard_ddl.c (the table and its indexes), shard_write.c
+ *	  (appends), shard_scan.c (the reading machinery and plain reads),
+ *	  shard_walk.c (a peek's walk), shard_compact.c (folding);
+ *	  shard_internal.h is what they share.
+ *
+ *	  Must not decide readiness or holds: callers run under a peek's hold
+ *	  (walk) or the maintenance runtime's since (compaction).
  *
  *-------------------------------------------------------------------------
  */

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * standby_replay.c
- *	  Hot standbys (DESIGN §9): the catalog and the shards are WAL-logged
+ *	  Hot standbys: the catalog and the shards are WAL-logged
  *	  tables, so a standby has them as replay brings them.  Its runtimes run
  *	  read-only and learn of changes from replay instead of commit notices
  *	  (no backend commits there): each round, the maintenance runtime

@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * functions.h
- *	  What the SQL functions share with the scan node (scan.c): a persist
- *	  peek opened from persist_peek's arguments and read a row at a time.
+ * persist_peek.h
+ *	  A persist peek opened from persist_peek's arguments and read a row at
+ *	  a time: what the SQL function shares with the scan node (scan.c).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PEEK_FUNCTIONS_H
-#define PEEK_FUNCTIONS_H
+#ifndef PEEK_SQL_PERSIST_PEEK_H
+#define PEEK_SQL_PERSIST_PEEK_H
 
 #include "fmgr.h"
 #include "access/htup.h"
@@ -20,4 +20,4 @@ extern HeapTuple persist_peek_next(PersistPeek *p, bool *again);
 extern void persist_peek_rewind(PersistPeek *p);
 extern void persist_peek_close(PersistPeek *p);
 
-#endif							/* PEEK_FUNCTIONS_H */
+#endif							/* PEEK_SQL_PERSIST_PEEK_H */

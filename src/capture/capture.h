@@ -45,8 +45,6 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "postgres.h"
- */
 #ifndef PEEK_CAPTURE_H
 #define PEEK_CAPTURE_H
 

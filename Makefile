@@ -5,48 +5,19 @@
 # in both runtime modes against throwaway clusters.
 
 MODULE_big = pg_peek
-OBJS = \
-	src/module.o \
-	src/common/settings.o \
-	src/common/rows.o \
-	src/common/spi.o \
-	src/ipc/shmem.o \
-	src/ipc/batch.o \
-	src/ipc/registry.o \
-	src/ipc/notify.o \
-	src/storage/catalog.o \
-	src/storage/shard_ddl.o \
-	src/storage/shard_write.o \
-	src/storage/shard_scan.o \
-	src/storage/shard_walk.o \
-	src/storage/shard_compact.o \
-	src/storage/standby_replay.o \
-	src/arrange/spine.o \
-	src/arrange/walk.o \
-	src/peek/peek.o \
-	src/capture/streams.o \
-	src/capture/loader.o \
-	src/capture/rounds.o \
-	src/capture/backend.o \
-	src/capture/decoder.o \
-	src/sql/arguments.o \
-	src/sql/ddl.o \
-	src/sql/writes.o \
-	src/sql/peek_call.o \
-	src/sql/persist_peek.o \
-	src/sql/index_peek.o \
-	src/sql/row_hash.o \
-	src/sql/scan.o \
-	src/sql/introspection.o \
-	src/runtime/runtime.o \
-	src/runtime/maintenance.o
+# Every C file under src/ (module.c and the folders' files).
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 
 EXTENSION = pg_peek
 DATA = pg_peek--0.1.sql pg_peek--0.1--0.2.sql pg_peek--0.2--0.3.sql
 PGFILEDESC = "pg_peek - time-versioned arrangements in shared memory"
 
-PG_CPPFLAGS = -I$(srcdir)/src
-PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+# Only what PostgreSQL looks up by name is exported (PGDLLEXPORT, as
+# PostgreSQL 16 does): _PG_init, the SQL functions, the workers' entry
+# points and the output plugin.  Nothing else can collide with another
+# library loaded into the server.
+PG_CPPFLAGS = -I$(srcdir)/src '-DPGDLLEXPORT=__attribute__((visibility("default")))'
+PG_CFLAGS = -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
 # The runtimes serve one database (pg_peek.database, default postgres), so
 # the suites run in it rather than in a database pg_regress would create;

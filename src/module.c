@@ -23,29 +23,40 @@
 #include "storage/persist.h"
 #include "ipc/registry.h"
 #include "sql/scan.h"
-#include "ipc/shmem.h"
+#include "ipc/area.h"
+#include "ipc/batch.h"
+#include "ipc/runtime_slots.h"
+#include "peek/slots.h"
 
 PG_MODULE_MAGIC;
 
-void		_PG_init(void);
+extern PGDLLEXPORT void _PG_init(void);
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
+/* Each folder's shared memory, summed. */
 static void
-pg_peek_shmem_request(void)
+request_shared_memory(void)
 {
+	Size		size = area_shmem_size();
+
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(shmem_size());
+	size = add_size(size, registry_shmem_size());
+	size = add_size(size, batch_shmem_size());
+	size = add_size(size, runtime_slots_shmem_size());
+	size = add_size(size, peek_slots_shmem_size());
+	RequestAddinShmemSpace(size);
 }
 
 /*
- * The registry's dshash is created in the DSA area while the area cannot
- * grow, so that the postmaster never needs a DSM segment.
+ * Each folder lays out its shared memory.  The registry's dshash is created
+ * in the DSA area while the area cannot grow, so that the postmaster never
+ * needs a DSM segment.
  */
 static void
-pg_peek_shmem_startup(void)
+init_shared_memory(void)
 {
 	dsa_area   *dsa;
 
@@ -53,12 +64,15 @@ pg_peek_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	dsa = shmem_startup();
+	dsa = area_shmem_init();
 	if (dsa != NULL)
 	{
-		registry_create(dsa);
-		shmem_startup_done(dsa);
+		registry_shmem_init(dsa);
+		area_shmem_init_done(dsa);
 	}
+	batch_shmem_init();
+	runtime_slots_shmem_init();
+	peek_slots_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -95,13 +109,13 @@ _PG_init(void)
 
 	settings_define();
 	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = pg_peek_shmem_request;
+	shmem_request_hook = request_shared_memory;
 	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = pg_peek_shmem_startup;
+	shmem_startup_hook = init_shared_memory;
 	/* pg_upgrade's servers restore and copy files: no runtime may write */
 	if (!IsBinaryUpgrade)
 		register_runtimes();
-	peek_backend_init();
+	backend_peek_init();
 	notify_init();
 	persist_init();
 	scan_init();

@@ -23,7 +23,8 @@
 
 #include "ipc/batch.h"
 #include "common/rows.h"
-#include "ipc/shmem.h"
+#include "ipc/area.h"
+#include "ipc/runtime_slots.h"
 #include "arrange/walk.h"
 
 /* One batch's run of candidate entries. */

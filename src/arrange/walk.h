@@ -11,7 +11,7 @@
 #include "common/ids.h"
 
 #include "ipc/batch.h"
-#include "ipc/shmem.h"
+#include "ipc/registry.h"
 #include "utils/tuplestore.h"
 
 typedef struct WalkSpec

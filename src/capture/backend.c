@@ -51,7 +51,8 @@
 #include "storage/persist.h"
 #include "ipc/registry.h"
 #include "common/rows.h"
-#include "ipc/shmem.h"
+#include "ipc/area.h"
+#include "ipc/runtime_slots.h"
 #include "common/spi.h"
 #include "arrange/spine.h"
 #include "storage/standby_replay.h"
@@ -96,7 +97,7 @@ void
 capture_nudge(PeekObjectId source, int64 time)
 {
 	if (registry_published_upper(source) <= time)
-		shmem_wake_runtime(PEEK_RUNTIME_MAINTENANCE);
+		runtime_wake(PEEK_RUNTIME_MAINTENANCE);
 }
 
 /*

@@ -1,16 +1,23 @@
 /*-------------------------------------------------------------------------
  *
  * ids.h
- *	  Types and constants shared by every part of pg_peek: object ids, kinds,
- *	  runtime slots and roles.  Declares no function or variable (the
- *	  settings are in settings.h).
+ *	  Object ids and kinds, and the names the extension goes by.  Declares
+ *	  no function or variable; every constant of one subsystem lives in that
+ *	  subsystem's header.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PG_PEEK_H
-#define PG_PEEK_H
+#ifndef PEEK_COMMON_IDS_H
+#define PEEK_COMMON_IDS_H
 
 #include "postgres.h"
+
+/*
+ * The extension's name (also its library's, its output plugin's and its
+ * settings' prefix) and its schema's.
+ */
+#define PEEK_EXTENSION			"pg_peek"
+#define PEEK_SCHEMA				"peek"
 
 /*
  * Object ids: the catalog's sequence value in the low 32 bits and the OID of
@@ -22,28 +29,17 @@ typedef int64 PeekObjectId;
 #define PEEK_OBJECT_ID(extension, seq)	(((int64) (extension) << 32) | (int64) (seq))
 #define PEEK_OBJECT_EXTENSION(id)		((Oid) ((uint64) (id) >> 32))
 
+/*
+ * An SQL function's C entry point.  The library is built with hidden
+ * visibility: these, _PG_init, the workers' entry points and the output
+ * plugin are all it exports (PostgreSQL 15's PG_FUNCTION_INFO_V1 exports
+ * only the info function).
+ */
+#define PEEK_SQL_FUNCTION(name) \
+	extern PGDLLEXPORT Datum name(PG_FUNCTION_ARGS); \
+	PG_FUNCTION_INFO_V1(name)
+
 #define PEEK_KIND_COLLECTION	'c'
 #define PEEK_KIND_INDEX			'i'
 
-/* Most batches an arrangement has (geometric merging keeps far fewer). */
-#define PEEK_MAX_BATCHES		64
-
-/* A peek's "as of" time before the runtime resolves it (as_of => NULL). */
-#define PEEK_TIME_LATEST		((int64) -1)
-
-/*
- * Runtimes.  Slot 0 is the maintenance runtime (or the solo runtime), slot 1
- * the interactive runtime; solo mode uses slot 0 only.
- */
-#define PEEK_MAX_RUNTIMES		2
-#define PEEK_RUNTIME_MAINTENANCE	0
-#define PEEK_RUNTIME_INTERACTIVE	1
-
-typedef enum PeekRole
-{
-	PEEK_ROLE_MAINTENANCE,
-	PEEK_ROLE_INTERACTIVE,
-	PEEK_ROLE_SOLO
-} PeekRole;
-
-#endif							/* PG_PEEK_H */
+#endif							/* PEEK_COMMON_IDS_H */

@@ -10,6 +10,21 @@
 
 #include "common/ids.h"
 
+/*
+ * Runtimes.  Slot 0 is the maintenance runtime (or the solo runtime), slot 1
+ * the interactive runtime; solo mode uses slot 0 only.
+ */
+#define PEEK_MAX_RUNTIMES		2
+#define PEEK_RUNTIME_MAINTENANCE	0
+#define PEEK_RUNTIME_INTERACTIVE	1
+
+typedef enum PeekRole
+{
+	PEEK_ROLE_MAINTENANCE,
+	PEEK_ROLE_INTERACTIVE,
+	PEEK_ROLE_SOLO
+} PeekRole;
+
 /* pg_peek.isolation */
 typedef enum PeekIsolation
 {

@@ -34,10 +34,12 @@
 #include "utils/memutils.h"
 #include "utils/typcache.h"
 
-#include "ipc/batch.h"
-#include "common/settings.h"
+#include "storage/shmem.h"
+
 #include "common/rows.h"
-#include "ipc/shmem.h"
+#include "common/settings.h"
+#include "ipc/area.h"
+#include "ipc/batch.h"
 
 /* ---- keys ---- */
 
@@ -145,18 +147,44 @@ pending_update_cmp(const PendingUpdate *x, const PendingUpdate *y)
 	return 0;
 }
 
+/* The bytes of live batches, counted against pg_peek.max_memory. */
+static pg_atomic_uint64 *arrangement_bytes = NULL;
+
+Size
+batch_shmem_size(void)
+{
+	return MAXALIGN(sizeof(pg_atomic_uint64));
+}
+
+/* Lay out the counter, once (the caller holds AddinShmemInitLock). */
+void
+batch_shmem_init(void)
+{
+	bool		found;
+
+	arrangement_bytes = ShmemInitStruct(PEEK_EXTENSION " arrangement bytes", batch_shmem_size(), &found);
+	if (!found)
+		pg_atomic_init_u64(arrangement_bytes, 0);
+}
+
+uint64
+batch_arrangement_bytes(void)
+{
+	return pg_atomic_read_u64(arrangement_bytes);
+}
+
 /* Count size against pg_peek.max_memory; false if it does not fit. */
 static bool
 reserve_memory(Size size)
 {
 	uint64		limit = (uint64) setting_max_memory_kb * 1024;
-	uint64		used = pg_atomic_read_u64(&peek_shared->arrangement_bytes);
+	uint64		used = pg_atomic_read_u64(arrangement_bytes);
 
 	for (;;)
 	{
 		if (used + size > limit)
 			return false;
-		if (pg_atomic_compare_exchange_u64(&peek_shared->arrangement_bytes, &used, used + size))
+		if (pg_atomic_compare_exchange_u64(arrangement_bytes, &used, used + size))
 			return true;
 	}
 }
@@ -180,13 +208,13 @@ allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 s
 				 errmsg("arrangement batch exceeds the largest batch size")));
 	if (!reserve_memory(size))
 		return InvalidDsaPointer;
-	dp = dsa_allocate_extended(shmem_dsa(), size, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
+	dp = dsa_allocate_extended(area_dsa(), size, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
 	if (!DsaPointerIsValid(dp))
 	{
-		pg_atomic_fetch_sub_u64(&peek_shared->arrangement_bytes, size);
+		pg_atomic_fetch_sub_u64(arrangement_bytes, size);
 		return InvalidDsaPointer;
 	}
-	batch = dsa_get_address(shmem_dsa(), dp);
+	batch = dsa_get_address(area_dsa(), dp);
 	pg_atomic_init_u32(&batch->refcount, 1);
 	batch->nentries = nentries;
 	batch->rows = 0;
@@ -522,7 +550,7 @@ batch_has_slack(dsa_pointer dp)
 Batch *
 batch_get(dsa_pointer dp)
 {
-	return (Batch *) dsa_get_address(shmem_dsa(), dp);
+	return (Batch *) dsa_get_address(area_dsa(), dp);
 }
 
 void
@@ -539,7 +567,7 @@ batch_unpin(dsa_pointer dp)
 
 	if (pg_atomic_fetch_sub_u32(&batch->refcount, 1) == 1)
 	{
-		pg_atomic_fetch_sub_u64(&peek_shared->arrangement_bytes, batch->size);
-		dsa_free(shmem_dsa(), dp);
+		pg_atomic_fetch_sub_u64(arrangement_bytes, batch->size);
+		dsa_free(area_dsa(), dp);
 	}
 }

@@ -17,6 +17,9 @@
 #include "port/atomics.h"
 #include "utils/dsa.h"
 
+/* Most batches an arrangement has (geometric merging keeps far fewer). */
+#define PEEK_MAX_BATCHES		64
+
 /*
  * The key columns of an index over a collection's row type: their hash
  * (default hash opclass) and equality functions, with the columns'
@@ -34,6 +37,9 @@ typedef struct KeyInfo
 	FmgrInfo	eq[INDEX_MAX_KEYS];
 } KeyInfo;
 
+extern Size batch_shmem_size(void);
+extern void batch_shmem_init(void);
+extern uint64 batch_arrangement_bytes(void);
 extern KeyInfo *batch_keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums);
 extern uint32 batch_key_hash_values(KeyInfo *key, const Datum *values);
 extern uint32 batch_key_hash_row(KeyInfo *key, Datum row);

@@ -21,7 +21,8 @@
 #include "common/settings.h"
 #include "ipc/notify.h"
 #include "ipc/registry.h"
-#include "ipc/shmem.h"
+#include "ipc/area.h"
+#include "ipc/runtime_slots.h"
 
 /*
  * A notice waits in the transaction until it commits, tagged with the
@@ -127,7 +128,7 @@ void
 notify_dropped(PeekObjectId id)
 {
 	registry_attach();
-	(void) add_notice(PEEK_CMD_CATALOG_CHANGED, id, 1);
+	(void) add_notice(PEEK_CMD_CATALOG_CHANGED, id, PEEK_CMD_DROPPED);
 }
 
 /* Broadcast: every runtime raises its standing hold after commit. */
@@ -191,20 +192,18 @@ send_notices(void)
 			su->upper = Max(su->upper, cmd->value);
 			continue;
 		}
-		if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && cmd->value == 1)
+		if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && cmd->value == PEEK_CMD_DROPPED)
 			registry_tombstone(cmd->object);
 		for (int r = 0; r < settings_runtime_count(); r++)
 		{
 			if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && r != PEEK_RUNTIME_MAINTENANCE)
 				continue;
 			/* on overflow the runtime re-reads the whole catalog */
-			(void) shmem_queue_push(peek_shared->runtimes[r].commands, cmd);
+			(void) queue_push(runtime_slot(r)->commands, cmd);
 			wake |= 1 << r;
 		}
 	}
-	for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
-		if (wake & (1 << r))
-			shmem_wake_runtime(r);
+	runtime_wake_all(wake);
 }
 
 static void

@@ -35,11 +35,13 @@
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
-#include "ipc/batch.h"
-#include "common/settings.h"
-#include "ipc/registry.h"
 #include "common/rows.h"
-#include "ipc/shmem.h"
+#include "common/settings.h"
+#include "ipc/area.h"
+#include "ipc/batch.h"
+#include "ipc/registry.h"
+#include "ipc/runtime_slots.h"
+#include "storage/shmem.h"
 
 static dshash_table *attached_registry = NULL;
 
@@ -57,20 +59,40 @@ registry_params(int tranche)
 	return params;
 }
 
+/* Where every process finds the registry's dshash. */
+typedef struct RegistryShared
+{
+	int			tranche;
+	dshash_table_handle handle;
+} RegistryShared;
+
+static RegistryShared *registry_shared = NULL;
+
+Size
+registry_shmem_size(void)
+{
+	return MAXALIGN(sizeof(RegistryShared));
+}
+
 /*
- * Create the registry in the area shmem_startup just laid out (the caller
+ * Create the registry in the area area_shmem_init just laid out (the caller
  * holds AddinShmemInitLock).
  */
 void
-registry_create(dsa_area *dsa)
+registry_shmem_init(dsa_area *dsa)
 {
 	dshash_parameters params;
 	dshash_table *table;
+	bool		found;
 
-	peek_shared->registry_tranche = LWLockNewTrancheId();
-	params = registry_params(peek_shared->registry_tranche);
+	registry_shared = ShmemInitStruct(PEEK_EXTENSION " registry", registry_shmem_size(), &found);
+	if (found)
+		return;
+
+	registry_shared->tranche = LWLockNewTrancheId();
+	params = registry_params(registry_shared->tranche);
 	table = dshash_create(dsa, &params, NULL);
-	peek_shared->registry_handle = dshash_get_hash_table_handle(table);
+	registry_shared->handle = dshash_get_hash_table_handle(table);
 	dshash_detach(table);
 }
 
@@ -83,11 +105,11 @@ registry_attach(void)
 
 	if (attached_registry != NULL)
 		return;
-	shmem_attach();
-	LWLockRegisterTranche(peek_shared->registry_tranche, "pg_peek_registry");
-	params = registry_params(peek_shared->registry_tranche);
+	area_attach();
+	LWLockRegisterTranche(registry_shared->tranche, "pg_peek_registry");
+	params = registry_params(registry_shared->tranche);
 	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-	attached_registry = dshash_attach(shmem_dsa(), &params, peek_shared->registry_handle, NULL);
+	attached_registry = dshash_attach(area_dsa(), &params, registry_shared->handle, NULL);
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -165,20 +187,12 @@ mark_waiters_dirty(RegistryEntry *entry)
 	{
 		if (entry->waiters[r] <= 0 || entry->dirty[r])
 			continue;
-		if (shmem_queue_push(peek_shared->runtimes[r].dirty, &entry->id))
+		if (queue_push(runtime_slot(r)->dirty, &entry->id))
 			entry->dirty[r] = true;
 		/* an overflowed dirty queue makes the runtime re-examine everything */
 		wake |= 1 << r;
 	}
 	return wake;
-}
-
-static void
-wake_marked(int wake)
-{
-	for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
-		if (wake & (1 << r))
-			shmem_wake_runtime(r);
 }
 
 /*
@@ -215,7 +229,7 @@ registry_publish_frontiers(PeekObjectId id, char kind, int64 upper, int64 since,
 	wake = raise_frontiers(entry, kind, upper, since, &changed);
 	entry->allowed_since = Max(entry->allowed_since, allowed_since);
 	registry_unlock(entry);
-	wake_marked(wake);
+	runtime_wake_all(wake);
 	return changed;
 }
 
@@ -297,7 +311,7 @@ registry_tombstone(PeekObjectId id)
 		wake = mark_waiters_dirty(entry);
 	}
 	registry_unlock(entry);
-	wake_marked(wake);
+	runtime_wake_all(wake);
 }
 
 /*
@@ -320,7 +334,7 @@ registry_mark_dropped(PeekObjectId id)
 		wake = mark_waiters_dirty(entry);
 	}
 	registry_unlock(entry);
-	wake_marked(wake);
+	runtime_wake_all(wake);
 	unpin_all(old, nold);
 }
 
@@ -406,7 +420,7 @@ registry_mark_dropped_except(PeekObjectId *live, int nlive, List **unverified)
 		unpin_all(old, nold);
 	}
 	dshash_seq_term(&status);
-	wake_marked(wake);
+	runtime_wake_all(wake);
 	return dropped;
 }
 
@@ -436,27 +450,8 @@ registry_accept_standing_hold(PeekObjectId id, int runtime, int64 since)
 	{
 		PeekCommand reread = {PEEK_CMD_CATALOG_CHANGED, id, 0};
 
-		shmem_queue_push(peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE].commands, &reread);
-		shmem_wake_runtime(PEEK_RUNTIME_MAINTENANCE);
+		(void) runtime_send(PEEK_RUNTIME_MAINTENANCE, &reread);
 	}
-}
-
-/* The lowest time any in-flight peek holds on this object, or INT64_MAX. */
-static int64
-min_peek_hold(PeekObjectId id)
-{
-	int64		min_hold = PG_INT64_MAX;
-
-	for (int i = 0; i < peek_shared->nslots; i++)
-	{
-		PeekSlot   *slot = &peek_shared->slots[i];
-
-		SpinLockAcquire(&slot->mutex);
-		if (slot->hold_object == id)
-			min_hold = Min(min_hold, slot->hold_time);
-		SpinLockRelease(&slot->mutex);
-	}
-	return min_hold;
 }
 
 /*
@@ -468,10 +463,13 @@ min_peek_hold(PeekObjectId id)
  * follow it, a peek at the latest complete time would wait, and a source
  * whose since followed its WAL-driven upper would compact on its own WAL.
  * Returns the since now in force; *target is where it would go if no peek
- * held it back (so the caller knows whether to retry later).
+ * held it back (so the caller knows whether to retry later).  min_peek_hold
+ * gives the lowest hold of the object's peeks in flight; it is called under
+ * the entry's lock, under which the gates set those holds.
  */
 int64
-registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target)
+registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target,
+					   int64 (*min_peek_hold) (PeekObjectId id))
 {
 	RegistryEntry *entry = registry_lock(id, false, NULL);
 	int64		allowed;
@@ -591,7 +589,7 @@ registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches
 		wake = raise_frontiers(entry, PEEK_KIND_INDEX, upper, since, &changed);
 	}
 	registry_unlock(entry);
-	wake_marked(wake);
+	runtime_wake_all(wake);
 	unpin_all(old, nold);
 	return installed;
 }
@@ -633,7 +631,7 @@ registry_mark_failed(PeekObjectId id)
 	entry->published = true;
 	wake = mark_waiters_dirty(entry);
 	registry_unlock(entry);
-	wake_marked(wake);
+	runtime_wake_all(wake);
 	unpin_all(old, nold);
 }
 

@@ -16,7 +16,8 @@
 #include "nodes/pg_list.h"
 #include "utils/dsa.h"
 
-#include "ipc/shmem.h"
+#include "common/settings.h"
+#include "ipc/batch.h"
 
 typedef struct RegistryEntry
 {
@@ -48,9 +49,22 @@ typedef struct RegistryEntry
 	pg_atomic_uint64 releases[PEEK_MAX_RUNTIMES];
 } RegistryEntry;
 
+/*
+ * A handle: an index's batch list, each batch pinned for one reader until
+ * registry_release_handle.  Shared when resolved from the registry (a sharing event
+ * of that runtime), local when taken from the solo runtime's own spine.
+ */
+typedef struct PeekHandle
+{
+	PeekObjectId index;
+	bool		shared;
+	int			runtime;
+	int32		nbatches;		/* 0 and no index: no handle */
+	dsa_pointer batches[PEEK_MAX_BATCHES];
+} PeekHandle;
 
-
-extern void registry_create(dsa_area *dsa);
+extern Size registry_shmem_size(void);
+extern void registry_shmem_init(dsa_area *dsa);
 extern void registry_attach(void);
 
 extern RegistryEntry *registry_lock(PeekObjectId id, bool create, bool *created);
@@ -68,7 +82,8 @@ extern bool registry_delete_tombstone(PeekObjectId id);
 extern void registry_release_dead_spines(void);
 extern bool registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since);
 extern void registry_accept_standing_hold(PeekObjectId id, int runtime, int64 since);
-extern int64 registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target);
+extern int64 registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target,
+									 int64 (*min_peek_hold) (PeekObjectId id));
 extern void registry_reset_runtime(int runtime);
 extern List *registry_snapshot(void);
 

@@ -34,6 +34,7 @@
 #include "storage/catalog.h"
 #include "storage/persist.h"
 #include "ipc/registry.h"
+#include "peek/slots.h"
 #include "runtime/maintenance.h"
 #include "arrange/spine.h"
 #include "common/spi.h"
@@ -218,7 +219,7 @@ adopt_collection(void *arg)
 	persist_check_shard(obj->shard, obj->row_type);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
 	if (registry_publish_frontiers(obj->id, obj->kind, upper, obj->since, obj->allowed_since))
-		shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
+		runtime_count(runtime_slot(PEEK_RUNTIME_MAINTENANCE), RC_PUBLICATIONS);
 	note_compaction(obj, obj->since, obj->upper);
 }
 
@@ -261,7 +262,7 @@ adopt_index(void *arg)
 	spine_adopt(obj, collection, registry_published_upper(collection->id),
 				Max(since, obj->since),
 				capture_feed(collection->id, &feed) ? &feed : NULL);
-	shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
+	runtime_count(runtime_slot(PEEK_RUNTIME_MAINTENANCE), RC_PUBLICATIONS);
 	note_compaction(obj, published_since(obj->id), collection->upper);
 }
 
@@ -465,13 +466,13 @@ run_compactions(void)
 		/* a shard stays below what its indexes have read (spine_read_upper) */
 		bound = pc->kind == PEEK_KIND_COLLECTION ? spine_read_upper(pc->shard) : PG_INT64_MAX;
 		bound = Min(bound, pc->durable_upper);
-		since = registry_advance_since(ids[i], bound, &target);
+		since = registry_advance_since(ids[i], bound, &target, peek_slots_min_hold);
 		if (since > pc->durable_since)
 		{
 			CompactionWork work = {pc, since};
 
 			spi_run_in_transaction(compact_object, &work);
-			shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_COMPACTIONS);
+			runtime_count(runtime_slot(PEEK_RUNTIME_MAINTENANCE), RC_COMPACTIONS);
 			/* a failed object is no longer pending */
 			pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
 			if (pc == NULL)

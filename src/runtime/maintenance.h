@@ -11,7 +11,8 @@
 
 #include "common/ids.h"
 
-#include "ipc/shmem.h"
+#include "ipc/area.h"
+#include "ipc/runtime_slots.h"
 
 extern void maintenance_reset(void);
 extern void maintenance_note_command(PeekCommand *cmd);

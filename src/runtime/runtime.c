@@ -109,7 +109,7 @@ runtime_set_state(RuntimeSlot *rt, RuntimeState state)
 static void
 runtime_exit(int code, Datum arg)
 {
-	RuntimeSlot *rt = &peek_shared->runtimes[DatumGetInt32(arg)];
+	RuntimeSlot *rt = runtime_slot(DatumGetInt32(arg));
 
 	SpinLockAcquire(&rt->mutex);
 	rt->pid = 0;
@@ -125,17 +125,17 @@ runtime_exit(int code, Datum arg)
 static void
 take_commands(int runtime, bool maintains)
 {
-	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+	RuntimeSlot *rt = runtime_slot(runtime);
 	PeekCommand *cmds = palloc(sizeof(PeekCommand) * MAX_COMMANDS_PER_ROUND);
 	bool		overflowed;
 	int			n;
 
 	do
 	{
-		n = shmem_queue_drain(rt->commands, cmds, MAX_COMMANDS_PER_ROUND, &overflowed);
+		n = queue_drain(rt->commands, cmds, MAX_COMMANDS_PER_ROUND, &overflowed);
 		for (int i = 0; i < n; i++)
 		{
-			shmem_runtime_count(rt, RC_COMMANDS);
+			runtime_count(rt, RC_COMMANDS);
 			if (maintains)
 				maintenance_note_command(&cmds[i]);
 			else if (cmds[i].kind == PEEK_CMD_STANDING_HOLD)
@@ -175,7 +175,7 @@ runtime_sigint(SIGNAL_ARGS)
 static void
 runtime_start(int runtime, PeekRole role)
 {
-	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+	RuntimeSlot *rt = runtime_slot(runtime);
 
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -197,7 +197,7 @@ runtime_start(int runtime, PeekRole role)
 			base_nice = NO_NICE;
 	}
 
-	peek_runtime_reset(runtime, role == PEEK_ROLE_SOLO ? spine_local_batches : NULL);
+	serve_reset(runtime, role == PEEK_ROLE_SOLO ? spine_local_batches : NULL);
 	before_shmem_exit(runtime_exit, Int32GetDatum(runtime));
 	SpinLockAcquire(&rt->mutex);
 	rt->pid = MyProcPid;
@@ -243,7 +243,7 @@ check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked
 			capture_drop_orphan_slots(NIL); /* dropped with the extension */
 		else if (OidIsValid(found) && !maintains)
 			maintenance_accept_standing_holds(runtime);
-		runtime_set_state(&peek_shared->runtimes[runtime],
+		runtime_set_state(runtime_slot(runtime),
 						  OidIsValid(found) ? RUNTIME_RUNNING : RUNTIME_WAITING);
 	}
 	return found;
@@ -265,7 +265,7 @@ runtime_wait(RuntimeSlot *rt, bool maintains, bool busy)
 				   PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 	if (rc & WL_LATCH_SET)
-		shmem_runtime_count(rt, RC_WAKEUPS);
+		runtime_count(rt, RC_WAKEUPS);
 	CHECK_FOR_INTERRUPTS();
 	if (ConfigReloadPending)
 	{
@@ -286,7 +286,7 @@ runtime_main(Datum arg)
 	PeekRole	role = settings_runtime_role(runtime);
 	bool		maintains = role != PEEK_ROLE_INTERACTIVE;
 	bool		serves = role != PEEK_ROLE_MAINTENANCE;
-	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+	RuntimeSlot *rt = runtime_slot(runtime);
 	MemoryContext round_cxt;
 	Oid			extension = InvalidOid;
 	TimestampTz extension_checked = 0;
@@ -307,8 +307,8 @@ runtime_main(Datum arg)
 				busy = maintenance_step();
 			if (serves)
 			{
-				peek_serve_inbox(runtime);
-				peek_serve_dirty_objects(runtime);
+				serve_inbox(runtime);
+				serve_dirty_objects(runtime);
 			}
 		}
 		MemoryContextSwitchTo(old);

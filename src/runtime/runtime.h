@@ -10,7 +10,8 @@
 
 #include "common/ids.h"
 
-#include "ipc/shmem.h"
+#include "ipc/area.h"
+#include "ipc/runtime_slots.h"
 
 extern PGDLLEXPORT void runtime_main(Datum arg);
 

@@ -61,13 +61,13 @@
 #include "sql/peek_call.h"
 
 
-PG_FUNCTION_INFO_V1(peek_create_collection);
-PG_FUNCTION_INFO_V1(peek_drop_collection);
-PG_FUNCTION_INFO_V1(peek_create_source);
-PG_FUNCTION_INFO_V1(peek_drop_source);
-PG_FUNCTION_INFO_V1(peek_objects_restored);
-PG_FUNCTION_INFO_V1(peek_create_index);
-PG_FUNCTION_INFO_V1(peek_drop_index);
+PEEK_SQL_FUNCTION(peek_create_collection);
+PEEK_SQL_FUNCTION(peek_drop_collection);
+PEEK_SQL_FUNCTION(peek_create_source);
+PEEK_SQL_FUNCTION(peek_drop_source);
+PEEK_SQL_FUNCTION(peek_objects_restored);
+PEEK_SQL_FUNCTION(peek_create_index);
+PEEK_SQL_FUNCTION(peek_drop_index);
 
 /* ---- collections ---- */
 

@@ -59,7 +59,7 @@
 #include "sql/peek_call.h"
 
 
-PG_FUNCTION_INFO_V1(peek_index_peek);
+PEEK_SQL_FUNCTION(peek_index_peek);
 
 /*
  * A key field's conversion to its key column's type by the rules of SQL

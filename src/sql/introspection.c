@@ -25,15 +25,18 @@
 #include "common/settings.h"
 #include "storage/persist.h"
 #include "ipc/registry.h"
-#include "ipc/shmem.h"
+#include "ipc/area.h"
+#include "ipc/runtime_slots.h"
+#include "peek/peek.h"
+#include "peek/slots.h"
 
-PG_FUNCTION_INFO_V1(peek_runtime_status);
-PG_FUNCTION_INFO_V1(peek_registry_status);
-PG_FUNCTION_INFO_V1(peek_active_peek_status);
-PG_FUNCTION_INFO_V1(peek_runtime_object_status);
-PG_FUNCTION_INFO_V1(peek_peek_hold_status);
-PG_FUNCTION_INFO_V1(peek_duration_status);
-PG_FUNCTION_INFO_V1(peek_collection_rows);
+PEEK_SQL_FUNCTION(peek_runtime_status);
+PEEK_SQL_FUNCTION(peek_registry_status);
+PEEK_SQL_FUNCTION(peek_active_peek_status);
+PEEK_SQL_FUNCTION(peek_runtime_object_status);
+PEEK_SQL_FUNCTION(peek_peek_hold_status);
+PEEK_SQL_FUNCTION(peek_duration_status);
+PEEK_SQL_FUNCTION(peek_collection_rows);
 
 static const char *
 runtime_state_name(RuntimeState state)
@@ -117,7 +120,7 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 	registry_attach();
 	for (int r = 0; r < settings_runtime_count(); r++)
 	{
-		RuntimeSlot *rt = &peek_shared->runtimes[r];
+		RuntimeSlot *rt = runtime_slot(r);
 		Datum		values[7 + RC_NUM_COUNTERS];
 		bool		nulls[7 + RC_NUM_COUNTERS] = {0};
 		pid_t		pid;
@@ -144,7 +147,7 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 		for (int c = 0; c < RC_NUM_COUNTERS; c++)
 			values[5 + c] = Int64GetDatum((int64) pg_atomic_read_u64(&rt->counters[c]));
 		values[5 + RC_NUM_COUNTERS] =
-			Int64GetDatum((int64) pg_atomic_read_u64(&peek_shared->arrangement_bytes));
+			Int64GetDatum((int64) batch_arrangement_bytes());
 		values[6 + RC_NUM_COUNTERS] = Int64GetDatum((int64) max_memory_kb * 1024);
 		nulls[6 + RC_NUM_COUNTERS] = max_memory_kb == 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -236,7 +239,7 @@ static void
 peek_uuid(const PeekSlot *slot, pg_uuid_t *uuid)
 {
 	uint32		pid = (uint32) slot->backend_pid;
-	uint32		idx = (uint32) (slot - peek_shared->slots);
+	uint32		idx = (uint32) peek_slot_index(slot);
 
 	memcpy(uuid->data, &pid, 4);
 	memcpy(uuid->data + 4, &idx, 4);
@@ -252,9 +255,9 @@ peek_peek_hold_status(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	registry_attach();
-	for (int i = 0; i < peek_shared->nslots; i++)
+	for (int i = 0; i < peek_slot_count(); i++)
 	{
-		PeekSlot   *slot = &peek_shared->slots[i];
+		PeekSlot   *slot = peek_slot(i);
 		Datum		values[4];
 		bool		nulls[4] = {0};
 		PeekObjectId object;
@@ -291,7 +294,7 @@ peek_duration_status(PG_FUNCTION_ARGS)
 		for (int k = 0; k < PEEK_DURATION_KINDS; k++)
 			for (int b = 0; b < PEEK_DURATION_BUCKETS; b++)
 			{
-				uint64		count = pg_atomic_read_u64(&peek_shared->runtimes[r].durations[k][b]);
+				uint64		count = pg_atomic_read_u64(&runtime_slot(r)->durations[k][b]);
 				Datum		values[4];
 				bool		nulls[4] = {0};
 
@@ -322,9 +325,9 @@ peek_active_peek_status(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	registry_attach();
-	for (int i = 0; i < peek_shared->nslots; i++)
+	for (int i = 0; i < peek_slot_count(); i++)
 	{
-		PeekSlot   *slot = &peek_shared->slots[i];
+		PeekSlot   *slot = peek_slot(i);
 		PeekSlot	copy;
 		pg_uuid_t	uuid;
 		Datum		values[8];

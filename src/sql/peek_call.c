@@ -276,7 +276,7 @@ remember_peeked_object(CatalogObject *obj, Oid rowtype, KeyInfo *key)
 /*
  * The peek functions' skeleton up to the walk: find the object (cached by
  * name), check it, issue the peek.  A cached object found dropped by the
- * gate is looked up again.  The hold lasts until peek_end.
+ * gate is looked up again.  The hold lasts until backend_peek_end.
  */
 void
 peek_call_open(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state, OpenedPeek *op)
@@ -316,7 +316,7 @@ peek_call_open(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state, Ope
 		/* times are the collection's: an index is sealed with it */
 		collection = obj->kind == PEEK_KIND_INDEX ? obj->collection : obj->id;
 		time = peek_time(fcinfo, pk->as_of_arg, obj, collection, &floor);
-		op->ticket = peek_begin(obj->id, obj->name, obj->kind, time, floor,
+		op->ticket = backend_peek_begin(obj->id, obj->name, obj->kind, time, floor,
 								cached ? &dropped : NULL);
 		if (!dropped)
 			break;
@@ -346,7 +346,7 @@ peek_call_srf(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state)
 	peek_call_open(fcinfo, pk, state, &op);
 	out = walk_output(rsinfo, op.map);
 	pk->walk(op.obj, &op.ticket, op.limit, out, state);
-	peek_end();
+	backend_peek_end();
 	convert_rows(out, rsinfo, op.map);
 }
 

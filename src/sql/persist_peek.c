@@ -61,7 +61,7 @@
 #include "sql/persist_peek.h"
 
 
-PG_FUNCTION_INFO_V1(peek_persist_peek);
+PEEK_SQL_FUNCTION(peek_persist_peek);
 
 /* ---- persist peeks ---- */
 
@@ -141,7 +141,7 @@ persist_peek_open(FunctionCallInfo fcinfo, int64 rows_wanted)
 	p->snapshot = RegisterSnapshot(GetLatestSnapshot());
 	begin_persist_walk(p);
 	standby_check_shard_since(coll->id, coll->name, op.ticket.time);
-	peek_end();
+	backend_peek_end();
 	MemoryContextSwitchTo(old);
 	return p;
 }

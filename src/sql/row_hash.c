@@ -15,7 +15,7 @@
 
 #include "common/rows.h"
 
-PG_FUNCTION_INFO_V1(peek_row_hash);
+PEEK_SQL_FUNCTION(peek_row_hash);
 
 /*
  * peek.row_hash(record), as the shards' rows indexes call it; the same hash

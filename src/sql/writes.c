@@ -59,10 +59,10 @@
 #include "sql/arguments.h"
 
 
-PG_FUNCTION_INFO_V1(peek_append);
-PG_FUNCTION_INFO_V1(peek_advance);
-PG_FUNCTION_INFO_V1(peek_write);
-PG_FUNCTION_INFO_V1(peek_allow_compaction);
+PEEK_SQL_FUNCTION(peek_append);
+PEEK_SQL_FUNCTION(peek_advance);
+PEEK_SQL_FUNCTION(peek_write);
+PEEK_SQL_FUNCTION(peek_allow_compaction);
 
 /* append(name, rows, at, diff = 1) */
 Datum

@@ -42,7 +42,8 @@
 
 #include "storage/catalog.h"
 #include "common/settings.h"
-#include "ipc/shmem.h"
+#include "ipc/area.h"
+#include "ipc/runtime_slots.h"
 #include "common/spi.h"
 #include "storage/standby_replay.h"
 
@@ -129,8 +130,7 @@ broadcast_since(PeekObjectId id, int64 since)
 	{
 		if (r == PEEK_RUNTIME_MAINTENANCE)
 			continue;
-		(void) shmem_queue_push(peek_shared->runtimes[r].commands, &cmd);
-		shmem_wake_runtime(r);
+		(void) runtime_send(r, &cmd);
 	}
 }
 

@@ -1,0 +1,77 @@
+/*-------------------------------------------------------------------------
+ *
+ * slots.h
+ *	  The peek slots in shared memory, one per backend (slots.c): a peek's
+ *	  request, its hold and its answer.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_PEEK_SLOTS_H
+#define PEEK_PEEK_SLOTS_H
+
+#include "storage/proc.h"
+#include "storage/spin.h"
+#include "utils/timestamp.h"
+
+#include "common/ids.h"
+#include "ipc/registry.h"
+
+/*
+ * Peek slots: one per backend (indexed by BackendId - 1).  The backend owns
+ * the request while the slot is IDLE; the backend's own gate or the serving
+ * runtime answers it.  The hold lives here too: the gate sets it under the
+ * registry entry's lock (so that compaction, which reads holds under the
+ * same lock, never misses it) and the backend clears it when the peek ends.
+ */
+typedef enum PeekState
+{
+	PEEK_IDLE,
+	PEEK_SUBMITTED,				/* in the serving runtime's inbox */
+	PEEK_PARKED,				/* waiting for the object's upper */
+	PEEK_ANSWERED,				/* answer ready; backend reads or raises it */
+	PEEK_WITHDRAWN				/* canceled by the backend */
+} PeekState;
+
+typedef enum PeekAnswer
+{
+	PEEK_ANSWER_READ,			/* ready: the backend walks at answer_time */
+	PEEK_ANSWER_COMPACTED,		/* answer_time is below answer_since */
+	PEEK_ANSWER_DROPPED,		/* the object was dropped */
+	PEEK_ANSWER_FAILED			/* the index is failed (out of memory) */
+} PeekAnswer;
+
+typedef struct PeekSlot
+{
+	slock_t		mutex;
+	PeekState	state;
+	bool		queued;			/* sitting in a runtime inbox */
+	uint64		peek_id;		/* bumped at each new peek */
+	pid_t		backend_pid;
+	PGPROC	   *backend;
+	/* request */
+	PeekObjectId object;
+	char		kind;
+	int64		time;			/* PEEK_TIME_LATEST until resolved */
+	int64		floor;			/* ... and then at least this time */
+	int			runtime;
+	uint64		runtime_generation;
+	TimestampTz submitted_at;
+	/* hold: object 0 means none */
+	PeekObjectId hold_object;
+	int64		hold_time;
+	/* answer */
+	PeekAnswer	answer;
+	int64		answer_time;
+	int64		answer_since;
+	PeekHandle	answer_handle;	/* index peeks: the batches to walk */
+} PeekSlot;
+
+extern Size peek_slots_shmem_size(void);
+extern void peek_slots_shmem_init(void);
+extern int	peek_slot_count(void);
+extern PeekSlot *peek_slot(int i);
+extern int	peek_slot_index(const PeekSlot *slot);
+extern PeekSlot *peek_my_slot(void);
+extern int64 peek_slots_min_hold(PeekObjectId id);
+
+#endif							/* PEEK_PEEK_SLOTS_H */

@@ -88,6 +88,8 @@ typedef struct Level
 typedef struct Spine
 {
 	PeekObjectId index;			/* key */
+	MemoryContext cxt;			/* everything below; deleted when forgotten */
+	MemoryContext key_cxt;		/* the key info, rebuilt with the row type */
 	Oid			shard;
 	KeyInfo    *key;
 	Level		levels[SPINE_LEVELS];
@@ -190,7 +192,7 @@ spine_reset_all(void)
 		while ((spine = hash_seq_search(&status)) != NULL)
 		{
 			release_spine(spine, false);
-			pfree(spine->retired);
+			MemoryContextDelete(spine->cxt);
 		}
 		hash_destroy(spines);
 	}
@@ -587,11 +589,15 @@ follow(Spine *spine, int64 upper, int64 shard_since, const SpineFeed *feed)
 		return;
 	if (spine->upper > 0 && row_type_changed(spine))
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		KeyInfo    *stale = spine->key;
+		MemoryContext key_cxt = AllocSetContextCreate(spine->cxt, "pg_peek spine key",
+													  ALLOCSET_SMALL_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(key_cxt);
 
-		spine->key = batch_keyinfo_build(spine->key->row_type, spine->key->nkeys,
-								   spine->key->attnums);
+		spine->key = batch_keyinfo_build(stale->row_type, stale->nkeys, stale->attnums);
 		MemoryContextSwitchTo(old);
+		MemoryContextDelete(spine->key_cxt);
+		spine->key_cxt = key_cxt;
 		release_spine(spine, false);
 		spine->upper = 0;
 		spine->since = Max(spine->since, shard_since);
@@ -634,10 +640,16 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 	spine = hash_search(spines, &index->id, HASH_ENTER, &found);
 	if (!found)
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContext old;
 
-		spine->shard = collection->shard;
+		spine->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek spine",
+										   ALLOCSET_SMALL_SIZES);
+		spine->key_cxt = AllocSetContextCreate(spine->cxt, "pg_peek spine key",
+											   ALLOCSET_SMALL_SIZES);
+		old = MemoryContextSwitchTo(spine->key_cxt);
 		spine->key = batch_keyinfo_build(index->row_type, index->nkeys, index->attnums);
+		MemoryContextSwitchTo(spine->cxt);
+		spine->shard = collection->shard;
 		memset(spine->levels, 0, sizeof(spine->levels));
 		spine->retired_capacity = 2 * PEEK_MAX_BATCHES;
 		spine->retired = palloc(sizeof(dsa_pointer) * spine->retired_capacity);
@@ -693,7 +705,7 @@ spine_forget(PeekObjectId index)
 	if (spine == NULL)
 		return;
 	release_spine(spine, false);
-	pfree(spine->retired);
+	MemoryContextDelete(spine->cxt);
 	hash_search(spines, &index, HASH_REMOVE, NULL);
 }
 

@@ -55,6 +55,7 @@
 #include "common/rows.h"
 #include "ipc/area.h"
 #include "ipc/runtime_slots.h"
+#include "common/errors.h"
 #include "common/spi.h"
 #include "arrange/spine.h"
 #include "storage/standby_replay.h"
@@ -579,15 +580,6 @@ decode_round(CaptureStream *s)
 	return true;
 }
 
-/* An error the same round may not meet again: a lock or a slot busy for now. */
-static bool
-error_is_transient(int sqlerrcode)
-{
-	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK ||
-		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
-		sqlerrcode == ERRCODE_OBJECT_IN_USE;
-}
-
 /*
  * A round whose error fails only its source.  The error may come from
  * anywhere in the round (the slot, the WAL, the plugin, the shard), inside
@@ -627,8 +619,7 @@ guarded_round(CaptureStream *s)
 			ReplicationSlotRelease();
 		CurrentResourceOwner = owner;
 		MemoryContextSwitchTo(cxt);
-		ereport(LOG,
-				(errmsg("pg_peek source " INT64_FORMAT " could not decode: %s", s->id, edata->message)));
+		error_log_isolated(edata, psprintf("pg_peek source " INT64_FORMAT " could not decode", s->id));
 		slot = slot_state(s->slot_name, &active_pid);
 		if (slot == SLOT_GONE)
 		{

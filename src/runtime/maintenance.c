@@ -37,6 +37,7 @@
 #include "peek/slots.h"
 #include "runtime/maintenance.h"
 #include "arrange/spine.h"
+#include "common/errors.h"
 #include "common/spi.h"
 #include "storage/standby_replay.h"
 
@@ -120,13 +121,12 @@ note_compaction(CatalogObject *obj, int64 since, int64 durable_upper)
 
 /*
  * Fail an object for good, with the reason its peeks and the views show.
- * Nothing if its row is gone meanwhile (a drop committed).
+ * Nothing if its row is gone meanwhile (a drop committed).  The caller has
+ * logged the error.
  */
 static void
 fail_object(PeekObjectId id, const char *reason)
 {
-	ereport(LOG,
-			(errmsg("pg_peek object " INT64_FORMAT " failed: %s", id, reason)));
 	/* a standby fails it here only: the primary's row decides for good */
 	if (!standby_active() && !catalog_set_failure(id, reason))
 		return;
@@ -172,15 +172,13 @@ object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
 
 	if (edata == NULL)
 		return NULL;
-	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-		edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
-		ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK)
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || error_is_transient(edata->sqlerrcode))
 	{
-		ereport(LOG,
-				(errmsg("pg_peek object " INT64_FORMAT " will be retried: %s", id, edata->message)));
+		error_log_isolated(edata, psprintf("pg_peek object " INT64_FORMAT " will be retried", id));
 		retry_all = true;
 		return NULL;
 	}
+	error_log_isolated(edata, psprintf("pg_peek object " INT64_FORMAT " failed", id));
 	fail_object(id, edata->message);
 	return edata->message;
 }

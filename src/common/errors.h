@@ -1,0 +1,16 @@
+/*-------------------------------------------------------------------------
+ *
+ * errors.h
+ *	  What the runtimes do with an error they isolate (errors.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_COMMON_ERRORS_H
+#define PEEK_COMMON_ERRORS_H
+
+#include "utils/elog.h"
+
+extern bool error_is_transient(int sqlerrcode);
+extern void error_log_isolated(const ErrorData *edata, const char *what);
+
+#endif							/* PEEK_COMMON_ERRORS_H */

@@ -18,15 +18,15 @@
 #include "storage/shmem.h"
 
 #include "common/settings.h"
-#include "ipc/notify.h"
-#include "peek/peek.h"
-#include "storage/persist.h"
-#include "ipc/registry.h"
-#include "sql/scan.h"
 #include "ipc/area.h"
 #include "ipc/batch.h"
+#include "ipc/notify.h"
+#include "ipc/registry.h"
 #include "ipc/runtime_slots.h"
+#include "peek/peek.h"
 #include "peek/slots.h"
+#include "sql/scan.h"
+#include "storage/persist.h"
 
 PG_MODULE_MAGIC;
 

@@ -43,13 +43,13 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-#include "ipc/batch.h"
-#include "storage/catalog.h"
-#include "common/settings.h"
-#include "storage/persist.h"
-#include "ipc/registry.h"
-#include "common/rows.h"
 #include "arrange/spine.h"
+#include "common/rows.h"
+#include "common/settings.h"
+#include "ipc/batch.h"
+#include "ipc/registry.h"
+#include "storage/catalog.h"
+#include "storage/persist.h"
 
 /* A since advance (a catalog write) at most this often per index. */
 #define SINCE_INTERVAL_MS	1000

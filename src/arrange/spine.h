@@ -8,17 +8,17 @@
 #ifndef PEEK_SPINE_H
 #define PEEK_SPINE_H
 
-#include "common/ids.h"
-
-#include "storage/catalog.h"
 #include "utils/dsa.h"
+
+#include "common/ids.h"
+#include "storage/catalog.h"
 
 /* What a collection's updates are handed to, one at a time. */
 typedef void (*SpineUpdateFn) (int64 time, int64 diff, Datum row, void *arg);
 
 /*
  * A collection's updates held in memory by whoever wrote them to its shard
- * (a capture round, capture.c): every update the shard has with lower <=
+ * (a capture round, capture/rounds.c): every update the shard has with lower <=
  * time < upper, as written.  scan hands those of a sub-range to fn.
  */
 typedef struct SpineFeed

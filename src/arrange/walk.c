@@ -21,11 +21,11 @@
 #include "access/htup_details.h"
 #include "miscadmin.h"
 
-#include "ipc/batch.h"
+#include "arrange/walk.h"
 #include "common/rows.h"
 #include "ipc/area.h"
+#include "ipc/batch.h"
 #include "ipc/runtime_slots.h"
-#include "arrange/walk.h"
 
 /* One batch's run of candidate entries. */
 typedef struct Cursor

@@ -8,11 +8,11 @@
 #ifndef PEEK_WALK_H
 #define PEEK_WALK_H
 
-#include "common/ids.h"
+#include "utils/tuplestore.h"
 
+#include "common/ids.h"
 #include "ipc/batch.h"
 #include "ipc/registry.h"
-#include "utils/tuplestore.h"
 
 typedef struct WalkSpec
 {

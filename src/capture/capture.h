@@ -35,9 +35,9 @@
  *	  and compacted to the new load, as its history in between is lost.
  *
  *	  The files: streams.c (sources, slots, table checks), loader.c (the
- *	  initial load), rounds.c (decoding rounds), backend.c (what backends
- *	  call), decoder.c (the output plugin); capture_internal.h is what they
- *	  share.
+ *	  initial load), rounds.c (decoding rounds), outside_rounds.c (what is
+ *	  called outside a round), decoder.c (the output plugin);
+ *	  capture_internal.h is what they share.
  *
  *	  Backends use only the strict serializable read time and the nudge.
  *	  Must not publish (runtime/maintenance.c does, after a round) nor arrange
@@ -48,12 +48,11 @@
 #ifndef PEEK_CAPTURE_H
 #define PEEK_CAPTURE_H
 
-#include "common/ids.h"
-
 #include "nodes/pg_list.h"
 
-#include "storage/catalog.h"
 #include "arrange/spine.h"
+#include "common/ids.h"
+#include "storage/catalog.h"
 
 /* the loader worker */
 extern PGDLLEXPORT void capture_loader_main(Datum arg);

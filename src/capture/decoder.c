@@ -7,8 +7,9 @@
  *	  source's shard, at the transaction's commit LSN: INSERT +1 new row,
  *	  DELETE -1 old row, UPDATE -1 old and +1 new, TRUNCATE a retraction of
  *	  everything, an ALTER TABLE that rewrites the table a retraction of
- *	  everything and +1 each rewritten row.  The updates are collected in memory for the capture round
- *	  (capture.c) that decodes; nothing is written here.
+ *	  everything and +1 each rewritten row.  The updates are collected in
+ *	  memory for the round or load that decodes (rounds.c, loader.c);
+ *	  nothing is written here.
  *
  *	  Runs inside the reorder buffer's replay under a historic snapshot, so
  *	  it must not read user tables and must not raise an error for a change
@@ -40,7 +41,7 @@
 
 extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
 
-/* Where the next decoding context to start collects (set by capture.c). */
+/* Where the next decoding context to start collects (set by loader.c and rounds.c). */
 static DecodedChanges *collect_into = NULL;
 
 void

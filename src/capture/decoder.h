@@ -9,11 +9,11 @@
 #ifndef PEEK_DECODER_H
 #define PEEK_DECODER_H
 
-#include "common/ids.h"
-
 #include "access/htup.h"
 #include "access/tupdesc.h"
 #include "catalog/pg_class.h"
+
+#include "common/ids.h"
 
 /* One update of a source: a row at a commit LSN, or a TRUNCATE there. */
 typedef struct DecodedUpdate
@@ -41,7 +41,7 @@ typedef struct DecodedChanges
 
 	/*
 	 * The last replayed transaction that had updates, or an invalid xid
-	 * (capture.c takes it, to check that it is visible to SQL yet).
+	 * (capture/rounds.c takes it, to check that it is visible to SQL yet).
 	 */
 	TransactionId commit_xid;
 	int64		commit_at;		/* its commit LSN */

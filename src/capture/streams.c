@@ -9,53 +9,20 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/xact.h"
-#include "access/xlog.h"
-#include "access/xlog_internal.h"
-#include "access/xlogrecovery.h"
 #include "access/xlogutils.h"
-#include "catalog/pg_class.h"
-#include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "postmaster/bgworker.h"
-#include "replication/decode.h"
-#include "replication/logical.h"
-#include "replication/origin.h"
-#include "replication/slot.h"
-#include "replication/snapbuild.h"
-#include "storage/condition_variable.h"
-#include "storage/ipc.h"
 #include "storage/lmgr.h"
-#include "storage/lwlock.h"
-#include "storage/proc.h"
-#include "storage/procarray.h"
-#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/syscache.h"
-#include "utils/timestamp.h"
 #include "utils/typcache.h"
-#include "utils/wait_event.h"
 
 #include "capture/capture.h"
 #include "capture/capture_internal.h"
-#include "capture/decoder.h"
-#include "storage/persist.h"
-#include "ipc/registry.h"
 #include "common/rows.h"
-#include "ipc/area.h"
-#include "ipc/runtime_slots.h"
 #include "common/spi.h"
-#include "arrange/spine.h"
-#include "storage/standby_replay.h"
 
 HTAB	   *capture_streams = NULL;
 
@@ -338,7 +305,6 @@ capture_drop_orphan_slots(List *live_sources)
 	foreach(lc, orphans)
 		drop_slot(lfirst(lc));
 }
-
 
 /*
  * Why the table can no longer be captured, or NULL.  In a transaction.  The

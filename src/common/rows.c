@@ -25,8 +25,8 @@
 #include "utils/memutils.h"
 #include "utils/typcache.h"
 
-#include "common/settings.h"
 #include "common/rows.h"
+#include "common/settings.h"
 
 /* A tuple over a row's header, in place, for heap_getattr and the like. */
 void

@@ -10,13 +10,13 @@
 #ifndef PEEK_ROWS_H
 #define PEEK_ROWS_H
 
-#include "common/ids.h"
-
 #include "access/htup_details.h"
 #include "access/tupdesc.h"
 #include "common/int.h"
 #include "utils/hsearch.h"
 #include "utils/tuplestore.h"
+
+#include "common/ids.h"
 
 /* A distinct row and its summed multiplicity. */
 typedef struct RowCount

@@ -10,9 +10,8 @@
  */
 #include "postgres.h"
 
-#include <limits.h>
-
 #include "utils/guc.h"
+#include <limits.h>
 
 #include "common/settings.h"
 

@@ -29,12 +29,11 @@
 #include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/typcache.h"
-
-#include "storage/shmem.h"
 
 #include "common/rows.h"
 #include "common/settings.h"

@@ -9,13 +9,13 @@
 #ifndef PEEK_BATCH_H
 #define PEEK_BATCH_H
 
-#include "common/ids.h"
-
 #include "access/attnum.h"
-#include "fmgr.h"
 #include "access/tupdesc.h"
+#include "fmgr.h"
 #include "port/atomics.h"
 #include "utils/dsa.h"
+
+#include "common/ids.h"
 
 /* Most batches an arrangement has (geometric merging keeps far fewer). */
 #define PEEK_MAX_BATCHES		64

@@ -19,9 +19,9 @@
 #include "utils/memutils.h"
 
 #include "common/settings.h"
+#include "ipc/area.h"
 #include "ipc/notify.h"
 #include "ipc/registry.h"
-#include "ipc/area.h"
 #include "ipc/runtime_slots.h"
 
 /*

@@ -11,7 +11,7 @@
  *
  *	  The effective since (registry_advance_since) is computed under the
  *	  entry lock from the user's allowance, every standing hold and every
- *	  peek hold; the gate (peek.c) takes peek holds under the same lock.
+ *	  peek hold; the gate (peek/gate.c) takes peek holds under the same lock.
  *
  *	  Batch ownership, the one rule: a batch is referenced by the spine that
  *	  built it (one pin, owned by the maintenance runtime), by the published
@@ -33,6 +33,7 @@
 
 #include "nodes/pg_list.h"
 #include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/memutils.h"
 
 #include "common/rows.h"
@@ -41,7 +42,6 @@
 #include "ipc/batch.h"
 #include "ipc/registry.h"
 #include "ipc/runtime_slots.h"
-#include "storage/shmem.h"
 
 static dshash_table *attached_registry = NULL;
 

@@ -10,12 +10,11 @@
 #ifndef PEEK_REGISTRY_H
 #define PEEK_REGISTRY_H
 
-#include "common/ids.h"
-
 #include "lib/dshash.h"
 #include "nodes/pg_list.h"
 #include "utils/dsa.h"
 
+#include "common/ids.h"
 #include "common/settings.h"
 #include "ipc/batch.h"
 

@@ -13,8 +13,6 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "storage/latch.h"
-#include "storage/shmem.h"
 
 #include "ipc/runtime_slots.h"
 

@@ -29,8 +29,9 @@
  *
  *	  Must not read shards or batches: the walk belongs to the callers
  *	  (arrange/walk.c for indexes, storage/ for shards), in the waiting backend.
- *	  Reads the catalog only through storage/catalog.c, to say why an object
- *	  failed.  Must not reach into the maintenance runtime's spines: the
+ *	  Reads the catalog only through storage/catalog.c, to say why a peek
+ *	  cannot be answered (the object failed or is compacted past the time,
+ *	  the extension is being dropped).  Must not reach into the maintenance runtime's spines: the
  *	  solo runtime's loop hands serve_reset the function that lends
  *	  its local batches.
  *
@@ -39,10 +40,9 @@
 #ifndef PEEK_PEEK_H
 #define PEEK_PEEK_H
 
-#include "common/ids.h"
-
 #include "utils/dsa.h"
 
+#include "common/ids.h"
 #include "ipc/registry.h"
 
 /* A peek's "as of" time before the runtime resolves it (as_of => NULL). */

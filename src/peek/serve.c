@@ -15,29 +15,11 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
-#include "commands/dbcommands.h"
-#include "common/hashfn.h"
-#include "lib/ilist.h"
-#include "libpq/libpq.h"
-#include "miscadmin.h"
-#include "pgstat.h"
-#include "storage/ipc.h"
-#include "storage/latch.h"
-#include "tcop/tcopprot.h"
-#include "utils/elog.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
-#include "utils/wait_event.h"
 
-#include "storage/catalog.h"
-#include "common/settings.h"
-#include "peek/peek.h"
-#include "ipc/registry.h"
-#include "ipc/area.h"
 #include "ipc/runtime_slots.h"
 #include "peek/gate.h"
-#include "peek/slots.h"
+#include "peek/peek.h"
 
 /* The runtime's view of one peek slot. */
 typedef struct LocalPeek

@@ -4,14 +4,14 @@
  *	  The peek slots: one per backend in shared memory (indexed by
  *	  BackendId - 1), where a peek's request, its hold and its answer meet
  *	  between the backend and the runtime that serves it.  Lays them out
- *	  and finds them; the protocol over them is peek.c's.
+ *	  and finds them; the protocol over them is gate.c's,
+ *	  backend.c's and serve.c's.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "storage/shmem.h"
 
 #include "peek/slots.h"
 

@@ -8,7 +8,7 @@
  *	  object's frontiers in the registry, keep each index's arrangement
  *	  (spine.c) hydrated and following its collection, tombstone dropped
  *	  objects, and compact shards and arrangements as far as every hold
- *	  allows.  Each round first lets capture (capture.c) decode for the
+ *	  allows.  Each round first lets capture (capture/rounds.c) decode for the
  *	  sources; a source whose upper rose is then published like a changed
  *	  catalog row, its indexes arranging the updates the round kept
  *	  (capture_feed), which are let go of once the publications are done.
@@ -18,7 +18,7 @@
  *	  Runs in the maintenance (or solo) runtime's loop (runtime.c), but for
  *	  maintenance_accept_standing_holds, by which the interactive runtime
  *	  raises its standing holds to what the catalog allows.  Must not
- *	  answer peeks: that is peek.c's job.
+ *	  answer peeks: that is peek/'s job.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,16 +29,16 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "ipc/batch.h"
+#include "arrange/spine.h"
 #include "capture/capture.h"
-#include "storage/catalog.h"
-#include "storage/persist.h"
+#include "common/errors.h"
+#include "common/spi.h"
+#include "ipc/batch.h"
 #include "ipc/registry.h"
 #include "peek/slots.h"
 #include "runtime/maintenance.h"
-#include "arrange/spine.h"
-#include "common/errors.h"
-#include "common/spi.h"
+#include "storage/catalog.h"
+#include "storage/persist.h"
 #include "storage/standby_replay.h"
 
 /* An object whose since may advance: its allowance is above its since. */
@@ -264,6 +264,16 @@ adopt_index(void *arg)
 	note_compaction(obj, published_since(obj->id), collection->upper);
 }
 
+/* What this runtime keeps of an object whose registry entry is tombstoned. */
+static void
+forget_tombstoned(PeekObjectId id)
+{
+	spine_forget(id);
+	capture_forget(id);
+	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
+	hash_search(tombstones, &id, HASH_ENTER, NULL);
+}
+
 /*
  * A dropped object (or an id a late peek made a placeholder for, which the
  * catalog does not have): release its batches and tombstone its entry; the
@@ -273,10 +283,7 @@ static void
 forget_object(PeekObjectId id)
 {
 	registry_mark_dropped(id);
-	spine_forget(id);
-	capture_forget(id);
-	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
-	hash_search(tombstones, &id, HASH_ENTER, NULL);
+	forget_tombstoned(id);
 }
 
 static void
@@ -378,12 +385,7 @@ apply_catalog_changes(void *arg)
 				live_sources = lappend(live_sources, &obj->id);
 		}
 		foreach(lc, registry_mark_dropped_except(live, n, &unverified))
-		{
-			PeekObjectId id = *(PeekObjectId *) lfirst(lc);
-
-			spine_forget(id);
-			hash_search(tombstones, &id, HASH_ENTER, NULL);
-		}
+			forget_tombstoned(*(PeekObjectId *) lfirst(lc));
 		/* placeholders made since the read: checked next round */
 		foreach(lc, unverified)
 			hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);

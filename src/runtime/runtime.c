@@ -21,13 +21,11 @@
  *
  *	  Owns the runtime slots' identity fields.  Must not implement
  *	  maintenance (maintenance.c, which also holds the standing holds'
- *	  acceptance) or the peek protocol (peek.c).
+ *	  acceptance) or the peek protocol (peek/).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <sys/resource.h>
 
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -44,16 +42,17 @@
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
 #include "utils/wait_event.h"
+#include <sys/resource.h>
 
+#include "arrange/spine.h"
 #include "capture/capture.h"
-#include "storage/catalog.h"
 #include "common/settings.h"
-#include "peek/peek.h"
+#include "common/spi.h"
 #include "ipc/registry.h"
+#include "peek/peek.h"
 #include "runtime/maintenance.h"
 #include "runtime/runtime.h"
-#include "arrange/spine.h"
-#include "common/spi.h"
+#include "storage/catalog.h"
 #include "storage/standby_replay.h"
 
 #define RUNTIME_TICK_MS		1000L

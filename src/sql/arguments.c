@@ -9,55 +9,10 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "fmgr.h"
-#include "funcapi.h"
-#include "miscadmin.h"
-#include "utils/acl.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
-#include "utils/hsearch.h"
-#include "utils/inval.h"
-#include "utils/memutils.h"
-#include "utils/plancache.h"
-#include "utils/snapmgr.h"
-#include "utils/typcache.h"
 
-#include "access/htup_details.h"
-#include "access/tupconvert.h"
-#include "catalog/catalog.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
-#include "commands/trigger.h"
-#include "utils/tuplestore.h"
-#include "executor/spi.h"
-#include "executor/tuptable.h"
-#include "executor/executor.h"
-#include "nodes/makefuncs.h"
-#include "optimizer/optimizer.h"
-#include "parser/parse_coerce.h"
-#include "parser/parse_collate.h"
-#include "utils/datum.h"
-#include "storage/lmgr.h"
-#include "utils/syscache.h"
-
-#include "ipc/batch.h"
-#include "capture/capture.h"
-#include "storage/catalog.h"
-#include "common/settings.h"
-#include "capture/decoder.h"
-#include "ipc/notify.h"
-#include "peek/peek.h"
-#include "storage/persist.h"
-#include "ipc/registry.h"
-#include "common/rows.h"
-#include "storage/standby_replay.h"
-#include "arrange/walk.h"
 #include "sql/arguments.h"
-
-
 
 /* A required argument: NULL is an error that names it. */
 void
@@ -156,7 +111,6 @@ arg_check_not_below_upper(CatalogObject *coll, int64 at)
 						coll->name, at, coll->upper),
 				 errdetail("Times below the upper are sealed.")));
 }
-
 
 int64
 arg_time_or(FunctionCallInfo fcinfo, int n, const char *what, int64 if_null)

@@ -11,55 +11,26 @@
  */
 #include "postgres.h"
 
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "fmgr.h"
-#include "funcapi.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
-#include "utils/hsearch.h"
-#include "utils/inval.h"
-#include "utils/memutils.h"
-#include "utils/plancache.h"
-#include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "access/htup_details.h"
-#include "access/tupconvert.h"
-#include "catalog/catalog.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
-#include "commands/trigger.h"
-#include "utils/tuplestore.h"
-#include "executor/spi.h"
-#include "executor/tuptable.h"
-#include "executor/executor.h"
-#include "nodes/makefuncs.h"
-#include "optimizer/optimizer.h"
-#include "parser/parse_coerce.h"
-#include "parser/parse_collate.h"
-#include "utils/datum.h"
-#include "storage/lmgr.h"
-#include "utils/syscache.h"
-
-#include "ipc/batch.h"
 #include "capture/capture.h"
-#include "storage/catalog.h"
-#include "common/settings.h"
 #include "capture/decoder.h"
 #include "ipc/notify.h"
-#include "peek/peek.h"
-#include "storage/persist.h"
-#include "ipc/registry.h"
-#include "common/rows.h"
-#include "storage/standby_replay.h"
-#include "arrange/walk.h"
 #include "sql/arguments.h"
 #include "sql/peek_call.h"
-
+#include "storage/persist.h"
+#include "storage/standby_replay.h"
 
 PEEK_SQL_FUNCTION(peek_create_collection);
 PEEK_SQL_FUNCTION(peek_drop_collection);
@@ -366,7 +337,6 @@ peek_objects_restored(PG_FUNCTION_ARGS)
 	}
 	return PointerGetDatum(NULL);
 }
-
 
 /* ---- indexes ---- */
 

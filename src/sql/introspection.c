@@ -10,25 +10,24 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_authid.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "catalog/pg_authid.h"
-#include "utils/acl.h"
-
-#include "storage/catalog.h"
 #include "common/settings.h"
-#include "storage/persist.h"
-#include "ipc/registry.h"
 #include "ipc/area.h"
+#include "ipc/registry.h"
 #include "ipc/runtime_slots.h"
 #include "peek/peek.h"
 #include "peek/slots.h"
+#include "storage/catalog.h"
+#include "storage/persist.h"
 
 PEEK_SQL_FUNCTION(peek_runtime_status);
 PEEK_SQL_FUNCTION(peek_registry_status);

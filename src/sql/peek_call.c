@@ -3,62 +3,25 @@
  * peek_call.c
  *	  What every peek function does before its walk: find the object by
  *	  name (cached for the session), check the caller's privileges and row
- *	  type, resolve as_of, and issue the peek (peek/peek.c).  The walk
+ *	  type, resolve as_of, and issue the peek (peek/backend.c).  The walk
  *	  itself is the caller's (persist_peek.c, index_peek.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
-#include "utils/lsyscache.h"
-#include "utils/hsearch.h"
 #include "utils/inval.h"
-#include "utils/memutils.h"
-#include "utils/plancache.h"
-#include "utils/snapmgr.h"
+#include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
-#include "access/htup_details.h"
-#include "access/tupconvert.h"
-#include "catalog/catalog.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
-#include "commands/trigger.h"
-#include "utils/tuplestore.h"
-#include "executor/spi.h"
-#include "executor/tuptable.h"
-#include "executor/executor.h"
-#include "nodes/makefuncs.h"
-#include "optimizer/optimizer.h"
-#include "parser/parse_coerce.h"
-#include "parser/parse_collate.h"
-#include "utils/datum.h"
-#include "storage/lmgr.h"
-#include "utils/syscache.h"
-
-#include "ipc/batch.h"
 #include "capture/capture.h"
-#include "storage/catalog.h"
-#include "common/settings.h"
-#include "capture/decoder.h"
-#include "ipc/notify.h"
-#include "peek/peek.h"
-#include "storage/persist.h"
-#include "ipc/registry.h"
 #include "common/rows.h"
-#include "storage/standby_replay.h"
-#include "arrange/walk.h"
+#include "ipc/notify.h"
 #include "sql/arguments.h"
 #include "sql/peek_call.h"
-
 
 /* ---- peeks ---- */
 
@@ -116,7 +79,7 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
  * A peek's time (as_of, or PEEK_TIME_LATEST) and *floor, the least time
  * as_of NULL resolves to: the session's own last write, and for a source
  * under strict serializable the current WAL position.  The latter is a
- * floor, not a time: a source loaded again (capture.c) may be compacted
+ * floor, not a time: a source loaded again (capture/loader.c) may be compacted
  * past it by the time it is ingested, and a later time sees its
  * transactions too.  A peek that will wait for ingestion nudges the
  * maintenance runtime.
@@ -271,7 +234,6 @@ remember_peeked_object(CatalogObject *obj, Oid rowtype, KeyInfo *key)
 	peeked->key = key ? batch_keyinfo_build(obj->row_type, obj->nkeys, obj->attnums) : NULL;
 	MemoryContextSwitchTo(old);
 }
-
 
 /*
  * The peek functions' skeleton up to the walk: find the object (cached by

@@ -8,8 +8,8 @@
 #ifndef PEEK_SQL_PEEK_CALL_H
 #define PEEK_SQL_PEEK_CALL_H
 
-#include "fmgr.h"
 #include "access/tupconvert.h"
+#include "fmgr.h"
 #include "utils/tuplestore.h"
 
 #include "ipc/batch.h"

@@ -9,8 +9,8 @@
 #ifndef PEEK_SQL_PERSIST_PEEK_H
 #define PEEK_SQL_PERSIST_PEEK_H
 
-#include "fmgr.h"
 #include "access/htup.h"
+#include "fmgr.h"
 
 typedef struct PersistPeek PersistPeek;
 

@@ -9,8 +9,6 @@
  */
 #include "postgres.h"
 
-#include "fmgr.h"
-#include "access/htup_details.h"
 #include "utils/typcache.h"
 
 #include "common/rows.h"

@@ -15,7 +15,7 @@
  *	  list, and with no whole-row reference to its rows (row marks take
  *	  one).  Everything else keeps the function scan.  The node checks
  *	  EXECUTE on the function as a function scan does, evaluates the call's
- *	  arguments and reads the peek through functions.c, so argument checks,
+ *	  arguments and reads the peek through persist_peek.c, so argument checks,
  *	  privileges, the gate and the walk are the function's own.
  *
  *	  Must not read shards, gate peeks or look up collections itself.

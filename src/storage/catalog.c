@@ -34,19 +34,19 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
-#include "utils/fmgroids.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/snapshot.h"
 #include "utils/syscache.h"
 
-#include "storage/catalog.h"
 #include "common/spi.h"
+#include "storage/catalog.h"
 
 #define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums, source, failure"
 #define NUM_OBJECT_COLUMNS 13
@@ -466,7 +466,7 @@ catalog_set_allowed_since(PeekObjectId id, int64 since)
 void
 catalog_set_since(PeekObjectId id, int64 since)
 {
-	/* only rises: a late compaction must not undo a reload's (capture.c) */
+	/* only rises: a late compaction must not undo a reload's (capture/loader.c) */
 	catalog_set_column("UPDATE peek.objects SET since = GREATEST(since, $2) WHERE id OPERATOR(pg_catalog.=) $1",
 					   id, since);
 }

@@ -8,11 +8,11 @@
 #ifndef PEEK_CATALOG_H
 #define PEEK_CATALOG_H
 
-#include "common/ids.h"
-
 #include "access/attnum.h"
 #include "nodes/pg_list.h"
 #include "utils/snapshot.h"
+
+#include "common/ids.h"
 
 typedef struct CatalogObject
 {

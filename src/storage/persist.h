@@ -39,10 +39,10 @@
 #ifndef PEEK_PERSIST_H
 #define PEEK_PERSIST_H
 
-#include "common/ids.h"
-
 #include "utils/array.h"
 #include "utils/snapshot.h"
+
+#include "common/ids.h"
 
 typedef struct ShardWriter ShardWriter;
 typedef struct PersistWalk PersistWalk;

@@ -9,44 +9,10 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/heapam.h"
-#include "access/htup_details.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/xact.h"
-#include "catalog/dependency.h"
-#include "catalog/namespace.h"
-#include "catalog/objectaccess.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_collation.h"
-#include "catalog/pg_type.h"
-#include "commands/extension.h"
-#include "executor/executor.h"
-#include "executor/spi.h"
-#include "nodes/makefuncs.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
-#include "executor/tuptable.h"
-#include "fmgr.h"
-#include "lib/stringinfo.h"
-#include "miscadmin.h"
-#include "utils/builtins.h"
-#include "utils/fmgroids.h"
-#include "utils/syscache.h"
-#include "utils/typcache.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "storage/catalog.h"
-#include "ipc/notify.h"
-#include "storage/persist.h"
 #include "storage/shard_internal.h"
-#include "common/rows.h"
-#include "common/spi.h"
 
 /*
  * Append one update per row with a non-zero count, at time, with the count
@@ -181,9 +147,9 @@ fold(ShardWriter *w, ShardBase *b, int64 since)
 	f.nrows = 0;
 	f.capacity = 64;
 	f.rows = palloc(sizeof(FoldedRow) * f.capacity);
-	scan_recent(b, since, fold_count, &f);
-	collect_flagged(b, f.counts);
-	scan_base_rows(b, f.counts, fold_count, &f);
+	shard_scan_recent(b, since, fold_count, &f);
+	shard_collect_flagged(b, f.counts);
+	shard_scan_base_rows(b, f.counts, fold_count, &f);
 	for (int64 i = 0; i < f.nrows; i++)
 		if (f.rows[i].weight->count > 1)
 		{
@@ -213,7 +179,7 @@ replace_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, vo
 	Replaced   *r = arg;
 
 	row_counts_add(r->counts, row, diff);
-	tid_list_add(&r->tids, tid);
+	shard_tid_list_add(&r->tids, tid);
 	return true;
 }
 
@@ -232,8 +198,8 @@ compact_whole(ShardWriter *w, ShardBase *b, int64 since)
 	int64		written = 0;
 
 	r.counts = row_counts_create(shard_row_type(w->rel));
-	tid_list_init(&r.tids);
-	scan_heap(b, PG_INT64_MIN, since, replace_row, &r);
+	shard_tid_list_init(&r.tids);
+	shard_scan_heap(b, PG_INT64_MIN, since, replace_row, &r);
 	for (int64 i = 0; i < r.tids.n; i++)
 		delete_replaced(w->rel, &r.tids.tids[i], b->snapshot);
 	hash_seq_init(&status, r.counts->table);
@@ -259,11 +225,11 @@ persist_compact(Oid shard, int64 durable_since, int64 since)
 	int64		lost;
 
 	shard_writer_open(&w, shard);
-	if (base_open(&b, w.rel, snapshot, base_since(durable_since), RowExclusiveLock))
+	if (shard_base_open(&b, w.rel, snapshot, shard_base_since(durable_since), RowExclusiveLock))
 		lost = fold(&w, &b, since);
 	else
 		lost = compact_whole(&w, &b, since);
-	base_close(&b, RowExclusiveLock);
+	shard_base_close(&b, RowExclusiveLock);
 	shard_writer_close(&w);
 	return lost;
 }
@@ -282,9 +248,9 @@ persist_retract_all(Oid shard, int64 time)
 
 	shard_writer_open(&w, shard);
 	counts = row_counts_create(shard_row_type(w.rel));
-	base_open_heap(&b, w.rel, snapshot);
-	scan_heap(&b, PG_INT64_MIN, time, count_row, counts);
-	base_close(&b, NoLock);
+	shard_base_open_heap(&b, w.rel, snapshot);
+	shard_scan_heap(&b, PG_INT64_MIN, time, shard_count_row, counts);
+	shard_base_close(&b, NoLock);
 	UnregisterSnapshot(snapshot);
 	(void) append_counts(&w, counts, time, -1);
 	shard_writer_close(&w);

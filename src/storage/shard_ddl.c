@@ -10,44 +10,21 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/heapam.h"
-#include "access/htup_details.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/xact.h"
 #include "catalog/dependency.h"
-#include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
-#include "catalog/pg_type.h"
 #include "commands/extension.h"
-#include "executor/executor.h"
 #include "executor/spi.h"
-#include "nodes/makefuncs.h"
-#include "nodes/value.h"
 #include "parser/parse_func.h"
-#include "executor/tuptable.h"
-#include "fmgr.h"
-#include "lib/stringinfo.h"
-#include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/snapmgr.h"
 
-#include "storage/catalog.h"
-#include "ipc/notify.h"
-#include "storage/persist.h"
-#include "storage/shard_internal.h"
-#include "common/rows.h"
 #include "common/spi.h"
+#include "ipc/notify.h"
+#include "storage/shard_internal.h"
 
 static void
 run_ddl(const char *query)
@@ -132,7 +109,6 @@ persist_check_shard(Oid shard, Oid row_type)
 			(errcode(ERRCODE_UNDEFINED_TABLE),
 			 errmsg("its shard (OID %u) was dropped", shard)));
 }
-
 
 static object_access_hook_type prev_object_access_hook = NULL;
 

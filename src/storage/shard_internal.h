@@ -3,7 +3,8 @@
  * shard_internal.h
  *	  What the shard files of storage/ share and nothing above them sees:
  *	  the shard's columns, the base's time, the writer, the base's reading
- *	  machinery and its cursors (shard_scan.c, shard_write.c).
+ *	  machinery and its cursors (shard_ddl.c, shard_write.c, shard_scan.c,
+ *	  shard_walk.c, shard_compact.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -79,7 +80,7 @@ typedef struct TidList
 
 /*
  * A stream of shard rows, each with its tid (in b->slot): a heap scan or an
- * index scan.  One loop reads every scan's rows (cursor_next).
+ * index scan.  One loop reads every scan's rows (shard_cursor_next).
  */
 typedef struct ShardCursor
 {
@@ -94,20 +95,20 @@ extern Oid shard_row_type(Relation rel);
 extern void shard_writer_open(ShardWriter *w, Oid shard);
 extern void shard_insert(ShardWriter *w, int64 time, int64 diff, Datum row);
 extern void shard_writer_close(ShardWriter *w);
-extern void tid_list_init(TidList *l);
-extern void tid_list_add(TidList *l, ItemPointer tid);
-extern int64 base_since(int64 durable_since);
-extern void base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot);
-extern bool base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE lock);
-extern void base_close(ShardBase *b, LOCKMODE lock);
-extern void cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto);
-extern void cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds);
-extern bool cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row);
-extern void cursor_close(ShardCursor *c);
-extern void scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg);
-extern bool count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg);
-extern void scan_recent(ShardBase *b, int64 upto, ShardRowFn fn, void *arg);
-extern void collect_flagged(ShardBase *b, RowCounts *counts);
-extern void scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg);
+extern void shard_tid_list_init(TidList *l);
+extern void shard_tid_list_add(TidList *l, ItemPointer tid);
+extern int64 shard_base_since(int64 durable_since);
+extern void shard_base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot);
+extern bool shard_base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE lock);
+extern void shard_base_close(ShardBase *b, LOCKMODE lock);
+extern void shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto);
+extern void shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds);
+extern bool shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row);
+extern void shard_cursor_close(ShardCursor *c);
+extern void shard_scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg);
+extern bool shard_count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg);
+extern void shard_scan_recent(ShardBase *b, int64 upto, ShardRowFn fn, void *arg);
+extern void shard_collect_flagged(ShardBase *b, RowCounts *counts);
+extern void shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg);
 
 #endif							/* PEEK_STORAGE_SHARD_INTERNAL_H */

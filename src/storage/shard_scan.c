@@ -10,50 +10,16 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/heapam.h"
-#include "access/htup_details.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/xact.h"
-#include "catalog/dependency.h"
-#include "catalog/namespace.h"
-#include "catalog/objectaccess.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_collation.h"
-#include "catalog/pg_type.h"
-#include "commands/extension.h"
-#include "executor/executor.h"
-#include "executor/spi.h"
-#include "nodes/makefuncs.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
-#include "executor/tuptable.h"
-#include "fmgr.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/syscache.h"
-#include "utils/typcache.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "storage/catalog.h"
-#include "ipc/notify.h"
-#include "storage/persist.h"
 #include "storage/shard_internal.h"
-#include "common/rows.h"
-#include "common/spi.h"
-
-
-
 
 void
-tid_list_init(TidList *l)
+shard_tid_list_init(TidList *l)
 {
 	l->n = 0;
 	l->capacity = 64;
@@ -61,7 +27,7 @@ tid_list_init(TidList *l)
 }
 
 void
-tid_list_add(TidList *l, ItemPointer tid)
+shard_tid_list_add(TidList *l, ItemPointer tid)
 {
 	if (l->n == l->capacity)
 	{
@@ -88,14 +54,14 @@ open_shard_index(Relation rel, const char *suffix, LOCKMODE lock)
  * 0 are as they were written).
  */
 int64
-base_since(int64 durable_since)
+shard_base_since(int64 durable_since)
 {
 	return durable_since > 0 ? durable_since : BASE_TIME;
 }
 
-/* The shard alone, to be read straight through (scan_heap). */
+/* The shard alone, to be read straight through (shard_scan_heap). */
 void
-base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot)
+shard_base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot)
 {
 	memset(b, 0, sizeof(ShardBase));
 	b->rel = rel;
@@ -105,9 +71,9 @@ base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot)
 
 /* Open the base's indexes; false if the shard must be read whole. */
 bool
-base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE lock)
+shard_base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE lock)
 {
-	base_open_heap(b, rel, snapshot);
+	shard_base_open_heap(b, rel, snapshot);
 	b->since = since;
 	b->desc = row_desc(shard_row_type(rel));
 	b->time_index = open_shard_index(rel, "time_idx", lock);
@@ -118,7 +84,7 @@ base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE l
 }
 
 void
-base_close(ShardBase *b, LOCKMODE lock)
+shard_base_close(ShardBase *b, LOCKMODE lock)
 {
 	Relation	indexes[3] = {b->time_index, b->rows_index, b->flagged_index};
 
@@ -130,10 +96,9 @@ base_close(ShardBase *b, LOCKMODE lock)
 		FreeTupleDesc(b->desc);
 }
 
-
 /* The rows of a heap scan with lower <= time <= upto, in heap order. */
 void
-cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
+shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 {
 	memset(c, 0, sizeof(ShardCursor));
 	c->b = b;
@@ -144,7 +109,7 @@ cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 
 /* The rows an index scan with these keys finds, in index order. */
 static void
-cursor_open_index(ShardCursor *c, ShardBase *b, Relation index, ScanKey keys, int nkeys)
+shard_cursor_open_index(ShardCursor *c, ShardBase *b, Relation index, ScanKey keys, int nkeys)
 {
 	memset(c, 0, sizeof(ShardCursor));
 	c->b = b;
@@ -157,7 +122,7 @@ cursor_open_index(ShardCursor *c, ShardBase *b, Relation index, ScanKey keys, in
  * bounds (strategy and bound per key).
  */
 void
-cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys,
+shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys,
 				  StrategyNumber *strategies, int64 *bounds)
 {
 	static const RegProcedure procs[] = {
@@ -170,12 +135,12 @@ cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys,
 
 	for (int i = 0; i < nkeys; i++)
 		ScanKeyInit(&keys[i], 1, strategies[i], procs[strategies[i]], Int64GetDatum(bounds[i]));
-	cursor_open_index(c, b, index, keys, nkeys);
+	shard_cursor_open_index(c, b, index, keys, nkeys);
 }
 
 /* The next row's fields (its tid is b->slot's); false at the end. */
 bool
-cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
+shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
 {
 	TupleTableSlot *slot = c->b->slot;
 	bool		isnull;
@@ -196,7 +161,7 @@ cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
 }
 
 void
-cursor_close(ShardCursor *c)
+shard_cursor_close(ShardCursor *c)
 {
 	if (c->heap != NULL)
 		table_endscan(c->heap);
@@ -206,47 +171,47 @@ cursor_close(ShardCursor *c)
 
 /* Feed fn the cursor's rows until it returns false, then close it. */
 static void
-scan_cursor(ShardCursor *c, ShardRowFn fn, void *arg)
+shard_scan_cursor(ShardCursor *c, ShardRowFn fn, void *arg)
 {
 	int64		time;
 	int64		diff;
 	Datum		row;
 
-	while (cursor_next(c, &time, &diff, &row))
+	while (shard_cursor_next(c, &time, &diff, &row))
 		if (!fn(c->b, &c->b->slot->tts_tid, time, diff, row, arg))
 			break;
-	cursor_close(c);
+	shard_cursor_close(c);
 }
 
 static void
-scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds,
+shard_scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds,
 		   ShardRowFn fn, void *arg)
 {
 	ShardCursor c;
 
-	cursor_open_times(&c, b, index, nkeys, strategies, bounds);
-	scan_cursor(&c, fn, arg);
+	shard_cursor_open_times(&c, b, index, nkeys, strategies, bounds);
+	shard_scan_cursor(&c, fn, arg);
 }
 
 /* Feed fn every shard row with lower <= time <= upto, in heap order. */
 void
-scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg)
+shard_scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg)
 {
 	ShardCursor c;
 
-	cursor_open_heap(&c, b, lower, upto);
-	scan_cursor(&c, fn, arg);
+	shard_cursor_open_heap(&c, b, lower, upto);
+	shard_scan_cursor(&c, fn, arg);
 }
 
 bool
-count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+shard_count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	row_counts_add((RowCounts *) arg, row, diff);
 	return true;
 }
 
 static bool
-flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+shard_flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	row_counts_add((RowCounts *) arg, row, 0);
 	return true;
@@ -254,21 +219,21 @@ flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void 
 
 /* The recent rows with since < time <= upto. */
 void
-scan_recent(ShardBase *b, int64 upto, ShardRowFn fn, void *arg)
+shard_scan_recent(ShardBase *b, int64 upto, ShardRowFn fn, void *arg)
 {
 	StrategyNumber strategies[2] = {BTGreaterStrategyNumber, BTLessEqualStrategyNumber};
 	int64		bounds[2] = {b->since, upto};
 
-	scan_times(b, b->time_index, 2, strategies, bounds, fn, arg);
+	shard_scan_times(b, b->time_index, 2, strategies, bounds, fn, arg);
 }
 
 /* The rows with base rows that cannot be read alone (diff <= 0), with 0. */
 void
-collect_flagged(ShardBase *b, RowCounts *counts)
+shard_collect_flagged(ShardBase *b, RowCounts *counts)
 {
 	StrategyNumber strategy = BTLessEqualStrategyNumber;
 
-	scan_times(b, b->flagged_index, 1, &strategy, &b->since, flag_row, counts);
+	shard_scan_times(b, b->flagged_index, 1, &strategy, &b->since, shard_flag_row, counts);
 }
 
 /*
@@ -276,7 +241,7 @@ collect_flagged(ShardBase *b, RowCounts *counts)
  * several), found in one scan of the rows index for all of their hashes.
  */
 void
-scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
+shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 {
 	int			n = hash_get_num_entries(rows->table);
 	Datum	   *hashes;
@@ -299,15 +264,14 @@ scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 						   InvalidOid, F_INT4EQ,
 						   PointerGetDatum(construct_array(hashes, n, INT4OID, sizeof(int32),
 														   true, TYPALIGN_INT)));
-	cursor_open_index(&c, b, b->rows_index, &key, 1);
-	while (cursor_next(&c, &time, &diff, &row))
+	shard_cursor_open_index(&c, b, b->rows_index, &key, 1);
+	while (shard_cursor_next(&c, &time, &diff, &row))
 		if (time <= b->since && row_counts_find(rows, row) != NULL &&
 			!fn(b, &b->slot->tts_tid, time, diff, row, arg))
 			break;
-	cursor_close(&c);
+	shard_cursor_close(&c);
 	pfree(hashes);
 }
-
 
 /*
  * Keep a shard from being dropped until the end of the transaction; false
@@ -359,18 +323,18 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("shard table with OID %u does not exist", shard)));
-	base_open_heap(&b, rel, GetActiveSnapshot());
+	shard_base_open_heap(&b, rel, GetActiveSnapshot());
 	b.time_index = lower > 0 ? open_shard_index(rel, "time_idx", AccessShareLock) : NULL;
 	if (b.time_index != NULL)
 	{
 		StrategyNumber strategies[2] = {BTGreaterEqualStrategyNumber, BTLessStrategyNumber};
 		int64		bounds[2] = {lower, upper};
 
-		scan_times(&b, b.time_index, 2, strategies, bounds, feed_row, &feed);
+		shard_scan_times(&b, b.time_index, 2, strategies, bounds, feed_row, &feed);
 	}
 	else if (upper > lower)
-		scan_heap(&b, lower > 0 ? lower : PG_INT64_MIN, upper - 1, feed_row, &feed);
-	base_close(&b, AccessShareLock);
+		shard_scan_heap(&b, lower > 0 ? lower : PG_INT64_MIN, upper - 1, feed_row, &feed);
+	shard_base_close(&b, AccessShareLock);
 	table_close(rel, AccessShareLock);
 }
 
@@ -409,10 +373,10 @@ persist_sum_diffs(Oid shard, int64 upper)
 	ShardBase	b;
 	int64		sum = 0;
 
-	base_open_heap(&b, rel, snapshot);
+	shard_base_open_heap(&b, rel, snapshot);
 	if (upper > PG_INT64_MIN)
-		scan_heap(&b, PG_INT64_MIN, upper - 1, add_diff, &sum);
-	base_close(&b, AccessShareLock);
+		shard_scan_heap(&b, PG_INT64_MIN, upper - 1, add_diff, &sum);
+	shard_base_close(&b, AccessShareLock);
 	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
 	return sum;

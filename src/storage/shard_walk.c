@@ -9,44 +9,10 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/heapam.h"
-#include "access/htup_details.h"
-#include "access/stratnum.h"
-#include "access/table.h"
-#include "access/tableam.h"
-#include "access/xact.h"
-#include "catalog/dependency.h"
-#include "catalog/namespace.h"
-#include "catalog/objectaccess.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_collation.h"
-#include "catalog/pg_type.h"
-#include "commands/extension.h"
-#include "executor/executor.h"
-#include "executor/spi.h"
-#include "nodes/makefuncs.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
-#include "executor/tuptable.h"
-#include "fmgr.h"
-#include "lib/stringinfo.h"
-#include "miscadmin.h"
-#include "utils/builtins.h"
-#include "utils/fmgroids.h"
-#include "utils/syscache.h"
-#include "utils/typcache.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 #include "storage/catalog.h"
-#include "ipc/notify.h"
-#include "storage/persist.h"
 #include "storage/shard_internal.h"
-#include "common/rows.h"
-#include "common/spi.h"
 
 #define TOUCHED_BY_HASH_ROWS	16
 
@@ -68,12 +34,12 @@ touch_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row,
 	if (whole != NULL)
 		whole->count += diff;
 	if (t->hashes == NULL)
-		tid_list_add(&t->tids, tid);
+		shard_tid_list_add(&t->tids, tid);
 	return true;
 }
 
 static int
-tid_cmp(const void *a, const void *b)
+shard_tid_cmp(const void *a, const void *b)
 {
 	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
 }
@@ -91,13 +57,13 @@ touch_base(ShardBase *b, Touched *t, int64 limit)
 	RowCount   *rc;
 
 	t->hashes = NULL;
-	tid_list_init(&t->tids);
+	shard_tid_list_init(&t->tids);
 	if (nrecent == 0)
 		return;
 	if (limit < 0 || limit >= TOUCHED_BY_HASH_ROWS * nrecent)
 	{
-		scan_base_rows(b, t->recent, touch_base_row, t);
-		qsort(t->tids.tids, t->tids.n, sizeof(ItemPointerData), tid_cmp);
+		shard_scan_base_rows(b, t->recent, touch_base_row, t);
+		qsort(t->tids.tids, t->tids.n, sizeof(ItemPointerData), shard_tid_cmp);
 		return;
 	}
 
@@ -117,7 +83,7 @@ touch_base(ShardBase *b, Touched *t, int64 limit)
 
 		(void) hash_search(t->hashes, &h, HASH_ENTER, NULL);
 	}
-	scan_base_rows(b, t->flagged, touch_base_row, t);
+	shard_scan_base_rows(b, t->flagged, touch_base_row, t);
 }
 
 /* Might this base row need adjusting? */
@@ -134,7 +100,7 @@ touched(ShardBase *b, Touched *t, ItemPointer tid, Datum row)
 		return hash_search(t->hashes, &h, HASH_FIND, NULL) != NULL;
 	}
 	return t->tids.n > 0 &&
-		bsearch(tid, t->tids.tids, t->tids.n, sizeof(ItemPointerData), tid_cmp) != NULL;
+		bsearch(tid, t->tids.tids, t->tids.n, sizeof(ItemPointerData), shard_tid_cmp) != NULL;
 }
 
 /*
@@ -183,8 +149,8 @@ walk_base_begin(PersistWalk *w, Oid row_type, int64 time, int64 limit)
 
 	t->recent = row_counts_create(row_type);
 	t->flagged = row_counts_create(row_type);
-	scan_recent(b, time, count_row, t->recent);
-	collect_flagged(b, t->flagged);
+	shard_scan_recent(b, time, shard_count_row, t->recent);
+	shard_collect_flagged(b, t->flagged);
 	/* a flagged row's whole count: its recent part, and its base rows' */
 	hash_seq_init(&status, t->flagged->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
@@ -211,10 +177,10 @@ walk_base_begin(PersistWalk *w, Oid row_type, int64 time, int64 limit)
 		 */
 		StrategyNumber strategy = BTLessEqualStrategyNumber;
 
-		cursor_open_times(&w->base, b, b->time_index, 1, &strategy, &b->since);
+		shard_cursor_open_times(&w->base, b, b->time_index, 1, &strategy, &b->since);
 	}
 	else if (limit < 0)
-		cursor_open_heap(&w->base, b, PG_INT64_MIN, b->since);
+		shard_cursor_open_heap(&w->base, b, PG_INT64_MIN, b->since);
 }
 
 /* A base row's count at the walk's time: as stored, or adjusted. */
@@ -282,13 +248,13 @@ persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collect
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("collection \"%s\" was dropped while it was peeked", collection)));
-	if (base_open(&w->b, w->rel, w->snapshot, base_since(durable_since), AccessShareLock) &&
+	if (shard_base_open(&w->b, w->rel, w->snapshot, shard_base_since(durable_since), AccessShareLock) &&
 		w->b.since <= time)
 		walk_base_begin(w, row_type, time, limit);
 	else
 	{
 		w->rest = row_counts_create(row_type);
-		scan_heap(&w->b, PG_INT64_MIN, time, count_row, w->rest);
+		shard_scan_heap(&w->b, PG_INT64_MIN, time, shard_count_row, w->rest);
 	}
 	MemoryContextSwitchTo(old);
 	return w;
@@ -308,9 +274,9 @@ persist_walk_next(PersistWalk *w, Datum *row, int64 *count)
 		int64		time;
 		int64		diff;
 
-		if (!cursor_next(&w->base, &time, &diff, row))
+		if (!shard_cursor_next(&w->base, &time, &diff, row))
 		{
-			cursor_close(&w->base);
+			shard_cursor_close(&w->base);
 			w->streaming = false;
 			break;
 		}
@@ -351,10 +317,10 @@ void
 persist_walk_end(PersistWalk *w)
 {
 	if (w->streaming)
-		cursor_close(&w->base);
+		shard_cursor_close(&w->base);
 	if (w->rest_open)
 		hash_seq_term(&w->rest_seq);
-	base_close(&w->b, AccessShareLock);
+	shard_base_close(&w->b, AccessShareLock);
 	table_close(w->rel, AccessShareLock);
 	MemoryContextDelete(w->cxt);
 }

@@ -40,11 +40,11 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "storage/catalog.h"
 #include "common/settings.h"
+#include "common/spi.h"
 #include "ipc/area.h"
 #include "ipc/runtime_slots.h"
-#include "common/spi.h"
+#include "storage/catalog.h"
 #include "storage/standby_replay.h"
 
 /* An object's frontiers as last read from the replayed catalog. */

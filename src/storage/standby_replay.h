@@ -8,9 +8,9 @@
 #ifndef PEEK_STANDBY_H
 #define PEEK_STANDBY_H
 
-#include "common/ids.h"
-
 #include "nodes/pg_list.h"
+
+#include "common/ids.h"
 
 /* how often a standby's maintenance runtime looks at the replay position */
 #define STANDBY_POLL_MS		5L

@@ -10,18 +10,12 @@
  */
 #include "postgres.h"
 
-#include "fmgr.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
-#include "storage/lwlock.h"
-#include "storage/shmem.h"
 
-#include "common/settings.h"
 #include "ipc/area.h"
-#include "ipc/batch.h"
 #include "ipc/notify.h"
-#include "ipc/registry.h"
 #include "ipc/runtime_slots.h"
 #include "peek/peek.h"
 #include "peek/slots.h"

@@ -34,21 +34,16 @@
  */
 #include "postgres.h"
 
-#include "miscadmin.h"
 #include "port/pg_bitutils.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
 #include "arrange/spine.h"
 #include "common/rows.h"
-#include "common/settings.h"
-#include "ipc/batch.h"
 #include "ipc/registry.h"
-#include "storage/catalog.h"
 #include "storage/persist.h"
 
 /* A since advance (a catalog write) at most this often per index. */

@@ -18,14 +18,10 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
 #include "miscadmin.h"
 
 #include "arrange/walk.h"
 #include "common/rows.h"
-#include "ipc/area.h"
-#include "ipc/batch.h"
-#include "ipc/runtime_slots.h"
 
 /* One batch's run of candidate entries. */
 typedef struct Cursor

@@ -21,19 +21,14 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
 #include "catalog/pg_am.h"
-#include "catalog/pg_class.h"
 #include "replication/logical.h"
 #include "replication/origin.h"
-#include "replication/output_plugin.h"
-#include "replication/reorderbuffer.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "capture/decoder.h"

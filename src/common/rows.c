@@ -17,10 +17,7 @@
 #include "postgres.h"
 
 #include "access/detoast.h"
-#include "access/htup_details.h"
 #include "common/hashfn.h"
-#include "funcapi.h"
-#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/typcache.h"

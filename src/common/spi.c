@@ -11,13 +11,10 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "executor/spi.h"
-#include "miscadmin.h"
 #include "pgstat.h"
-#include "utils/guc.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -54,7 +51,6 @@ restore_user(SavedUser *saved)
 	AtEOXact_GUC(false, saved->guc_nestlevel);
 	SetUserIdAndSecContext(saved->userid, saved->sec_context);
 }
-
 
 /* Connect SPI as the extension's owner; spi_finish_as_owner undoes it. */
 void

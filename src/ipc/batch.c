@@ -25,13 +25,10 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
 #include "common/hashfn.h"
-#include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/typcache.h"
 

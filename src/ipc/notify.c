@@ -15,11 +15,8 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "common/settings.h"
-#include "ipc/area.h"
 #include "ipc/notify.h"
 #include "ipc/registry.h"
 #include "ipc/runtime_slots.h"

@@ -31,15 +31,10 @@
  */
 #include "postgres.h"
 
-#include "nodes/pg_list.h"
-#include "storage/lwlock.h"
-#include "storage/shmem.h"
 #include "utils/memutils.h"
 
 #include "common/rows.h"
-#include "common/settings.h"
 #include "ipc/area.h"
-#include "ipc/batch.h"
 #include "ipc/registry.h"
 #include "ipc/runtime_slots.h"
 

@@ -25,19 +25,14 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "arrange/spine.h"
 #include "capture/capture.h"
 #include "common/errors.h"
 #include "common/spi.h"
-#include "ipc/batch.h"
-#include "ipc/registry.h"
 #include "peek/slots.h"
 #include "runtime/maintenance.h"
-#include "storage/catalog.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"
 

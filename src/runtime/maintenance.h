@@ -10,7 +10,6 @@
 #define PEEK_MAINTENANCE_H
 
 #include "common/ids.h"
-#include "ipc/area.h"
 #include "ipc/runtime_slots.h"
 
 extern void maintenance_reset(void);

@@ -27,32 +27,24 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "access/xlog.h"
 #include "commands/extension.h"
-#include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
-#include "storage/latch.h"
 #include "tcop/tcopprot.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 #include "utils/timeout.h"
-#include "utils/wait_event.h"
+//#include "utils/wait_event.h"
 #include <sys/resource.h>
 
-#include "arrange/spine.h"
 #include "capture/capture.h"
-#include "common/settings.h"
 #include "common/spi.h"
-#include "ipc/registry.h"
 #include "peek/peek.h"
 #include "runtime/maintenance.h"
+#include "ipc/runtime_slots.h"
 #include "runtime/runtime.h"
-#include "storage/catalog.h"
 #include "storage/standby_replay.h"
 
 #define RUNTIME_TICK_MS		1000L

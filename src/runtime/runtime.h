@@ -9,8 +9,6 @@
 #define PEEK_RUNTIME_H
 
 #include "common/ids.h"
-#include "ipc/area.h"
-#include "ipc/runtime_slots.h"
 
 extern PGDLLEXPORT void runtime_main(Datum arg);
 

@@ -11,18 +11,12 @@
 #include "postgres.h"
 
 #include "catalog/pg_authid.h"
-#include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
-#include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "common/settings.h"
-#include "ipc/area.h"
-#include "ipc/registry.h"
 #include "ipc/runtime_slots.h"
 #include "peek/peek.h"
 #include "peek/slots.h"

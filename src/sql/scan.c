@@ -24,16 +24,12 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
-#include "commands/explain.h"
-#include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
-#include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -43,10 +39,8 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
-#include "utils/tuplestore.h"
 #include "utils/typcache.h"
 
 #include "sql/persist_peek.h"

@@ -30,19 +30,14 @@
  */
 #include "postgres.h"
 
-#include "access/xlog.h"
 #include "access/xlogrecovery.h"
-#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "replication/walsender.h"
 #include "replication/walsender_private.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "common/settings.h"
 #include "common/spi.h"
-#include "ipc/area.h"
 #include "ipc/runtime_slots.h"
 #include "storage/catalog.h"
 #include "storage/standby_replay.h"

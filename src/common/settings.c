@@ -10,8 +10,9 @@
  */
 #include "postgres.h"
 
-#include "utils/guc.h"
 #include <limits.h>
+
+#include "utils/guc.h"
 
 #include "common/settings.h"
 

@@ -27,6 +27,8 @@
  */
 #include "postgres.h"
 
+#include <sys/resource.h>
+
 #include "access/xlog.h"
 #include "commands/extension.h"
 #include "pgstat.h"
@@ -36,14 +38,12 @@
 #include "tcop/tcopprot.h"
 #include "utils/memutils.h"
 #include "utils/timeout.h"
-//#include "utils/wait_event.h"
-#include <sys/resource.h>
 
 #include "capture/capture.h"
 #include "common/spi.h"
+#include "ipc/runtime_slots.h"
 #include "peek/peek.h"
 #include "runtime/maintenance.h"
-#include "ipc/runtime_slots.h"
 #include "runtime/runtime.h"
 #include "storage/standby_replay.h"
 

@@ -25,6 +25,7 @@ extern int	peek_runtime_wait_ms;
 extern int	peek_isolation;
 extern bool peek_fast_path;
 extern int	peek_maintenance_nice;
+extern int	peek_retention_s;
 
 extern void config_define_settings(void);
 
@@ -32,5 +33,6 @@ extern int	config_runtime_count(void);
 extern int	config_serving_runtime(void);
 extern PeekRole config_runtime_role(int runtime);
 extern const char *config_role_name(PeekRole role);
+extern int64 config_retention_ms(int64 retention_ms);
 
 #endif							/* PEEK_CONFIG_H */

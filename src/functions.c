@@ -27,6 +27,7 @@
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "utils/typcache.h"
 
 #include "access/htup_details.h"
@@ -67,6 +68,8 @@ PG_FUNCTION_INFO_V1(peek_append);
 PG_FUNCTION_INFO_V1(peek_advance);
 PG_FUNCTION_INFO_V1(peek_write);
 PG_FUNCTION_INFO_V1(peek_allow_compaction);
+PG_FUNCTION_INFO_V1(peek_set_retention);
+PG_FUNCTION_INFO_V1(peek_reset_retention);
 PG_FUNCTION_INFO_V1(peek_persist_peek);
 PG_FUNCTION_INFO_V1(peek_create_index);
 PG_FUNCTION_INFO_V1(peek_drop_index);
@@ -581,6 +584,54 @@ peek_allow_compaction(PG_FUNCTION_ARGS)
 		notify_catalog_changed(obj->id);
 		notify_standing_hold(obj->id, since);
 	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * set_retention(object, retention): how much history, by the wall clock,
+ * the object keeps (NULL: all of it).  The maintenance runtime raises the
+ * since as it goes; a longer retention keeps more from now on, it cannot
+ * bring back what was compacted.
+ */
+Datum
+peek_set_retention(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "object name");
+	CatalogObject *obj;
+
+	standby_refuse_writes("set_retention");
+	obj = catalog_lookup(name, 0, CATALOG_WRITE);
+	if (!PG_ARGISNULL(1))
+	{
+		Interval	zero = {0};
+
+		if (DatumGetInt32(DirectFunctionCall2(interval_cmp, PG_GETARG_DATUM(1),
+											  IntervalPGetDatum(&zero))) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("retention must not be negative: %s",
+							DatumGetCString(DirectFunctionCall1(interval_out,
+																PG_GETARG_DATUM(1))))));
+	}
+	catalog_check_owner(obj);
+	catalog_set_retention(obj->id, PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1),
+						  PG_ARGISNULL(1), true);
+	notify_catalog_changed(obj->id);
+	PG_RETURN_VOID();
+}
+
+/* reset_retention(object): the object follows pg_peek.retention again. */
+Datum
+peek_reset_retention(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_arg(fcinfo, 0, "object name");
+	CatalogObject *obj;
+
+	standby_refuse_writes("reset_retention");
+	obj = catalog_lookup(name, 0, CATALOG_WRITE);
+	catalog_check_owner(obj);
+	catalog_set_retention(obj->id, (Datum) 0, false, false);
+	notify_catalog_changed(obj->id);
 	PG_RETURN_VOID();
 }
 

@@ -28,6 +28,15 @@ typedef int64 PeekObjectId;
 /* Most batches an arrangement has (geometric merging keeps far fewer). */
 #define PEEK_MAX_BATCHES		64
 
+/*
+ * An object's retention, in milliseconds of wall clock its since trails its
+ * upper by, when it is not a number: all history kept (set_retention's
+ * NULL, pg_peek.retention = -1, or a catalog from before 0.3), or whatever
+ * pg_peek.retention says (an object set_retention never gave one).
+ */
+#define PEEK_RETENTION_KEEP_ALL	((int64) -1)
+#define PEEK_RETENTION_DEFAULT	((int64) -2)
+
 /* A peek's "as of" time before the runtime resolves it (as_of => NULL). */
 #define PEEK_TIME_LATEST		((int64) -1)
 

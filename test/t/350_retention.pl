@@ -83,9 +83,10 @@ sub shard_rows
 }
 
 # Each iteration adds two rows to each shard (a retraction and an insert).
-# The window: the iterations in the last retention, plus as much again and
-# two seconds for the rounds a loaded machine makes late.  Bounded: at most
-# 1.5 times the contents and the window's rows.
+# The window: the iterations in the last retention and two seconds more
+# (the sample taken at least that long ago), for the rounds a loaded
+# machine makes late.  Bounded: at most 1.5 times the contents and the
+# window's rows; keep, with all its history, is the control.
 my @samples;    # [clock, w's upper]
 my ($bounded_w, $bounded_s, $checked, $aged) = (1, 1, 0, 1);
 my $start = time;
@@ -95,7 +96,7 @@ while (time < $start + $load_s - 1)
 	my $now = time;
 	my $upper = sql("SELECT upper FROM peek.collections WHERE name = 'w'");
 	push @samples, [ $now, $upper ];
-	my ($back) = grep { $_->[0] <= $now - 6 } reverse @samples;
+	my ($back) = grep { $_->[0] <= $now - 4 } reverse @samples;
 	next unless defined $back;
 	my $bound = 1.5 * (20 + 2 * ($upper - $back->[1]));
 	my ($w, $s) = (shard_rows('w'), shard_rows('s'));

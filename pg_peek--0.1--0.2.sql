@@ -152,7 +152,7 @@ BEGIN
     END LOOP;
 END $$;
 
--- Replicas (issue 14): how a hot standby follows its primary, per object:
+-- Replicas: how a hot standby follows its primary, per object:
 -- the frontiers replay brought (the catalog row; an index's upper is its
 -- collection's), the frontiers its runtimes published, the times replayed
 -- but not published yet, and how far replay trails the primary (0 while

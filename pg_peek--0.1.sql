@@ -1,4 +1,4 @@
--- pg_peek 0.1: catalog, SQL surface and views.  See README.md and DESIGN §4.
+-- pg_peek 0.1: catalog, SQL surface and views.  See README.md and docs/architecture.md.
 \echo Use "CREATE EXTENSION pg_peek" to load this file. \quit
 
 -- The schema is a member of the extension: DROP EXTENSION refuses to drop

@@ -5,7 +5,7 @@
 -- then this script, so every change of 0.3 to the SQL objects lives here,
 -- once.
 
--- retention (issue 24 item 1): every collection, source and index keeps its
+-- retention: every collection, source and index keeps its
 -- history of the last `retention` by the wall clock; the maintenance runtime
 -- raises its since to the time that was its upper that long ago (never past
 -- a peek's hold, and never lowering it), and compaction folds its shard.

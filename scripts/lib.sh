@@ -6,7 +6,7 @@
 # Provides:
 #   ensure_packages [PKG...]   install the Debian packages we need (and PKGs) if missing
 #   stop_debian_main_cluster   stop the package's own 15/main cluster on 5432
-#   build_and_install LOG      make clean all install (log to LOG)
+#   build_and_install LOG [MAKEVAR=VALUE...]  make clean all install (log to LOG)
 #   AS_PG / as_pg CMD...       run CMD as the postgres user (when root)
 #   pick_free_port START       first port >= START that looks unused
 #   cluster_init DATA SOCK PORT INITDB_LOG [CONF_LINE...]
@@ -77,11 +77,13 @@ stop_debian_main_cluster() {
 }
 
 # Build and install the extension from $ROOT. All output goes to $1; on
-# failure the log is printed and 1 returned.
+# failure the log is printed and 1 returned.  Further arguments go to make
+# (the tests pass COPT=-Werror: the shipped Makefile warns, never fails).
 build_and_install() {
     local log=$1
+    shift
     info "building and installing pg_peek (log: $log)"
-    if ! make -C "$ROOT" PG_CONFIG="$PG_CONFIG" clean all install >"$log" 2>&1; then
+    if ! make -C "$ROOT" PG_CONFIG="$PG_CONFIG" "$@" clean all install >"$log" 2>&1; then
         printf '\nERROR: build failed; build log follows\n'
         cat "$log"
         return 1

@@ -1,4 +1,4 @@
--- Hardening of peeks at their edges (issue 22).
+-- Hardening of peeks at their edges.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;

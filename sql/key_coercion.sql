@@ -1,6 +1,6 @@
 -- A key field of another type is converted to its key column's type as SQL
 -- assignment does; a session plans each conversion once and keeps it until
--- a function or cast it uses changes (issue 11, lean peeks).  Every
+-- a function or cast it uses changes.  Every
 -- case runs twice in one session: the cached conversion must behave as a
 -- fresh one.
 SET client_min_messages = warning;

@@ -49,7 +49,7 @@ SELECT peek.advance('bad', 2);
 SELECT * FROM peek.persist_peek(NULL::stock, 'bad', as_of => 0);
 SELECT try($$SELECT * FROM peek.persist_peek(NULL::stock, 'bad', as_of => 1)$$);
 -- a limit reads no further than it needs, as an index peek's does: limit 0
--- does not meet the row (DESIGN §3.6)
+-- does not meet the row
 SELECT try($$SELECT * FROM peek.persist_peek(NULL::stock, 'bad', as_of => 1, "limit" => 0)$$);
 
 -- compaction: allow since 3; the shard consolidates at 3 and shrinks

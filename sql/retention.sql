@@ -1,4 +1,4 @@
--- Retention (issue 24 item 1): every collection, source and index keeps the
+-- Retention: every collection, source and index keeps the
 -- history of its last `retention` by the wall clock (pg_peek.retention's
 -- unless peek.set_retention gave it one; NULL keeps all history).
 SET client_min_messages = warning;

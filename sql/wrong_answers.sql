@@ -1,4 +1,4 @@
--- Wrong answers (issue 10): compaction up to the upper, row identity
+-- Wrong answers: compaction up to the upper, row identity
 -- whatever the datum's header, key conversion by SQL assignment, and
 -- multiplicities out of bigint's range.
 

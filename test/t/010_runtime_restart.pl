@@ -1,4 +1,4 @@
-# Runtime restarts lose no answer (DESIGN §3.12): peeks that wait while the
+# Runtime restarts lose no answer: peeks that wait while the
 # serving runtime is terminated are re-issued by their backends and answered
 # correctly once their times are complete; a write made while the runtime
 # that maintains the collection is down is published when it comes back.

@@ -1,4 +1,4 @@
-# Crash recovery (DESIGN §6): after a crash-restart of the whole cluster
+# Crash recovery: after a crash-restart of the whole cluster
 # (a client backend killed with SIGKILL) every committed update, the
 # compaction and the frontiers are still there, the runtimes publish them
 # again, and an append of a transaction open at the moment of the crash is

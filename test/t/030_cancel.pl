@@ -1,4 +1,4 @@
-# Cancel of a waiting peek (DESIGN §3.2, §3.8): pg_cancel_backend and
+# Cancel of a waiting peek: pg_cancel_backend and
 # statement_timeout end it with 57014, remove it from the pending work and
 # its waiter count, count it in peeks_canceled, and leave the session (also
 # one inside an explicit transaction) able to peek again.

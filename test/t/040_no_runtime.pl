@@ -1,5 +1,5 @@
 # Without a runtime to answer, a peek fails clearly instead of hanging
-# (DESIGN §5, §8): (a) the library is not preloaded; (b) no runtime can start
+#: (a) the library is not preloaded; (b) no runtime can start
 # (max_worker_processes = 0); (c) the peek comes from a database the runtimes
 # do not serve.  (d) The runtimes idle until the extension exists in their
 # database, and follow DROP EXTENSION / CREATE EXTENSION without restarting.

@@ -1,4 +1,4 @@
-# allow_compaction must take effect (DESIGN §3.9: the effective since is
+# allow_compaction must take effect (the effective since is
 # min(user's since, pending peeks, standing holds)) even when it commits while
 # the runtime that serves peeks has not adopted the extension yet: (a) right
 # after CREATE EXTENSION, before that runtime's next tick; (b) while it is

@@ -1,4 +1,4 @@
-# Wake-ups scale with what changed (DESIGN §3.11), through the real
+# Wake-ups scale with what changed, through the real
 # write/advance -> maintenance publish -> dirty mark path:
 #  * 1000 seals of an index with nothing parked on it do not wake the
 #    runtime that serves peeks (no wake-up, no dirty mark, no re-examination);

@@ -1,4 +1,4 @@
-# Reconciliation of arrangements (DESIGN §1, §3.12, §6):
+# Reconciliation of arrangements:
 #  * the runtime that serves peeks is terminated with index peeks parked: its
 #    pending work is dropped, the backends re-issue, every peek is answered
 #    correctly once it is back, and the standing holds are unchanged;

@@ -1,7 +1,7 @@
 # Randomized oracle test (seeded, reproducible): random histories of appends,
 # advances, writes and compactions on several collections; at random times
 # and keys, every index_peek and persist_peek result equals a plain SQL query
-# over a table (`oracle`) holding the same updates (DESIGN §3 rules 2-7, 9).
+# over a table (`oracle`) holding the same updates.
 #
 #  * 3 collections of orow (k int, v text, n numeric), 2 indexes each, on {k},
 #    {k,v} or {n} (numeric equality: 1 = 1.0 = 1.00 as keys, while rows are

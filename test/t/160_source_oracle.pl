@@ -1,4 +1,4 @@
-# Randomized oracle of a source (issue 5: capture through logical decoding),
+# Randomized oracle of a source,
 # seeded and reproducible: a random workload of transactions on a table,
 # run one at a time from one session, with the table's full contents logged
 # after every committed transaction. Index and persist peeks of the source at

@@ -1,4 +1,4 @@
-# Read-your-writes on a source (issue 5): pg_peek.isolation.
+# Read-your-writes on a source: pg_peek.isolation.
 #
 #  * 'strict serializable': a session that commits a change to the table
 #    (autocommit INSERT, UPDATE or DELETE) and peeks right after with

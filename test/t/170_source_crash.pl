@@ -1,4 +1,4 @@
-# Crashes under a write load on a captured table (issue 5: exactly once):
+# Crashes under a write load on a captured table:
 # after each crash-restart, once the source has caught up, the source's
 # persist peek, its index and the multiset its shard sums to all equal the
 # table: no change lost, none applied twice.

@@ -1,4 +1,4 @@
-# Sources that cannot go on, and what may not be done with them (issue 5):
+# Sources that cannot go on, and what may not be done with them:
 #
 #  * wal_level = replica (or no replication slots): create_source fails with
 #    55000 naming the setting, and leaves nothing behind;

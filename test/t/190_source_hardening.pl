@@ -1,4 +1,4 @@
-# Sources must not stall or restart the runtimes (issue 10):
+# Sources must not stall or restart the runtimes:
 #
 #  * an idle transaction holding an xid makes a source's slot creation wait:
 #    the source stays 'loading' (its loader shows in pg_stat_activity) while

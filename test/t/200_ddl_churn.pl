@@ -1,4 +1,4 @@
-# DDL churn while writers and readers run (issue 10): for 30 s, one session
+# DDL churn while writers and readers run: for 30 s, one session
 # writes inserts and deletes to collection c (and logs every update in a
 # history table, in the same transaction); another creates and drops an
 # index on c every 0.3 s, creates, fills, peeks and drops a second

@@ -1,6 +1,4 @@
-# The runtimes' memory stays flat under a steady load (issue 10: after each
-# commit the maintenance loop allocated in TopMemoryContext for the rest of
-# its round, and never freed it).  Each runtime logs its memory contexts
+# The runtimes' memory stays flat under a steady load.  Each runtime logs its memory contexts
 # (pg_log_backend_memory_contexts) after a warm-up and again after many more
 # writes, captured changes and peeks of the same kind; its grand total may
 # not grow by more than a small allowance (it grew by nothing here).

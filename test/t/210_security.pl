@@ -1,4 +1,4 @@
-# Hostile roles (issue 10, security).  Two non-superuser roles: alice owns
+# Hostile roles.  Two non-superuser roles: alice owns
 # the database the runtimes serve, bob is an ordinary user.  Each attack must
 # fail or be harmless, no runtime may restart over it, and bob's collection
 # keeps publishing:

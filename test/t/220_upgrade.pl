@@ -1,4 +1,4 @@
-# Upgrade (issue 13): CREATE EXTENSION pg_peek VERSION '0.1' (the shipped
+# Upgrade: CREATE EXTENSION pg_peek VERSION '0.1' (the shipped
 # 0.1 script), collections, indexes and a source with data and peeks, then
 # ALTER EXTENSION pg_peek UPDATE:
 #  * extversion is 0.2; every peek taken before answers the same at the same

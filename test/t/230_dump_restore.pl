@@ -1,4 +1,4 @@
-# pg_dump / pg_restore (issue 13): a database with collections (one
+# pg_dump / pg_restore: a database with collections (one
 # compacted), indexes and a source is dumped (pg_dump -Fc) and restored into the
 # database the runtimes serve on a second node, which is then restarted
 # (README, Dump and restore):

@@ -1,4 +1,4 @@
-# Fast-path peeks racing compaction and drops (issue 11): a backend gates a
+# Fast-path peeks racing compaction and drops: a backend gates a
 # ready peek itself and takes its hold under the registry entry's lock, the
 # same lock under which compaction advances since.  For 20 s a writer logs
 # every update in a history table, a compactor keeps allow_compaction three

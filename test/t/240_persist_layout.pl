@@ -1,5 +1,4 @@
-# Persist peeks over a shard's base and recent updates (DESIGN §2, issue 11
-# item 3), against a history table written in the same transactions (the
+# Persist peeks over a shard's base and recent updates, against a history table written in the same transactions (the
 # oracle): full and limited peeks at many times, across compactions, across
 # a crash (pg_ctl stop -m immediate) in the middle of compaction-heavy
 # writes, negative counts behind a limit, and a writer that keeps committing

@@ -1,4 +1,4 @@
-# Maintenance in bounded steps (DESIGN §2, 0.2):
+# Maintenance in bounded steps:
 #  * merges are amortized: while a background writer keeps appending
 #    batches (so merges are always in progress), every index peek at many
 #    times equals an oracle table holding the same updates;

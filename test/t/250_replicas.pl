@@ -1,4 +1,4 @@
-# Replicas (DESIGN §9): a primary and two hot standbys, the second cascading
+# Replicas: a primary and two hot standbys, the second cascading
 # from the first.  The runtimes run on the standbys, follow replay, and
 # answer index and persist peeks at the primary's logical times with the
 # primary's answers (read-your-writes across servers through as_of); they

@@ -1,4 +1,4 @@
-# Capture skips pg_peek's own transactions (issue 12, capture rounds): the
+# Capture skips pg_peek's own transactions: the
 # maintenance runtime's transactions (each round's shard appends and catalog
 # update) carry the replication origin DoNotReplicateId, and the decoder
 # filters them out before the reorder buffer queues their changes, so a

@@ -1,5 +1,5 @@
 # Capture rounds decode the WAL the server has written, not only what is
-# flushed (issue 12, capture freshness).  The server runs with
+# flushed.  The server runs with
 # synchronous_commit = off and wal_writer_delay = 10s, so the WAL writer
 # leaves a partly filled last page unwritten for up to 10 s: what makes a
 # lone commit visible promptly is the round writing that tail itself once it

@@ -1,5 +1,4 @@
-# Capture catches up in bounded rounds (issue 12: big work never stalls the
-# loop).  A round reads at most 16 MB of WAL, so a source far behind -- here
+# Capture catches up in bounded rounds.  A round reads at most 16 MB of WAL, so a source far behind -- here
 # ~250 MB of another table's WAL, made while the maintenance runtime was
 # stopped (SIGSTOP) -- catches up in steps, between which the runtime
 # publishes everything else.

@@ -1,5 +1,5 @@
 # Indexes over a source follow its capture rounds from the updates the
-# rounds decoded (issue 12, capture rounds: capture_feed), not by reading
+# rounds decoded, not by reading
 # back from the shard what the round has just appended to it.
 #
 #  * The feed is used: 30 commits, each awaited in the index before the

@@ -1,4 +1,4 @@
-# Streamed persist peeks (issue 11): a persist_peek call in FROM is read by
+# Streamed persist peeks: a persist_peek call in FROM is read by
 # a custom scan that streams its walk's rows up the plan.  The peek's hold
 # ends once its walk has begun (the walk's snapshot keeps the answer), so a
 # cursor that streams slowly holds back neither compaction nor its

@@ -1,5 +1,5 @@
 # A captured commit is not visible to peeks before PostgreSQL makes it
-# visible to other sessions (issue 22, commits seen too early).  A commit
+# visible to other sessions.  A commit
 # whose session waits for a synchronous standby has its commit record in
 # the WAL (written, flushed) but its transaction is still in the proc array:
 # SQL in other sessions does not see it, and a failover could lose it.

@@ -1,4 +1,4 @@
-# Retention (issue 24 item 1): under a steady write load, a collection
+# Retention: under a steady write load, a collection
 # following pg_peek.retention (set to 2s by a reload) and a source given 2s
 # by peek.set_retention keep shards of about their contents plus the rows
 # of the retention's window, while a collection with set_retention(NULL)

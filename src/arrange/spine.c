@@ -1,0 +1,759 @@
+/*-------------------------------------------------------------------------
+ *
+ * spine.c
+ *	  The maintenance runtime's arrangements: one spine per index, its
+ *	  batches kept in levels by size as differential dataflow's fueled spine
+ *	  keeps them.  Level k holds batches of at most 2^k updates, at most two;
+ *	  two at one level are being merged, a linear merge of sorted batches
+ *	  advanced a step at a time.  Each batch a seal introduces gives every
+ *	  merge in progress fuel proportional to its updates, enough that a
+ *	  merge at level k completes before another batch can reach level k, so
+ *	  merge work per update stays logarithmic, the batch list stays short
+ *	  (at most two per level) and no merge ever sits whole in front of the
+ *	  next seal's publication.  Every round, after its publications,
+ *	  spends bounded fuel merging what is left, down to one batch at the
+ *	  spine's since.
+ *
+ *	  A spine hydrates from its collection's persist shard, follows every
+ *	  seal by arranging the newly sealed updates (read back from the shard,
+ *	  or handed over by the capture round that wrote them there: the same
+ *	  updates, arranged the same way), and publishes after each change; a
+ *	  new since is applied by the merges that follow.  The spine holds one
+ *	  pin on each of its batches (registry.c states the ownership rule): it
+ *	  takes over a build's or merge's reference, lets go of the
+ *	  batches a merge replaced only after publishing the result, and
+ *	  releases everything when the index is forgotten or failed.  A merge's
+ *	  output is unpublished until it completes; the runtime frees
+ *	  unfinished ones when it exits.  A restarted
+ *	  maintenance runtime releases its dead predecessor's pins
+ *	  (registry_release_dead_spines) and re-hydrates.
+ *
+ *	  Runs only in the maintenance (or solo) runtime.  Must not answer peeks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "port/pg_bitutils.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+#include "ipc/batch.h"
+#include "storage/catalog.h"
+#include "common/settings.h"
+#include "storage/persist.h"
+#include "ipc/registry.h"
+#include "common/rows.h"
+#include "arrange/spine.h"
+
+/* A since advance (a catalog write) at most this often per index. */
+#define SINCE_INTERVAL_MS	1000
+
+/*
+ * Merges beyond those of two batches at one level (towards one batch at
+ * the since) wait until the spine has had no new batch this long: under a
+ * trickle of seals they would rewrite the biggest batch for each small one.
+ */
+#define SETTLED_MS		1000
+
+/* Two batches per level: the published list is never longer than allowed. */
+#define SPINE_LEVELS	(PEEK_MAX_BATCHES / 2)
+
+/*
+ * Merge work per update introduced, for each merge in progress: a merge at
+ * level k (at most 2^(k+1) entries) completes before the 2^(k-1) updates it
+ * takes to bring another batch to level k have arrived.
+ */
+#define FUEL_PER_UPDATE	4
+
+/*
+ * Merge work a round spends per spine beyond what seals brought, all its
+ * merges together: about a millisecond, so that a seal arriving meanwhile
+ * is not held up (the runtime goes on without sleeping while work is left).
+ */
+#define ROUND_FUEL		(8 * 1024)
+
+typedef struct Level
+{
+	int			nbatches;		/* 0, 1, or 2 (being merged) */
+	dsa_pointer batches[2];
+	BatchMerge *merge;			/* over batches[0 .. nbatches), or NULL */
+} Level;
+
+typedef struct Spine
+{
+	PeekObjectId index;			/* key */
+	Oid			shard;
+	KeyInfo    *key;
+	Level		levels[SPINE_LEVELS];
+	int			nbatches;		/* the published list: every level's batches */
+	dsa_pointer batches[PEEK_MAX_BATCHES];
+	dsa_pointer *retired;		/* replaced by merges, unpinned once published */
+	int			nretired;
+	int			retired_capacity;
+	int64		upper;
+	int64		since;
+	bool		failed;
+	TimestampTz last_since_advance;
+	TimestampTz last_batch;		/* when a seal last brought a batch */
+	dsa_pointer incoming;		/* a new batch not placed yet (for an exit) */
+} Spine;
+
+static HTAB *spines = NULL;
+
+/* Is dp in the spine's last published list (or, with in_levels, in a level)? */
+static bool
+spine_holds(Spine *spine, dsa_pointer dp, bool in_levels)
+{
+	for (int i = 0; i < spine->nbatches; i++)
+		if (spine->batches[i] == dp)
+			return true;
+	for (int k = 0; in_levels && k < SPINE_LEVELS; k++)
+		for (int i = 0; i < spine->levels[k].nbatches; i++)
+			if (spine->levels[k].batches[i] == dp)
+				return true;
+	return false;
+}
+
+/*
+ * Let go of a spine's pins and abandon its merges.  With unpublished_only
+ * (a runtime exiting), the pins on its last published list are kept: they
+ * are its successor's to release (registry_release_dead_spines); a new
+ * batch not placed yet is let go of too.
+ */
+static void
+release_spine(Spine *spine, bool unpublished_only)
+{
+	if (unpublished_only && DsaPointerIsValid(spine->incoming) &&
+		!spine_holds(spine, spine->incoming, true))
+		batch_unpin(spine->incoming);
+	spine->incoming = InvalidDsaPointer;
+	for (int k = 0; k < SPINE_LEVELS; k++)
+	{
+		Level	   *level = &spine->levels[k];
+
+		if (level->merge != NULL)
+			batch_merge_abandon(level->merge);
+		level->merge = NULL;
+		for (int i = 0; i < level->nbatches; i++)
+			if (!unpublished_only || !spine_holds(spine, level->batches[i], false))
+				batch_unpin(level->batches[i]);
+		level->nbatches = 0;
+	}
+	for (int i = 0; i < spine->nretired; i++)
+		if (!unpublished_only || !spine_holds(spine, spine->retired[i], false))
+			batch_unpin(spine->retired[i]);
+	spine->nretired = 0;
+	spine->nbatches = 0;
+}
+
+/*
+ * At exit (a SIGTERM may come at any CHECK_FOR_INTERRUPTS of a merge step),
+ * let go of what nobody else will: the outputs of unfinished merges, and
+ * the spine's pins on batches it has not published (new ones, merge results,
+ * batches merged away before a publication).  An error may have left locks
+ * held.
+ */
+static void
+release_unpublished_at_exit(int code, Datum arg)
+{
+	HASH_SEQ_STATUS status;
+	Spine	   *spine;
+
+	LWLockReleaseAll();
+	hash_seq_init(&status, spines);
+	while ((spine = hash_seq_search(&status)) != NULL)
+		if (!spine->failed)		/* released when it failed */
+			release_spine(spine, true);
+}
+
+/*
+ * Start over with no spines: release ours, or in a fresh process those of
+ * the maintenance runtime that ran before.
+ */
+void
+spine_reset_all(void)
+{
+	HASHCTL		ctl;
+
+	if (spines != NULL)
+	{
+		HASH_SEQ_STATUS status;
+		Spine	   *spine;
+
+		hash_seq_init(&status, spines);
+		while ((spine = hash_seq_search(&status)) != NULL)
+		{
+			release_spine(spine, false);
+			pfree(spine->retired);
+		}
+		hash_destroy(spines);
+	}
+	else
+	{
+		registry_release_dead_spines();
+		before_shmem_exit(release_unpublished_at_exit, 0);
+	}
+	ctl.keysize = sizeof(PeekObjectId);
+	ctl.entrysize = sizeof(Spine);
+	ctl.hcxt = TopMemoryContext;
+	spines = hash_create("pg_peek spines", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/*
+ * Publish every level's batches, then let go of the batches merges
+ * replaced: readers resolve the new list before the old one is unpinned.
+ * A tombstone (a drop committed meanwhile) takes no list: the one published
+ * last is still the registry's, its pins still the spine's to give back
+ * (when it is forgotten, or by a successor after an exit), so the replaced
+ * batches stay pinned and that list stays the spine's last published one.
+ */
+static void
+publish_spine(Spine *spine)
+{
+	dsa_pointer batches[PEEK_MAX_BATCHES];
+	int			nbatches = 0;
+
+	for (int k = 0; k < SPINE_LEVELS; k++)
+		for (int i = 0; i < spine->levels[k].nbatches; i++)
+			batches[nbatches++] = spine->levels[k].batches[i];
+	if (!registry_publish_arrangement(spine->index, batches, nbatches,
+									  spine->upper, spine->since))
+		return;
+	memcpy(spine->batches, batches, sizeof(dsa_pointer) * nbatches);
+	spine->nbatches = nbatches;
+	for (int i = 0; i < spine->nretired; i++)
+		batch_unpin(spine->retired[i]);
+	spine->nretired = 0;
+}
+
+static void
+fail_spine(Spine *spine)
+{
+	ereport(LOG,
+			(errcode(ERRCODE_OUT_OF_MEMORY),
+			 errmsg("pg_peek index " INT64_FORMAT " exceeds pg_peek.max_memory (%d kB) and is failed",
+					spine->index, setting_max_memory_kb)));
+	spine->failed = true;
+	registry_mark_failed(spine->index);
+	release_spine(spine, false);
+}
+
+/* Keep a replaced batch's pin until the next publication. */
+static void
+retire_batch(Spine *spine, dsa_pointer dp)
+{
+	if (spine->nretired == spine->retired_capacity)
+	{
+		spine->retired_capacity *= 2;
+		spine->retired = repalloc(spine->retired, sizeof(dsa_pointer) * spine->retired_capacity);
+	}
+	spine->retired[spine->nretired++] = dp;
+}
+
+static int
+level_of(Batch *batch)
+{
+	return Min(pg_ceil_log2_64(Max(batch->nentries, 1)), SPINE_LEVELS - 1);
+}
+
+static void place_batch(Spine *spine, dsa_pointer dp);
+
+/*
+ * Start merging a level's batches.  Returns false if pg_peek.max_memory
+ * has no room for the output now: the batches stay as they are (all still
+ * answer peeks) and the merge is tried again in a later round, once other
+ * merges have given memory back.
+ */
+static bool
+start_merge(Spine *spine, Level *level)
+{
+	level->merge = batch_merge_begin(level->batches, level->nbatches, spine->since);
+	return level->merge != NULL;
+}
+
+/*
+ * Level k's merge is complete: its batches are retired and the result goes
+ * to the level of its size.  Published by the caller.
+ */
+static void
+complete_merge(Spine *spine, int k)
+{
+	Level	   *level = &spine->levels[k];
+	dsa_pointer merged = batch_merge_finish(level->merge);
+
+	level->merge = NULL;
+	for (int i = 0; i < level->nbatches; i++)
+		retire_batch(spine, level->batches[i]);
+	level->nbatches = 0;
+	place_batch(spine, merged);
+}
+
+/*
+ * Add a batch (its one reference becomes the spine's pin) at the level of
+ * its size.  A merge of two batches still running there is finished
+ * first: fuel makes that rare.  A rewrite of a lone batch is dropped
+ * instead, as the merge with the newcomer rewrites it too.  A batch with
+ * much slack (consolidation shrank its merge) is rewritten to give the
+ * memory back.
+ */
+static void
+place_batch(Spine *spine, dsa_pointer dp)
+{
+	int			k;
+	Level	   *level;
+
+	if (batch_get(dp)->nentries == 0)
+	{
+		batch_unpin(dp);
+		return;
+	}
+	k = level_of(batch_get(dp));
+	level = &spine->levels[k];
+
+	/*
+	 * A full level whose merge found no room must merge now to take the
+	 * batch; only if it cannot does the index not fit.
+	 */
+	if (level->merge == NULL && level->nbatches == 2 && !start_merge(spine, level))
+	{
+		batch_unpin(dp);
+		fail_spine(spine);
+		return;
+	}
+	if (level->merge != NULL && level->nbatches == 2)
+	{
+		int64		fuel = PG_INT64_MAX;
+
+		(void) batch_merge_step(level->merge, &fuel);
+		complete_merge(spine, k);
+		if (spine->failed)
+		{
+			batch_unpin(dp);
+			return;
+		}
+	}
+	/* a lone batch's rewrite (maybe just started by that completion) */
+	if (level->merge != NULL)
+	{
+		batch_merge_abandon(level->merge);
+		level->merge = NULL;
+	}
+	if (level->nbatches >= 2)
+	{
+		batch_unpin(dp);
+		spine->incoming = InvalidDsaPointer;
+		elog(ERROR, "pg_peek spine level %d is full", k);
+	}
+	level->batches[level->nbatches++] = dp;
+	if (level->nbatches == 2 || batch_has_slack(dp))
+		(void) start_merge(spine, level);
+}
+
+/*
+ * Give the merges in progress fuel, lowest level first (a result may start
+ * a merge higher up, which gets its fuel in the same pass): each merge that
+ * much, or (shared) that much for all of them together.  Returns whether a
+ * merge completed.
+ */
+static bool
+apply_fuel(Spine *spine, int64 fuel, bool shared)
+{
+	bool		completed = false;
+
+	for (int k = 0; k < SPINE_LEVELS && !spine->failed && fuel > 0; k++)
+	{
+		Level	   *level = &spine->levels[k];
+		int64		level_fuel = fuel;
+		bool		done;
+
+		if (level->merge == NULL)
+			continue;
+		done = batch_merge_step(level->merge, &level_fuel);
+		if (shared)
+			fuel = level_fuel;
+		if (!done)
+			continue;
+		complete_merge(spine, k);
+		completed = true;
+	}
+	return completed;
+}
+
+/* A new batch: fuel for the merges in progress, then its place. */
+static void
+introduce_batch(Spine *spine, dsa_pointer dp)
+{
+	int64		n = batch_get(dp)->nentries;
+
+	spine->last_batch = GetCurrentTimestamp();
+	spine->incoming = dp;
+	apply_fuel(spine, FUEL_PER_UPDATE * n, false);
+	if (spine->failed)
+		batch_unpin(dp);
+	else
+		place_batch(spine, dp);
+	spine->incoming = InvalidDsaPointer;
+}
+
+/*
+ * With no merge in progress, start one (if the spine has settled) that
+ * brings it closer to one batch at its since: the lowest batch joins the
+ * next one up, or a lone batch below the since is rewritten at it.
+ * Returns false if there is no merge to advance.
+ */
+static bool
+start_tidy_merge(Spine *spine, bool settled)
+{
+	int			low = -1;
+
+	for (int k = 0; k < SPINE_LEVELS; k++)
+	{
+		Level	   *level = &spine->levels[k];
+
+		if (level->merge != NULL)
+			return true;
+		if (level->nbatches == 2)
+			return start_merge(spine, level);	/* found no room before */
+		if (level->nbatches == 0)
+			continue;
+		if (low < 0)
+		{
+			low = k;
+			continue;
+		}
+		if (!settled)
+			return false;
+		/* a lone batch per level: move the lowest up to join this one */
+		level->batches[level->nbatches++] = spine->levels[low].batches[0];
+		if (!start_merge(spine, level))
+		{
+			level->nbatches--;
+			return false;
+		}
+		spine->levels[low].nbatches = 0;
+		return true;
+	}
+	if (low < 0 || !settled ||
+		batch_get(spine->levels[low].batches[0])->since >= spine->since)
+		return false;
+	return start_merge(spine, &spine->levels[low]);
+}
+
+/* ---- arranging a collection's updates ---- */
+
+/* Row images are packed into blocks of this size, past any palloc overhead. */
+#define ARRANGE_BLOCK_SIZE	(4 * 1024 * 1024)
+/* A hydration's array of updates starts with room for this many at most. */
+#define ARRANGE_PRESIZE_MAX	(1024 * 1024)
+
+typedef struct Arranging
+{
+	PeekObjectId index;
+	int64		hydration_total;	/* estimated; < 0: following, not hydrating */
+	KeyInfo    *key;
+	TupleDesc	row_desc;		/* rows are normalized with it */
+	HeapTupleHeader row_template;	/* and recognized by its header */
+	PendingUpdate *updates;
+	int64		n;
+	int64		capacity;
+	char	   *block;			/* where the next image goes */
+	Size		block_free;
+	MemoryContext cxt;			/* the updates and their images */
+	MemoryContext per_row;
+} Arranging;
+
+/*
+ * One update, from the shard or a feed: its row is normalized as a row
+ * read from the shard is, so that images from either compare equal.
+ */
+static void
+arrange_update(int64 time, int64 diff, Datum row, void *arg)
+{
+	Arranging  *a = arg;
+	MemoryContext old = MemoryContextSwitchTo(a->per_row);
+	struct varlena *flat = (struct varlena *) DatumGetPointer(row_from_shard(a->row_desc, a->row_template, row));
+	Size		len = VARSIZE(flat) - VARHDRSZ;
+	PendingUpdate *u;
+
+	MemoryContextSwitchTo(old);
+	if (a->n == a->capacity)
+	{
+		a->capacity *= 2;
+		a->updates = repalloc_huge(a->updates, sizeof(PendingUpdate) * a->capacity);
+	}
+	if (len > a->block_free)
+	{
+		a->block_free = Max(ARRANGE_BLOCK_SIZE, len);
+		a->block = MemoryContextAllocHuge(a->cxt, a->block_free);
+	}
+	u = &a->updates[a->n++];
+	u->keyhash = batch_key_hash_row(a->key, PointerGetDatum(flat));
+	u->len = len;
+	u->image = memcpy(a->block, VARDATA(flat), len);
+	u->time = time;
+	u->diff = diff;
+	a->block += len;
+	a->block_free -= len;
+	MemoryContextReset(a->per_row);
+	if (a->hydration_total >= 0 && a->n % 10000 == 0)
+		registry_hydration_progress(a->index, a->n, Max(a->n, a->hydration_total));
+}
+
+/*
+ * Arrange the collection's updates in [lower, upper) into a new batch, from
+ * the feed if it has them (see follow), else from the shard.  The first
+ * range of a spine is its hydration, shown in peek.hydration_progress
+ * against the shard's estimated size until the count is known.
+ */
+static dsa_pointer
+arrange_range(Spine *spine, int64 lower, int64 upper, const SpineFeed *feed, bool *empty)
+{
+	Arranging	a;
+	MemoryContext old;
+	dsa_pointer dp;
+	bool		hydrating = spine->nbatches == 0 && lower == 0;
+
+	a.index = spine->index;
+	a.hydration_total = hydrating ? persist_estimate_rows(spine->shard) : -1;
+	if (hydrating)
+		registry_hydration_progress(spine->index, 0, a.hydration_total);
+	a.key = spine->key;
+	a.cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek arranging",
+								  ALLOCSET_DEFAULT_SIZES);
+	a.per_row = AllocSetContextCreate(a.cxt, "pg_peek arranging row", ALLOCSET_SMALL_SIZES);
+	a.block = NULL;
+	a.block_free = 0;
+	/* the type's current descriptor: rows from before an ALTER TYPE match */
+	a.row_desc = row_desc(spine->key->row_type);
+	old = MemoryContextSwitchTo(a.cxt);
+	a.row_template = row_header_template(a.row_desc);
+	MemoryContextSwitchTo(old);
+	/* room for the estimate (not beyond a bloated shard's first million) */
+	a.capacity = Max(Min(a.hydration_total, ARRANGE_PRESIZE_MAX), 1024);
+	a.n = 0;
+	a.updates = MemoryContextAllocHuge(a.cxt, sizeof(PendingUpdate) * a.capacity);
+	if (feed != NULL)
+		feed->scan(feed->state, lower, upper, arrange_update, &a);
+	else
+		persist_scan_range(spine->shard, lower, upper, arrange_update, &a);
+	*empty = (a.n == 0);
+	dp = *empty ? InvalidDsaPointer :
+		batch_build(a.updates, a.n, lower, upper, spine->since);
+	MemoryContextDelete(a.cxt);
+	FreeTupleDesc(a.row_desc);
+	if (hydrating)
+		registry_hydration_progress(spine->index, a.n, -1);
+	return dp;
+}
+
+/*
+ * Has the row type gained or lost attributes (ALTER TYPE) since the spine's
+ * rows were normalized?  Their images would not compare with new rows'.
+ */
+static bool
+row_type_changed(Spine *spine)
+{
+	TupleDesc	desc = lookup_rowtype_tupdesc(spine->key->row_type, -1);
+	bool		changed = desc->natts != spine->key->desc->natts;
+
+	for (int i = 0; i < desc->natts && !changed; i++)
+		changed = TupleDescAttr(desc, i)->attisdropped !=
+			TupleDescAttr(spine->key->desc, i)->attisdropped;
+	ReleaseTupleDesc(desc);
+	return changed;
+}
+
+/*
+ * Bring a spine up to its collection's upper.  After a change of the row
+ * type it hydrates again, so that every image is of the current type; the
+ * shard it reads is exact only from shard_since, so the spine's since rises
+ * to it (older peeks fail rather than see later contents).  The new range
+ * is arranged from the feed (if any) when the feed holds all of it; a
+ * hydration, or a spine that fell behind the feed, reads the shard.
+ */
+static void
+follow(Spine *spine, int64 upper, int64 shard_since, const SpineFeed *feed)
+{
+	bool		empty;
+	dsa_pointer dp;
+
+	if (spine->failed)
+		return;
+	if (spine->upper > 0 && row_type_changed(spine))
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		spine->key = batch_keyinfo_build(spine->key->row_type, spine->key->nkeys,
+								   spine->key->attnums);
+		MemoryContextSwitchTo(old);
+		release_spine(spine, false);
+		spine->upper = 0;
+		spine->since = Max(spine->since, shard_since);
+	}
+	if (upper <= spine->upper)
+		return;
+	/* a collection dropped meanwhile: its notice will forget the spine */
+	if (!persist_lock_shard(spine->shard))
+		return;
+	if (feed != NULL &&
+		(spine->upper == 0 || spine->upper < feed->lower || upper > feed->upper))
+		feed = NULL;
+	dp = arrange_range(spine, spine->upper, upper, feed, &empty);
+	spine->upper = upper;
+	if (!empty && !DsaPointerIsValid(dp))
+	{
+		fail_spine(spine);
+		return;
+	}
+	if (!empty)
+		introduce_batch(spine, dp);
+	/* a seal with no updates still publishes */
+	if (!spine->failed)
+		publish_spine(spine);
+}
+
+/*
+ * Adopt an index from its catalog row: hydrate it from the shard if this
+ * runtime has no spine for it yet, else follow its collection's seals up to
+ * upper (the collection's published upper), from feed where it can (NULL:
+ * none).  Runs in a transaction.
+ */
+void
+spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
+			int64 published_since, const SpineFeed *feed)
+{
+	Spine	   *spine;
+	bool		found;
+
+	spine = hash_search(spines, &index->id, HASH_ENTER, &found);
+	if (!found)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		spine->shard = collection->shard;
+		spine->key = batch_keyinfo_build(index->row_type, index->nkeys, index->attnums);
+		memset(spine->levels, 0, sizeof(spine->levels));
+		spine->retired_capacity = 2 * PEEK_MAX_BATCHES;
+		spine->retired = palloc(sizeof(dsa_pointer) * spine->retired_capacity);
+		MemoryContextSwitchTo(old);
+		spine->nbatches = 0;
+		spine->nretired = 0;
+		spine->upper = 0;
+		/* exact from the shard's since, and never below what was shown */
+		spine->since = Max(collection->since, published_since);
+		spine->failed = false;
+		spine->last_since_advance = 0;
+		spine->last_batch = 0;
+		spine->incoming = InvalidDsaPointer;
+	}
+	follow(spine, upper, collection->since, feed);
+	if (!found && !spine->failed && spine->upper == 0)
+		publish_spine(spine);	/* an empty collection: published, upper 0 */
+}
+
+/*
+ * Every round, after its publications: each spine spends bounded fuel on
+ * its merges, starting one where batches remain to be merged.  A steady
+ * trickle of seals, each waking the runtime, so still finishes big merges.
+ * Returns whether merge work is left for later rounds.
+ */
+bool
+spine_merge_round(void)
+{
+	HASH_SEQ_STATUS status;
+	Spine	   *spine;
+	bool		more = false;
+	TimestampTz now = GetCurrentTimestamp();
+
+	hash_seq_init(&status, spines);
+	while ((spine = hash_seq_search(&status)) != NULL)
+	{
+		bool		settled = TimestampDifferenceExceeds(spine->last_batch, now, SETTLED_MS);
+
+		if (spine->failed || !start_tidy_merge(spine, settled))
+			continue;
+		if (apply_fuel(spine, ROUND_FUEL, true) && !spine->failed)
+			publish_spine(spine);
+		more = true;
+	}
+	return more;
+}
+
+void
+spine_forget(PeekObjectId index)
+{
+	Spine	   *spine = hash_search(spines, &index, HASH_FIND, NULL);
+
+	if (spine == NULL)
+		return;
+	release_spine(spine, false);
+	pfree(spine->retired);
+	hash_search(spines, &index, HASH_REMOVE, NULL);
+}
+
+/*
+ * Advance a spine's since and publish it; the merges that follow apply it
+ * to the batches.  Returns false if it must be retried later (one ran too
+ * recently).
+ */
+bool
+spine_compact(PeekObjectId index, int64 since)
+{
+	Spine	   *spine = hash_search(spines, &index, HASH_FIND, NULL);
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (spine == NULL || spine->failed || since <= spine->since)
+		return true;
+	if (!TimestampDifferenceExceeds(spine->last_since_advance, now, SINCE_INTERVAL_MS))
+		return false;
+	spine->since = since;
+	spine->last_since_advance = now;
+	publish_spine(spine);
+	return true;
+}
+
+/*
+ * How far every spine following a shard has read it (PG_INT64_MAX if none
+ * does): the shard must not be compacted to that time or past it, or a
+ * fold would merge updates a spine has read with ones it has not (an
+ * insert it counted and the retraction it has yet to read, folded to
+ * nothing), and the spine would never see the retraction.
+ */
+int64
+spine_read_upper(Oid shard)
+{
+	HASH_SEQ_STATUS status;
+	Spine	   *spine;
+	int64		upper = PG_INT64_MAX;
+
+	if (spines == NULL)
+		return upper;
+	hash_seq_init(&status, spines);
+	while ((spine = hash_seq_search(&status)) != NULL)
+		if (spine->shard == shard && !spine->failed)
+			upper = Min(upper, spine->upper);
+	return upper;
+}
+
+/*
+ * The solo runtime's local handle: its own spine's published batches and
+ * the upper they were published at.
+ */
+bool
+spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches, int64 *upper)
+{
+	Spine	   *spine = spines ? hash_search(spines, &index, HASH_FIND, NULL) : NULL;
+
+	if (spine == NULL || spine->failed)
+		return false;
+	*batches = spine->batches;
+	*nbatches = spine->nbatches;
+	*upper = spine->upper;
+	return true;
+}

@@ -1,0 +1,304 @@
+/*-------------------------------------------------------------------------
+ *
+ * loader.c
+ *	  Loading a source: a loader (a dynamic background worker per source)
+ *	  creates the slot and loads the table's rows in one transaction with
+ *	  the snapshot the slot's creation exports; the maintenance runtime
+ *	  starts loaders, learns that they stopped and retries with backoff.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xlogrecovery.h"
+#include "access/xlogutils.h"
+#include "catalog/pg_class.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "replication/decode.h"
+#include "replication/logical.h"
+#include "replication/origin.h"
+#include "replication/slot.h"
+#include "replication/snapbuild.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+#include "utils/wait_event.h"
+
+#include "capture/capture.h"
+#include "capture/capture_internal.h"
+#include "capture/decoder.h"
+#include "storage/persist.h"
+#include "ipc/registry.h"
+#include "common/rows.h"
+#include "ipc/shmem.h"
+#include "common/spi.h"
+#include "arrange/spine.h"
+#include "storage/standby_replay.h"
+
+/* A slot's creation waits for the WAL it needs, flushed. */
+#define CAPTURE_XL_ROUTINE \
+	XL_ROUTINE(.page_read = read_local_xlog_page, \
+			   .segment_open = wal_segment_open, \
+			   .segment_close = wal_segment_close)
+
+/* The table's rows under the active snapshot, into the shard at time. */
+static void
+load_rows(CaptureStream *s, int64 time)
+{
+	Relation	rel = table_open(s->relid, AccessShareLock);
+	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	ShardWriter *w = persist_writer_open(s->shard);
+	MemoryContext per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek load",
+												  ALLOCSET_DEFAULT_SIZES);
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		MemoryContext old = MemoryContextSwitchTo(per_row);
+		bool		should_free;
+		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
+		char	   *failure = NULL;
+		Datum		row;
+
+		CHECK_FOR_INTERRUPTS();
+		row = decoder_table_row(RelationGetDescr(rel), tuple, NULL, false,
+								s->changes.row_desc, s->table, &failure);
+		if (failure != NULL)
+			elog(ERROR, "%s", failure); /* check_table ran first */
+		persist_writer_add(w, time, 1, row);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(per_row);
+	}
+	MemoryContextDelete(per_row);
+	persist_writer_close(w);
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+/*
+ * A source loaded again (its slot was lost): the shard's old contents were
+ * retracted and the table's rows added at time, so it is compacted to time
+ * at once, in the load's transaction.  Its history before is gone: the
+ * changes between its durable upper and the new slot's start are known only
+ * as the difference the load made, so no time before is exact.
+ */
+static void
+compact_to_reload(CaptureStream *s, int64 time)
+{
+	int64		durable_since;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetLatestSnapshot());
+	durable_since = catalog_read_since(s->id, GetActiveSnapshot());
+	(void) persist_compact(s->shard, durable_since, time);
+	PopActiveSnapshot();
+	catalog_set_since(s->id, time);
+}
+
+/*
+ * Create the slot and load the table's rows, in one transaction run with
+ * the snapshot the slot exports: rows committed before the slot's start are
+ * in the snapshot, later commits will be decoded.  The rows get the time
+ * just before the start, and the start becomes the upper.  In a loader.
+ */
+static void
+load_source(CaptureStream *s)
+{
+	LogicalDecodingContext *ctx;
+	XLogRecPtr	start;
+	char	   *failure = NULL;
+	bool		exists;
+	MemoryContext caller = CurrentMemoryContext;
+
+	/* a slot an earlier version's loader persisted before its load committed */
+	drop_slot(s->slot_name);
+
+	StartTransactionCommand();
+	if (wal_level < WAL_LEVEL_LOGICAL)
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (catalog_lock_row(s->id, false))
+			fail_source(s, "wal_level is not logical");
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		return;
+	}
+	XactIsoLevel = XACT_REPEATABLE_READ;
+	trust_own_output_plugin();
+	ReplicationSlotCreate(s->slot_name, true, RS_EPHEMERAL, false);
+	decoder_collect_into(&s->changes);
+	ctx = CreateInitDecodingContext("pg_peek", NIL, true, InvalidXLogRecPtr,
+									CAPTURE_XL_ROUTINE, NULL, NULL, NULL);
+	DecodingContextFindStartpoint(ctx);
+	RestoreTransactionSnapshot(SnapBuildInitialSnapshot(ctx->snapshot_builder), MyProc);
+	start = MyReplicationSlot->data.confirmed_flush;
+	FreeDecodingContext(ctx);
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	exists = catalog_lock_extension() && catalog_lock_row(s->id, false);
+	if (exists)
+	{
+		failure = check_table(s, true);
+		if (failure != NULL)
+			fail_source(s, failure);
+		else
+		{
+			if (s->durable_upper > 0)
+				persist_retract_all(s->shard, (int64) start - 1);
+			load_rows(s, (int64) start - 1);
+			if (s->durable_upper > 0)
+				compact_to_reload(s, (int64) start - 1);
+			catalog_set_upper(s->id, (int64) start);
+		}
+	}
+	spi_xact_commit(caller);
+
+	/*
+	 * The slot stays ephemeral until the load has committed: a loader that
+	 * dies before leaves no slot, so a source with an upper always has the
+	 * slot its load made, or none (slot_lost).  Releasing an ephemeral slot
+	 * drops it.
+	 */
+	if (exists && failure == NULL)
+		ReplicationSlotPersist();
+	ReplicationSlotRelease();
+	if (!exists || failure != NULL)
+		return;
+	ereport(LOG,
+			(errmsg("pg_peek source " INT64_FORMAT " %s table \"%s\" at %X/%X",
+					s->id, s->durable_upper > 0 ? "lost its slot and loaded again" : "loaded",
+					s->table, LSN_FORMAT_ARGS(start))));
+}
+
+/*
+ * A loader: a dynamic background worker that loads one source (its id in
+ * bgw_extra, its database in bgw_main_arg), then exits.  An error exits
+ * too, leaving a persistent slot at most, which the next loader drops.  One
+ * loader per source at a time: one that an earlier maintenance runtime
+ * started (and that outlived it) finishes before another looks.
+ */
+void
+capture_loader_main(Datum arg)
+{
+	PeekObjectId id;
+	CaptureStream s;
+	LOCKTAG		tag;
+	bool		load = false;
+	ListCell   *lc;
+	MemoryContext caller;
+
+	memcpy(&id, MyBgworkerEntry->bgw_extra, sizeof(PeekObjectId));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
+	SetConfigOption("search_path", "pg_catalog", PGC_SUSET, PGC_S_OVERRIDE);
+	capture_skip_own_writes();
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (id >> 32), (uint32) id,
+						 PEEK_LOADER_LOCK_FIELD4);
+	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+
+	caller = spi_xact_begin();
+	if (catalog_lock_extension())
+		foreach(lc, catalog_read(&id, 1))
+		{
+			CatalogObject *obj = lfirst(lc);
+
+			if (obj->id == id && OidIsValid(obj->source) && obj->failure == NULL)
+			{
+				stream_init(&s, obj);
+				s.durable_upper = obj->upper;
+				load = obj->upper == 0 || slot_lost(&s);
+			}
+		}
+	spi_xact_commit(caller);
+	if (load)
+		load_source(&s);
+}
+
+/* Start a loader for the stream; without a free background worker, later. */
+static void
+start_loader(CaptureStream *s)
+{
+	BackgroundWorker worker;
+	MemoryContext old;
+	bool		started;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_peek");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "capture_loader_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_peek loader for source " INT64_FORMAT, s->id);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_peek loader");
+	worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
+	memcpy(worker.bgw_extra, &s->id, sizeof(PeekObjectId));
+	worker.bgw_notify_pid = MyProcPid;
+
+	old = MemoryContextSwitchTo(s->cxt);
+	started = RegisterDynamicBackgroundWorker(&worker, &s->loader);
+	MemoryContextSwitchTo(old);
+	if (started)
+	{
+		s->loader_waits = false;
+		return;
+	}
+	s->loader = NULL;
+	if (!s->loader_waits)
+		ereport(LOG,
+				(errmsg("pg_peek source " INT64_FORMAT " waits for a background worker to load table \"%s\"",
+						s->id, s->table),
+				 errhint("Raise max_worker_processes.")));
+	s->loader_waits = true;
+	s->loader_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LOADER_RETRY_MIN_MS);
+}
+
+/*
+ * A source not loaded yet: start its loader when due.  Returns true once
+ * the loader has stopped, so that the source's row is read again: loaded,
+ * failed, or (killed, or an error) to be loaded by another loader later.
+ */
+bool
+loader_step(CaptureStream *s)
+{
+	pid_t		pid;
+
+	if (s->loader == NULL)
+	{
+		if (GetCurrentTimestamp() >= s->loader_retry_at)
+			start_loader(s);
+		return false;
+	}
+	if (GetBackgroundWorkerPid(s->loader, &pid) != BGWH_STOPPED)
+		return false;
+	pfree(s->loader);
+	s->loader = NULL;
+	s->loader_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), s->loader_retry_ms);
+	s->loader_retry_ms = Min(s->loader_retry_ms * 2, LOADER_RETRY_MAX_MS);
+	return true;
+}
+

@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi.h
+ *	  Small helpers every layer uses: SPI as the extension's owner, and a
+ *	  transaction of its own with a snapshot.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_SPI_H
+#define PEEK_SPI_H
+
+#include "common/ids.h"
+
+/*
+ * Running SPI as the extension's owner, with search_path pinned to
+ * PEEK_SAFE_SEARCH_PATH (the runtimes run under it throughout).
+ */
+#define PEEK_SAFE_SEARCH_PATH "pg_catalog, pg_temp"
+
+typedef struct SavedUser
+{
+	Oid			userid;
+	int			sec_context;
+	int			guc_nestlevel;
+} SavedUser;
+
+extern void spi_connect_as_owner(SavedUser *saved);
+extern void spi_finish_as_owner(SavedUser *saved);
+extern void spi_check(int ret, int expected, const char *what);
+
+extern MemoryContext spi_xact_begin(void);
+extern void spi_xact_commit(MemoryContext caller);
+extern void spi_run_in_transaction(void (*fn) (void *arg), void *arg);
+
+#endif							/* PEEK_SPI_H */

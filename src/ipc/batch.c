@@ -1,0 +1,545 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *	  Immutable batches in DSA memory, and index keys.
+ *
+ *	  A batch is one DSA allocation: a header, entries sorted by (key hash,
+ *	  row image, time), and the row images.  Building a batch advances times
+ *	  below the arrangement's since to it and consolidates updates that share
+ *	  row and time, dropping those that cancel.  Merging sorted batches is a
+ *	  linear merge that does the same (advancing a time keeps the order), a
+ *	  step at a time and straight into its output batch, so that its caller
+ *	  can spread it, the writing of the result included, over many rounds.
+ *
+ *	  Batches are reference counted: the owning spine, the registry's
+ *	  published list and every reader pin count.  The last unpin frees it,
+ *	  whichever process that is, so the maintenance runtime never waits for
+ *	  readers.  All batch memory is counted against pg_peek.max_memory.
+ *
+ *	  Keys: the key columns' default hash opclass gives the key hash; their
+ *	  equality operator, with the column's collation, decides a match.
+ *
+ *	  Must not know about spines, publishing or peeks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "common/hashfn.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/typcache.h"
+
+#include "ipc/batch.h"
+#include "common/settings.h"
+#include "common/rows.h"
+#include "ipc/shmem.h"
+
+/* ---- keys ---- */
+
+KeyInfo *
+batch_keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums)
+{
+	KeyInfo    *key = palloc0(sizeof(KeyInfo));
+	TupleDesc	desc = lookup_rowtype_tupdesc(row_type, -1);
+
+	key->row_type = row_type;
+	key->nkeys = nkeys;
+	for (int i = 0; i < nkeys; i++)
+	{
+		Form_pg_attribute att;
+		TypeCacheEntry *tc;
+
+		if (attnums[i] < 1 || attnums[i] > desc->natts ||
+			TupleDescAttr(desc, attnums[i] - 1)->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("key column %d of type %s no longer exists",
+							attnums[i], format_type_be(row_type))));
+		att = TupleDescAttr(desc, attnums[i] - 1);
+		key->attnums[i] = attnums[i];
+		key->types[i] = att->atttypid;
+		key->collations[i] = att->attcollation;
+		tc = lookup_type_cache(att->atttypid, TYPECACHE_HASH_PROC_FINFO | TYPECACHE_EQ_OPR_FINFO);
+		if (!OidIsValid(tc->hash_proc) || !OidIsValid(tc->eq_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("key column \"%s\" of type %s has no default hash operator class",
+							NameStr(att->attname), format_type_be(att->atttypid)),
+					 errhint("Index keys need a type with hash equality.")));
+		fmgr_info_copy(&key->hash[i], &tc->hash_proc_finfo, CurrentMemoryContext);
+		fmgr_info_copy(&key->eq[i], &tc->eq_opr_finfo, CurrentMemoryContext);
+	}
+	key->desc = CreateTupleDescCopy(desc);
+	ReleaseTupleDesc(desc);
+	return key;
+}
+
+uint32
+batch_key_hash_values(KeyInfo *key, const Datum *values)
+{
+	uint32		hash = 0;
+
+	for (int i = 0; i < key->nkeys; i++)
+		hash = hash_combine(hash,
+							DatumGetUInt32(FunctionCall1Coll(&key->hash[i], key->collations[i],
+															 values[i])));
+	return hash;
+}
+
+/* A row's key columns; false if any is NULL (such a row matches no key). */
+static bool
+row_key_values(KeyInfo *key, Datum row, Datum *values)
+{
+	HeapTupleHeader td = DatumGetHeapTupleHeader(row);
+	HeapTupleData tuple;
+	bool		isnull = false;
+
+	row_tuple(td, &tuple);
+	for (int i = 0; i < key->nkeys && !isnull; i++)
+		values[i] = heap_getattr(&tuple, key->attnums[i], key->desc, &isnull);
+	return !isnull;
+}
+
+/* The key hash of a row; rows with a NULL key column hash to 0. */
+uint32
+batch_key_hash_row(KeyInfo *key, Datum row)
+{
+	Datum		values[INDEX_MAX_KEYS];
+
+	if (!row_key_values(key, row, values))
+		return 0;
+	return batch_key_hash_values(key, values);
+}
+
+/* Does the row's key equal values by the key columns' SQL equality? */
+bool
+batch_key_row_matches(KeyInfo *key, Datum row, const Datum *values)
+{
+	Datum		row_values[INDEX_MAX_KEYS];
+
+	if (!row_key_values(key, row, row_values))
+		return false;
+	for (int i = 0; i < key->nkeys; i++)
+		if (!DatumGetBool(FunctionCall2Coll(&key->eq[i], key->collations[i],
+											row_values[i], values[i])))
+			return false;
+	return true;
+}
+
+/* ---- batches ---- */
+
+static int
+pending_update_cmp(const PendingUpdate *x, const PendingUpdate *y)
+{
+	int			c = row_image_cmp(x->keyhash, x->image, x->len, y->keyhash, y->image, y->len);
+
+	if (c != 0)
+		return c;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return 0;
+}
+
+/* Count size against pg_peek.max_memory; false if it does not fit. */
+static bool
+reserve_memory(Size size)
+{
+	uint64		limit = (uint64) setting_max_memory_kb * 1024;
+	uint64		used = pg_atomic_read_u64(&peek_shared->arrangement_bytes);
+
+	for (;;)
+	{
+		if (used + size > limit)
+			return false;
+		if (pg_atomic_compare_exchange_u64(&peek_shared->arrangement_bytes, &used, used + size))
+			return true;
+	}
+}
+
+/*
+ * Allocate a batch with room for nentries entries and data_size bytes of
+ * row images, its header filled for that many but for rows.  Returns
+ * InvalidDsaPointer if pg_peek.max_memory would be exceeded.
+ */
+static dsa_pointer
+allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 since)
+{
+	Size		data_offset = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * nentries);
+	Size		size = data_offset + data_size;
+	dsa_pointer dp;
+	Batch	   *batch;
+
+	if (data_size / MAXIMUM_ALIGNOF > PG_UINT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("arrangement batch exceeds the largest batch size")));
+	if (!reserve_memory(size))
+		return InvalidDsaPointer;
+	dp = dsa_allocate_extended(shmem_dsa(), size, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
+	if (!DsaPointerIsValid(dp))
+	{
+		pg_atomic_fetch_sub_u64(&peek_shared->arrangement_bytes, size);
+		return InvalidDsaPointer;
+	}
+	batch = dsa_get_address(shmem_dsa(), dp);
+	pg_atomic_init_u32(&batch->refcount, 1);
+	batch->nentries = nentries;
+	batch->rows = 0;
+	batch->lower = lower;
+	batch->upper = upper;
+	batch->since = since;
+	batch->size = size;
+	batch->data_offset = data_offset;
+	batch->data_size = data_size;
+	return dp;
+}
+
+static int
+order_cmp(const void *a, const void *b, void *arg)
+{
+	PendingUpdate *updates = arg;
+
+	return pending_update_cmp(&updates[(uint32) *(const uint64 *) a],
+									&updates[(uint32) *(const uint64 *) b]);
+}
+
+/*
+ * The order of updates by pending_update_cmp, as positions in the low
+ * halves of (key hash, position) pairs: a radix sort on the key hash, a
+ * byte per pass, then each run of equal hashes (a key's versions, or a
+ * collision) by the whole order.  Linear in n but for those runs, where
+ * a comparison sort of the updates themselves spent most of a hydration.
+ */
+static uint64 *
+sort_updates(PendingUpdate *updates, int64 n)
+{
+	uint64	   *order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
+	uint64	   *spare = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
+	int64		run = 0;
+
+	if (n > PG_UINT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("arrangement batch exceeds the largest batch size")));
+	for (int64 i = 0; i < n; i++)
+		order[i] = ((uint64) updates[i].keyhash << 32) | (uint64) i;
+	for (int shift = 32; shift < 64; shift += 8)
+	{
+		int64		start[257] = {0};
+		uint64	   *swap;
+
+		for (int64 i = 0; i < n; i++)
+			start[((order[i] >> shift) & 0xFF) + 1]++;
+		for (int b = 0; b < 256; b++)
+			start[b + 1] += start[b];
+		for (int64 i = 0; i < n; i++)
+			spare[start[(order[i] >> shift) & 0xFF]++] = order[i];
+		swap = order;
+		order = spare;
+		spare = swap;
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(spare);
+	for (int64 i = 1; i <= n; i++)
+	{
+		if (i < n && (order[i] >> 32) == (order[run] >> 32))
+			continue;
+		if (i - run > 1)
+			qsort_arg(&order[run], i - run, sizeof(uint64), order_cmp, updates);
+		run = i;
+	}
+	return order;
+}
+
+/*
+ * Build a batch from updates (whose times this may advance): times below
+ * since advance to since, equal (row, time) pairs consolidate, zeros
+ * vanish.  Two updates whose diffs would sum beyond bigint's range stay
+ * apart: the walk, which sums a row's updates anyway, reports the overflow
+ * to the peek, as the persist walk does, and the maintenance runtime never
+ * fails on it.  Returns InvalidDsaPointer if pg_peek.max_memory would be
+ * exceeded.
+ */
+dsa_pointer
+batch_build(PendingUpdate *updates, int64 n,
+			int64 lower, int64 upper, int64 since)
+{
+	uint64	   *order;
+	int64		out = 0;
+	Size		data_size = 0;
+	dsa_pointer dp;
+	Batch	   *batch;
+	char	   *data;
+	Size		offset = 0;
+
+	for (int64 i = 0; i < n; i++)
+		if (updates[i].time < since)
+			updates[i].time = since;
+	order = sort_updates(updates, n);
+
+	/* consolidate: order[0 .. out) keeps one update per (row, time) */
+	for (int64 i = 0; i < n; i++)
+	{
+		PendingUpdate *u = &updates[(uint32) order[i]];
+
+		CHECK_FOR_INTERRUPTS();
+		if (out > 0)
+		{
+			PendingUpdate *last = &updates[(uint32) order[out - 1]];
+			int64		sum;
+
+			if (pending_update_cmp(last, u) == 0 &&
+				!pg_add_s64_overflow(last->diff, u->diff, &sum))
+			{
+				last->diff = sum;
+				continue;
+			}
+			if (last->diff == 0)
+				out--;
+		}
+		order[out++] = order[i];
+	}
+	if (out > 0 && updates[(uint32) order[out - 1]].diff == 0)
+		out--;
+
+	for (int64 i = 0; i < out; i++)
+		data_size += MAXALIGN(updates[(uint32) order[i]].len + VARHDRSZ);
+	dp = allocate_batch(out, data_size, lower, upper, since);
+	if (!DsaPointerIsValid(dp))
+	{
+		pfree(order);
+		return InvalidDsaPointer;
+	}
+
+	batch = batch_get(dp);
+	data = batch_data(batch);
+	for (int64 i = 0; i < out; i++)
+	{
+		PendingUpdate *u = &updates[(uint32) order[i]];
+		BatchEntry *e = &batch->entries[i];
+		char	   *image = data + offset;
+
+		e->keyhash = u->keyhash;
+		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
+		e->time = u->time;
+		e->diff = u->diff;
+		batch->rows = row_add_saturating(batch->rows, e->diff);
+		SET_VARSIZE(image, u->len + VARHDRSZ);
+		memcpy(VARDATA(image), u->image, u->len);
+		offset += MAXALIGN(u->len + VARHDRSZ);
+	}
+	pfree(order);
+	return dp;
+}
+
+/* ---- merges ---- */
+
+/*
+ * Start merging inputs (one or two batches, pinned by the caller until the
+ * merge is finished or abandoned) at since.  With one input the merge
+ * rewrites it at a later since, or without slack.  Returns NULL if the
+ * output would exceed pg_peek.max_memory.
+ */
+BatchMerge *
+batch_merge_begin(dsa_pointer *inputs, int ninputs, int64 since)
+{
+	BatchMerge *merge;
+	int64		nentries = 0;
+	Size		data_size = 0;
+	int64		lower = PG_INT64_MAX;
+	int64		upper = 0;
+	dsa_pointer output;
+
+	Assert(ninputs >= 1 && ninputs <= 2);
+	for (int i = 0; i < ninputs; i++)
+	{
+		Batch	   *batch = batch_get(inputs[i]);
+
+		nentries += batch->nentries;
+		data_size += batch->data_size;
+		lower = Min(lower, batch->lower);
+		upper = Max(upper, batch->upper);
+	}
+	output = allocate_batch(nentries, data_size, lower, upper, since);
+	if (!DsaPointerIsValid(output))
+		return NULL;
+	merge = MemoryContextAllocZero(TopMemoryContext, sizeof(BatchMerge));
+	merge->ninputs = ninputs;
+	memcpy(merge->inputs, inputs, sizeof(dsa_pointer) * ninputs);
+	merge->since = since;
+	merge->output = output;
+	return merge;
+}
+
+/* The order of pending_update_cmp, between two batches' entries. */
+static int
+entry_cmp(const char *x, BatchEntry *ex, int64 xtime, const char *y, BatchEntry *ey, int64 ytime)
+{
+	int			c = row_image_cmp(ex->keyhash, VARDATA(x), VARSIZE(x) - VARHDRSZ,
+								  ey->keyhash, VARDATA(y), VARSIZE(y) - VARHDRSZ);
+
+	if (c != 0)
+		return c;
+	if (xtime != ytime)
+		return xtime < ytime ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Append one input entry (its time advanced to the since) to the output,
+ * consolidating it with the last output entry of the same row and time;
+ * an entry that sums to zero vanishes.
+ */
+static void
+merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
+{
+	char	   *image = DatumGetPointer(batch_row(batch, e));
+	int64		time = Max(e->time, merge->since);
+	BatchEntry *last = merge->nentries > 0 ? &out->entries[merge->nentries - 1] : NULL;
+	BatchEntry *next;
+
+	if (last != NULL)
+	{
+		char	   *last_image = DatumGetPointer(batch_row(out, last));
+		int64		sum;
+
+		if (entry_cmp(last_image, last, last->time, image, e, time) == 0 &&
+			!pg_add_s64_overflow(last->diff, e->diff, &sum))
+		{
+			last->diff = sum;
+			if (sum == 0)
+			{
+				/* its image is the last one written */
+				merge->data_used -= MAXALIGN(VARSIZE(last_image));
+				merge->nentries--;
+			}
+			return;
+		}
+	}
+	next = &out->entries[merge->nentries++];
+	next->keyhash = e->keyhash;
+	next->offset = (uint32) (merge->data_used / MAXIMUM_ALIGNOF);
+	next->time = time;
+	next->diff = e->diff;
+	memcpy(batch_data(out) + merge->data_used, image, VARSIZE(image));
+	merge->data_used += MAXALIGN(VARSIZE(image));
+}
+
+/*
+ * Advance the merge by up to *fuel input entries, taking what it uses from
+ * *fuel.  Returns true once every input entry is merged.
+ */
+bool
+batch_merge_step(BatchMerge *merge, int64 *fuel)
+{
+	Batch	   *in[2];
+	Batch	   *out = batch_get(merge->output);
+
+	for (int i = 0; i < merge->ninputs; i++)
+		in[i] = batch_get(merge->inputs[i]);
+	while (*fuel > 0)
+	{
+		int			next = -1;
+
+		for (int i = 0; i < merge->ninputs; i++)
+		{
+			BatchEntry *e;
+
+			if (merge->pos[i] >= in[i]->nentries)
+				continue;
+			e = &in[i]->entries[merge->pos[i]];
+			if (next < 0)
+				next = i;
+			else
+			{
+				BatchEntry *n = &in[next]->entries[merge->pos[next]];
+
+				if (entry_cmp(DatumGetPointer(batch_row(in[i], e)), e,
+							  Max(e->time, merge->since),
+							  DatumGetPointer(batch_row(in[next], n)), n,
+							  Max(n->time, merge->since)) < 0)
+					next = i;
+			}
+		}
+		if (next < 0)
+			return true;
+		merge_emit(merge, out, in[next], &in[next]->entries[merge->pos[next]++]);
+		if (--(*fuel) % 4096 == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	for (int i = 0; i < merge->ninputs; i++)
+		if (merge->pos[i] < in[i]->nentries)
+			return false;
+	return true;
+}
+
+/*
+ * The merged batch of a complete merge, its caller's reference; the merge
+ * is freed.  What consolidation removed stays allocated (batch_has_slack).
+ */
+dsa_pointer
+batch_merge_finish(BatchMerge *merge)
+{
+	Batch	   *out = batch_get(merge->output);
+	dsa_pointer dp = merge->output;
+
+	out->nentries = merge->nentries;
+	out->data_size = merge->data_used;
+	/* the sum of the diffs, which merging keeps */
+	for (int i = 0; i < merge->ninputs; i++)
+		out->rows = row_add_saturating(out->rows, batch_get(merge->inputs[i])->rows);
+	pfree(merge);
+	return dp;
+}
+
+/* Drop a merge and its unfinished output. */
+void
+batch_merge_abandon(BatchMerge *merge)
+{
+	batch_unpin(merge->output);
+	pfree(merge);
+}
+
+/*
+ * Does the batch (a merge's) keep more than a quarter of its allocation
+ * unused?  Rewriting it (a one-input merge) gives the memory back.
+ */
+bool
+batch_has_slack(dsa_pointer dp)
+{
+	Batch	   *batch = batch_get(dp);
+	Size		used = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * batch->nentries) +
+		batch->data_size;
+
+	return used < batch->size - batch->size / 4;
+}
+
+Batch *
+batch_get(dsa_pointer dp)
+{
+	return (Batch *) dsa_get_address(shmem_dsa(), dp);
+}
+
+void
+batch_pin(dsa_pointer dp)
+{
+	pg_atomic_fetch_add_u32(&batch_get(dp)->refcount, 1);
+}
+
+/* Drop one reference; the last one frees the batch and its memory. */
+void
+batch_unpin(dsa_pointer dp)
+{
+	Batch	   *batch = batch_get(dp);
+
+	if (pg_atomic_fetch_sub_u32(&batch->refcount, 1) == 1)
+	{
+		pg_atomic_fetch_sub_u64(&peek_shared->arrangement_bytes, batch->size);
+		dsa_free(shmem_dsa(), dp);
+	}
+}

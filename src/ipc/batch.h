@@ -1,0 +1,130 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.h
+ *	  Immutable batches of (key, val, time, diff) in DSA memory, and the
+ *	  index keys they are sorted by.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_BATCH_H
+#define PEEK_BATCH_H
+
+#include "common/ids.h"
+
+#include "access/attnum.h"
+#include "fmgr.h"
+#include "access/tupdesc.h"
+#include "port/atomics.h"
+#include "utils/dsa.h"
+
+/*
+ * The key columns of an index over a collection's row type: their hash
+ * (default hash opclass) and equality functions, with the columns'
+ * collations, so that keys compare by SQL equality.
+ */
+typedef struct KeyInfo
+{
+	Oid			row_type;
+	TupleDesc	desc;			/* the row type's, to read key columns */
+	int			nkeys;
+	AttrNumber	attnums[INDEX_MAX_KEYS];
+	Oid			types[INDEX_MAX_KEYS];
+	Oid			collations[INDEX_MAX_KEYS];
+	FmgrInfo	hash[INDEX_MAX_KEYS];
+	FmgrInfo	eq[INDEX_MAX_KEYS];
+} KeyInfo;
+
+extern KeyInfo *batch_keyinfo_build(Oid row_type, int nkeys, const AttrNumber *attnums);
+extern uint32 batch_key_hash_values(KeyInfo *key, const Datum *values);
+extern uint32 batch_key_hash_row(KeyInfo *key, Datum row);
+extern bool batch_key_row_matches(KeyInfo *key, Datum row, const Datum *values);
+
+/*
+ * One update, 24 bytes.  Entries of a batch are sorted by (keyhash, row
+ * image, time) and consolidated: no two share row and time (unless their
+ * diffs would sum beyond bigint's range), none has diff 0.  The row image (a composite datum with a 4-byte header, which gives
+ * its length) lives in the batch's data area, at offset MAXALIGN units.
+ */
+typedef struct BatchEntry
+{
+	uint32		keyhash;
+	uint32		offset;			/* in MAXIMUM_ALIGNOF units */
+	int64		time;
+	int64		diff;
+} BatchEntry;
+
+typedef struct Batch
+{
+	pg_atomic_uint32 refcount;	/* spine, published list, reader pins */
+	int64		nentries;
+	int64		rows;			/* sum of diffs: the rows it adds */
+	int64		lower;			/* times of its updates: [lower, upper) */
+	int64		upper;
+	int64		since;			/* times below since were advanced to it */
+	Size		size;			/* bytes of this allocation */
+	Size		data_offset;	/* where the row images start */
+	Size		data_size;		/* bytes of row images */
+	BatchEntry	entries[FLEXIBLE_ARRAY_MEMBER];
+	/* then the row images (a merge's batch may have room to spare) */
+} Batch;
+
+static inline char *
+batch_data(Batch *batch)
+{
+	return (char *) batch + batch->data_offset;
+}
+
+static inline Datum
+batch_row(Batch *batch, BatchEntry *entry)
+{
+	return PointerGetDatum(batch_data(batch) + (Size) entry->offset * MAXIMUM_ALIGNOF);
+}
+
+/* The row image's length, its 4-byte header included. */
+static inline uint32
+batch_row_len(Batch *batch, BatchEntry *entry)
+{
+	return VARSIZE(DatumGetPointer(batch_row(batch, entry)));
+}
+
+/* An update on its way into a batch (backend-local memory). */
+typedef struct PendingUpdate
+{
+	uint32		keyhash;
+	uint32		len;			/* image length, header excluded */
+	const char *image;			/* row bytes after a 4-byte header */
+	int64		time;
+	int64		diff;
+} PendingUpdate;
+
+/*
+ * A merge in progress: a linear merge of one or two sorted batches (pinned
+ * by the caller for its life) at a since, done a step at a time.  It writes
+ * straight into its output batch, allocated at the start for the inputs'
+ * sizes (consolidation only shrinks), so that no step copies the whole
+ * result and each step touches new memory only in proportion to its work.
+ * The output is unpublished until the merge completes; whoever drops the
+ * merge must abandon it, which frees the output.
+ */
+typedef struct BatchMerge
+{
+	int			ninputs;
+	dsa_pointer inputs[2];
+	int64		pos[2];
+	int64		since;
+	dsa_pointer output;
+	int64		nentries;		/* written to the output so far */
+	Size		data_used;
+} BatchMerge;
+
+extern dsa_pointer batch_build(PendingUpdate *updates, int64 n, int64 lower, int64 upper, int64 since);
+extern BatchMerge *batch_merge_begin(dsa_pointer *inputs, int ninputs, int64 since);
+extern bool batch_merge_step(BatchMerge *merge, int64 *fuel);
+extern dsa_pointer batch_merge_finish(BatchMerge *merge);
+extern void batch_merge_abandon(BatchMerge *merge);
+extern bool batch_has_slack(dsa_pointer dp);
+extern Batch *batch_get(dsa_pointer dp);
+extern void batch_pin(dsa_pointer dp);
+extern void batch_unpin(dsa_pointer dp);
+
+#endif							/* PEEK_BATCH_H */

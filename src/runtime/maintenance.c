@@ -1,0 +1,621 @@
+/*-------------------------------------------------------------------------
+ *
+ * maintenance.c
+ *	  The maintenance runtime's duties: learn committed catalog changes
+ *	  from the notices backends send (never by polling the whole catalog,
+ *	  except to reconcile at start or after a lost notice; on a hot standby,
+ *	  from replay, see standby_replay.c, and then read-only), publish each
+ *	  object's frontiers in the registry, keep each index's arrangement
+ *	  (spine.c) hydrated and following its collection, tombstone dropped
+ *	  objects, and compact shards and arrangements as far as every hold
+ *	  allows; an object with a retention is looked at again every
+ *	  sixteenth of it, so that its since follows its upper by the wall
+ *	  clock even when nothing else happens to it.  Each round first lets capture (capture.c) decode for the
+ *	  sources; a source whose upper rose is then published like a changed
+ *	  catalog row, its indexes arranging the updates the round kept
+ *	  (capture_feed), which are let go of once the publications are done.
+ *	  An error in one object's work fails that object (durably, with the
+ *	  reason), never the runtime.
+ *
+ *	  Runs in the maintenance (or solo) runtime's loop (runtime.c), but for
+ *	  maintenance_accept_standing_holds, by which the interactive runtime
+ *	  raises its standing holds to what the catalog allows.  Must not
+ *	  answer peeks: that is peek.c's job.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "ipc/batch.h"
+#include "capture/capture.h"
+#include "storage/catalog.h"
+#include "common/settings.h"
+#include "storage/persist.h"
+#include "ipc/registry.h"
+#include "runtime/maintenance.h"
+#include "arrange/spine.h"
+#include "common/spi.h"
+#include "storage/standby_replay.h"
+
+/*
+ * An object whose since may advance: its allowance is above its since
+ * (pending), or it has a retention (kept while it does, and pending again
+ * each time its retention is due to be looked at).
+ */
+typedef struct PendingCompaction
+{
+	PeekObjectId id;
+	char		kind;
+	Oid			shard;
+	int64		durable_since;	/* what the shard is compacted to */
+	int64		durable_upper;	/* the collection's catalog upper: since stays below */
+	bool		pending;		/* compact it this round */
+	int64		retention_ms;	/* in force, or PEEK_RETENTION_KEEP_ALL */
+	TimestampTz retention_due;	/* when to look at the retention again */
+} PendingCompaction;
+
+static HTAB *changed_ids = NULL;	/* PeekObjectId set: re-read these rows */
+static bool reread_all = true;
+static bool retry_all = false;	/* an object's work met a transient error */
+static HTAB *pending_compactions = NULL;
+static HTAB *tombstones = NULL; /* PeekObjectId set: registry entries to delete */
+
+static HTAB *
+make_id_table(const char *name, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(PeekObjectId);
+	ctl.entrysize = entrysize;
+	ctl.hcxt = TopMemoryContext;
+	return hash_create(name, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/* Reconciliation: forget local state and re-read the whole catalog. */
+void
+maintenance_reset(void)
+{
+	if (changed_ids != NULL)
+		hash_destroy(changed_ids);
+	if (pending_compactions != NULL)
+		hash_destroy(pending_compactions);
+	if (tombstones != NULL)
+		hash_destroy(tombstones);
+	changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
+	pending_compactions = make_id_table("pg_peek pending compactions", sizeof(PendingCompaction));
+	tombstones = make_id_table("pg_peek tombstones", sizeof(PeekObjectId));
+	reread_all = true;
+	spine_reset_all();
+	capture_reset();
+	standby_reset();
+}
+
+void
+maintenance_note_command(PeekCommand *cmd)
+{
+	if (cmd == NULL)
+	{
+		reread_all = true;		/* a notice was lost */
+		return;
+	}
+	if (cmd->kind == PEEK_CMD_STANDING_HOLD)
+		registry_raise_standing_hold(cmd->object, PEEK_RUNTIME_MAINTENANCE, cmd->value);
+	/* either way, re-read the row: it carries the allowance and frontiers */
+	hash_search(changed_ids, &cmd->object, HASH_ENTER, NULL);
+}
+
+/*
+ * The retention an object has in force, which the registry is told before
+ * the object's frontiers are published (their samples are spaced by it).
+ * On a standby none: its since is the primary's, replayed.
+ */
+static int64
+retention_in_force(CatalogObject *obj)
+{
+	int64		retention_ms = standby_active() ? PEEK_RETENTION_KEEP_ALL :
+		settings_retention_ms(obj->retention_ms);
+
+	registry_set_retention(obj->id, retention_ms);
+	return retention_ms;
+}
+
+/*
+ * Note an object whose allowance is above its since, or that has a
+ * retention: it may compact, up to below its collection's durable upper
+ * (see registry_advance_since).
+ */
+static void
+note_compaction(CatalogObject *obj, int64 since, int64 durable_upper, int64 retention_ms)
+{
+	PendingCompaction *pc;
+	bool		found;
+
+	pc = hash_search(pending_compactions, &obj->id, HASH_FIND, NULL);
+	if (pc == NULL && obj->allowed_since <= since && retention_ms < 0)
+		return;
+	pc = hash_search(pending_compactions, &obj->id, HASH_ENTER, &found);
+	if (!found || retention_ms != pc->retention_ms)
+	{
+		if (!found)
+			pc->pending = false;
+		/* a new retention: look at it at once */
+		pc->retention_ms = retention_ms;
+		pc->retention_due = 0;
+	}
+	pc->kind = obj->kind;
+	pc->shard = obj->shard;
+	pc->durable_since = since;
+	pc->durable_upper = durable_upper;
+	pc->pending |= obj->allowed_since > since;
+}
+
+/*
+ * How often an object's retention is looked at: every sixteenth of it, so
+ * that the since trails the retention by little, but at most ten times a
+ * second, each look that moves the since being a compaction.
+ */
+static int64
+retention_interval_us(int64 retention_ms)
+{
+	return Max(retention_ms * 1000 / 16, 100 * 1000);
+}
+
+/*
+ * Fail an object for good, with the reason its peeks and the views show.
+ * Nothing if its row is gone meanwhile (a drop committed).
+ */
+static void
+fail_object(PeekObjectId id, const char *reason)
+{
+	ereport(LOG,
+			(errmsg("pg_peek object " INT64_FORMAT " failed: %s", id, reason)));
+	/* a standby fails it here only: the primary's row decides for good */
+	if (!standby_active() && !catalog_set_failure(id, reason))
+		return;
+	spine_forget(id);
+	capture_forget(id);
+	registry_mark_failed(id);
+	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
+}
+
+/*
+ * Do one object's work in a subtransaction, as PL/pgSQL runs an EXCEPTION
+ * block.  An error there is that object's: it fails the object, and the
+ * round goes on with the others, so that no user's object (a dropped row
+ * type or key column) can put the runtime into a restart loop.  A cancel or
+ * a transient conflict fails nothing: the next round re-reads the catalog.
+ * Returns the failure, or NULL.
+ */
+static char *
+object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		catalog_bound_lock_waits();
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+
+	if (edata == NULL)
+		return NULL;
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+		edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+		ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK)
+	{
+		ereport(LOG,
+				(errmsg("pg_peek object " INT64_FORMAT " will be retried: %s", id, edata->message)));
+		retry_all = true;
+		return NULL;
+	}
+	fail_object(id, edata->message);
+	return edata->message;
+}
+
+static int64
+published_since(PeekObjectId id)
+{
+	RegistryEntry *entry = registry_lock(id, false, NULL);
+	int64		since = 0;
+
+	if (entry != NULL)
+	{
+		since = entry->since;
+		registry_unlock(entry);
+	}
+	return since;
+}
+
+/*
+ * Publish one collection's catalog row.  A source's upper is what capture
+ * has decoded, which may be beyond the durable one (obj->upper, which
+ * bounds compaction).
+ */
+static void
+adopt_collection(void *arg)
+{
+	CatalogObject *obj = arg;
+	int64		upper = OidIsValid(obj->source) && !standby_active() ?
+		capture_adopt(obj) : obj->upper;
+	int64		retention_ms;
+
+	if (obj->failure != NULL)
+	{
+		registry_mark_failed(obj->id);
+		return;
+	}
+	persist_check_shard(obj->shard, obj->row_type);
+	retention_ms = retention_in_force(obj);
+	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
+	if (registry_publish_frontiers(obj->id, obj->kind, upper, obj->since, obj->allowed_since))
+		shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
+	note_compaction(obj, obj->since, obj->upper, retention_ms);
+}
+
+typedef struct IndexWork
+{
+	CatalogObject *index;
+	CatalogObject *collection;
+} IndexWork;
+
+/* Hydrate or follow one index over its (already adopted) collection. */
+static void
+adopt_index(void *arg)
+{
+	CatalogObject *obj = ((IndexWork *) arg)->index;
+	CatalogObject *collection = ((IndexWork *) arg)->collection;
+	int64		since;
+	int64		retention_ms;
+	SpineFeed	feed;
+
+	if (collection->failure != NULL || obj->failure != NULL)
+	{
+		spine_forget(obj->id);
+		registry_mark_failed(obj->id);
+		return;
+	}
+	/* its key columns still exist (ALTER TABLE ... DROP COLUMN) */
+	(void) batch_keyinfo_build(obj->row_type, obj->nkeys, obj->attnums);
+
+	/*
+	 * The shard was compacted at or past what the spine has read (on a
+	 * standby by replay, on a primary by a source's reload): the next range
+	 * would count history again.  Hydrate anew (the published list serves
+	 * peeks meanwhile).
+	 */
+	if (registry_published_upper(obj->id) > 0 &&
+		collection->since >= registry_published_upper(obj->id))
+		spine_forget(obj->id);
+	retention_ms = retention_in_force(obj);
+	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
+	since = published_since(obj->id);
+	/* a source's round hands its updates over (capture_feed) */
+	spine_adopt(obj, collection, registry_published_upper(collection->id),
+				Max(since, obj->since),
+				capture_feed(collection->id, &feed) ? &feed : NULL);
+	shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_PUBLICATIONS);
+	note_compaction(obj, published_since(obj->id), collection->upper, retention_ms);
+}
+
+/*
+ * A dropped object (or an id a late peek made a placeholder for, which the
+ * catalog does not have): release its batches and tombstone its entry; the
+ * tombstone is deleted once no peek is parked on it (delete_tombstones).
+ */
+static void
+forget_object(PeekObjectId id)
+{
+	registry_mark_dropped(id);
+	spine_forget(id);
+	capture_forget(id);
+	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
+	hash_search(tombstones, &id, HASH_ENTER, NULL);
+}
+
+static void
+delete_tombstones(void)
+{
+	HASH_SEQ_STATUS status;
+	PeekObjectId *id;
+
+	hash_seq_init(&status, tombstones);
+	while ((id = hash_seq_search(&status)) != NULL)
+		if (registry_delete_tombstone(*id))
+			hash_search(tombstones, id, HASH_REMOVE, NULL);
+}
+
+static CatalogObject *
+find_object(List *objects, PeekObjectId id)
+{
+	ListCell   *lc;
+
+	foreach(lc, objects)
+	{
+		CatalogObject *obj = lfirst(lc);
+
+		if (obj->id == id)
+			return obj;
+	}
+	return NULL;
+}
+
+/*
+ * Read the changed rows (or all) and publish them, collections before the
+ * indexes that follow them; tombstone what is gone.
+ */
+static void
+apply_catalog_changes(void *arg)
+{
+	HTAB	   *changed = arg;
+	List	   *objects;
+	ListCell   *lc;
+
+	if (!catalog_lock_extension())
+		return;					/* dropped: the runtime's next check resets */
+	if (reread_all)
+		objects = catalog_read(NULL, -1);
+	else
+	{
+		HASH_SEQ_STATUS status;
+		PeekObjectId *ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(changed));
+		PeekObjectId *id;
+		int			n = 0;
+
+		hash_seq_init(&status, changed);
+		while ((id = hash_seq_search(&status)) != NULL)
+			ids[n++] = *id;
+		objects = catalog_read(ids, n);
+		for (int i = 0; i < n; i++)
+			if (find_object(objects, ids[i]) == NULL)
+				forget_object(ids[i]);
+	}
+	standby_as_replayed(objects);
+
+	foreach(lc, objects)
+	{
+		CatalogObject *obj = lfirst(lc);
+		char	   *failure;
+
+		if (obj->kind != PEEK_KIND_COLLECTION)
+			continue;
+		failure = object_work(obj->id, adopt_collection, obj);
+		if (failure != NULL)
+			obj->failure = failure; /* and its indexes' */
+	}
+	foreach(lc, objects)
+	{
+		CatalogObject *obj = lfirst(lc);
+		IndexWork	work = {obj, NULL};
+
+		if (obj->kind != PEEK_KIND_INDEX)
+			continue;
+		work.collection = find_object(objects, obj->collection);
+		if (work.collection != NULL)
+			(void) object_work(obj->id, adopt_index, &work);
+	}
+
+	if (reread_all)
+	{
+		PeekObjectId *live = palloc(sizeof(PeekObjectId) * Max(list_length(objects), 1));
+		List	   *live_sources = NIL;
+		List	   *unverified;
+		int			n = 0;
+
+		foreach(lc, objects)
+		{
+			CatalogObject *obj = lfirst(lc);
+
+			live[n++] = obj->id;
+			if (OidIsValid(obj->source) && obj->kind == PEEK_KIND_COLLECTION &&
+				obj->failure == NULL)
+				live_sources = lappend(live_sources, &obj->id);
+		}
+		foreach(lc, registry_mark_dropped_except(live, n, &unverified))
+		{
+			PeekObjectId id = *(PeekObjectId *) lfirst(lc);
+
+			spine_forget(id);
+			hash_search(tombstones, &id, HASH_ENTER, NULL);
+		}
+		/* placeholders made since the read: checked next round */
+		foreach(lc, unverified)
+			hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
+		if (!standby_active())
+			capture_drop_orphan_slots(live_sources);
+	}
+}
+
+typedef struct CompactionWork
+{
+	PendingCompaction *pc;
+	int64		since;
+} CompactionWork;
+
+static void
+compact_one(void *arg)
+{
+	CompactionWork *work = arg;
+
+	if (work->pc->kind == PEEK_KIND_INDEX)
+	{
+		/* durable too, so a re-hydrated index never shows a lower since */
+		if (spine_compact(work->pc->id, work->since))
+		{
+			if (!standby_active())
+				catalog_set_since(work->pc->id, work->since);
+			work->pc->durable_since = work->since;
+		}
+		return;
+	}
+
+	/*
+	 * The fold holds nothing a writer waits for; the row is locked last, to
+	 * raise the durable since with it (a writer holds it only briefly).
+	 */
+	(void) persist_compact(work->pc->shard, work->pc->durable_since, work->since);
+	if (!catalog_lock_row(work->pc->id, false))
+		return;
+	catalog_set_since(work->pc->id, work->since);
+	work->pc->durable_since = work->since;
+}
+
+static void
+compact_object(void *arg)
+{
+	CompactionWork *work = arg;
+
+	if (catalog_lock_extension())
+		(void) object_work(work->pc->id, compact_one, work);
+}
+
+/*
+ * Advance each pending object's since as far as the holds allow and compact
+ * its shard to it.  An object stays pending while a peek or a standing hold
+ * keeps it below its allowance; the loop retries it each round.  An object
+ * whose retention is due is pending again; one whose retention was let go
+ * of (all history kept) is done once its allowance is.
+ */
+static void
+run_compactions(void)
+{
+	HASH_SEQ_STATUS status;
+	PendingCompaction *pc;
+	PeekObjectId *ids;
+	TimestampTz now = GetCurrentTimestamp();
+	int			n = 0;
+
+	/* collect first: a transaction's end would cut a hash scan short */
+	ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(pending_compactions));
+	hash_seq_init(&status, pending_compactions);
+	while ((pc = hash_seq_search(&status)) != NULL)
+	{
+		if (pc->retention_ms >= 0 && now >= pc->retention_due)
+		{
+			pc->pending = true;
+			pc->retention_due = now + retention_interval_us(pc->retention_ms);
+		}
+		if (pc->pending || pc->retention_ms < 0)
+			ids[n++] = pc->id;
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		int64		bound;
+		int64		target;
+		int64		since;
+
+		pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
+		if (!pc->pending)
+		{
+			hash_search(pending_compactions, &ids[i], HASH_REMOVE, NULL);
+			continue;
+		}
+		/* a shard stays below what its indexes have read (spine_read_upper) */
+		bound = pc->kind == PEEK_KIND_COLLECTION ? spine_read_upper(pc->shard) : PG_INT64_MAX;
+		bound = Min(bound, pc->durable_upper);
+		since = registry_advance_since(ids[i], bound, &target);
+		if (since > pc->durable_since)
+		{
+			CompactionWork work = {pc, since};
+
+			spi_run_in_transaction(compact_object, &work);
+			shmem_runtime_count(&peek_shared->runtimes[PEEK_RUNTIME_MAINTENANCE], RC_COMPACTIONS);
+			/* a failed object is no longer pending */
+			pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
+			if (pc == NULL)
+				continue;
+		}
+		if (pc->durable_since < target)
+			continue;
+		if (pc->retention_ms >= 0)
+			pc->pending = false;
+		else
+			hash_search(pending_compactions, &ids[i], HASH_REMOVE, NULL);
+	}
+	pfree(ids);
+}
+
+/*
+ * One round of maintenance.  Returns whether merge work is left that the
+ * next round should do without waiting.
+ */
+bool
+maintenance_step(void)
+{
+	ListCell   *lc;
+	bool		more;
+
+	/*
+	 * Sources whose upper rose are published like a changed catalog row; on
+	 * a standby, so are the rows replay changed.
+	 */
+	foreach(lc, standby_active() ? standby_replayed_changes() : capture_step())
+		hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
+	if (reread_all || hash_get_num_entries(changed_ids) > 0)
+	{
+		HTAB	   *ids = changed_ids;
+
+		/* what this round learns of goes to the next one */
+		changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
+		retry_all = false;
+		spi_run_in_transaction(apply_catalog_changes, ids);
+		reread_all = retry_all;
+		hash_destroy(ids);
+	}
+	capture_release_rounds();
+	/* after the publications: merge what seals' fuel left, a step a round */
+	more = spine_merge_round();
+	if (hash_get_num_entries(pending_compactions) > 0)
+		run_compactions();
+	if (hash_get_num_entries(tombstones) > 0)
+		delete_tombstones();
+	return more;
+}
+
+/* Raise the runtime's standing holds to what the catalog allows. */
+static void
+accept_catalog_holds(void *arg)
+{
+	int			runtime = *(int *) arg;
+	ListCell   *lc;
+
+	if (!catalog_lock_extension())
+		return;
+	foreach(lc, catalog_read(NULL, -1))
+	{
+		CatalogObject *obj = lfirst(lc);
+
+		registry_accept_standing_hold(obj->id, runtime, obj->allowed_since);
+	}
+}
+
+/*
+ * The interactive runtime accepts what the catalog allows: at start, and
+ * when its command queue overflowed (it may have missed a raise).
+ */
+void
+maintenance_accept_standing_holds(int runtime)
+{
+	spi_run_in_transaction(accept_catalog_holds, &runtime);
+}

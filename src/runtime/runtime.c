@@ -1,0 +1,323 @@
+/*-------------------------------------------------------------------------
+ *
+ * runtime.c
+ *	  The runtimes: the one loop every role runs (the module registers the
+ *	  background workers).  Split mode registers a maintenance and an interactive
+ *	  runtime; solo mode a single runtime that does both jobs.  The loop
+ *	  waits on its latch, then takes commands, does maintenance (if its role
+ *	  maintains) and serves peeks (if its role serves them).
+ *
+ *	  A runtime connects to pg_peek.database and stays idle until the
+ *	  extension exists there.  It runs on a hot standby too (standby_replay.c
+ *	  decides, once per round, whether this is one); a promotion reconciles
+ *	  as a start does.  On start it reconciles: pending
+ *	  work is dropped (backends re-issue), waiter counts restart at zero,
+ *	  standing holds are kept and raised to what the catalog allows.
+ *	  Errors exit with code 1, so the postmaster restarts the runtime.
+ *	  The maintenance runtime of split mode lowers its CPU priority
+ *	  (pg_peek.maintenance_nice) so that backends and the interactive
+ *	  runtime are served first on a busy machine; the solo runtime also
+ *	  serves peeks and keeps the server's priority.
+ *
+ *	  Owns the runtime slots' identity fields.  Must not implement
+ *	  maintenance (maintenance.c, which also holds the standing holds'
+ *	  acceptance) or the peek protocol (peek.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/resource.h>
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timeout.h"
+#include "utils/wait_event.h"
+
+#include "capture/capture.h"
+#include "storage/catalog.h"
+#include "common/settings.h"
+#include "peek/peek.h"
+#include "ipc/registry.h"
+#include "runtime/maintenance.h"
+#include "runtime/runtime.h"
+#include "arrange/spine.h"
+#include "common/spi.h"
+#include "storage/standby_replay.h"
+
+#define RUNTIME_TICK_MS		1000L
+#define MAX_COMMANDS_PER_ROUND	1024
+
+/* The niceness the runtime started with; -100 unless it lowers its own. */
+#define NO_NICE		(-100)
+static int	base_nice = NO_NICE;
+
+/* Set the maintenance runtime's niceness to base + pg_peek.maintenance_nice. */
+static void
+apply_nice(void)
+{
+	int			nice = Min(base_nice + setting_maintenance_nice, 19);
+
+	if (setpriority(PRIO_PROCESS, 0, nice) != 0)
+		ereport(LOG,
+				(errmsg("could not set the pg_peek maintenance runtime's niceness to %d: %m",
+						nice)));
+}
+
+static void
+find_extension(void *arg)
+{
+	*(Oid *) arg = get_extension_oid("pg_peek", true);
+}
+
+/*
+ * After pg_upgrade the objects' ids still carry the old cluster's extension
+ * OID: they get this one's before anything reads them (a source's slot,
+ * which pg_upgrade does not carry over, is then found missing and the
+ * source loaded again).  On a standby, replay brings the primary's.
+ */
+static void
+adopt_upgraded_objects(void *arg)
+{
+	uint64		adopted = catalog_adopt_foreign_ids(*(Oid *) arg);
+
+	if (adopted > 0)
+		ereport(LOG,
+				(errmsg("pg_peek adopted " UINT64_FORMAT " objects made under another OID of the extension (pg_upgrade)",
+						adopted)));
+}
+
+static void
+runtime_set_state(RuntimeSlot *rt, RuntimeState state)
+{
+	SpinLockAcquire(&rt->mutex);
+	rt->state = state;
+	SpinLockRelease(&rt->mutex);
+}
+
+static void
+runtime_exit(int code, Datum arg)
+{
+	RuntimeSlot *rt = &peek_shared->runtimes[DatumGetInt32(arg)];
+
+	SpinLockAcquire(&rt->mutex);
+	rt->pid = 0;
+	rt->proc = NULL;
+	rt->state = RUNTIME_STOPPED;
+	SpinLockRelease(&rt->mutex);
+}
+
+/*
+ * Take the commands sent at commit.  A standing-hold raise in a runtime
+ * other than maintenance is passed on to maintenance, which may now compact.
+ */
+static void
+take_commands(int runtime, bool maintains)
+{
+	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+	PeekCommand *cmds = palloc(sizeof(PeekCommand) * MAX_COMMANDS_PER_ROUND);
+	bool		overflowed;
+	int			n;
+
+	do
+	{
+		n = shmem_queue_drain(rt->commands, cmds, MAX_COMMANDS_PER_ROUND, &overflowed);
+		for (int i = 0; i < n; i++)
+		{
+			shmem_runtime_count(rt, RC_COMMANDS);
+			if (maintains)
+				maintenance_note_command(&cmds[i]);
+			else if (cmds[i].kind == PEEK_CMD_STANDING_HOLD)
+				registry_accept_standing_hold(cmds[i].object, runtime, cmds[i].value);
+		}
+		if (overflowed)
+		{
+			if (maintains)
+				maintenance_note_command(NULL);
+			else
+				maintenance_accept_standing_holds(runtime);
+		}
+	} while (n == MAX_COMMANDS_PER_ROUND);
+	pfree(cmds);
+}
+
+/*
+ * A query cancel (pg_cancel_backend) has no query to cancel in a runtime and
+ * is ignored, as pg_cron's launcher does.  lock_timeout and
+ * statement_timeout arrive as SIGINT too, with their timeout's indicator
+ * set: those still cancel the statement, so a runtime never waits on a lock
+ * longer than the database allows.
+ */
+static void
+runtime_sigint(SIGNAL_ARGS)
+{
+	if (get_timeout_indicator(LOCK_TIMEOUT, false) ||
+		get_timeout_indicator(STATEMENT_TIMEOUT, false))
+		StatementCancelHandler(postgres_signal_arg);
+}
+
+/*
+ * Start: signals, the database connection, then reconciliation's shared
+ * part: drop what a previous incarnation had pending, then announce the new
+ * generation so backends re-issue.
+ */
+static void
+runtime_start(int runtime, PeekRole role)
+{
+	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGINT, runtime_sigint);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(setting_database, NULL, 0);
+	/* the runtime is a superuser: the database's search_path is not its own */
+	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
+	registry_attach();
+	if (role != PEEK_ROLE_INTERACTIVE)
+		capture_skip_own_writes();
+	if (role == PEEK_ROLE_MAINTENANCE)
+	{
+		errno = 0;
+		base_nice = getpriority(PRIO_PROCESS, 0);
+		if (errno == 0)
+			apply_nice();
+		else
+			base_nice = NO_NICE;
+	}
+
+	peek_runtime_reset(runtime, role == PEEK_ROLE_SOLO ? spine_local_batches : NULL);
+	before_shmem_exit(runtime_exit, Int32GetDatum(runtime));
+	SpinLockAcquire(&rt->mutex);
+	rt->pid = MyProcPid;
+	rt->proc = MyProc;
+	rt->generation++;
+	rt->restarts++;
+	rt->state = RUNTIME_WAITING;
+	rt->started_at = GetCurrentTimestamp();
+	rt->max_memory_kb = setting_max_memory_kb;
+	SpinLockRelease(&rt->mutex);
+
+	ereport(LOG,
+			(errmsg("pg_peek %s runtime started in database \"%s\"",
+					settings_role_name(role), setting_database)));
+}
+
+/*
+ * Idle until the extension exists; notice a drop and re-create once a
+ * second.  The first check reconciles whatever it finds.  Returns the
+ * extension's OID (invalid while there is none).
+ */
+static Oid
+check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked)
+{
+	Oid			found;
+	bool		first = *checked == 0;
+	bool		promoted = standby_round_begin();
+
+	if (OidIsValid(extension) && !promoted &&
+		!TimestampDifferenceExceeds(*checked, GetCurrentTimestamp(), RUNTIME_TICK_MS))
+		return extension;
+
+	spi_run_in_transaction(find_extension, &found);
+	*checked = GetCurrentTimestamp();
+	/* a promoted standby takes up the primary's duties as a fresh start */
+	if (found != extension || first || promoted)
+	{
+		if (maintains && OidIsValid(found) && !RecoveryInProgress())
+			spi_run_in_transaction(adopt_upgraded_objects, &found);
+		if (maintains)
+			maintenance_reset();
+		if (maintains && !OidIsValid(found))
+			capture_drop_orphan_slots(NIL); /* dropped with the extension */
+		else if (OidIsValid(found) && !maintains)
+			maintenance_accept_standing_holds(runtime);
+		runtime_set_state(&peek_shared->runtimes[runtime],
+						  OidIsValid(found) ? RUNTIME_RUNNING : RUNTIME_WAITING);
+	}
+	return found;
+}
+
+/*
+ * Sleep until woken or the tick (not at all while merge work is left); take
+ * a configuration reload.
+ */
+static void
+runtime_wait(RuntimeSlot *rt, bool maintains, bool busy)
+{
+	int			rc;
+	long		capture_ms = maintains ? capture_wait_ms() : -1;
+
+	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+				   busy ? 0 :
+				   standby_wait_ms(capture_ms >= 0 ? capture_ms : RUNTIME_TICK_MS, maintains),
+				   PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	if (rc & WL_LATCH_SET)
+		shmem_runtime_count(rt, RC_WAKEUPS);
+	CHECK_FOR_INTERRUPTS();
+	if (ConfigReloadPending)
+	{
+		int			retention_s = setting_retention_s;
+
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+		/* the objects that follow pg_peek.retention follow its new value */
+		if (maintains && retention_s != setting_retention_s)
+			maintenance_note_command(NULL);
+		if (base_nice != NO_NICE)
+			apply_nice();
+		SpinLockAcquire(&rt->mutex);
+		rt->max_memory_kb = setting_max_memory_kb;
+		SpinLockRelease(&rt->mutex);
+	}
+}
+
+void
+runtime_main(Datum arg)
+{
+	int			runtime = DatumGetInt32(arg);
+	PeekRole	role = settings_runtime_role(runtime);
+	bool		maintains = role != PEEK_ROLE_INTERACTIVE;
+	bool		serves = role != PEEK_ROLE_MAINTENANCE;
+	RuntimeSlot *rt = &peek_shared->runtimes[runtime];
+	MemoryContext round_cxt;
+	Oid			extension = InvalidOid;
+	TimestampTz extension_checked = 0;
+
+	runtime_start(runtime, role);
+	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek runtime round",
+									  ALLOCSET_DEFAULT_SIZES);
+	for (;;)
+	{
+		MemoryContext old = MemoryContextSwitchTo(round_cxt);
+		bool		busy = false;
+
+		extension = check_extension(runtime, maintains, extension, &extension_checked);
+		if (OidIsValid(extension))
+		{
+			take_commands(runtime, maintains);
+			if (maintains)
+				busy = maintenance_step();
+			if (serves)
+			{
+				peek_serve_inbox(runtime);
+				peek_serve_dirty_objects(runtime);
+			}
+		}
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(round_cxt);
+		runtime_wait(rt, maintains, busy);
+	}
+}

@@ -1,0 +1,166 @@
+/*-------------------------------------------------------------------------
+ *
+ * arguments.c
+ *	  Argument checks shared by the SQL functions: a required argument, a
+ *	  name, a time, rows of a collection's type; every check raises before
+ *	  anything is written, so bad input changes nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/plancache.h"
+#include "utils/snapmgr.h"
+#include "utils/typcache.h"
+
+#include "access/htup_details.h"
+#include "access/tupconvert.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/trigger.h"
+#include "utils/tuplestore.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "utils/datum.h"
+#include "storage/lmgr.h"
+#include "utils/syscache.h"
+
+#include "ipc/batch.h"
+#include "capture/capture.h"
+#include "storage/catalog.h"
+#include "common/settings.h"
+#include "capture/decoder.h"
+#include "ipc/notify.h"
+#include "peek/peek.h"
+#include "storage/persist.h"
+#include "ipc/registry.h"
+#include "common/rows.h"
+#include "storage/standby_replay.h"
+#include "arrange/walk.h"
+#include "sql/arguments.h"
+
+
+
+/* A required argument: NULL is an error that names it. */
+void
+arg_require(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", what)));
+}
+
+char *
+arg_text(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	arg_require(fcinfo, n, what);
+	return text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+/* The name of an object being created: neither NULL nor empty. */
+char *
+arg_new_name(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	char	   *name = arg_text(fcinfo, n, what);
+
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("%s must not be empty", what)));
+	return name;
+}
+
+int64
+arg_time(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	int64		t;
+
+	arg_require(fcinfo, n, what);
+	t = PG_GETARG_INT64(n);
+	if (t < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be negative: " INT64_FORMAT, what, t)));
+	return t;
+}
+
+/* An array of the collection's row type, without NULL elements. */
+ArrayType *
+arg_rows(FunctionCallInfo fcinfo, int n, const char *what, CatalogObject *coll)
+{
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, n);
+	Oid			elemtype = get_element_type(argtype);
+	ArrayType  *rows;
+
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", what),
+				 errhint("Pass an empty array for no rows.")));
+	if (elemtype != coll->row_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s are of type %s, but collection \"%s\" holds rows of type %s",
+						what, format_type_be(argtype), coll->name, format_type_be(coll->row_type)),
+				 errhint("Cast the array, e.g. ARRAY[...]::%s[].", format_type_be(coll->row_type))));
+	rows = PG_GETARG_ARRAYTYPE_P(n);
+	if (array_contains_nulls(rows))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not contain NULL rows", what)));
+	return rows;
+}
+
+/* A source's rows come from its table only. */
+void
+arg_check_not_source(CatalogObject *coll, const char *instead)
+{
+	char	   *table;
+
+	if (!OidIsValid(coll->source))
+		return;
+	table = get_rel_name(coll->source);
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("\"%s\" is a source: its rows come from table %s", coll->name,
+					table ? table : "(dropped)"),
+			 instead ? errhint("%s", instead) : 0));
+}
+
+void
+arg_check_not_below_upper(CatalogObject *coll, int64 at)
+{
+	if (at < coll->upper)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot append to collection \"%s\" at time " INT64_FORMAT ": its upper is " INT64_FORMAT,
+						coll->name, at, coll->upper),
+				 errdetail("Times below the upper are sealed.")));
+}
+
+
+int64
+arg_time_or(FunctionCallInfo fcinfo, int n, const char *what, int64 if_null)
+{
+	return PG_ARGISNULL(n) ? if_null : arg_time(fcinfo, n, what);
+}
+

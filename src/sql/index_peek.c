@@ -1,0 +1,325 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_peek.c
+ *	  peek.index_peek: the key argument converted to the index's key
+ *	  types by SQL's assignment rules, and the walk of the index's pinned
+ *	  batches (arrange/walk.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/plancache.h"
+#include "utils/snapmgr.h"
+#include "utils/typcache.h"
+
+#include "access/htup_details.h"
+#include "access/tupconvert.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/trigger.h"
+#include "utils/tuplestore.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "utils/datum.h"
+#include "storage/lmgr.h"
+#include "utils/syscache.h"
+
+#include "ipc/batch.h"
+#include "capture/capture.h"
+#include "storage/catalog.h"
+#include "common/settings.h"
+#include "capture/decoder.h"
+#include "ipc/notify.h"
+#include "peek/peek.h"
+#include "storage/persist.h"
+#include "ipc/registry.h"
+#include "common/rows.h"
+#include "storage/standby_replay.h"
+#include "arrange/walk.h"
+#include "sql/arguments.h"
+#include "sql/peek_call.h"
+
+
+PG_FUNCTION_INFO_V1(peek_index_peek);
+
+/*
+ * A key field's conversion to its key column's type by the rules of SQL
+ * assignment (as INSERT converts a value for a column: numeric 2.5 rounds
+ * to int 3, real 0.1 widens to its double value, a domain's checks apply).
+ * Finding the cast is planned once per session for each index, field and
+ * type a peek passes: an expression over a parameter, kept by the plan
+ * cache, which marks it invalid when a function or cast it uses changes
+ * (it is planned again then).  It is made executable per peek, so the
+ * caller's privileges and the domain's constraints are those of the moment.
+ */
+typedef struct KeyCoercionKey
+{
+	PeekObjectId index;
+	int			field;
+	Oid			from;
+} KeyCoercionKey;
+
+typedef struct KeyCoercion
+{
+	KeyCoercionKey key;
+	CachedExpression *plan;
+} KeyCoercion;
+
+static HTAB *key_coercions = NULL;
+
+/* The conversion of input (of type from) to a key column's type, unplanned. */
+static Node *
+key_coercion_expr(Node *input, Oid from, KeyInfo *key, int i, CatalogObject *idx)
+{
+	Form_pg_attribute att = TupleDescAttr(key->desc, key->attnums[i] - 1);
+	Node	   *expr;
+
+	expr = coerce_to_target_type(NULL, input, from, att->atttypid, att->atttypmod,
+								 COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+	if (expr == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("key column \"%s\" of index \"%s\" is of type %s, but the key gives %s",
+						NameStr(att->attname), idx->name, format_type_be(att->atttypid),
+						format_type_be(from)),
+				 errhint("Cast the key field, e.g. ROW(value::%s).",
+						 format_type_be(att->atttypid))));
+	assign_expr_collations(NULL, expr);
+	return expr;
+}
+
+/* The session's plan of a conversion (key_coercion_expr over $1). */
+static Expr *
+key_coercion_plan(KeyInfo *key, int i, Oid from, CatalogObject *idx)
+{
+	KeyCoercionKey ckey = {0};
+	KeyCoercion *kc;
+	Param	   *param;
+	CachedExpression *plan;
+
+	ckey.index = idx->id;
+	ckey.field = i;
+	ckey.from = from;
+	if (key_coercions == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(KeyCoercionKey);
+		ctl.entrysize = sizeof(KeyCoercion);
+		ctl.hcxt = CacheMemoryContext;
+		key_coercions = hash_create("pg_peek key coercions", 16, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	kc = hash_search(key_coercions, &ckey, HASH_FIND, NULL);
+	if (kc != NULL && kc->plan->is_valid)
+		return (Expr *) kc->plan->expr;
+	if (kc != NULL)
+	{
+		FreeCachedExpression(kc->plan);
+		hash_search(key_coercions, &ckey, HASH_REMOVE, NULL);
+	}
+
+	param = makeNode(Param);
+	param->paramkind = PARAM_EXTERN;
+	param->paramid = 1;
+	param->paramtype = from;
+	param->paramtypmod = -1;
+	param->paramcollid = get_typcollation(from);
+	param->location = -1;
+	plan = GetCachedExpression(key_coercion_expr((Node *) param, from, key, i, idx));
+	kc = hash_search(key_coercions, &ckey, HASH_ENTER, NULL);
+	kc->plan = plan;
+	return (Expr *) plan->expr;
+}
+
+/*
+ * A row value as the parser sees ROW(...): a row expression of its fields
+ * as constants, a nested anonymous row (or a NULL one) again as an
+ * expression the parser would convert, so that coerce_to_target_type
+ * converts it to a composite type field by field (coerce_record_to_complex),
+ * refusing what does not fit with the parser's error.
+ */
+static Node *
+row_value_expr(Datum value)
+{
+	HeapTupleHeader rec = DatumGetHeapTupleHeader(value);
+	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec),
+											  HeapTupleHeaderGetTypMod(rec));
+	HeapTupleData tuple;
+	RowExpr    *row = makeNode(RowExpr);
+
+	row_tuple(rec, &tuple);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		bool		isnull;
+		Datum		field;
+		Node	   *arg;
+
+		if (att->attisdropped)
+			continue;
+		field = heap_getattr(&tuple, i + 1, desc, &isnull);
+		if (att->atttypid == RECORDOID && isnull)
+			arg = (Node *) makeConst(UNKNOWNOID, -1, InvalidOid, -2, (Datum) 0, true, false);
+		else if (att->atttypid == RECORDOID)
+			arg = row_value_expr(field);
+		else
+			arg = (Node *) makeConst(att->atttypid, att->atttypmod, att->attcollation,
+									 att->attlen, field, isnull, att->attbyval);
+		row->args = lappend(row->args, arg);
+	}
+	ReleaseTupleDesc(desc);
+	row->row_typeid = RECORDOID;
+	row->row_format = COERCE_IMPLICIT_CAST;
+	row->location = -1;
+	return (Node *) row;
+}
+
+/*
+ * Convert one key field; false if the result is NULL.  An untyped literal
+ * (ROW('2')) is read by the column type's input function, as the parser
+ * reads a literal, and a row for a key column of a composite type
+ * (ROW(ROW(1, 'b'))) is converted field by field, as the parser converts
+ * ROW(...) (row_value_expr): those conversions are planned per peek.
+ */
+static bool
+coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx)
+{
+	Form_pg_attribute att = TupleDescAttr(key->desc, key->attnums[i] - 1);
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek key conversion",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ParamListInfo params = makeParamList(1);
+	Expr	   *expr;
+	ExprContext *econtext;
+	bool		isnull;
+	Datum		result;
+
+	if (from == UNKNOWNOID)
+		expr = expression_planner((Expr *) key_coercion_expr((Node *) makeConst(UNKNOWNOID, -1, InvalidOid, -2,
+																				 *value, false, false),
+															  from, key, i, idx));
+	else if (type_is_rowtype(from) && type_is_rowtype(att->atttypid) &&
+			 (from == RECORDOID ||
+			  !can_coerce_type(1, &from, &att->atttypid, COERCION_ASSIGNMENT)))
+		expr = expression_planner((Expr *) key_coercion_expr(row_value_expr(*value),
+															  RECORDOID, key, i, idx));
+	else
+		expr = key_coercion_plan(key, i, from, idx);
+	params->params[0].ptype = from;
+	params->params[0].pflags = PARAM_FLAG_CONST;
+	params->params[0].value = *value;
+	params->params[0].isnull = false;
+	econtext = CreateStandaloneExprContext();
+	econtext->ecxt_param_list_info = params;
+	result = ExecEvalExpr(ExecInitExprWithParams(expr, params), econtext, &isnull);
+
+	/* the value outlives the conversion's memory: it is copied out */
+	MemoryContextSwitchTo(old);
+	if (!isnull)
+		*value = datumCopy(result, att->attbyval, att->attlen);
+	FreeExprContext(econtext, true);
+	MemoryContextDelete(cxt);
+	return !isnull;
+}
+
+/*
+ * The key of an index peek: ROW(v1, ...) in key-column order, each field
+ * converted to its key column's type (coerce_key_field).
+ */
+static void
+key_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, WalkSpec *spec)
+{
+	HeapTupleHeader rec = PG_GETARG_HEAPTUPLEHEADER(n);
+	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec),
+											  HeapTupleHeaderGetTypMod(rec));
+	HeapTupleData tuple;
+
+	if (desc->natts != spec->key->nkeys)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("key of index \"%s\" has %d columns, not %d",
+						idx->name, spec->key->nkeys, desc->natts),
+				 errhint("Pass the key as ROW(v1, ...) in key-column order.")));
+	row_tuple(rec, &tuple);
+	spec->has_key = true;
+	spec->key_has_null = false;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Oid			from = TupleDescAttr(desc, i)->atttypid;
+		bool		isnull;
+		Datum		value = heap_getattr(&tuple, i + 1, desc, &isnull);
+
+		if (!isnull && from != spec->key->types[i])
+			isnull = !coerce_key_field(&value, from, spec->key, i, idx);
+		if (isnull)
+		{
+			spec->key_has_null = true;
+			continue;
+		}
+		spec->key_values[i] = value;
+	}
+	ReleaseTupleDesc(desc);
+	if (!spec->key_has_null)
+		spec->keyhash = batch_key_hash_values(spec->key, spec->key_values);
+}
+
+/* The walk of an index: its key, if the peek passed one. */
+static KeyInfo *
+prepare_index_walk(FunctionCallInfo fcinfo, PeekedObject *peeked, void *state)
+{
+	WalkSpec   *spec = state;
+	CatalogObject *idx = &peeked->obj;
+
+	spec->name = idx->name;
+	spec->row_type = idx->row_type;
+	spec->key = peeked->key ? peeked->key :
+		batch_keyinfo_build(idx->row_type, idx->nkeys, idx->attnums);
+	if (!PG_ARGISNULL(2))
+		key_arg(fcinfo, 2, idx, spec);
+	return spec->key;
+}
+
+static void
+walk_index(CatalogObject *idx, PeekTicket *ticket, int64 limit, Tuplestorestate *out,
+		   void *state)
+{
+	WalkSpec   *spec = state;
+
+	spec->time = ticket->time;
+	spec->limit = limit;
+	spec->out = out;
+	walk_batches(ticket->handle, spec);
+}
+
+/* index_peek(rowtype anyelement, index, key record, as_of, limit) */
+Datum
+peek_index_peek(PG_FUNCTION_ARGS)
+{
+	static const PeekCallKind index_peek = {
+		PEEK_KIND_INDEX, "index name", 3, 4, prepare_index_walk, walk_index
+	};
+	WalkSpec	spec = {0};
+
+	peek_call_srf(fcinfo, &index_peek, &spec);
+	return (Datum) 0;
+}

@@ -1,0 +1,352 @@
+/*-------------------------------------------------------------------------
+ *
+ * peek_call.c
+ *	  What every peek function does before its walk: find the object by
+ *	  name (cached for the session), check the caller's privileges and row
+ *	  type, resolve as_of, and issue the peek (peek/peek.c).  The walk
+ *	  itself is the caller's (persist_peek.c, index_peek.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/plancache.h"
+#include "utils/snapmgr.h"
+#include "utils/typcache.h"
+
+#include "access/htup_details.h"
+#include "access/tupconvert.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/trigger.h"
+#include "utils/tuplestore.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "utils/datum.h"
+#include "storage/lmgr.h"
+#include "utils/syscache.h"
+
+#include "ipc/batch.h"
+#include "capture/capture.h"
+#include "storage/catalog.h"
+#include "common/settings.h"
+#include "capture/decoder.h"
+#include "ipc/notify.h"
+#include "peek/peek.h"
+#include "storage/persist.h"
+#include "ipc/registry.h"
+#include "common/rows.h"
+#include "storage/standby_replay.h"
+#include "arrange/walk.h"
+#include "sql/arguments.h"
+#include "sql/peek_call.h"
+
+
+/* ---- peeks ---- */
+
+/*
+ * The row type a peek returns: the object's, or for a source (and its
+ * indexes) also its table's, as long as the table still matches.  Returns
+ * the map that converts walked rows into the table's row type when their
+ * layouts differ (the table has dropped columns), else NULL.
+ */
+static TupleConversionMap *
+check_peek_rowtype(CatalogObject *obj, Oid rowtype)
+{
+	TupleDesc	table_desc;
+	TupleDesc	row_desc;
+	TupleConversionMap *map = NULL;
+	bool		matches;
+
+	if (rowtype == obj->row_type)
+		return NULL;
+	/* a failed object's row type may be gone: say why it failed instead */
+	catalog_raise_if_failed(obj->id, obj->kind, obj->name);
+	if (!OidIsValid(obj->source) || rowtype != get_rel_type_id(obj->source))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s \"%s\" holds rows of type %s, not %s",
+						catalog_kind_noun(obj->kind), obj->name,
+						format_type_be(obj->row_type), format_type_be(rowtype)),
+				 errhint("Pass NULL::%s as the first argument.",
+						 OidIsValid(obj->source) && get_rel_type_id(obj->source) != InvalidOid ?
+						 format_type_be(get_rel_type_id(obj->source)) : format_type_be(obj->row_type))));
+	table_desc = lookup_rowtype_tupdesc(rowtype, -1);
+	row_desc = lookup_rowtype_tupdesc(obj->row_type, -1);
+	matches = rows_match_table(table_desc, row_desc);
+	/* the map outlives the type cache's pins: it keeps copies */
+	if (matches && table_desc->natts != row_desc->natts)
+		map = convert_tuples_by_position(CreateTupleDescCopy(row_desc),
+										 CreateTupleDescCopy(table_desc),
+										 gettext_noop("could not convert a source's row to its table's row type"));
+	ReleaseTupleDesc(table_desc);
+	ReleaseTupleDesc(row_desc);
+	if (!matches)
+	{
+		catalog_raise_if_failed(obj->id, obj->kind, obj->name);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the row type of table %s no longer matches %s \"%s\"",
+						format_type_be(rowtype),
+						obj->kind == PEEK_KIND_INDEX ? "index" : "source", obj->name),
+				 errhint("Drop the source and create it again.")));
+	}
+	return map;
+}
+
+/*
+ * A peek's time (as_of, or PEEK_TIME_LATEST) and *floor, the least time
+ * as_of NULL resolves to: the session's own last write, and for a source
+ * under strict serializable the current WAL position.  The latter is a
+ * floor, not a time: a source loaded again (capture.c) may be compacted
+ * past it by the time it is ingested, and a later time sees its
+ * transactions too.  A peek that will wait for ingestion nudges the
+ * maintenance runtime.
+ */
+static int64
+peek_time(FunctionCallInfo fcinfo, int n, CatalogObject *obj, PeekObjectId collection,
+		  int64 *floor)
+{
+	int64		as_of = arg_time_or(fcinfo, n, "as_of", PEEK_TIME_LATEST);
+
+	/* a time is complete once the upper passes it: no upper passes this one */
+	if (as_of == PG_INT64_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("as_of must be less than " INT64_FORMAT, PG_INT64_MAX),
+				 errdetail("No upper can pass time " INT64_FORMAT ": a peek at it would wait forever.",
+						   PG_INT64_MAX)));
+	*floor = notify_last_session_upper(collection) - 1;
+	if (!OidIsValid(obj->source))
+		return as_of;
+	if (as_of == PEEK_TIME_LATEST && setting_isolation == PEEK_ISOLATION_STRICT_SERIALIZABLE)
+		*floor = Max(*floor, capture_strict_time());
+	capture_nudge(collection, as_of != PEEK_TIME_LATEST ? as_of : *floor);
+	return as_of;
+}
+
+/* Where a walk puts its rows: the result, or a store to convert from. */
+static Tuplestorestate *
+walk_output(ReturnSetInfo *rsinfo, TupleConversionMap *map)
+{
+	return map == NULL ? rsinfo->setResult : tuplestore_begin_heap(false, false, work_mem);
+}
+
+/* Rows walked as a source's row type, returned as its table's. */
+static void
+convert_rows(Tuplestorestate *from, ReturnSetInfo *rsinfo, TupleConversionMap *map)
+{
+	TupleTableSlot *slot;
+
+	if (map == NULL)
+		return;
+	slot = MakeSingleTupleTableSlot(map->indesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(from, true, false, slot))
+	{
+		HeapTuple	converted = execute_attr_map_tuple(ExecFetchSlotHeapTuple(slot, false, NULL), map);
+
+		tuplestore_puttuple(rsinfo->setResult, converted);
+		heap_freetuple(converted);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	tuplestore_end(from);
+}
+
+/*
+ * Peeked objects (PeekedObject), cached by name for this backend's later
+ * peeks, so that a peek does not query the catalog.  What is cached never
+ * changes for an object's life (id, row type, owner, shard, key); a dropped
+ * object is forgotten by the session that drops it (drop_object), noticed
+ * by others before the peek (its id is no longer live in the registry) or
+ * by the peek's gate, and the name is looked up again.  Only objects a peek
+ * was answered on are cached: they are committed and published.
+ */
+static HTAB *peeked_objects = NULL;
+static MemoryContext peeked_cxt = NULL;
+static Oid	peeked_catalog = InvalidOid;	/* peek.objects when cached */
+static bool peeked_stale = false;
+
+/*
+ * The catalog table was dropped or rebuilt (DROP EXTENSION, maybe followed
+ * by CREATE EXTENSION in the same transaction): every cached name is
+ * forgotten at the next lookup.  Only flagged here: invalidations arrive in
+ * the middle of a peek that holds a cached entry.
+ */
+static void
+peeked_catalog_changed(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == peeked_catalog)
+		peeked_stale = true;
+}
+
+static PeekedObject *
+peeked_object(const char *name, char kind, Oid rowtype, bool *cached)
+{
+	PeekedObject *peeked = NULL;
+
+	if (peeked_stale && peeked_objects != NULL)
+	{
+		MemoryContextReset(peeked_cxt);
+		peeked_objects = NULL;
+	}
+	peeked_stale = false;
+	if (peeked_objects != NULL && strlen(name) < NAMEDATALEN * 2)
+		peeked = hash_search(peeked_objects, name, HASH_FIND, NULL);
+	/*
+	 * A different kind or row type, or an id the registry no longer has
+	 * live: the name was dropped (and maybe reused).  A drop that commits
+	 * after this check is reported by the peek's gate.
+	 */
+	*cached = peeked != NULL && peeked->obj.kind == kind && peeked->rowtype == rowtype &&
+		registry_is_live(peeked->obj.id);
+	if (peeked != NULL && !*cached)
+		hash_search(peeked_objects, name, HASH_REMOVE, NULL);
+	if (!*cached)
+	{
+		peeked = palloc0(sizeof(PeekedObject));
+		peeked->obj = *catalog_lookup(name, kind, CATALOG_READ);
+	}
+	return peeked;
+}
+
+void
+peek_call_forget(const char *name)
+{
+	if (peeked_objects != NULL && strlen(name) < NAMEDATALEN * 2)
+		hash_search(peeked_objects, name, HASH_REMOVE, NULL);
+}
+
+static void
+remember_peeked_object(CatalogObject *obj, Oid rowtype, KeyInfo *key)
+{
+	PeekedObject *peeked;
+	MemoryContext old;
+	bool		found;
+
+	if (strlen(obj->name) >= NAMEDATALEN * 2)
+		return;
+	if (peeked_objects == NULL)
+	{
+		HASHCTL		ctl;
+
+		if (peeked_cxt == NULL)
+		{
+			peeked_cxt = AllocSetContextCreate(CacheMemoryContext, "pg_peek peeked objects",
+											   ALLOCSET_SMALL_SIZES);
+			CacheRegisterRelcacheCallback(peeked_catalog_changed, (Datum) 0);
+		}
+		peeked_catalog = catalog_relid();
+		ctl.keysize = NAMEDATALEN * 2;
+		ctl.entrysize = sizeof(PeekedObject);
+		ctl.hcxt = peeked_cxt;
+		peeked_objects = hash_create("pg_peek peeked objects", 16, &ctl,
+									 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	peeked = hash_search(peeked_objects, obj->name, HASH_ENTER, &found);
+	if (found)
+		return;
+	old = MemoryContextSwitchTo(peeked_cxt);
+	peeked->obj = *obj;
+	peeked->obj.name = peeked->name;
+	peeked->obj.failure = NULL;
+	peeked->rowtype = rowtype;
+	peeked->key = key ? batch_keyinfo_build(obj->row_type, obj->nkeys, obj->attnums) : NULL;
+	MemoryContextSwitchTo(old);
+}
+
+
+/*
+ * The peek functions' skeleton up to the walk: find the object (cached by
+ * name), check it, issue the peek.  A cached object found dropped by the
+ * gate is looked up again.  The hold lasts until peek_end.
+ */
+void
+peek_call_open(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state, OpenedPeek *op)
+{
+	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	char	   *name = arg_text(fcinfo, 1, pk->name_label);
+	int64		time;
+	int64		floor;
+	PeekedObject *peeked;
+	CatalogObject *obj;
+	PeekObjectId collection;
+	KeyInfo    *key;
+	bool		cached;
+	bool		dropped;
+
+	op->limit = arg_time_or(fcinfo, pk->limit_arg, "limit", -1);
+	registry_attach();
+	for (;;)
+	{
+		dropped = false;
+		peeked = peeked_object(name, pk->kind, rowtype, &cached);
+		obj = &peeked->obj;
+		/* privileges first: nothing about another role's object leaks */
+		catalog_check_reader(obj);
+		/* the runtimes see it once its creation commits, not before */
+		if (notify_created_here(obj->id))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s \"%s\" is not committed yet", catalog_kind_noun(obj->kind), obj->name),
+					 errdetail("It was created by this transaction; it can be peeked at once that commits.")));
+		/* a failed index's key columns may be gone: say why it failed */
+		if (obj->kind == PEEK_KIND_INDEX && obj->failure != NULL)
+			catalog_raise_if_failed(obj->id, obj->kind, obj->name);
+		op->map = check_peek_rowtype(obj, rowtype);
+		key = pk->prepare ? pk->prepare(fcinfo, peeked, state) : NULL;
+
+		/* times are the collection's: an index is sealed with it */
+		collection = obj->kind == PEEK_KIND_INDEX ? obj->collection : obj->id;
+		time = peek_time(fcinfo, pk->as_of_arg, obj, collection, &floor);
+		op->ticket = peek_begin(obj->id, obj->name, obj->kind, time, floor,
+								cached ? &dropped : NULL);
+		if (!dropped)
+			break;
+		peek_call_forget(name);
+	}
+	remember_peeked_object(obj, rowtype, key);
+	op->obj = obj;
+}
+
+/*
+ * A peek as a set-returning function: opened, walked at the answered time
+ * into the result, converted to the caller's row type.
+ */
+void
+peek_call_srf(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	OpenedPeek	op;
+	Tuplestorestate *out;
+
+	/*
+	 * Materialize mode: a function scan keeps a set-returning function's
+	 * rows in a tuplestore whatever its mode, so handing it ours saves a
+	 * call per row.
+	 */
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	peek_call_open(fcinfo, pk, state, &op);
+	out = walk_output(rsinfo, op.map);
+	pk->walk(op.obj, &op.ticket, op.limit, out, state);
+	peek_end();
+	convert_rows(out, rsinfo, op.map);
+}
+

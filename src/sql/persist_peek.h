@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ *
+ * persist_peek.h
+ *	  A persist peek opened from persist_peek's arguments and read a row at
+ *	  a time: what the SQL function shares with the scan node (scan.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_SQL_PERSIST_PEEK_H
+#define PEEK_SQL_PERSIST_PEEK_H
+
+#include "fmgr.h"
+#include "access/htup.h"
+
+typedef struct PersistPeek PersistPeek;
+
+extern Datum peek_persist_peek(PG_FUNCTION_ARGS);
+extern PersistPeek *persist_peek_open(FunctionCallInfo fcinfo, int64 rows_wanted);
+extern HeapTuple persist_peek_next(PersistPeek *p, bool *again);
+extern void persist_peek_rewind(PersistPeek *p);
+extern void persist_peek_close(PersistPeek *p);
+
+#endif							/* PEEK_SQL_PERSIST_PEEK_H */

@@ -1,0 +1,860 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  The durable catalog: rows of peek.objects read and written through SPI
+ *	  as the extension's owner (callers check the user's privileges first).
+ *	  The notices that tell the runtimes about committed changes are
+ *	  notify.c's.
+ *
+ *	  Row locks give the serialization rules: writers of one collection take
+ *	  FOR NO KEY UPDATE (times follow commit order), drop takes FOR UPDATE,
+ *	  compaction skips a row a writer holds instead of waiting behind it.
+ *
+ *	  Must not touch shared memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/snapshot.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "storage/catalog.h"
+#include "common/spi.h"
+
+#define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums, source, failure"
+#define NUM_OBJECT_COLUMNS 13
+
+/*
+ * An object's retention (0.3), which catalog_read adds after
+ * OBJECT_COLUMNS where the catalog has it (not before ALTER EXTENSION
+ * UPDATE): the interval, and whether set_retention gave it.
+ */
+#define RETENTION_COLUMNS ", retention, retention_set"
+
+/* Where a query's result has OBJECT_COLUMNS: in that order. */
+static const AttrNumber query_columns[NUM_OBJECT_COLUMNS] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+
+static int64
+getint64(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	return isnull ? 0 : DatumGetInt64(d);
+}
+
+/*
+ * A CatalogObject from a tuple that has OBJECT_COLUMNS at cols[] (a query's
+ * result, or a row of peek.objects itself).
+ */
+static CatalogObject *
+object_from_tuple(HeapTuple tup, TupleDesc desc, const AttrNumber *cols)
+{
+	CatalogObject *obj = palloc0(sizeof(CatalogObject));
+	bool		isnull;
+
+	obj->id = getint64(tup, desc, cols[0]);
+	obj->name = TextDatumGetCString(SPI_getbinval(tup, desc, cols[1], &isnull));
+	obj->kind = DatumGetChar(SPI_getbinval(tup, desc, cols[2], &isnull));
+	obj->row_type = DatumGetObjectId(SPI_getbinval(tup, desc, cols[3], &isnull));
+	obj->owner = DatumGetObjectId(SPI_getbinval(tup, desc, cols[4], &isnull));
+	obj->shard = DatumGetObjectId(SPI_getbinval(tup, desc, cols[5], &isnull));
+	if (isnull)
+		obj->shard = InvalidOid;
+	obj->upper = getint64(tup, desc, cols[6]);
+	obj->since = getint64(tup, desc, cols[7]);
+	obj->allowed_since = getint64(tup, desc, cols[8]);
+	obj->collection = getint64(tup, desc, cols[9]);
+	{
+		Datum		d = SPI_getbinval(tup, desc, cols[10], &isnull);
+
+		if (!isnull)
+		{
+			ArrayType  *arr = DatumGetArrayTypeP(d);
+			Datum	   *elems;
+			int			n;
+
+			deconstruct_array(arr, INT2OID, 2, true, TYPALIGN_SHORT, &elems, NULL, &n);
+			obj->nkeys = Min(n, INDEX_MAX_KEYS);
+			for (int i = 0; i < obj->nkeys; i++)
+				obj->attnums[i] = DatumGetInt16(elems[i]);
+		}
+	}
+	obj->source = DatumGetObjectId(SPI_getbinval(tup, desc, cols[11], &isnull));
+	if (isnull)
+		obj->source = InvalidOid;
+	{
+		Datum		d = SPI_getbinval(tup, desc, cols[12], &isnull);
+
+		obj->failure = isnull ? NULL : TextDatumGetCString(d);
+	}
+	obj->retention_ms = PEEK_RETENTION_KEEP_ALL;
+	return obj;
+}
+
+/*
+ * An object's retention from a result with RETENTION_COLUMNS after
+ * OBJECT_COLUMNS: milliseconds (a month counted as 30 days, as interval
+ * comparison counts it), or PEEK_RETENTION_DEFAULT if set_retention never
+ * gave it one, PEEK_RETENTION_KEEP_ALL for NULL.
+ */
+static int64
+retention_from_tuple(HeapTuple tup, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, NUM_OBJECT_COLUMNS + 2, &isnull);
+	Interval   *retention;
+	double		ms;
+
+	if (isnull || !DatumGetBool(d))
+		return PEEK_RETENTION_DEFAULT;
+	d = SPI_getbinval(tup, desc, NUM_OBJECT_COLUMNS + 1, &isnull);
+	if (isnull)
+		return PEEK_RETENTION_KEEP_ALL;
+	retention = DatumGetIntervalP(d);
+	ms = retention->time / 1000.0 +
+		((double) retention->month * DAYS_PER_MONTH + retention->day) * SECS_PER_DAY * 1000.0;
+	/* a CHECK keeps it from being negative; far beyond any upper's age */
+	return (int64) Max(Min(ms, (double) (PG_INT64_MAX / 2)), 0.0);
+}
+
+/* What an object of the kind is called in messages. */
+const char *
+catalog_kind_noun(char kind)
+{
+	return kind == PEEK_KIND_INDEX ? "index" : "collection";
+}
+
+static const char *
+kind_with_article(char kind)
+{
+	return kind == PEEK_KIND_INDEX ? "an index" : "a collection";
+}
+
+/*
+ * The catalog's statements are few and fixed (string literals), and the
+ * runtimes run some of them many times a second: each is planned once per
+ * process and kept, keyed by the literal's address.  The plan cache replans
+ * one whose tables changed (a drop and re-create of the extension).
+ */
+typedef struct SavedPlan
+{
+	const char *query;			/* key */
+	SPIPlanPtr	plan;
+} SavedPlan;
+
+static HTAB *saved_plans = NULL;
+
+/* catalog_insert is inserting a row */
+static bool inserting = false;
+
+/* Execute a catalog statement through its kept plan; SPI is connected. */
+static int
+execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
+			  const char *nulls, bool read_only)
+{
+	SavedPlan  *saved;
+
+	if (saved_plans == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(const char *);
+		ctl.entrysize = sizeof(SavedPlan);
+		ctl.hcxt = TopMemoryContext;
+		saved_plans = hash_create("pg_peek catalog plans", 32, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	saved = hash_search(saved_plans, &query, HASH_FIND, NULL);
+	if (saved == NULL)
+	{
+		/* entered only once kept: an error while planning leaves no entry */
+		SPIPlanPtr	plan = SPI_prepare(query, nargs, argtypes);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare \"%s\": %s", query,
+				 SPI_result_code_string(SPI_result));
+		saved = hash_search(saved_plans, &query, HASH_ENTER, NULL);
+		saved->plan = plan;
+	}
+	return SPI_execute_plan(saved->plan, args, nulls, read_only, 0);
+}
+
+/* Run a query returning OBJECT_COLUMNS as the extension owner: its objects. */
+static List *
+query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_only)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	SavedUser	saved;
+	List	   *result = NIL;
+
+	spi_connect_as_owner(&saved);
+	spi_check(execute_saved(query, nargs, &argtype, &arg, NULL, read_only),
+			  SPI_OK_SELECT, query);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+
+		CatalogObject *obj = object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+											   query_columns);
+
+		if (SPI_tuptable->tupdesc->natts == NUM_OBJECT_COLUMNS + 2)
+			obj->retention_ms = retention_from_tuple(SPI_tuptable->vals[i],
+													 SPI_tuptable->tupdesc);
+		result = lappend(result, obj);
+		MemoryContextSwitchTo(spi);
+	}
+	spi_finish_as_owner(&saved);
+	return result;
+}
+
+/*
+ * Open peek.objects to read it through one of its indexes (*index); the
+ * caller closes it with AccessShareLock, letting the lock go.  The
+ * extension dropped by now (its schema, table or index gone) is 55000, as
+ * for a peek that waited through the drop.
+ */
+static Relation
+objects_open(const char *index_name, Oid *index)
+{
+	Oid			peek = get_namespace_oid("peek", true);
+	Relation	rel = NULL;
+
+	if (OidIsValid(peek))
+		rel = try_table_open(get_relname_relid("objects", peek), AccessShareLock);
+	/* looked up under the table's lock, which DROP EXTENSION must wait for */
+	*index = rel != NULL ? get_relname_relid(index_name, peek) : InvalidOid;
+	if (!OidIsValid(*index))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension pg_peek is being dropped")));
+	return rel;
+}
+
+/*
+ * Find an object by name, without locking its row; NULL if there is none.
+ * Read through the name index in the active snapshot, and the table's lock
+ * is let go of at once, as a system catalog's is: a peek that then waits
+ * (on a standby, for replay) must not hold a lock that replaying the
+ * primary's AccessExclusiveLock on peek.objects would wait for.
+ */
+CatalogObject *
+catalog_find(const char *name)
+{
+	static const char *const names[NUM_OBJECT_COLUMNS] = {
+		"id", "name", "kind", "row_type", "owner", "shard", "upper", "since",
+		"allowed_since", "collection", "key_attnums", "source", "failure"
+	};
+	Oid			index;
+	Relation	rel = objects_open("objects_name_key", &index);
+	AttrNumber	cols[NUM_OBJECT_COLUMNS];
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	CatalogObject *obj = NULL;
+
+	for (int i = 0; i < NUM_OBJECT_COLUMNS; i++)
+		cols[i] = get_attnum(RelationGetRelid(rel), names[i]);
+	/*
+	 * systable_beginscan takes the key by its column in the table; the
+	 * search compares in the index's collation (the column's), which need
+	 * not be C.
+	 */
+	ScanKeyInit(&key, cols[1], BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(name));
+	key.sk_collation = TupleDescAttr(RelationGetDescr(rel), cols[1] - 1)->attcollation;
+	scan = systable_beginscan(rel, index, true,
+							  ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot(),
+							  1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		obj = object_from_tuple(tuple, RelationGetDescr(rel), cols);
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return obj;
+}
+
+/*
+ * Find an object by name.  kind 0 accepts any kind.  Raises 42704 if it
+ * does not exist and 42809 if it is of the other kind.
+ */
+CatalogObject *
+catalog_lookup(const char *name, char kind, CatalogLock lock)
+{
+	const char *query;
+	List	   *found;
+	CatalogObject *obj;
+
+	switch (lock)
+	{
+		case CATALOG_WRITE:
+			query = "SELECT " OBJECT_COLUMNS " FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE";
+			break;
+		case CATALOG_DROP:
+			query = "SELECT " OBJECT_COLUMNS " FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE";
+			break;
+		default:
+			query = NULL;
+			break;
+	}
+	if (query != NULL)
+	{
+		found = query_objects(query, 1, TEXTOID, CStringGetTextDatum(name), false);
+		obj = found != NIL ? linitial(found) : NULL;
+	}
+	else
+		obj = catalog_find(name);
+
+	if (obj == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("%s \"%s\" does not exist", kind ? catalog_kind_noun(kind) : "object", name)));
+	if (kind != 0 && obj->kind != kind)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is %s, not %s", name, kind_with_article(obj->kind),
+						kind_with_article(kind))));
+	return obj;
+}
+
+/* Run one statement with parameters as the extension owner. */
+static uint64
+catalog_exec_nulls(const char *query, int nargs, Oid *argtypes, Datum *args,
+				   const char *nulls, int expected)
+{
+	SavedUser	saved;
+	uint64		processed;
+
+	spi_connect_as_owner(&saved);
+	spi_check(execute_saved(query, nargs, argtypes, args, nulls, false),
+			  expected, query);
+	processed = SPI_processed;
+	spi_finish_as_owner(&saved);
+	return processed;
+}
+
+static uint64
+catalog_exec(const char *query, int nargs, Oid *argtypes, Datum *args, int expected)
+{
+	return catalog_exec_nulls(query, nargs, argtypes, args, NULL, expected);
+}
+
+bool
+catalog_name_taken(const char *name)
+{
+	Oid			argtype = TEXTOID;
+	Datum		arg = CStringGetTextDatum(name);
+
+	return catalog_exec("SELECT 1 FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1",
+						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * A fresh object id: the sequence value in the low bits, the extension's OID
+ * in the high bits (see ids.h).  *seq gets the sequence value, which
+ * names the object's tables.
+ */
+PeekObjectId
+catalog_new_id(int32 *seq)
+{
+	Oid			ext = get_extension_oid("pg_peek", false);
+	SavedUser	saved;
+	bool		isnull;
+	int64		value;
+
+	spi_connect_as_owner(&saved);
+	spi_check(SPI_execute("SELECT pg_catalog.nextval('peek.object_seq')", false, 1),
+			  SPI_OK_SELECT, "nextval");
+	value = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	spi_finish_as_owner(&saved);
+
+	if (value > PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("pg_peek ran out of object ids")));
+	*seq = (int32) value;
+	return PEEK_OBJECT_ID(ext, value);
+}
+
+/* Insert a collection's or an index's row (key_columns names its keys). */
+void
+catalog_insert(CatalogObject *obj, Datum key_columns)
+{
+	Oid			argtypes[10] = {INT8OID, TEXTOID, CHAROID, OIDOID, OIDOID, OIDOID,
+	INT8OID, TEXTARRAYOID, INT2ARRAYOID, OIDOID};
+	Datum		args[10];
+	char		nulls[10] = "          ";
+	Datum	   *attnums = palloc(sizeof(Datum) * Max(obj->nkeys, 1));
+
+	args[0] = Int64GetDatum(obj->id);
+	args[1] = CStringGetTextDatum(obj->name);
+	args[2] = CharGetDatum(obj->kind);
+	args[3] = ObjectIdGetDatum(obj->row_type);
+	args[4] = ObjectIdGetDatum(obj->owner);
+	args[5] = ObjectIdGetDatum(obj->shard);
+	args[6] = Int64GetDatum(obj->collection);
+	args[7] = key_columns;
+	for (int i = 0; i < obj->nkeys; i++)
+		attnums[i] = Int16GetDatum(obj->attnums[i]);
+	args[8] = PointerGetDatum(construct_array(attnums, obj->nkeys, INT2OID, 2, true, TYPALIGN_SHORT));
+	args[9] = ObjectIdGetDatum(obj->source);
+	if (!OidIsValid(obj->source))
+		nulls[9] = 'n';
+	if (obj->kind == PEEK_KIND_COLLECTION)
+	{
+		nulls[6] = nulls[7] = nulls[8] = 'n';
+	}
+	else
+		nulls[5] = 'n';
+	/* not a restored row (see catalog_adopt_restored) */
+	inserting = true;
+	PG_TRY();
+	{
+		catalog_exec_nulls("INSERT INTO peek.objects (id, name, kind, row_type, owner, shard, "
+						   "collection, key_columns, key_attnums, source) "
+						   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+						   10, argtypes, args, nulls, SPI_OK_INSERT);
+	}
+	PG_FINALLY();
+	{
+		inserting = false;
+	}
+	PG_END_TRY();
+}
+
+/* Whether the insert under way is catalog_insert's. */
+bool
+catalog_inserting(void)
+{
+	return inserting;
+}
+
+/* The indexes arranging a collection (for drop_collection). */
+List *
+catalog_indexes_of(PeekObjectId collection)
+{
+	return query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+						 "WHERE collection OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+						 1, INT8OID, Int64GetDatum(collection), false);
+}
+
+void
+catalog_delete(PeekObjectId id)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+
+	catalog_exec("DELETE FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1",
+				 1, &argtype, &arg, SPI_OK_DELETE);
+}
+
+static void
+catalog_set_column(const char *query, PeekObjectId id, int64 value)
+{
+	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Datum		args[2] = {Int64GetDatum(id), Int64GetDatum(value)};
+
+	catalog_exec(query, 2, argtypes, args, SPI_OK_UPDATE);
+}
+
+/*
+ * An object's upper: what is written to its shard is complete below it.  A
+ * source's is written in the transaction that writes its changes, so a
+ * crash loses or repeats none of them.
+ */
+void
+catalog_set_upper(PeekObjectId id, int64 upper)
+{
+	catalog_set_column("UPDATE peek.objects SET upper = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+					   id, upper);
+}
+
+void
+catalog_set_allowed_since(PeekObjectId id, int64 since)
+{
+	catalog_set_column("UPDATE peek.objects SET allowed_since = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+					   id, since);
+}
+
+/*
+ * An object's retention: an interval, keep_all (NULL) or, without set, the
+ * setting's (pg_peek.retention).  Kept as the user wrote it, for the views
+ * and a dump.
+ */
+void
+catalog_set_retention(PeekObjectId id, Datum retention, bool keep_all, bool set)
+{
+	Oid			argtypes[3] = {INT8OID, INTERVALOID, BOOLOID};
+	Datum		args[3] = {Int64GetDatum(id), retention, BoolGetDatum(set)};
+	char		nulls[3] = {' ', keep_all || !set ? 'n' : ' ', ' '};
+
+	catalog_exec_nulls("UPDATE peek.objects SET retention = $2, retention_set = $3 "
+					   "WHERE id OPERATOR(pg_catalog.=) $1",
+					   3, argtypes, args, nulls, SPI_OK_UPDATE);
+}
+
+void
+catalog_set_since(PeekObjectId id, int64 since)
+{
+	/* only rises: a late compaction must not undo a reload's (capture.c) */
+	catalog_set_column("UPDATE peek.objects SET since = GREATEST(since, $2) WHERE id OPERATOR(pg_catalog.=) $1",
+					   id, since);
+}
+
+/* The catalog table, peek.objects (InvalidOid without the extension). */
+Oid
+catalog_relid(void)
+{
+	Oid			peek = get_namespace_oid("peek", true);
+
+	return OidIsValid(peek) ? get_relname_relid("objects", peek) : InvalidOid;
+}
+
+/*
+ * A peek at time of an object compacted to since fails: 72000, whoever
+ * finds it (the gate, a walk reading the durable since, a standby's read).
+ */
+void
+catalog_raise_compacted(const char *noun, const char *name, int64 time, int64 since)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
+			 errmsg("cannot peek %s \"%s\" at time " INT64_FORMAT ": it is compacted to since " INT64_FORMAT,
+					noun, name, time, since),
+			 RecoveryInProgress() ?
+			 errhint("On a standby, the primary's compaction decides: peek at a time at or after " INT64_FORMAT ", or hold compaction back on the primary with peek.allow_compaction.",
+					 since) :
+			 errhint("Peek at a time at or after " INT64_FORMAT ", or hold compaction back with a lower peek.allow_compaction.",
+					 since)));
+}
+
+/*
+ * An object's durable since as the snapshot sees it, read through the
+ * primary key (a persist peek does this each time: no SPI).
+ */
+int64
+catalog_read_since(PeekObjectId id, Snapshot snapshot)
+{
+	Oid			index;
+	Relation	rel = objects_open("objects_pkey", &index);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int64		since = 0;
+	bool		isnull;
+
+	ScanKeyInit(&key, get_attnum(RelationGetRelid(rel), "id"), BTEqualStrategyNumber,
+				F_INT8EQ, Int64GetDatum(id));
+	scan = systable_beginscan(rel, index, true, snapshot, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		since = DatumGetInt64(heap_getattr(tuple, get_attnum(RelationGetRelid(rel), "since"),
+										   RelationGetDescr(rel), &isnull));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return since;
+}
+
+/*
+ * Rows that reached peek.objects other than through catalog_insert: loaded
+ * by pg_restore.  Their ids were made with the dumped database's extension
+ * OID: they get this extension's (an id names the extension it belongs to,
+ * as its slot name, drop notices and DROP EXTENSION checks assume), keeping
+ * the sequence part, which names their tables.  A restored source has no
+ * replication slot: it fails, with the remedy in its reason.  Returns the
+ * restored collections, as they were.
+ */
+List *
+catalog_adopt_restored(PeekObjectId *ids, int nids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(nids, 1));
+	Oid			argtypes[2] = {INT8ARRAYOID, TEXTOID};
+	Datum		args[2];
+	List	   *restored;
+
+	for (int i = 0; i < nids; i++)
+		elems[i] = Int64GetDatum(ids[i]);
+	args[0] = PointerGetDatum(construct_array(elems, nids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[1] = CStringGetTextDatum("restored from a dump without its replication slot: drop the source and create it again");
+
+	restored = query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+							 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND kind OPERATOR(pg_catalog.=) 'c'",
+							 1, INT8ARRAYOID, args[0], false);
+	catalog_exec("UPDATE peek.objects SET failure = COALESCE(failure, $2) "
+				 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND kind OPERATOR(pg_catalog.=) 'c' "
+				 "AND source IS NOT NULL",
+				 2, argtypes, args, SPI_OK_UPDATE);
+	(void) catalog_adopt_foreign_ids(get_extension_oid("pg_peek", false));
+	return restored;
+}
+
+/*
+ * Give every object whose id names another extension OID this extension's,
+ * keeping the sequence part: rows restored by pg_restore, and after
+ * pg_upgrade (which copies peek.objects' files but creates the extension
+ * anew, with a new OID) all of them.  Returns how many.
+ */
+uint64
+catalog_adopt_foreign_ids(Oid extension)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum((int64) extension);
+
+	/* one statement, so that the collection column's key follows */
+	return catalog_exec("UPDATE peek.objects SET "
+						"id = $1 OPERATOR(pg_catalog.<<) 32 OPERATOR(pg_catalog.|) (id OPERATOR(pg_catalog.&) 4294967295), "
+						"collection = $1 OPERATOR(pg_catalog.<<) 32 OPERATOR(pg_catalog.|) (collection OPERATOR(pg_catalog.&) 4294967295) "
+						"WHERE id OPERATOR(pg_catalog.>>) 32 OPERATOR(pg_catalog.<>) $1",
+						1, &argtype, &arg, SPI_OK_UPDATE);
+}
+
+/* Record why an object failed; false if its row is gone (dropped). */
+bool
+catalog_set_failure(PeekObjectId id, const char *failure)
+{
+	Oid			argtypes[2] = {INT8OID, TEXTOID};
+	Datum		args[2] = {Int64GetDatum(id), CStringGetTextDatum(failure)};
+
+	return catalog_exec("UPDATE peek.objects SET failure = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+						2, argtypes, args, SPI_OK_UPDATE) > 0;
+}
+
+/*
+ * Why an object failed, or the collection an index arranges, or NULL.
+ * *noun names what failed: "index", "collection" or "source".
+ */
+char *
+catalog_failure(PeekObjectId id, const char **noun)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+	MemoryContext caller = CurrentMemoryContext;
+	char	   *failure = NULL;
+	SavedUser	saved;
+	bool		isnull;
+
+	spi_connect_as_owner(&saved);
+	/* f: the object itself if it failed, else its collection */
+	spi_check(execute_saved("SELECT f.failure, f.kind, f.source IS NOT NULL "
+							"FROM peek.objects o JOIN peek.objects f "
+							"ON f.id OPERATOR(pg_catalog.=) o.id AND o.failure IS NOT NULL "
+							"OR f.id OPERATOR(pg_catalog.=) o.collection AND o.failure IS NULL "
+							"WHERE o.id OPERATOR(pg_catalog.=) $1 AND f.failure IS NOT NULL",
+							1, &argtype, &arg, NULL, true),
+			  SPI_OK_SELECT, "failure lookup");
+	if (SPI_processed > 0)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		Datum		d = SPI_getbinval(tup, desc, 1, &isnull);
+
+		failure = MemoryContextStrdup(caller, TextDatumGetCString(d));
+		if (DatumGetChar(SPI_getbinval(tup, desc, 2, &isnull)) == PEEK_KIND_INDEX)
+			*noun = "index";
+		else
+			*noun = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)) ? "source" : "collection";
+	}
+	spi_finish_as_owner(&saved);
+	return failure;
+}
+
+/*
+ * A peek of a failed object (or of an index of a failed collection) fails
+ * with the reason.
+ */
+void
+catalog_raise_if_failed(PeekObjectId object, char kind, const char *name)
+{
+	const char *noun = NULL;
+	char	   *failure = catalog_failure(object, &noun);
+
+	if (failure != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s \"%s\" is failed: %s",
+						kind == PEEK_KIND_INDEX ? "index" : noun, name, failure),
+				 errhint("Drop the %s and create it again.", noun)));
+}
+
+/*
+ * Lock an object's row as writers do, before the maintenance runtime writes
+ * its shard (false: the object is gone).  Compaction skips a row a writer
+ * holds (false too) and retries later, rather than stall the runtime behind
+ * a writer's open transaction; a capture round waits (drop_source waits for
+ * it, or it for drop_source).
+ */
+bool
+catalog_lock_row(PeekObjectId id, bool skip_locked)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+
+	return catalog_exec(skip_locked ?
+						"SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
+						"FOR NO KEY UPDATE SKIP LOCKED" :
+						"SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
+						"FOR NO KEY UPDATE",
+						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * A runtime's work on one object waits for a user's lock at most this long
+ * (lock_timeout for the rest of the current subtransaction), then fails
+ * with 55P03 and is retried on a later round.  So an open transaction that
+ * holds an object's catalog row or shard (say, an uncommitted drop_source)
+ * delays that object only, not every other object's publication.  A
+ * shorter lock_timeout set for the database is kept.
+ */
+#define RUNTIME_LOCK_WAIT_MS	100
+
+void
+catalog_bound_lock_waits(void)
+{
+	if (LockTimeout == 0 || LockTimeout > RUNTIME_LOCK_WAIT_MS)
+		(void) set_config_option("lock_timeout", CppAsString2(RUNTIME_LOCK_WAIT_MS),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+}
+
+/*
+ * A runtime's transaction that reads the catalog first makes sure it exists
+ * and stays: DROP EXTENSION waits for the lock taken here, or has committed
+ * and the extension is gone (false).
+ */
+bool
+catalog_lock_extension(void)
+{
+	Oid			extension = get_extension_oid("pg_peek", true);
+
+	if (!OidIsValid(extension))
+		return false;
+	LockDatabaseObject(ExtensionRelationId, extension, 0, AccessShareLock);
+	return get_extension_oid("pg_peek", true) == extension;
+}
+
+/*
+ * Whether the extension is being dropped or is gone: another transaction
+ * holds or waits for its AccessExclusiveLock (DROP EXTENSION takes it
+ * first), or the drop committed.  A peek that waits gives up then: its
+ * object will never be published.
+ */
+bool
+catalog_extension_dropping(Oid extension)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, ExtensionRelationId, extension, 0);
+	/* a mode no one else takes on an extension, conflicting with the drop's */
+	if (LockAcquire(&tag, RowShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, RowShareLock, false);
+
+	/*
+	 * Or it was dropped already: a peek holds no lock the drop waits for
+	 * (its name lookup lets go of peek.objects at once), and on a standby
+	 * replay takes none of an extension's.
+	 */
+	AcceptInvalidationMessages();
+	return get_extension_name(extension) == NULL;
+}
+
+/*
+ * The rows of the given objects, or of all of them with nids < 0, with
+ * their retention (all history kept in a catalog from before 0.3, as 0.2
+ * kept it: an object written after ALTER EXTENSION UPDATE is read again).
+ */
+List *
+catalog_read(PeekObjectId *ids, int nids)
+{
+	bool		retention = get_attnum(catalog_relid(), "retention_set") != InvalidAttrNumber;
+	Datum	   *elems;
+
+#define READ_IDS " FROM peek.objects " \
+	"WHERE id OPERATOR(pg_catalog.=) ANY ($1) " \
+	"OR collection OPERATOR(pg_catalog.=) ANY ($1) " \
+	"OR id OPERATOR(pg_catalog.=) ANY (SELECT collection FROM peek.objects " \
+	"WHERE id OPERATOR(pg_catalog.=) ANY ($1))"
+
+	if (nids < 0)
+		return query_objects(retention ?
+							 "SELECT " OBJECT_COLUMNS RETENTION_COLUMNS " FROM peek.objects" :
+							 "SELECT " OBJECT_COLUMNS " FROM peek.objects",
+							 0, InvalidOid, (Datum) 0, true);
+	elems = palloc(sizeof(Datum) * Max(nids, 1));
+	for (int i = 0; i < nids; i++)
+		elems[i] = Int64GetDatum(ids[i]);
+	/* with each changed collection's indexes and each index's collection */
+	return query_objects(retention ?
+						 "SELECT " OBJECT_COLUMNS RETENTION_COLUMNS READ_IDS :
+						 "SELECT " OBJECT_COLUMNS READ_IDS,
+						 1, INT8ARRAYOID,
+						 PointerGetDatum(construct_array(elems, nids, INT8OID, 8,
+														 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
+						 true);
+#undef READ_IDS
+}
+
+/* ---- privileges ---- */
+
+void
+catalog_check_owner(CatalogObject *obj)
+{
+	if (!has_privs_of_role(GetUserId(), obj->owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of %s \"%s\"", catalog_kind_noun(obj->kind), obj->name)));
+}
+
+/*
+ * Who may peek: the owner and members of pg_read_all_data; for a source and
+ * its indexes, whoever may SELECT from the table (while it exists).
+ */
+void
+catalog_check_reader(CatalogObject *obj)
+{
+	char	   *table = OidIsValid(obj->source) ? get_rel_name(obj->source) : NULL;
+
+	if (table != NULL)
+	{
+		if (pg_class_aclcheck(obj->source, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to peek %s \"%s\"",
+							obj->kind == PEEK_KIND_INDEX ? "index" : "source", obj->name),
+					 errdetail("Peeking a source or its indexes requires SELECT on table \"%s\".",
+							   table)));
+		return;
+	}
+	if (!has_privs_of_role(GetUserId(), obj->owner) &&
+		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_DATA))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to peek %s \"%s\"", catalog_kind_noun(obj->kind), obj->name),
+				 errdetail("Only the owner and members of pg_read_all_data may peek.")));
+}

@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *	  The durable catalog (peek.objects).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_CATALOG_H
+#define PEEK_CATALOG_H
+
+#include "common/ids.h"
+
+#include "access/attnum.h"
+#include "nodes/pg_list.h"
+#include "utils/snapshot.h"
+
+typedef struct CatalogObject
+{
+	PeekObjectId id;
+	char	   *name;
+	char		kind;
+	Oid			row_type;
+	Oid			owner;
+	Oid			shard;			/* collections: the table holding updates */
+	PeekObjectId collection;	/* indexes: the collection arranged */
+	int			nkeys;			/* indexes: key columns */
+	AttrNumber	attnums[INDEX_MAX_KEYS];
+	int64		upper;
+	int64		since;
+	int64		allowed_since;
+	Oid			source;			/* sources and their indexes: the table */
+	char	   *failure;		/* a failed object: why, else NULL */
+	/* ms or PEEK_RETENTION_*: catalog_read's (others say KEEP_ALL) */
+	int64		retention_ms;
+} CatalogObject;
+
+/* How catalog_lookup locks the object's row. */
+typedef enum CatalogLock
+{
+	CATALOG_READ,				/* no lock */
+	CATALOG_WRITE,				/* writers of one collection serialize */
+	CATALOG_DROP				/* conflicts with writers and compaction */
+} CatalogLock;
+
+/* backends */
+extern CatalogObject *catalog_find(const char *name);
+extern CatalogObject *catalog_lookup(const char *name, char kind, CatalogLock lock);
+extern PeekObjectId catalog_new_id(int32 *seq);
+extern bool catalog_name_taken(const char *name);
+extern void catalog_insert(CatalogObject *obj, Datum key_columns);
+extern void catalog_delete(PeekObjectId id);
+extern List *catalog_indexes_of(PeekObjectId collection);
+extern void catalog_set_upper(PeekObjectId id, int64 upper);
+extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
+extern void catalog_set_retention(PeekObjectId id, Datum retention, bool keep_all, bool set);
+extern bool catalog_inserting(void);
+extern List *catalog_adopt_restored(PeekObjectId *ids, int nids);
+extern uint64 catalog_adopt_foreign_ids(Oid extension);
+extern void catalog_check_owner(CatalogObject *obj);
+extern void catalog_check_reader(CatalogObject *obj);
+
+/* runtimes (inside a transaction with SPI connected by the caller) */
+extern bool catalog_lock_extension(void);
+extern void catalog_bound_lock_waits(void);
+extern List *catalog_read(PeekObjectId *ids, int nids);
+extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
+extern void catalog_set_since(PeekObjectId id, int64 since);
+extern Oid	catalog_relid(void);
+extern int64 catalog_read_since(PeekObjectId id, Snapshot snapshot);
+extern void catalog_raise_compacted(const char *noun, const char *name, int64 time,
+									int64 since) pg_attribute_noreturn();
+extern bool catalog_set_failure(PeekObjectId id, const char *failure);
+extern char *catalog_failure(PeekObjectId id, const char **noun);
+extern void catalog_raise_if_failed(PeekObjectId object, char kind, const char *name);
+extern const char *catalog_kind_noun(char kind);
+extern bool catalog_extension_dropping(Oid extension);
+
+#endif							/* PEEK_CATALOG_H */

@@ -1,0 +1,113 @@
+/*-------------------------------------------------------------------------
+ *
+ * shard_internal.h
+ *	  What the shard files of storage/ share and nothing above them sees:
+ *	  the shard's columns, the base's time, the writer, the base's reading
+ *	  machinery and its cursors (shard_scan.c, shard_write.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_STORAGE_SHARD_INTERNAL_H
+#define PEEK_STORAGE_SHARD_INTERNAL_H
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "access/tableam.h"
+#include "executor/executor.h"
+#include "nodes/execnodes.h"
+#include "utils/rel.h"
+
+#include "common/rows.h"
+#include "storage/persist.h"
+
+#define SHARD_TIME		1
+#define SHARD_DIFF		2
+#define SHARD_DATA		3
+
+/* Where base rows are stored: below every time, and so below every since. */
+#define BASE_TIME		INT64CONST(-1)
+
+/*
+ * Inserting into a shard: through the table AM, keeping the shard's indexes
+ * (its time index) current, in the caller's transaction.
+ */
+struct ShardWriter
+{
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	BulkInsertState bis;
+	MemoryContext per_row;
+	TupleDesc	row_desc;		/* rows are normalized with it */
+};
+
+/*
+ * The base's reading machinery: the shard, the snapshot, the base's since
+ * and the indexes the walk and compaction look rows up through.  Without
+ * them (a shard whose indexes were dropped) or with a row type that lost
+ * attributes (its rows' stored hashes may be stale), the shard is read
+ * whole instead.
+ */
+typedef struct ShardBase
+{
+	Relation	rel;
+	Snapshot	snapshot;
+	int64		since;			/* rows at or before it are the base */
+	TupleDesc	desc;			/* row_desc of the row type */
+	Relation	time_index;
+	Relation	rows_index;
+	Relation	flagged_index;
+	TupleTableSlot *slot;
+} ShardBase;
+
+/*
+ * What is done with each shard row a scan finds (its tid and fields);
+ * false stops the scan.
+ */
+typedef bool (*ShardRowFn) (ShardBase *b, ItemPointer tid, int64 time, int64 diff,
+							Datum row, void *arg);
+
+/* Shard rows' tids, in the order found (or sorted). */
+typedef struct TidList
+{
+	ItemPointerData *tids;
+	int64		n;
+	int64		capacity;
+} TidList;
+
+/*
+ * A stream of shard rows, each with its tid (in b->slot): a heap scan or an
+ * index scan.  One loop reads every scan's rows (cursor_next).
+ */
+typedef struct ShardCursor
+{
+	ShardBase  *b;
+	TableScanDesc heap;			/* or: */
+	IndexScanDesc index;
+	int64		lower;			/* a heap scan's rows: lower <= time <= upto */
+	int64		upto;
+} ShardCursor;
+
+extern Oid shard_row_type(Relation rel);
+extern void shard_writer_open(ShardWriter *w, Oid shard);
+extern void shard_insert(ShardWriter *w, int64 time, int64 diff, Datum row);
+extern void shard_writer_close(ShardWriter *w);
+extern void tid_list_init(TidList *l);
+extern void tid_list_add(TidList *l, ItemPointer tid);
+extern int64 base_since(int64 durable_since);
+extern void base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot);
+extern bool base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE lock);
+extern void base_close(ShardBase *b, LOCKMODE lock);
+extern void cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto);
+extern void cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds);
+extern bool cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row);
+extern void cursor_close(ShardCursor *c);
+extern void scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg);
+extern bool count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg);
+extern void scan_recent(ShardBase *b, int64 upto, ShardRowFn fn, void *arg);
+extern void collect_flagged(ShardBase *b, RowCounts *counts);
+extern void scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg);
+
+#endif							/* PEEK_STORAGE_SHARD_INTERNAL_H */

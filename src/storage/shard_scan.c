@@ -1,0 +1,420 @@
+/*-------------------------------------------------------------------------
+ *
+ * shard_scan.c
+ *	  The reading machinery every shard read shares: the base and its
+ *	  indexes opened, cursors over heap and index scans, the scans the walk
+ *	  and compaction are built of, and the plain reads (a range of times
+ *	  for hydration, row estimates, the sum of diffs).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "nodes/makefuncs.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "storage/catalog.h"
+#include "ipc/notify.h"
+#include "storage/persist.h"
+#include "storage/shard_internal.h"
+#include "common/rows.h"
+#include "common/spi.h"
+
+
+
+
+void
+tid_list_init(TidList *l)
+{
+	l->n = 0;
+	l->capacity = 64;
+	l->tids = palloc(sizeof(ItemPointerData) * l->capacity);
+}
+
+void
+tid_list_add(TidList *l, ItemPointer tid)
+{
+	if (l->n == l->capacity)
+	{
+		l->capacity *= 2;
+		l->tids = repalloc_huge(l->tids, sizeof(ItemPointerData) * l->capacity);
+	}
+	l->tids[l->n++] = *tid;
+}
+
+static Relation
+open_shard_index(Relation rel, const char *suffix, LOCKMODE lock)
+{
+	Oid			index = get_relname_relid(psprintf("%s_%s", RelationGetRelationName(rel), suffix),
+										  RelationGetNamespace(rel));
+
+	return OidIsValid(index) ? index_open(index, lock) : NULL;
+}
+
+/*
+ * The last time of the base, from the collection's durable since: the rows
+ * up to it are base rows (all at BASE_TIME: a fold leaves no other row at
+ * or before the since), the rows after it recent ones.  BASE_TIME before a
+ * first compaction (a since of 0 is never compacted to, and the updates at
+ * 0 are as they were written).
+ */
+int64
+base_since(int64 durable_since)
+{
+	return durable_since > 0 ? durable_since : BASE_TIME;
+}
+
+/* The shard alone, to be read straight through (scan_heap). */
+void
+base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot)
+{
+	memset(b, 0, sizeof(ShardBase));
+	b->rel = rel;
+	b->snapshot = snapshot;
+	b->slot = table_slot_create(rel, NULL);
+}
+
+/* Open the base's indexes; false if the shard must be read whole. */
+bool
+base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE lock)
+{
+	base_open_heap(b, rel, snapshot);
+	b->since = since;
+	b->desc = row_desc(shard_row_type(rel));
+	b->time_index = open_shard_index(rel, "time_idx", lock);
+	b->rows_index = open_shard_index(rel, "rows", lock);
+	b->flagged_index = open_shard_index(rel, "flagged", lock);
+	return b->time_index != NULL && b->rows_index != NULL && b->flagged_index != NULL &&
+		!row_desc_has_dropped(b->desc);
+}
+
+void
+base_close(ShardBase *b, LOCKMODE lock)
+{
+	Relation	indexes[3] = {b->time_index, b->rows_index, b->flagged_index};
+
+	for (int i = 0; i < 3; i++)
+		if (indexes[i] != NULL)
+			index_close(indexes[i], lock);
+	ExecDropSingleTupleTableSlot(b->slot);
+	if (b->desc != NULL)
+		FreeTupleDesc(b->desc);
+}
+
+
+/* The rows of a heap scan with lower <= time <= upto, in heap order. */
+void
+cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
+{
+	memset(c, 0, sizeof(ShardCursor));
+	c->b = b;
+	c->heap = table_beginscan(b->rel, b->snapshot, 0, NULL);
+	c->lower = lower;
+	c->upto = upto;
+}
+
+/* The rows an index scan with these keys finds, in index order. */
+static void
+cursor_open_index(ShardCursor *c, ShardBase *b, Relation index, ScanKey keys, int nkeys)
+{
+	memset(c, 0, sizeof(ShardCursor));
+	c->b = b;
+	c->index = index_beginscan(b->rel, index, b->snapshot, nkeys, 0);
+	index_rescan(c->index, keys, nkeys, NULL, 0);
+}
+
+/*
+ * An index scan of the time index (or the flagged one) with these time
+ * bounds (strategy and bound per key).
+ */
+void
+cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys,
+				  StrategyNumber *strategies, int64 *bounds)
+{
+	static const RegProcedure procs[] = {
+		[BTLessStrategyNumber] = F_INT8LT,
+		[BTLessEqualStrategyNumber] = F_INT8LE,
+		[BTGreaterEqualStrategyNumber] = F_INT8GE,
+		[BTGreaterStrategyNumber] = F_INT8GT,
+	};
+	ScanKeyData keys[2];
+
+	for (int i = 0; i < nkeys; i++)
+		ScanKeyInit(&keys[i], 1, strategies[i], procs[strategies[i]], Int64GetDatum(bounds[i]));
+	cursor_open_index(c, b, index, keys, nkeys);
+}
+
+/* The next row's fields (its tid is b->slot's); false at the end. */
+bool
+cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
+{
+	TupleTableSlot *slot = c->b->slot;
+	bool		isnull;
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (c->heap != NULL ? !table_scan_getnextslot(c->heap, ForwardScanDirection, slot) :
+			!index_getnext_slot(c->index, ForwardScanDirection, slot))
+			return false;
+		*time = DatumGetInt64(slot_getattr(slot, SHARD_TIME, &isnull));
+		if (c->heap != NULL && (*time < c->lower || *time > c->upto))
+			continue;
+		*diff = DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull));
+		*row = slot_getattr(slot, SHARD_DATA, &isnull);
+		return true;
+	}
+}
+
+void
+cursor_close(ShardCursor *c)
+{
+	if (c->heap != NULL)
+		table_endscan(c->heap);
+	else
+		index_endscan(c->index);
+}
+
+/* Feed fn the cursor's rows until it returns false, then close it. */
+static void
+scan_cursor(ShardCursor *c, ShardRowFn fn, void *arg)
+{
+	int64		time;
+	int64		diff;
+	Datum		row;
+
+	while (cursor_next(c, &time, &diff, &row))
+		if (!fn(c->b, &c->b->slot->tts_tid, time, diff, row, arg))
+			break;
+	cursor_close(c);
+}
+
+static void
+scan_times(ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds,
+		   ShardRowFn fn, void *arg)
+{
+	ShardCursor c;
+
+	cursor_open_times(&c, b, index, nkeys, strategies, bounds);
+	scan_cursor(&c, fn, arg);
+}
+
+/* Feed fn every shard row with lower <= time <= upto, in heap order. */
+void
+scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg)
+{
+	ShardCursor c;
+
+	cursor_open_heap(&c, b, lower, upto);
+	scan_cursor(&c, fn, arg);
+}
+
+bool
+count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	row_counts_add((RowCounts *) arg, row, diff);
+	return true;
+}
+
+static bool
+flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	row_counts_add((RowCounts *) arg, row, 0);
+	return true;
+}
+
+/* The recent rows with since < time <= upto. */
+void
+scan_recent(ShardBase *b, int64 upto, ShardRowFn fn, void *arg)
+{
+	StrategyNumber strategies[2] = {BTGreaterStrategyNumber, BTLessEqualStrategyNumber};
+	int64		bounds[2] = {b->since, upto};
+
+	scan_times(b, b->time_index, 2, strategies, bounds, fn, arg);
+}
+
+/* The rows with base rows that cannot be read alone (diff <= 0), with 0. */
+void
+collect_flagged(ShardBase *b, RowCounts *counts)
+{
+	StrategyNumber strategy = BTLessEqualStrategyNumber;
+
+	scan_times(b, b->flagged_index, 1, &strategy, &b->since, flag_row, counts);
+}
+
+/*
+ * The base rows of the rows in rows (one each, but a flagged row may have
+ * several), found in one scan of the rows index for all of their hashes.
+ */
+void
+scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
+{
+	int			n = hash_get_num_entries(rows->table);
+	Datum	   *hashes;
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+	ScanKeyData key;
+	ShardCursor c;
+	int64		time;
+	int64		diff;
+	Datum		row;
+	int			i = 0;
+
+	if (n == 0)
+		return;
+	hashes = palloc(sizeof(Datum) * n);
+	hash_seq_init(&status, rows->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+		hashes[i++] = Int32GetDatum((int32) row_hash(b->desc, row_count_datum(rc)));
+	ScanKeyEntryInitialize(&key, SK_SEARCHARRAY, 1, BTEqualStrategyNumber, InvalidOid,
+						   InvalidOid, F_INT4EQ,
+						   PointerGetDatum(construct_array(hashes, n, INT4OID, sizeof(int32),
+														   true, TYPALIGN_INT)));
+	cursor_open_index(&c, b, b->rows_index, &key, 1);
+	while (cursor_next(&c, &time, &diff, &row))
+		if (time <= b->since && row_counts_find(rows, row) != NULL &&
+			!fn(b, &b->slot->tts_tid, time, diff, row, arg))
+			break;
+	cursor_close(&c);
+	pfree(hashes);
+}
+
+
+/*
+ * Keep a shard from being dropped until the end of the transaction; false
+ * if it is gone already (a drop that committed, or that we waited for).
+ */
+bool
+persist_lock_shard(Oid shard)
+{
+	Relation	rel = try_relation_open(shard, AccessShareLock);
+
+	if (rel == NULL)
+		return false;
+	relation_close(rel, NoLock);
+	return true;
+}
+
+/* What persist_scan_range feeds its rows to. */
+typedef struct RangeFeed
+{
+	void		(*fn) (int64 time, int64 diff, Datum row, void *arg);
+	void	   *arg;
+} RangeFeed;
+
+static bool
+feed_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	RangeFeed  *feed = arg;
+
+	feed->fn(time, diff, row, feed->arg);
+	return true;
+}
+
+/*
+ * Feed every update with lower <= time < upper to fn, in no particular
+ * order, each row as the shard stores it (see row_from_shard): the rows an
+ * index needs to hydrate (lower 0: the heap read straight through, base
+ * rows at BASE_TIME included) or to follow a seal (through the time index).
+ * Runs in the caller's transaction and snapshot.
+ */
+void
+persist_scan_range(Oid shard, int64 lower, int64 upper,
+				   void (*fn) (int64 time, int64 diff, Datum row, void *arg), void *arg)
+{
+	RangeFeed	feed = {fn, arg};
+	Relation	rel = try_table_open(shard, AccessShareLock);
+	ShardBase	b;
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("shard table with OID %u does not exist", shard)));
+	base_open_heap(&b, rel, GetActiveSnapshot());
+	b.time_index = lower > 0 ? open_shard_index(rel, "time_idx", AccessShareLock) : NULL;
+	if (b.time_index != NULL)
+	{
+		StrategyNumber strategies[2] = {BTGreaterEqualStrategyNumber, BTLessStrategyNumber};
+		int64		bounds[2] = {lower, upper};
+
+		scan_times(&b, b.time_index, 2, strategies, bounds, feed_row, &feed);
+	}
+	else if (upper > lower)
+		scan_heap(&b, lower > 0 ? lower : PG_INT64_MIN, upper - 1, feed_row, &feed);
+	base_close(&b, AccessShareLock);
+	table_close(rel, AccessShareLock);
+}
+
+/*
+ * About how many updates the shard holds, from its size: a hydration's
+ * total before it has read them.
+ */
+int64
+persist_estimate_rows(Oid shard)
+{
+	Relation	rel = table_open(shard, AccessShareLock);
+	BlockNumber pages;
+	double		tuples;
+	double		allvisfrac;
+
+	table_relation_estimate_size(rel, NULL, &pages, &tuples, &allvisfrac);
+	table_close(rel, AccessShareLock);
+	return (int64) tuples;
+}
+
+static bool
+add_diff(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	int64	   *sum = arg;
+
+	*sum = row_add_saturating(*sum, diff);
+	return true;
+}
+
+/* The sum of the diffs before upper: the row count at the latest time. */
+int64
+persist_sum_diffs(Oid shard, int64 upper)
+{
+	Relation	rel = table_open(shard, AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ShardBase	b;
+	int64		sum = 0;
+
+	base_open_heap(&b, rel, snapshot);
+	if (upper > PG_INT64_MIN)
+		scan_heap(&b, PG_INT64_MIN, upper - 1, add_diff, &sum);
+	base_close(&b, AccessShareLock);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	return sum;
+}
+

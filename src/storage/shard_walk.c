@@ -1,0 +1,361 @@
+/*-------------------------------------------------------------------------
+ *
+ * shard_walk.c
+ *	  The walk of a persist peek: the recent rows up to its time summed,
+ *	  the rows that may be negative resolved, then the base streamed with
+ *	  those rows adjusted, stopping at the limit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "nodes/makefuncs.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "storage/catalog.h"
+#include "ipc/notify.h"
+#include "storage/persist.h"
+#include "storage/shard_internal.h"
+#include "common/rows.h"
+#include "common/spi.h"
+
+#define TOUCHED_BY_HASH_ROWS	16
+
+/* The base rows a walk must adjust, and their rows' sums. */
+typedef struct Touched
+{
+	RowCounts  *recent;			/* sums of the recent rows up to the time */
+	RowCounts  *flagged;		/* whole counts of the flagged rows */
+	HTAB	   *hashes;			/* the rows' hashes, or NULL: */
+	TidList		tids;			/* their base rows, sorted */
+} Touched;
+
+static bool
+touch_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	Touched    *t = arg;
+	RowCount   *whole = row_counts_find(t->flagged, row);
+
+	if (whole != NULL)
+		whole->count += diff;
+	if (t->hashes == NULL)
+		tid_list_add(&t->tids, tid);
+	return true;
+}
+
+static int
+tid_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+/*
+ * Find the base rows to adjust: for a flagged row, add its base rows to
+ * its whole count; with hashes, note the rows' hashes, else the base rows'
+ * tids.
+ */
+static void
+touch_base(ShardBase *b, Touched *t, int64 limit)
+{
+	int64		nrecent = hash_get_num_entries(t->recent->table);
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+
+	t->hashes = NULL;
+	tid_list_init(&t->tids);
+	if (nrecent == 0)
+		return;
+	if (limit < 0 || limit >= TOUCHED_BY_HASH_ROWS * nrecent)
+	{
+		scan_base_rows(b, t->recent, touch_base_row, t);
+		qsort(t->tids.tids, t->tids.n, sizeof(ItemPointerData), tid_cmp);
+		return;
+	}
+
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(uint32);
+		ctl.entrysize = sizeof(uint32);
+		ctl.hcxt = t->recent->cxt;
+		t->hashes = hash_create("pg_peek recent row hashes", nrecent, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	hash_seq_init(&status, t->recent->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+	{
+		uint32		h = row_hash(b->desc, row_count_datum(rc));
+
+		(void) hash_search(t->hashes, &h, HASH_ENTER, NULL);
+	}
+	scan_base_rows(b, t->flagged, touch_base_row, t);
+}
+
+/* Might this base row need adjusting? */
+static bool
+touched(ShardBase *b, Touched *t, ItemPointer tid, Datum row)
+{
+	if (t->hashes != NULL)
+	{
+		uint32		h;
+
+		if (hash_get_num_entries(t->hashes) == 0)
+			return false;
+		h = row_hash(b->desc, row);
+		return hash_search(t->hashes, &h, HASH_FIND, NULL) != NULL;
+	}
+	return t->tids.n > 0 &&
+		bsearch(tid, t->tids.tids, t->tids.n, sizeof(ItemPointerData), tid_cmp) != NULL;
+}
+
+/*
+ * A persist walk in progress: the shard's contents at a time, read row by
+ * row (persist_walk_next) in one of two ways.  Over the base (the usual
+ * one, walk_base_begin): the recent rows up to the time summed first, then
+ * the base streamed with those rows adjusted, then the rows only the
+ * recent part has.  Whole (a shard without its base indexes, or whose row
+ * type lost attributes): every row up to the time summed, then those sums.
+ * It keeps its snapshot and its scans open between rows, and nothing else:
+ * no peek hold, so a walk streamed by an executor node (scan.c) holds
+ * neither compaction nor the backend's peek slot.
+ */
+struct PersistWalk
+{
+	MemoryContext cxt;			/* everything below */
+	Relation	rel;
+	Snapshot	snapshot;
+	ShardBase	b;
+	Touched		t;				/* a walk over the base */
+	bool		streaming;		/* the base cursor is open: */
+	ShardCursor base;
+	MemoryContext per_row;		/* a base row's comparisons */
+	RowCounts  *rest;			/* the sums emitted last */
+	bool		rest_open;		/* rest_seq is under way */
+	HASH_SEQ_STATUS rest_seq;
+};
+
+/*
+ * Prepare a walk over the base: the recent rows up to time are summed
+ * (recent); a row with flagged base rows -- a negative count or one out of
+ * bigint's range, stored in parts -- gets its whole count from the base now
+ * (flagged).  Then the base is streamed (a limited walk through the time
+ * index, a full one through the heap): a row with recent updates is
+ * emitted with its count at time, a flagged one once with its whole
+ * count, any other -- nearly all -- as its base row says (see touch_base
+ * for how they are told apart).
+ */
+static void
+walk_base_begin(PersistWalk *w, Oid row_type, int64 time, int64 limit)
+{
+	ShardBase  *b = &w->b;
+	Touched    *t = &w->t;
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+
+	t->recent = row_counts_create(row_type);
+	t->flagged = row_counts_create(row_type);
+	scan_recent(b, time, count_row, t->recent);
+	collect_flagged(b, t->flagged);
+	/* a flagged row's whole count: its recent part, and its base rows' */
+	hash_seq_init(&status, t->flagged->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+		row_counts_add(t->recent, row_count_datum(rc), 0);
+	hash_seq_init(&status, t->recent->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+	{
+		RowCount   *whole = row_counts_find(t->flagged, row_count_datum(rc));
+
+		if (whole != NULL)
+			whole->count += rc->count;
+	}
+	touch_base(b, t, limit);
+
+	w->rest = t->recent;
+	w->per_row = AllocSetContextCreate(w->cxt, "pg_peek base row", ALLOCSET_SMALL_SIZES);
+	w->streaming = limit != 0;
+	if (limit > 0)
+	{
+		/*
+		 * Through the time index, which has the base rows first: a heap
+		 * scan would read whatever precedes them (the space a fold freed)
+		 * before its first row.
+		 */
+		StrategyNumber strategy = BTLessEqualStrategyNumber;
+
+		cursor_open_times(&w->base, b, b->time_index, 1, &strategy, &b->since);
+	}
+	else if (limit < 0)
+		cursor_open_heap(&w->base, b, PG_INT64_MIN, b->since);
+}
+
+/* A base row's count at the walk's time: as stored, or adjusted. */
+static int64
+adjust_base_row(PersistWalk *w, int64 diff, Datum row)
+{
+	Touched    *t = &w->t;
+	MemoryContext old;
+
+	MemoryContextReset(w->per_row);
+	old = MemoryContextSwitchTo(w->per_row);
+	if (touched(&w->b, t, &w->b.slot->tts_tid, row))
+	{
+		RowCount   *whole = row_counts_find(t->flagged, row);
+		RowCount   *part = row_counts_find(t->recent, row);
+
+		if (whole != NULL)
+		{
+			/* emitted once, at its first base row */
+			diff = row_count_value(whole->count);
+			whole->count = 0;
+		}
+		else if (part != NULL)	/* NULL: a hash's false match */
+			diff = row_count_value((int128) diff + part->count);
+		if (part != NULL)
+			part->count = 0;
+	}
+	MemoryContextSwitchTo(old);
+	return diff;
+}
+
+/*
+ * Begin the persist walk of a shard at time, in snapshot (the caller's,
+ * taken after the peek's gate, so that every update the runtime saw sealed
+ * is visible; walks in one snapshot at one time give the same rows); the
+ * base's since is read in it, before the shard is locked (DROP EXTENSION
+ * locks peek.objects, then the shards).  limit, the most rows the caller
+ * will read (< 0: all), chooses how the base is read (a positive one still
+ * reads it whole if asked; 0 reads none of it).
+ */
+PersistWalk *
+persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collection,
+				   Snapshot snapshot, int64 time, int64 limit)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek persist walk",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	PersistWalk *w = palloc0(sizeof(PersistWalk));
+	int64		durable_since;
+
+	w->cxt = cxt;
+	w->snapshot = snapshot;
+	durable_since = catalog_read_since(id, w->snapshot);
+
+	/*
+	 * The gate admitted time against the registry's since, which a source
+	 * loaded again (compact_to_reload) raises in the catalog first: its
+	 * history before is gone.
+	 */
+	if (durable_since > time)
+		catalog_raise_compacted("collection", collection, time, durable_since);
+	w->rel = try_table_open(shard, AccessShareLock);
+	/* dropped after the gate (no lock held since the name lookup) */
+	if (w->rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("collection \"%s\" was dropped while it was peeked", collection)));
+	if (base_open(&w->b, w->rel, w->snapshot, base_since(durable_since), AccessShareLock) &&
+		w->b.since <= time)
+		walk_base_begin(w, row_type, time, limit);
+	else
+	{
+		w->rest = row_counts_create(row_type);
+		scan_heap(&w->b, PG_INT64_MIN, time, count_row, w->rest);
+	}
+	MemoryContextSwitchTo(old);
+	return w;
+}
+
+/*
+ * The walk's next row and its count (not 0; a negative one is the caller's
+ * to report); false at the end.  The row stays valid until the next call.
+ */
+bool
+persist_walk_next(PersistWalk *w, Datum *row, int64 *count)
+{
+	RowCount   *rc;
+
+	while (w->streaming)
+	{
+		int64		time;
+		int64		diff;
+
+		if (!cursor_next(&w->base, &time, &diff, row))
+		{
+			cursor_close(&w->base);
+			w->streaming = false;
+			break;
+		}
+		*count = adjust_base_row(w, diff, *row);
+		if (*count != 0)
+			return true;
+	}
+	if (!w->rest_open && w->rest != NULL)
+	{
+		/*
+		 * Frozen, the table's scan is not registered: a registered one
+		 * belongs to the subtransaction that began it and may not outlive
+		 * it, nor may a backend have more than a few; a walk streamed by a
+		 * cursor lives across both.  Only lookups follow.
+		 */
+		hash_freeze(w->rest->table);
+		hash_seq_init(&w->rest_seq, w->rest->table);
+		w->rest_open = true;
+	}
+	while (w->rest_open)
+	{
+		if ((rc = hash_seq_search(&w->rest_seq)) == NULL)
+		{
+			w->rest_open = false;
+			w->rest = NULL;		/* read */
+			break;
+		}
+		*row = row_count_datum(rc);
+		*count = row_count_value(rc->count);
+		if (*count != 0)
+			return true;
+	}
+	return false;
+}
+
+/* End a walk, read through or not. */
+void
+persist_walk_end(PersistWalk *w)
+{
+	if (w->streaming)
+		cursor_close(&w->base);
+	if (w->rest_open)
+		hash_seq_term(&w->rest_seq);
+	base_close(&w->b, AccessShareLock);
+	table_close(w->rel, AccessShareLock);
+	MemoryContextDelete(w->cxt);
+}
+

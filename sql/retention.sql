@@ -71,9 +71,10 @@ SELECT wait_for($$SELECT upper = 6 FROM peek.frontiers WHERE object = 'ret' AND 
 SELECT pg_sleep(0.5);
 SELECT since, upper, retention FROM peek.collections WHERE name = 'ret';
 SELECT * FROM peek.persist_peek(NULL::rkv, 'ret', as_of => 3) ORDER BY k;
--- the index (NULL as well) kept everything from its start
-SELECT since FROM peek.indexes WHERE name = 'ret_by_k';
-SELECT * FROM peek.index_peek(NULL::rkv, 'ret_by_k', as_of => 0);
+-- the index (NULL as well) keeps what it has: all it read, or, hydrated
+-- again by a runtime that reconciled meanwhile, the shard's since on
+SELECT since <= 2 AS kept FROM peek.indexes WHERE name = 'ret_by_k';
+SELECT * FROM peek.index_peek(NULL::rkv, 'ret_by_k', as_of => 3) ORDER BY k;
 
 -- a source with retention 0: its since follows its upper (commit LSNs)
 SELECT upper AS src_upper FROM peek.collections WHERE name = 'ret_src' \gset

@@ -4,3 +4,69 @@
 -- A fresh CREATE EXTENSION runs pg_peek--0.1.sql, pg_peek--0.1--0.2.sql and
 -- then this script, so every change of 0.3 to the SQL objects lives here,
 -- once.
+
+-- retention: every collection, source and index keeps its
+-- history of the last `retention` by the wall clock; the maintenance runtime
+-- raises its since to the time that was its upper that long ago (never past
+-- a peek's hold, and never lowering it), and compaction folds its shard.
+-- An object follows pg_peek.retention until peek.set_retention gives it
+-- one (retention_set); NULL keeps all history.
+ALTER TABLE peek.objects
+    ADD COLUMN retention interval CHECK (retention >= interval '0'),
+    ADD COLUMN retention_set boolean NOT NULL DEFAULT false;
+
+CREATE FUNCTION peek.set_retention(object text, retention interval)
+RETURNS void AS 'MODULE_PATHNAME', 'peek_set_retention' LANGUAGE C;
+
+CREATE FUNCTION peek.reset_retention(object text)
+RETURNS void AS 'MODULE_PATHNAME', 'peek_reset_retention' LANGUAGE C;
+
+-- when each object's since was last its newest complete time
+CREATE FUNCTION peek.since_status(OUT id bigint, OUT since_at timestamptz)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_since_status' LANGUAGE C;
+
+-- the retention in force (NULL: all history kept), and how old the since
+-- is by the wall clock: how far back a peek can read
+CREATE FUNCTION peek.retention(retention interval, retention_set boolean)
+RETURNS interval LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN retention_set THEN retention
+                WHEN pg_catalog.current_setting('pg_peek.retention') OPERATOR(pg_catalog.<>) '-1'
+                THEN pg_catalog.current_setting('pg_peek.retention')::pg_catalog.interval END
+$$;
+
+CREATE OR REPLACE VIEW peek.collections WITH (security_barrier) AS
+SELECT o.name, o.row_type, o.owner,
+       CASE WHEN o.failure IS NOT NULL THEN 'failed'
+            WHEN o.source IS NOT NULL AND o.upper = 0 THEN 'loading'
+            WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
+       o.failure, o.source,
+       peek.collection_rows(o.name) AS rows,
+       0 AS batches, 0::bigint AS bytes,
+       pg_catalog.pg_total_relation_size(o.shard) AS shard_bytes, o.shard,
+       greatest(r.since, o.since) AS since, greatest(r.upper, o.upper) AS upper,
+       o.allowed_since, o.created_at,
+       peek.retention(o.retention, o.retention_set) AS retention,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t.since_at AS since_age
+  FROM peek.objects o
+  LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
+  LEFT JOIN peek.since_status() t ON t.id = o.id
+ WHERE o.kind = 'c' AND peek.visible(o.owner);
+
+CREATE OR REPLACE VIEW peek.indexes WITH (security_barrier) AS
+SELECT o.name, c.name AS collection, o.key_columns AS key, o.owner,
+       CASE WHEN r.failed OR o.failure IS NOT NULL OR c.failure IS NOT NULL THEN 'failed'
+            WHEN r.hydrating OR NOT coalesce(r.published, false) THEN 'hydrating'
+            ELSE 'ready' END AS state,
+       CASE WHEN o.failure IS NOT NULL THEN o.failure
+            WHEN c.failure IS NOT NULL THEN c.failure
+            WHEN r.failed THEN 'arrangement exceeded pg_peek.max_memory' END AS failure,
+       coalesce(r.rows, 0) AS rows, coalesce(r.updates, 0) AS updates,
+       coalesce(r.batches, 0) AS batches, coalesce(r.bytes, 0) AS bytes,
+       r.since, r.upper, o.allowed_since, o.created_at,
+       peek.retention(o.retention, o.retention_set) AS retention,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t.since_at AS since_age
+  FROM peek.objects o
+  JOIN peek.objects c ON c.id = o.collection
+  LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
+  LEFT JOIN peek.since_status() t ON t.id = o.id
+ WHERE o.kind = 'i' AND peek.visible(o.owner);

@@ -31,6 +31,15 @@ int			setting_isolation = PEEK_ISOLATION_SERIALIZABLE;
 bool		setting_fast_path = true;
 int			setting_maintenance_nice = 5;
 
+/*
+ * pg_peek.retention, in seconds: an hour by default.  Long enough that the
+ * reads a user makes without thinking of history still find it (an as_of a
+ * write returned minutes ago, a report compared with one from earlier in
+ * the hour), short enough that a collection written all day keeps an
+ * hour's updates beyond its contents, not the day's.
+ */
+int			setting_retention_s = 60 * 60;
+
 void
 settings_define(void)
 {
@@ -118,6 +127,17 @@ settings_define(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("pg_peek.retention",
+							"How much history, by the wall clock, an object keeps unless peek.set_retention gave it a retention of its own.",
+							"Each object's since follows the upper it had this long ago; -1 keeps all history.",
+							&setting_retention_s,
+							60 * 60,
+							-1,
+							INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("pg_peek");
 }
 
@@ -155,4 +175,16 @@ settings_role_name(PeekRole role)
 			return "solo";
 	}
 	return "unknown";
+}
+
+/*
+ * An object's retention in force, in milliseconds or PEEK_RETENTION_KEEP_ALL:
+ * its own, or pg_peek.retention's for PEEK_RETENTION_DEFAULT.
+ */
+int64
+settings_retention_ms(int64 retention_ms)
+{
+	if (retention_ms != PEEK_RETENTION_DEFAULT)
+		return retention_ms;
+	return setting_retention_s < 0 ? PEEK_RETENTION_KEEP_ALL : (int64) setting_retention_s * 1000;
 }

@@ -18,6 +18,15 @@
 #define PEEK_RUNTIME_MAINTENANCE	0
 #define PEEK_RUNTIME_INTERACTIVE	1
 
+/*
+ * An object's retention, in milliseconds of wall clock its since trails its
+ * upper by, when it is not a number: all history kept (set_retention's
+ * NULL, pg_peek.retention = -1, or a catalog from before 0.3), or whatever
+ * pg_peek.retention says (an object set_retention never gave one).
+ */
+#define PEEK_RETENTION_KEEP_ALL	((int64) -1)
+#define PEEK_RETENTION_DEFAULT	((int64) -2)
+
 typedef enum PeekRole
 {
 	PEEK_ROLE_MAINTENANCE,
@@ -40,6 +49,7 @@ extern int	setting_runtime_wait_ms;
 extern int	setting_isolation;
 extern bool setting_fast_path;
 extern int	setting_maintenance_nice;
+extern int	setting_retention_s;
 
 extern void settings_define(void);
 
@@ -47,5 +57,6 @@ extern int	settings_runtime_count(void);
 extern int	settings_serving_runtime(void);
 extern PeekRole settings_runtime_role(int runtime);
 extern const char *settings_role_name(PeekRole role);
+extern int64 settings_retention_ms(int64 retention_ms);
 
 #endif							/* PEEK_CONFIG_H */

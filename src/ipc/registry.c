@@ -10,8 +10,13 @@
  *	  costs no wake-up and takes no lock but the publisher's own.
  *
  *	  The effective since (registry_advance_since) is computed under the
- *	  entry lock from the user's allowance, every standing hold and every
- *	  peek hold; the gate (peek/gate.c) takes peek holds under the same lock.
+ *	  entry lock from the user's allowance, every standing hold, the
+ *	  object's retention and every peek hold; the gate (peek/gate.c) takes peek
+ *	  holds under the same lock.  For retention each publication that
+ *	  raises an upper samples the wall clock (record_upper_sample), so that
+ *	  the entry knows, to within a sixteenth of the retention, what its
+ *	  upper was a retention ago, and when its since was last the newest
+ *	  complete time (the since's age, in the views).
  *
  *	  Batch ownership, the one rule: a batch is referenced by the spine that
  *	  built it (one pin, owned by the maintenance runtime), by the published
@@ -32,6 +37,7 @@
 #include "postgres.h"
 
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "common/rows.h"
 #include "ipc/area.h"
@@ -141,6 +147,8 @@ registry_lock(PeekObjectId id, bool create, bool *created)
 	{
 		memset((char *) entry + sizeof(PeekObjectId), 0,
 			   sizeof(RegistryEntry) - sizeof(PeekObjectId));
+		/* until the maintenance runtime tells it (registry_set_retention) */
+		entry->retention_ms = PEEK_RETENTION_KEEP_ALL;
 		for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
 		{
 			pg_atomic_init_u32(&entry->live_handles[r], 0);
@@ -191,6 +199,102 @@ mark_waiters_dirty(RegistryEntry *entry)
 }
 
 /*
+ * Samples closer together than this say little more: a sixteenth of the
+ * retention (so the since trails by at most that much more than the
+ * retention), at least 10 ms; a second when all history is kept (they only
+ * date the since then).
+ */
+static int64
+sample_spacing_us(int64 retention_ms)
+{
+	if (retention_ms < 0)
+		return USECS_PER_SEC;
+	return Max(retention_ms * 1000 / 16, 10 * 1000);
+}
+
+/*
+ * The since's clock: the last sample at which the since was the newest
+ * complete time or newer (upper <= since + 1).  Only rises; unknown (0)
+ * while no sample is that old (history behind the since from before the
+ * server started).
+ */
+static void
+refresh_since_clock(RegistryEntry *entry)
+{
+	for (int i = entry->nsamples - 1; i >= 0; i--)
+		if (entry->samples[i].upper <= entry->since + 1)
+		{
+			entry->since_clock = Max(entry->since_clock, entry->samples[i].clock);
+			return;
+		}
+}
+
+/*
+ * Note that a locked entry's upper rose, by the wall clock.  The newest
+ * sample is always the latest rise; it replaces the one before if that one
+ * was not yet the spacing after its own predecessor.  A full list keeps
+ * every other one, the newest included, so it spans twice the time at half
+ * the precision (a retention raised meanwhile).
+ */
+static void
+record_upper_sample(RegistryEntry *entry)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			n = entry->nsamples;
+
+	if (n >= 2 &&
+		entry->samples[n - 1].clock - entry->samples[n - 2].clock <
+		sample_spacing_us(entry->retention_ms))
+		n--;
+	else if (n == PEEK_RETENTION_SAMPLES)
+	{
+		int			kept = 0;
+
+		for (int i = (n - 1) % 2; i < n; i += 2)
+			entry->samples[kept++] = entry->samples[i];
+		n = kept;
+	}
+	entry->samples[n].clock = now;
+	entry->samples[n].upper = entry->upper;
+	entry->nsamples = n + 1;
+	refresh_since_clock(entry);
+}
+
+/*
+ * Where retention lets a locked entry's since go: the newest complete time
+ * of the upper it had a retention ago (the newest sample at least that old),
+ * so that every time complete since then stays readable.  -1 if it allows
+ * nothing (all history kept, or no sample is that old yet).  The samples
+ * before the one used that no later reading needs go: those whose
+ * successor is at or below the since as well.
+ */
+static int64
+retention_allows(RegistryEntry *entry)
+{
+	TimestampTz cutoff;
+	int			used = -1;
+	int			drop = 0;
+
+	if (entry->retention_ms < 0)
+		return -1;
+	cutoff = GetCurrentTimestamp() - entry->retention_ms * 1000;
+	for (int i = 0; i < entry->nsamples && entry->samples[i].clock <= cutoff; i++)
+		used = i;
+	if (used < 0)
+		return -1;
+	while (drop < used && entry->samples[drop + 1].upper <= entry->since + 1)
+		drop++;
+	if (drop > 0)
+	{
+		memmove(entry->samples, entry->samples + drop,
+				sizeof(UpperSample) * (entry->nsamples - drop));
+		entry->nsamples -= drop;
+		used -= drop;
+	}
+	return entry->samples[used].upper - 1;
+}
+
+/*
  * Raise a locked entry's frontiers (they only rise) and, if anything changed,
  * count a publication and mark the entry dirty for runtimes with waiters.
  * Returns the runtimes to wake once the lock is released.
@@ -198,11 +302,17 @@ mark_waiters_dirty(RegistryEntry *entry)
 static int
 raise_frontiers(RegistryEntry *entry, char kind, int64 upper, int64 since, bool *changed)
 {
-	*changed = !entry->published || upper > entry->upper || since > entry->since;
+	bool		upper_rose = !entry->published || upper > entry->upper;
+
+	*changed = upper_rose || since > entry->since;
 	entry->kind = kind;
 	entry->published = true;
 	entry->upper = Max(entry->upper, upper);
 	entry->since = Max(entry->since, since);
+	if (upper_rose)
+		record_upper_sample(entry);
+	else if (*changed)
+		refresh_since_clock(entry);
 	if (!*changed)
 		return 0;
 	return mark_waiters_dirty(entry);
@@ -450,9 +560,26 @@ registry_accept_standing_hold(PeekObjectId id, int runtime, int64 since)
 }
 
 /*
+ * The retention an object has in force (its own or the setting's,
+ * resolved), told by the maintenance runtime before it publishes the
+ * object's frontiers, whose samples it spaces.
+ */
+void
+registry_set_retention(PeekObjectId id, int64 retention_ms)
+{
+	RegistryEntry *entry = registry_lock(id, true, NULL);
+
+	entry->retention_ms = retention_ms;
+	registry_unlock(entry);
+}
+
+/*
  * Advance an object's since as far as every hold allows: the user's
  * allowance, each running role's standing hold, each pending peek, and the
- * upper.  The since stays strictly below the upper and below durable_upper
+ * upper.  Retention lets the since go further than the user's allowance
+ * and the standing holds, which accept that allowance: a retention is the
+ * object's own, and no runtime reads history but under a peek's hold, which
+ * retention never passes.  The since stays strictly below the upper and below durable_upper
  * (the upper its shard durably holds): a shard compacted to a time that is
  * not complete would be read again as new updates by the indexes that
  * follow it, a peek at the latest complete time would wait, and a source
@@ -468,6 +595,7 @@ registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target,
 {
 	RegistryEntry *entry = registry_lock(id, false, NULL);
 	int64		allowed;
+	int64		retention;
 	int64		peek_hold;
 	int64		since;
 
@@ -476,15 +604,21 @@ registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target,
 		*target = 0;
 		return 0;
 	}
-	allowed = Min(entry->allowed_since, Min(entry->upper, durable_upper) - 1);
+	allowed = entry->allowed_since;
 	for (int r = 0; r < settings_runtime_count(); r++)
 		allowed = Min(allowed, entry->standing_hold[r]);
+	retention = retention_allows(entry);
+	allowed = Max(allowed, retention);
+	allowed = Min(allowed, Min(entry->upper, durable_upper) - 1);
 	*target = Max(allowed, entry->since);
 	/* once: Min() evaluates an argument twice, and a hold may end between */
 	peek_hold = min_peek_hold(id);
 	allowed = Min(allowed, peek_hold);
 	if (allowed > entry->since && !entry->dropped)
+	{
 		entry->since = allowed;
+		refresh_since_clock(entry);
+	}
 	since = entry->since;
 	registry_unlock(entry);
 	return since;

@@ -13,10 +13,24 @@
 #include "lib/dshash.h"
 #include "nodes/pg_list.h"
 #include "utils/dsa.h"
+#include "utils/timestamp.h"
 
 #include "common/ids.h"
 #include "common/settings.h"
 #include "ipc/batch.h"
+
+/*
+ * Retention's clock: when an object's upper was what.  Samples spaced by a
+ * sixteenth of the retention find the upper it had a retention ago to
+ * within that; a few more cover a retention raised meanwhile.
+ */
+#define PEEK_RETENTION_SAMPLES	32
+
+typedef struct UpperSample
+{
+	TimestampTz clock;			/* the wall clock of a publication */
+	int64		upper;			/* the upper it published */
+} UpperSample;
 
 typedef struct RegistryEntry
 {
@@ -28,6 +42,11 @@ typedef struct RegistryEntry
 	int64		since;			/* exact at times >= since */
 	int64		allowed_since;	/* the user's allow_compaction */
 	int64		standing_hold[PEEK_MAX_RUNTIMES];
+	/* retention in force (ms, or PEEK_RETENTION_KEEP_ALL), and its clock */
+	int64		retention_ms;
+	TimestampTz since_clock;	/* when since was last the newest complete time (0: unknown) */
+	int32		nsamples;		/* oldest first */
+	UpperSample samples[PEEK_RETENTION_SAMPLES];
 	int32		waiters[PEEK_MAX_RUNTIMES]; /* peeks parked here, per runtime */
 	bool		dirty[PEEK_MAX_RUNTIMES];	/* queued in that runtime's dirty set */
 	/* arrangements (indexes) */
@@ -83,6 +102,7 @@ extern bool registry_raise_standing_hold(PeekObjectId id, int runtime, int64 sin
 extern void registry_accept_standing_hold(PeekObjectId id, int runtime, int64 since);
 extern int64 registry_advance_since(PeekObjectId id, int64 durable_upper, int64 *target,
 									 int64 (*min_peek_hold) (PeekObjectId id));
+extern void registry_set_retention(PeekObjectId id, int64 retention_ms);
 extern void registry_reset_runtime(int runtime);
 extern List *registry_snapshot(void);
 

@@ -8,8 +8,10 @@
  *	  object's frontiers in the registry, keep each index's arrangement
  *	  (spine.c) hydrated and following its collection, tombstone dropped
  *	  objects, and compact shards and arrangements as far as every hold
- *	  allows.  Each round first lets capture (capture/rounds.c) decode for the
- *	  sources; a source whose upper rose is then published like a changed
+ *	  allows; an object with a retention is looked at again every
+ *	  sixteenth of it, so that its since follows its upper by the wall
+ *	  clock even when nothing else happens to it.  Each round first lets
+ *	  capture (capture/rounds.c) decode for the sources; a source whose upper rose is then published like a changed
  *	  catalog row, its indexes arranging the updates the round kept
  *	  (capture_feed), which are let go of once the publications are done.
  *	  An error in one object's work fails that object (durably, with the
@@ -27,16 +29,22 @@
 #include "access/xact.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 
 #include "capture/capture.h"
 #include "common/errors.h"
+#include "common/settings.h"
 #include "common/spi.h"
 #include "peek/slots.h"
 #include "runtime/maintenance.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"
 
-/* An object whose since may advance: its allowance is above its since. */
+/*
+ * An object whose since may advance: its allowance is above its since
+ * (pending), or it has a retention (kept while it does, and pending again
+ * each time its retention is due to be looked at).
+ */
 typedef struct PendingCompaction
 {
 	PeekObjectId id;
@@ -44,6 +52,9 @@ typedef struct PendingCompaction
 	Oid			shard;
 	int64		durable_since;	/* what the shard is compacted to */
 	int64		durable_upper;	/* the collection's catalog upper: since stays below */
+	bool		pending;		/* compact it this round */
+	int64		retention_ms;	/* in force, or PEEK_RETENTION_KEEP_ALL */
+	TimestampTz retention_due;	/* when to look at the retention again */
 } PendingCompaction;
 
 static HTAB *changed_ids = NULL;	/* PeekObjectId set: re-read these rows */
@@ -97,21 +108,59 @@ maintenance_note_command(PeekCommand *cmd)
 }
 
 /*
- * Note an object whose allowance is above its since: it may compact, up to
- * below its collection's durable upper (see registry_advance_since).
+ * The retention an object has in force, which the registry is told before
+ * the object's frontiers are published (their samples are spaced by it).
+ * On a standby none: its since is the primary's, replayed.
+ */
+static int64
+retention_in_force(CatalogObject *obj)
+{
+	int64		retention_ms = standby_active() ? PEEK_RETENTION_KEEP_ALL :
+		settings_retention_ms(obj->retention_ms);
+
+	registry_set_retention(obj->id, retention_ms);
+	return retention_ms;
+}
+
+/*
+ * Note an object whose allowance is above its since, or that has a
+ * retention: it may compact, up to below its collection's durable upper
+ * (see registry_advance_since).
  */
 static void
-note_compaction(CatalogObject *obj, int64 since, int64 durable_upper)
+note_compaction(CatalogObject *obj, int64 since, int64 durable_upper, int64 retention_ms)
 {
 	PendingCompaction *pc;
+	bool		found;
 
-	if (obj->allowed_since <= since)
+	pc = hash_search(pending_compactions, &obj->id, HASH_FIND, NULL);
+	if (pc == NULL && obj->allowed_since <= since && retention_ms < 0)
 		return;
-	pc = hash_search(pending_compactions, &obj->id, HASH_ENTER, NULL);
+	pc = hash_search(pending_compactions, &obj->id, HASH_ENTER, &found);
+	if (!found || retention_ms != pc->retention_ms)
+	{
+		if (!found)
+			pc->pending = false;
+		/* a new retention: look at it at once */
+		pc->retention_ms = retention_ms;
+		pc->retention_due = 0;
+	}
 	pc->kind = obj->kind;
 	pc->shard = obj->shard;
 	pc->durable_since = since;
 	pc->durable_upper = durable_upper;
+	pc->pending |= obj->allowed_since > since;
+}
+
+/*
+ * How often an object's retention is looked at: every sixteenth of it, so
+ * that the since trails the retention by little, but at most ten times a
+ * second, each look that moves the since being a compaction.
+ */
+static int64
+retention_interval_us(int64 retention_ms)
+{
+	return Max(retention_ms * 1000 / 16, 100 * 1000);
 }
 
 /*
@@ -203,6 +252,7 @@ adopt_collection(void *arg)
 	CatalogObject *obj = arg;
 	int64		upper = OidIsValid(obj->source) && !standby_active() ?
 		capture_adopt(obj) : obj->upper;
+	int64		retention_ms;
 
 	if (obj->failure != NULL)
 	{
@@ -210,10 +260,11 @@ adopt_collection(void *arg)
 		return;
 	}
 	persist_check_shard(obj->shard, obj->row_type);
+	retention_ms = retention_in_force(obj);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
 	if (registry_publish_frontiers(obj->id, obj->kind, upper, obj->since, obj->allowed_since))
 		runtime_count(runtime_slot(PEEK_RUNTIME_MAINTENANCE), RC_PUBLICATIONS);
-	note_compaction(obj, obj->since, obj->upper);
+	note_compaction(obj, obj->since, obj->upper, retention_ms);
 }
 
 typedef struct IndexWork
@@ -229,6 +280,7 @@ adopt_index(void *arg)
 	CatalogObject *obj = ((IndexWork *) arg)->index;
 	CatalogObject *collection = ((IndexWork *) arg)->collection;
 	int64		since;
+	int64		retention_ms;
 	SpineFeed	feed;
 
 	if (collection->failure != NULL || obj->failure != NULL)
@@ -249,6 +301,7 @@ adopt_index(void *arg)
 	if (registry_published_upper(obj->id) > 0 &&
 		collection->since >= registry_published_upper(obj->id))
 		spine_forget(obj->id);
+	retention_ms = retention_in_force(obj);
 	registry_raise_standing_hold(obj->id, PEEK_RUNTIME_MAINTENANCE, obj->allowed_since);
 	since = published_since(obj->id);
 	/* a source's round hands its updates over (capture_feed) */
@@ -256,7 +309,7 @@ adopt_index(void *arg)
 				Max(since, obj->since),
 				capture_feed(collection->id, &feed) ? &feed : NULL);
 	runtime_count(runtime_slot(PEEK_RUNTIME_MAINTENANCE), RC_PUBLICATIONS);
-	note_compaction(obj, published_since(obj->id), collection->upper);
+	note_compaction(obj, published_since(obj->id), collection->upper, retention_ms);
 }
 
 /* What this runtime keeps of an object whose registry entry is tombstoned. */
@@ -435,7 +488,9 @@ compact_object(void *arg)
 /*
  * Advance each pending object's since as far as the holds allow and compact
  * its shard to it.  An object stays pending while a peek or a standing hold
- * keeps it below its allowance; the loop retries it each round.
+ * keeps it below its allowance; the loop retries it each round.  An object
+ * whose retention is due is pending again; one whose retention was let go
+ * of (all history kept) is done once its allowance is.
  */
 static void
 run_compactions(void)
@@ -443,13 +498,22 @@ run_compactions(void)
 	HASH_SEQ_STATUS status;
 	PendingCompaction *pc;
 	PeekObjectId *ids;
+	TimestampTz now = GetCurrentTimestamp();
 	int			n = 0;
 
 	/* collect first: a transaction's end would cut a hash scan short */
 	ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(pending_compactions));
 	hash_seq_init(&status, pending_compactions);
 	while ((pc = hash_seq_search(&status)) != NULL)
-		ids[n++] = pc->id;
+	{
+		if (pc->retention_ms >= 0 && now >= pc->retention_due)
+		{
+			pc->pending = true;
+			pc->retention_due = now + retention_interval_us(pc->retention_ms);
+		}
+		if (pc->pending || pc->retention_ms < 0)
+			ids[n++] = pc->id;
+	}
 
 	for (int i = 0; i < n; i++)
 	{
@@ -458,6 +522,11 @@ run_compactions(void)
 		int64		since;
 
 		pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
+		if (!pc->pending)
+		{
+			hash_search(pending_compactions, &ids[i], HASH_REMOVE, NULL);
+			continue;
+		}
 		/* a shard stays below what its indexes have read (spine_read_upper) */
 		bound = pc->kind == PEEK_KIND_COLLECTION ? spine_read_upper(pc->shard) : PG_INT64_MAX;
 		bound = Min(bound, pc->durable_upper);
@@ -473,7 +542,11 @@ run_compactions(void)
 			if (pc == NULL)
 				continue;
 		}
-		if (pc->durable_since >= target)
+		if (pc->durable_since < target)
+			continue;
+		if (pc->retention_ms >= 0)
+			pc->pending = false;
+		else
 			hash_search(pending_compactions, &ids[i], HASH_REMOVE, NULL);
 	}
 	pfree(ids);

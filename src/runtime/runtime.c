@@ -260,8 +260,13 @@ runtime_wait(RuntimeSlot *rt, bool maintains, bool busy)
 	CHECK_FOR_INTERRUPTS();
 	if (ConfigReloadPending)
 	{
+		int			retention_s = setting_retention_s;
+
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
+		/* the objects that follow pg_peek.retention follow its new value */
+		if (maintains && retention_s != setting_retention_s)
+			maintenance_note_command(NULL);
 		if (base_nice != NO_NICE)
 			apply_nice();
 		SpinLockAcquire(&rt->mutex);

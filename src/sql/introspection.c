@@ -30,6 +30,7 @@ PEEK_SQL_FUNCTION(peek_runtime_object_status);
 PEEK_SQL_FUNCTION(peek_peek_hold_status);
 PEEK_SQL_FUNCTION(peek_duration_status);
 PEEK_SQL_FUNCTION(peek_collection_rows);
+PEEK_SQL_FUNCTION(peek_since_status);
 
 static const char *
 runtime_state_name(RuntimeState state)
@@ -181,6 +182,36 @@ peek_registry_status(PG_FUNCTION_ARGS)
 		values[11] = BoolGetDatum(e->hydrating);
 		values[12] = Int64GetDatum(e->hydrated_rows);
 		values[13] = Int64GetDatum(e->hydration_total);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * One row per published registry entry: when its since was last the newest
+ * complete time (NULL if not known: not since the server started), for the
+ * since's age in the views.
+ */
+Datum
+peek_since_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HTAB	   *hidden = hidden_objects();
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	registry_attach();
+	foreach(lc, registry_snapshot())
+	{
+		RegistryEntry *e = lfirst(lc);
+		Datum		values[2];
+		bool		nulls[2] = {0};
+
+		if (is_hidden(hidden, e->id) || !e->published || e->dropped)
+			continue;
+		values[0] = Int64GetDatum(e->id);
+		values[1] = TimestampTzGetDatum(e->since_clock);
+		nulls[1] = e->since_clock == 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -1,15 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * writes.c
- *	  peek.append, advance, write and allow_compaction: a collection's
- *	  updates appended to its shard and its upper sealed, in the caller's
- *	  transaction (times follow commit order under the catalog row lock).
+ *	  peek.append, advance, write, allow_compaction and set_retention: a
+ *	  collection's updates appended to its shard and its upper sealed, in
+ *	  the caller's transaction (times follow commit order under the catalog
+ *	  row lock), and how far an object may compact.
  *	  Must not touch shared memory directly.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "utils/fmgrprotos.h"
+#include "utils/timestamp.h"
 #include "ipc/notify.h"
 #include "sql/arguments.h"
 #include "storage/persist.h"
@@ -19,6 +22,8 @@ PEEK_SQL_FUNCTION(peek_append);
 PEEK_SQL_FUNCTION(peek_advance);
 PEEK_SQL_FUNCTION(peek_write);
 PEEK_SQL_FUNCTION(peek_allow_compaction);
+PEEK_SQL_FUNCTION(peek_set_retention);
+PEEK_SQL_FUNCTION(peek_reset_retention);
 
 /* append(name, rows, at, diff = 1) */
 Datum
@@ -129,3 +134,50 @@ peek_allow_compaction(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * set_retention(object, retention): how much history, by the wall clock,
+ * the object keeps (NULL: all of it).  The maintenance runtime raises the
+ * since as it goes; a longer retention keeps more from now on, it cannot
+ * bring back what was compacted.
+ */
+Datum
+peek_set_retention(PG_FUNCTION_ARGS)
+{
+	char	   *name = arg_text(fcinfo, 0, "object name");
+	CatalogObject *obj;
+
+	standby_refuse_writes("set_retention");
+	obj = catalog_lookup(name, 0, CATALOG_WRITE);
+	catalog_check_owner(obj);
+	if (!PG_ARGISNULL(1))
+	{
+		Interval	zero = {0};
+
+		if (DatumGetInt32(DirectFunctionCall2(interval_cmp, PG_GETARG_DATUM(1),
+											  IntervalPGetDatum(&zero))) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("retention must not be negative: %s",
+							DatumGetCString(DirectFunctionCall1(interval_out,
+																PG_GETARG_DATUM(1))))));
+	}
+	catalog_set_retention(obj->id, PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1),
+						  PG_ARGISNULL(1), true);
+	notify_catalog_changed(obj->id);
+	PG_RETURN_VOID();
+}
+
+/* reset_retention(object): the object follows pg_peek.retention again. */
+Datum
+peek_reset_retention(PG_FUNCTION_ARGS)
+{
+	char	   *name = arg_text(fcinfo, 0, "object name");
+	CatalogObject *obj;
+
+	standby_refuse_writes("reset_retention");
+	obj = catalog_lookup(name, 0, CATALOG_WRITE);
+	catalog_check_owner(obj);
+	catalog_set_retention(obj->id, (Datum) 0, false, false);
+	notify_catalog_changed(obj->id);
+	PG_RETURN_VOID();
+}

@@ -33,12 +33,21 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
+#include "common/settings.h"
 #include "common/spi.h"
 #include "storage/catalog.h"
 
 #define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums, source, failure"
 #define NUM_OBJECT_COLUMNS 13
+
+/*
+ * An object's retention (0.3), which catalog_read adds after
+ * OBJECT_COLUMNS where the catalog has it (not before ALTER EXTENSION
+ * UPDATE): the interval, and whether set_retention gave it.
+ */
+#define RETENTION_COLUMNS ", retention, retention_set"
 
 /* Where a query's result has OBJECT_COLUMNS: in that order. */
 static const AttrNumber query_columns[NUM_OBJECT_COLUMNS] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
@@ -97,7 +106,34 @@ object_from_tuple(HeapTuple tup, TupleDesc desc, const AttrNumber *cols)
 
 		obj->failure = isnull ? NULL : TextDatumGetCString(d);
 	}
+	obj->retention_ms = PEEK_RETENTION_KEEP_ALL;
 	return obj;
+}
+
+/*
+ * An object's retention from a result with RETENTION_COLUMNS after
+ * OBJECT_COLUMNS: milliseconds (a month counted as 30 days, as interval
+ * comparison counts it), or PEEK_RETENTION_DEFAULT if set_retention never
+ * gave it one, PEEK_RETENTION_KEEP_ALL for NULL.
+ */
+static int64
+retention_from_tuple(HeapTuple tup, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, NUM_OBJECT_COLUMNS + 2, &isnull);
+	Interval   *retention;
+	double		ms;
+
+	if (isnull || !DatumGetBool(d))
+		return PEEK_RETENTION_DEFAULT;
+	d = SPI_getbinval(tup, desc, NUM_OBJECT_COLUMNS + 1, &isnull);
+	if (isnull)
+		return PEEK_RETENTION_KEEP_ALL;
+	retention = DatumGetIntervalP(d);
+	ms = retention->time / 1000.0 +
+		((double) retention->month * DAYS_PER_MONTH + retention->day) * SECS_PER_DAY * 1000.0;
+	/* a CHECK keeps it from being negative; far beyond any upper's age */
+	return (int64) Max(Min(ms, (double) (PG_INT64_MAX / 2)), 0.0);
 }
 
 /* What an object of the kind is called in messages. */
@@ -177,8 +213,13 @@ query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_on
 	{
 		MemoryContext spi = MemoryContextSwitchTo(caller);
 
-		result = lappend(result, object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-														   query_columns));
+		CatalogObject *obj = object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+											   query_columns);
+
+		if (SPI_tuptable->tupdesc->natts == NUM_OBJECT_COLUMNS + 2)
+			obj->retention_ms = retention_from_tuple(SPI_tuptable->vals[i],
+													 SPI_tuptable->tupdesc);
+		result = lappend(result, obj);
 		MemoryContextSwitchTo(spi);
 	}
 	spi_finish_as_owner(&saved);
@@ -452,6 +493,23 @@ catalog_set_allowed_since(PeekObjectId id, int64 since)
 					   id, since);
 }
 
+/*
+ * An object's retention: an interval, keep_all (NULL) or, without set, the
+ * setting's (pg_peek.retention).  Kept as the user wrote it, for the views
+ * and a dump.
+ */
+void
+catalog_set_retention(PeekObjectId id, Datum retention, bool keep_all, bool set)
+{
+	Oid			argtypes[3] = {INT8OID, INTERVALOID, BOOLOID};
+	Datum		args[3] = {Int64GetDatum(id), retention, BoolGetDatum(set)};
+	char		nulls[3] = {' ', keep_all || !set ? 'n' : ' ', ' '};
+
+	catalog_exec_nulls("UPDATE peek.objects SET retention = $2, retention_set = $3 "
+					   "WHERE id OPERATOR(pg_catalog.=) $1",
+					   3, argtypes, args, nulls, SPI_OK_UPDATE);
+}
+
 void
 catalog_set_since(PeekObjectId id, int64 since)
 {
@@ -716,28 +774,40 @@ catalog_extension_dropping(Oid extension)
 	return get_extension_name(extension) == NULL;
 }
 
-/* The rows of the given objects, or of all of them with nids < 0. */
+/*
+ * The rows of the given objects, or of all of them with nids < 0, with
+ * their retention (all history kept in a catalog from before 0.3, as 0.2
+ * kept it: an object written after ALTER EXTENSION UPDATE is read again).
+ */
 List *
 catalog_read(PeekObjectId *ids, int nids)
 {
+	bool		retention = get_attnum(catalog_relid(), "retention_set") != InvalidAttrNumber;
 	Datum	   *elems;
 
+#define READ_IDS " FROM peek.objects " \
+	"WHERE id OPERATOR(pg_catalog.=) ANY ($1) " \
+	"OR collection OPERATOR(pg_catalog.=) ANY ($1) " \
+	"OR id OPERATOR(pg_catalog.=) ANY (SELECT collection FROM peek.objects " \
+	"WHERE id OPERATOR(pg_catalog.=) ANY ($1))"
+
 	if (nids < 0)
-		return query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects", 0, InvalidOid,
-							 (Datum) 0, true);
+		return query_objects(retention ?
+							 "SELECT " OBJECT_COLUMNS RETENTION_COLUMNS " FROM peek.objects" :
+							 "SELECT " OBJECT_COLUMNS " FROM peek.objects",
+							 0, InvalidOid, (Datum) 0, true);
 	elems = palloc(sizeof(Datum) * Max(nids, 1));
 	for (int i = 0; i < nids; i++)
 		elems[i] = Int64GetDatum(ids[i]);
 	/* with each changed collection's indexes and each index's collection */
-	return query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
-						 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) "
-						 "OR collection OPERATOR(pg_catalog.=) ANY ($1) "
-						 "OR id OPERATOR(pg_catalog.=) ANY (SELECT collection FROM peek.objects "
-						 "WHERE id OPERATOR(pg_catalog.=) ANY ($1))",
+	return query_objects(retention ?
+						 "SELECT " OBJECT_COLUMNS RETENTION_COLUMNS READ_IDS :
+						 "SELECT " OBJECT_COLUMNS READ_IDS,
 						 1, INT8ARRAYOID,
 						 PointerGetDatum(construct_array(elems, nids, INT8OID, 8,
 														 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
 						 true);
+#undef READ_IDS
 }
 
 /* ---- privileges ---- */

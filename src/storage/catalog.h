@@ -30,6 +30,8 @@ typedef struct CatalogObject
 	int64		allowed_since;
 	Oid			source;			/* sources and their indexes: the table */
 	char	   *failure;		/* a failed object: why, else NULL */
+	/* ms or PEEK_RETENTION_*: catalog_read's (others say KEEP_ALL) */
+	int64		retention_ms;
 } CatalogObject;
 
 /* How catalog_lookup locks the object's row. */
@@ -50,6 +52,7 @@ extern void catalog_delete(PeekObjectId id);
 extern List *catalog_indexes_of(PeekObjectId collection);
 extern void catalog_set_upper(PeekObjectId id, int64 upper);
 extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
+extern void catalog_set_retention(PeekObjectId id, Datum retention, bool keep_all, bool set);
 extern bool catalog_inserting(void);
 extern List *catalog_adopt_restored(PeekObjectId *ids, int nids);
 extern uint64 catalog_adopt_foreign_ids(Oid extension);

@@ -397,6 +397,24 @@ unpin_all(dsa_pointer *batches, int n)
 }
 
 /*
+ * Tombstone a locked entry (once) and unlock it; returns the runtimes to
+ * wake, those with peeks parked on it.
+ */
+static int
+tombstone_locked(RegistryEntry *entry)
+{
+	int			wake = 0;
+
+	if (!entry->dropped)
+	{
+		entry->dropped = true;
+		wake = mark_waiters_dirty(entry);
+	}
+	registry_unlock(entry);
+	return wake;
+}
+
+/*
  * A committed drop, seen by the dropping backend at commit: tombstone the
  * entry so no peek reads the object once the drop returns, and wake the
  * runtimes with peeks parked on it.  Finds, never inserts; frees nothing
@@ -406,17 +424,10 @@ void
 registry_tombstone(PeekObjectId id)
 {
 	RegistryEntry *entry = dshash_find(registry_table(), &id, true);
-	int			wake = 0;
 
 	if (entry == NULL)
 		return;					/* never published: maintenance learns it */
-	if (!entry->dropped)
-	{
-		entry->dropped = true;
-		wake = mark_waiters_dirty(entry);
-	}
-	registry_unlock(entry);
-	runtime_wake_all(wake);
+	runtime_wake_all(tombstone_locked(entry));
 }
 
 /*
@@ -430,16 +441,9 @@ registry_mark_dropped(PeekObjectId id)
 	RegistryEntry *entry = registry_lock(id, true, NULL);
 	dsa_pointer old[PEEK_MAX_BATCHES];
 	int			nold;
-	int			wake = 0;
 
 	nold = detach_batches(entry, old);
-	if (!entry->dropped)
-	{
-		entry->dropped = true;
-		wake = mark_waiters_dirty(entry);
-	}
-	registry_unlock(entry);
-	runtime_wake_all(wake);
+	runtime_wake_all(tombstone_locked(entry));
 	unpin_all(old, nold);
 }
 

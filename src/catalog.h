@@ -62,6 +62,7 @@ extern void catalog_bound_lock_waits(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);
+extern void catalog_prune_uppers(PeekObjectId id, int64 from, int64 below);
 extern Oid	catalog_relid(void);
 extern int64 catalog_read_since(PeekObjectId id, Snapshot snapshot);
 extern void catalog_raise_compacted(const char *noun, const char *name, int64 time,

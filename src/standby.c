@@ -184,7 +184,10 @@ read_replayed_frontiers(void *arg)
 	spi_connect_as_owner(&saved);
 	if (plan == NULL)
 	{
-		plan = SPI_prepare("SELECT id, upper, since, failure IS NOT NULL FROM peek.objects",
+		/* an upper is the last of the object's rows in peek.uppers */
+		plan = SPI_prepare("SELECT o.id, COALESCE((SELECT pg_catalog.max(u.upper) FROM peek.uppers u "
+						   "WHERE u.object OPERATOR(pg_catalog.=) (o.id OPERATOR(pg_catalog.&) 4294967295)), 0), "
+						   "o.since, o.failure IS NOT NULL FROM peek.objects o",
 						   0, NULL);
 		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "could not prepare the replayed frontiers' query: %s",

@@ -36,6 +36,7 @@
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
@@ -189,6 +190,60 @@ execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 	return SPI_execute_plan(saved->plan, args, nulls, read_only, 0);
 }
 
+/*
+ * Whether the installed catalog keeps uppers in peek.uppers (0.3): a
+ * library of 0.3 runs an extension made at 0.1 or 0.2, not updated yet,
+ * whose objects' rows still have their upper.
+ */
+bool
+catalog_has_uppers(void)
+{
+	Oid			peek = get_namespace_oid("peek", true);
+
+	return OidIsValid(peek) && OidIsValid(get_relname_relid("uppers", peek));
+}
+
+/* A query of OBJECT_COLUMNS for a catalog before 0.3, kept as the query is. */
+static const char *
+query_before_uppers(const char *query)
+{
+	static HTAB *queries = NULL;
+	typedef struct
+	{
+		const char *query;
+		char	   *old;
+	}			OldQuery;
+	OldQuery   *entry;
+	bool		found;
+
+	if (queries == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(const char *);
+		ctl.entrysize = sizeof(OldQuery);
+		ctl.hcxt = TopMemoryContext;
+		queries = hash_create("pg_peek catalog queries before 0.3", 16, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(queries, &query, HASH_ENTER, &found);
+	if (!found)
+	{
+		const char *at = strstr(query, OBJECT_UPPER);
+		StringInfoData buf;
+
+		if (at == NULL)
+			elog(ERROR, "catalog query without an upper: %s", query);
+		initStringInfo(&buf);
+		appendBinaryStringInfo(&buf, query, at - query);
+		appendStringInfoString(&buf, "upper");
+		appendStringInfoString(&buf, at + strlen(OBJECT_UPPER));
+		entry->old = MemoryContextStrdup(TopMemoryContext, buf.data);
+		pfree(buf.data);
+	}
+	return entry->old;
+}
+
 /* Run a query returning OBJECT_COLUMNS as the extension owner: its objects. */
 static List *
 query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_only)
@@ -197,6 +252,8 @@ query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_on
 	SavedUser	saved;
 	List	   *result = NIL;
 
+	if (!catalog_has_uppers())
+		query = query_before_uppers(query);
 	spi_connect_as_owner(&saved);
 	spi_check(execute_saved(query, nargs, &argtype, &arg, NULL, read_only),
 			  SPI_OK_SELECT, query);
@@ -284,9 +341,14 @@ read_upper(PeekObjectId id, Snapshot snapshot)
 static int64
 locked_upper(CatalogObject *obj)
 {
-	Snapshot	latest = RegisterSnapshot(GetLatestSnapshot());
-	int64		upper = read_upper(obj->id, latest);
+	Snapshot	latest;
+	int64		upper;
 
+	/* before 0.3, the lock returned the row's latest version, upper and all */
+	if (!catalog_has_uppers())
+		return obj->upper;
+	latest = RegisterSnapshot(GetLatestSnapshot());
+	upper = read_upper(obj->id, latest);
 	UnregisterSnapshot(latest);
 	if (upper != obj->upper && IsolationUsesXactSnapshot())
 		ereport(ERROR,
@@ -317,9 +379,12 @@ catalog_find(const char *name)
 	HeapTuple	tuple;
 	CatalogObject *obj = NULL;
 	Snapshot	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+	bool		uppers = catalog_has_uppers();
 
 	for (int i = 0; i < NUM_OBJECT_COLUMNS; i++)
 		cols[i] = names[i] ? get_attnum(RelationGetRelid(rel), names[i]) : InvalidAttrNumber;
+	if (!uppers)
+		cols[6] = get_attnum(RelationGetRelid(rel), "upper");
 	/*
 	 * systable_beginscan takes the key by its column in the table; the
 	 * search compares in the index's collation (the column's), which need
@@ -333,7 +398,7 @@ catalog_find(const char *name)
 		obj = object_from_tuple(tuple, RelationGetDescr(rel), cols);
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	if (obj != NULL)
+	if (obj != NULL && uppers)
 		obj->upper = read_upper(obj->id, snapshot);
 	return obj;
 }
@@ -512,8 +577,9 @@ catalog_delete(PeekObjectId id)
 
 	catalog_exec("DELETE FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1",
 				 1, &argtype, &arg, SPI_OK_DELETE);
-	catalog_exec("DELETE FROM peek.uppers WHERE object OPERATOR(pg_catalog.=) " UPPER_KEY_SQL("$1"),
-				 1, &argtype, &arg, SPI_OK_DELETE);
+	if (catalog_has_uppers())
+		catalog_exec("DELETE FROM peek.uppers WHERE object OPERATOR(pg_catalog.=) " UPPER_KEY_SQL("$1"),
+					 1, &argtype, &arg, SPI_OK_DELETE);
 }
 
 static void
@@ -537,6 +603,12 @@ catalog_set_upper(PeekObjectId id, int64 upper)
 	Oid			argtypes[2] = {INT8OID, INT8OID};
 	Datum		args[2] = {Int64GetDatum(id), Int64GetDatum(upper)};
 
+	if (!catalog_has_uppers())
+	{
+		catalog_set_column("UPDATE peek.objects SET upper = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+						   id, upper);
+		return;
+	}
 	catalog_exec("INSERT INTO peek.uppers (object, upper) VALUES (" UPPER_KEY_SQL("$1") ", $2) "
 				 "ON CONFLICT DO NOTHING",
 				 2, argtypes, args, SPI_OK_INSERT);
@@ -554,6 +626,8 @@ catalog_prune_uppers(PeekObjectId id, int64 from, int64 below)
 	Oid			argtypes[3] = {INT8OID, INT8OID, INT8OID};
 	Datum		args[3] = {Int64GetDatum(id), Int64GetDatum(from), Int64GetDatum(below)};
 
+	if (!catalog_has_uppers())
+		return;
 	catalog_exec("DELETE FROM peek.uppers WHERE object OPERATOR(pg_catalog.=) " UPPER_KEY_SQL("$1") " "
 				 "AND upper OPERATOR(pg_catalog.>=) $2 AND upper OPERATOR(pg_catalog.<) $3",
 				 3, argtypes, args, SPI_OK_DELETE);

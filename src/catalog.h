@@ -51,6 +51,7 @@ extern List *catalog_indexes_of(PeekObjectId collection);
 extern void catalog_set_upper(PeekObjectId id, int64 upper);
 extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
 extern bool catalog_inserting(void);
+extern bool catalog_has_uppers(void);
 extern List *catalog_adopt_restored(PeekObjectId *ids, int nids);
 extern uint64 catalog_adopt_foreign_ids(Oid extension);
 extern void catalog_check_owner(CatalogObject *obj);

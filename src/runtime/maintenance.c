@@ -8,10 +8,12 @@
  *	  object's frontiers in the registry, keep each index's arrangement
  *	  (spine.c) hydrated and following its collection, tombstone dropped
  *	  objects, and compact shards and arrangements as far as every hold
- *	  allows; an object with a retention is looked at again every
+ *	  allows (an object with a retention is looked at again every
  *	  sixteenth of it, so that its since follows its upper by the wall
- *	  clock even when nothing else happens to it.  Each round first lets
- *	  capture (capture/rounds.c) decode for the sources; a source whose upper rose is then published like a changed
+ *	  clock even when nothing else happens to it), and delete the uppers
+ *	  below each collection's latest.  Each round first lets capture
+ *	  (capture/rounds.c) decode for the sources; a source whose upper rose
+ *	  is then published like a changed
  *	  catalog row, its indexes arranging the updates the round kept
  *	  (capture_feed), which are let go of once the publications are done.
  *	  An error in one object's work fails that object (durably, with the
@@ -63,6 +65,25 @@ static bool retry_all = false;	/* an object's work met a transient error */
 static HTAB *pending_compactions = NULL;
 static HTAB *tombstones = NULL; /* PeekObjectId set: registry entries to delete */
 
+/*
+ * A collection's uppers in peek.uppers: those below its latest are deleted
+ * at most every UPPER_PRUNE_MS, so a seal costs an insert and no dead row
+ * (catalog.c), and deleting costs once per interval, not per seal.  Each
+ * deletion starts where the previous one stopped, so that it never walks
+ * the rows deleted before, which an old snapshot keeps.
+ */
+typedef struct UpperPrune
+{
+	PeekObjectId id;
+	int64		from;			/* the uppers below were deleted */
+	int64		below;			/* the latest durable upper read */
+} UpperPrune;
+
+#define UPPER_PRUNE_MS	1000
+
+static HTAB *upper_prunes = NULL;
+static TimestampTz pruned_at = 0;
+
 static HTAB *
 make_id_table(const char *name, Size entrysize)
 {
@@ -84,9 +105,12 @@ maintenance_reset(void)
 		hash_destroy(pending_compactions);
 	if (tombstones != NULL)
 		hash_destroy(tombstones);
+	if (upper_prunes != NULL)
+		hash_destroy(upper_prunes);
 	changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
 	pending_compactions = make_id_table("pg_peek pending compactions", sizeof(PendingCompaction));
 	tombstones = make_id_table("pg_peek tombstones", sizeof(PeekObjectId));
+	upper_prunes = make_id_table("pg_peek upper prunes", sizeof(UpperPrune));
 	reread_all = true;
 	spine_reset_all();
 	capture_reset();
@@ -161,6 +185,22 @@ static int64
 retention_interval_us(int64 retention_ms)
 {
 	return Max(retention_ms * 1000 / 16, 100 * 1000);
+}
+
+/* Note a collection's durable upper: the ones below it may go. */
+static void
+note_upper(CatalogObject *obj)
+{
+	UpperPrune *up;
+	bool		found;
+
+	/* a standby's catalog follows the primary's deletions */
+	if (standby_active() || obj->upper == 0)
+		return;
+	up = hash_search(upper_prunes, &obj->id, HASH_ENTER, &found);
+	if (!found)
+		up->from = up->below = 0;
+	up->below = Max(up->below, obj->upper);
 }
 
 /*
@@ -265,6 +305,7 @@ adopt_collection(void *arg)
 	if (registry_publish_frontiers(obj->id, obj->kind, upper, obj->since, obj->allowed_since))
 		runtime_count(runtime_slot(PEEK_RUNTIME_MAINTENANCE), RC_PUBLICATIONS);
 	note_compaction(obj, obj->since, obj->upper, retention_ms);
+	note_upper(obj);
 }
 
 typedef struct IndexWork
@@ -319,6 +360,7 @@ forget_tombstoned(PeekObjectId id)
 	spine_forget(id);
 	capture_forget(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
+	hash_search(upper_prunes, &id, HASH_REMOVE, NULL);
 	hash_search(tombstones, &id, HASH_ENTER, NULL);
 }
 
@@ -552,6 +594,59 @@ run_compactions(void)
 	pfree(ids);
 }
 
+static void
+prune_one(void *arg)
+{
+	UpperPrune *up = arg;
+
+	catalog_prune_uppers(up->id, up->from, up->below);
+	up->from = up->below;
+}
+
+typedef struct PruneWork
+{
+	PeekObjectId *ids;
+	int			n;
+} PruneWork;
+
+static void
+prune_uppers(void *arg)
+{
+	PruneWork  *work = arg;
+
+	if (!catalog_lock_extension())
+		return;
+	for (int i = 0; i < work->n; i++)
+	{
+		UpperPrune *up = hash_search(upper_prunes, &work->ids[i], HASH_FIND, NULL);
+
+		if (up != NULL)
+			(void) object_work(work->ids[i], prune_one, up);
+	}
+}
+
+/* Every UPPER_PRUNE_MS, delete what note_upper let go of. */
+static void
+run_prunes(void)
+{
+	HASH_SEQ_STATUS status;
+	UpperPrune *up;
+	PruneWork	work = {NULL, 0};
+
+	if (!TimestampDifferenceExceeds(pruned_at, GetCurrentTimestamp(), UPPER_PRUNE_MS))
+		return;
+	pruned_at = GetCurrentTimestamp();
+	/* collect first: a transaction's end would cut a hash scan short */
+	work.ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(upper_prunes));
+	hash_seq_init(&status, upper_prunes);
+	while ((up = hash_seq_search(&status)) != NULL)
+		if (up->below > up->from)
+			work.ids[work.n++] = up->id;
+	if (work.n > 0)
+		spi_run_in_transaction(prune_uppers, &work);
+	pfree(work.ids);
+}
+
 /*
  * One round of maintenance.  Returns whether merge work is left that the
  * next round should do without waiting.
@@ -586,6 +681,8 @@ maintenance_step(void)
 		run_compactions();
 	if (hash_get_num_entries(tombstones) > 0)
 		delete_tombstones();
+	if (hash_get_num_entries(upper_prunes) > 0)
+		run_prunes();
 	return more;
 }
 

@@ -10,6 +10,14 @@
  *	  FOR NO KEY UPDATE (times follow commit order), drop takes FOR UPDATE,
  *	  compaction skips a row a writer holds instead of waiting behind it.
  *
+ *	  An object's upper is not in its row: a seal would update the row and
+ *	  leave a dead version of it, which a long snapshot keeps and every
+ *	  later lookup of the row walks.  Seals insert into peek.uppers instead;
+ *	  the upper is the greatest there, and the maintenance runtime deletes
+ *	  the ones below it now and then (catalog_prune_uppers).  Rows there name
+ *	  an object by its id's sequence part (UPPER_KEY), which pg_restore and
+ *	  pg_upgrade keep.
+ *
  *	  Must not touch shared memory.
  *
  *-------------------------------------------------------------------------
@@ -23,6 +31,7 @@
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
@@ -39,7 +48,15 @@
 #include "common/spi.h"
 #include "storage/catalog.h"
 
-#define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, upper, since, allowed_since, collection, key_attnums, source, failure"
+/* peek.uppers' key for an object id: its sequence part */
+#define UPPER_KEY_MASK	INT64CONST(0xFFFFFFFF)
+#define UPPER_KEY_SQL(id) "(" id " OPERATOR(pg_catalog.&) 4294967295)"
+
+/* an object's upper: the end of its range of peek.uppers' primary key */
+#define OBJECT_UPPER "COALESCE((SELECT pg_catalog.max(u.upper) FROM peek.uppers u " \
+	"WHERE u.object OPERATOR(pg_catalog.=) " UPPER_KEY_SQL("peek.objects.id") "), 0)"
+
+#define OBJECT_COLUMNS "id, name, kind, row_type, owner, shard, " OBJECT_UPPER ", since, allowed_since, collection, key_attnums, source, failure"
 #define NUM_OBJECT_COLUMNS 13
 
 /*
@@ -79,7 +96,7 @@ object_from_tuple(HeapTuple tup, TupleDesc desc, const AttrNumber *cols)
 	obj->shard = DatumGetObjectId(SPI_getbinval(tup, desc, cols[5], &isnull));
 	if (isnull)
 		obj->shard = InvalidOid;
-	obj->upper = getint64(tup, desc, cols[6]);
+	obj->upper = cols[6] != InvalidAttrNumber ? getint64(tup, desc, cols[6]) : 0;
 	obj->since = getint64(tup, desc, cols[7]);
 	obj->allowed_since = getint64(tup, desc, cols[8]);
 	obj->collection = getint64(tup, desc, cols[9]);
@@ -198,6 +215,60 @@ execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 	return SPI_execute_plan(saved->plan, args, nulls, read_only, 0);
 }
 
+/*
+ * Whether the installed catalog keeps uppers in peek.uppers (0.3): a
+ * library of 0.3 runs an extension made at 0.1 or 0.2, not updated yet,
+ * whose objects' rows still have their upper.
+ */
+bool
+catalog_has_uppers(void)
+{
+	Oid			peek = get_namespace_oid("peek", true);
+
+	return OidIsValid(peek) && OidIsValid(get_relname_relid("uppers", peek));
+}
+
+/* A query of OBJECT_COLUMNS for a catalog before 0.3, kept as the query is. */
+static const char *
+query_before_uppers(const char *query)
+{
+	static HTAB *queries = NULL;
+	typedef struct
+	{
+		const char *query;
+		char	   *old;
+	}			OldQuery;
+	OldQuery   *entry;
+	bool		found;
+
+	if (queries == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(const char *);
+		ctl.entrysize = sizeof(OldQuery);
+		ctl.hcxt = TopMemoryContext;
+		queries = hash_create("pg_peek catalog queries before 0.3", 16, &ctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(queries, &query, HASH_ENTER, &found);
+	if (!found)
+	{
+		const char *at = strstr(query, OBJECT_UPPER);
+		StringInfoData buf;
+
+		if (at == NULL)
+			elog(ERROR, "catalog query without an upper: %s", query);
+		initStringInfo(&buf);
+		appendBinaryStringInfo(&buf, query, at - query);
+		appendStringInfoString(&buf, "upper");
+		appendStringInfoString(&buf, at + strlen(OBJECT_UPPER));
+		entry->old = MemoryContextStrdup(TopMemoryContext, buf.data);
+		pfree(buf.data);
+	}
+	return entry->old;
+}
+
 /* Run a query returning OBJECT_COLUMNS as the extension owner: its objects. */
 static List *
 query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_only)
@@ -206,6 +277,8 @@ query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_on
 	SavedUser	saved;
 	List	   *result = NIL;
 
+	if (!catalog_has_uppers())
+		query = query_before_uppers(query);
 	spi_connect_as_owner(&saved);
 	spi_check(execute_saved(query, nargs, &argtype, &arg, NULL, read_only),
 			  SPI_OK_SELECT, query);
@@ -233,13 +306,13 @@ query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_on
  * for a peek that waited through the drop.
  */
 static Relation
-objects_open(const char *index_name, Oid *index)
+peek_table_open(const char *table, const char *index_name, Oid *index)
 {
 	Oid			peek = get_namespace_oid("peek", true);
 	Relation	rel = NULL;
 
 	if (OidIsValid(peek))
-		rel = try_table_open(get_relname_relid("objects", peek), AccessShareLock);
+		rel = try_table_open(get_relname_relid(table, peek), AccessShareLock);
 	/* looked up under the table's lock, which DROP EXTENSION must wait for */
 	*index = rel != NULL ? get_relname_relid(index_name, peek) : InvalidOid;
 	if (!OidIsValid(*index))
@@ -247,6 +320,71 @@ objects_open(const char *index_name, Oid *index)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension pg_peek is being dropped")));
 	return rel;
+}
+
+static Relation
+objects_open(const char *index_name, Oid *index)
+{
+	return peek_table_open("objects", index_name, index);
+}
+
+/*
+ * An object's upper as the snapshot sees it: the last of its rows in
+ * peek.uppers' primary key (the rows deleted below it are not visited), or
+ * 0.  Read without SPI, the lock let go at once, as catalog_find does.
+ */
+static int64
+read_upper(PeekObjectId id, Snapshot snapshot)
+{
+	Oid			index_oid;
+	Relation	rel = peek_table_open("uppers", "uppers_pkey", &index_oid);
+	Relation	index = index_open(index_oid, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int64		upper = 0;
+	bool		isnull;
+
+	/* an ordered scan's keys name the index's columns */
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(id & UPPER_KEY_MASK));
+	scan = systable_beginscan_ordered(rel, index, snapshot, 1, &key);
+	tuple = systable_getnext_ordered(scan, BackwardScanDirection);
+	if (HeapTupleIsValid(tuple))
+		upper = DatumGetInt64(heap_getattr(tuple, get_attnum(RelationGetRelid(rel), "upper"),
+										   RelationGetDescr(rel), &isnull));
+	systable_endscan_ordered(scan);
+	index_close(index, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return upper;
+}
+
+/*
+ * The upper of an object whose row the transaction has just locked, for a
+ * writer to write at.  The lock query's snapshot may predate the seal of a
+ * writer it waited for (which updates no row, so the lock neither returns
+ * the row's later version nor fails as it would after an update): read it
+ * again with the latest snapshot, which has every seal that preceded the
+ * lock.  A transaction that must see what it writes after (REPEATABLE
+ * READ, SERIALIZABLE) fails instead, as its lock failed when seals updated
+ * the row.
+ */
+static int64
+locked_upper(CatalogObject *obj)
+{
+	Snapshot	latest;
+	int64		upper;
+
+	/* before 0.3, the lock returned the row's latest version, upper and all */
+	if (!catalog_has_uppers())
+		return obj->upper;
+	latest = RegisterSnapshot(GetLatestSnapshot());
+	upper = read_upper(obj->id, latest);
+	UnregisterSnapshot(latest);
+	if (upper != obj->upper && IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update")));
+	return upper;
 }
 
 /*
@@ -260,7 +398,7 @@ CatalogObject *
 catalog_find(const char *name)
 {
 	static const char *const names[NUM_OBJECT_COLUMNS] = {
-		"id", "name", "kind", "row_type", "owner", "shard", "upper", "since",
+		"id", "name", "kind", "row_type", "owner", "shard", NULL, "since",
 		"allowed_since", "collection", "key_attnums", "source", "failure"
 	};
 	Oid			index;
@@ -270,9 +408,13 @@ catalog_find(const char *name)
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	CatalogObject *obj = NULL;
+	Snapshot	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+	bool		uppers = catalog_has_uppers();
 
 	for (int i = 0; i < NUM_OBJECT_COLUMNS; i++)
-		cols[i] = get_attnum(RelationGetRelid(rel), names[i]);
+		cols[i] = names[i] ? get_attnum(RelationGetRelid(rel), names[i]) : InvalidAttrNumber;
+	if (!uppers)
+		cols[6] = get_attnum(RelationGetRelid(rel), "upper");
 	/*
 	 * systable_beginscan takes the key by its column in the table; the
 	 * search compares in the index's collation (the column's), which need
@@ -280,14 +422,14 @@ catalog_find(const char *name)
 	 */
 	ScanKeyInit(&key, cols[1], BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(name));
 	key.sk_collation = TupleDescAttr(RelationGetDescr(rel), cols[1] - 1)->attcollation;
-	scan = systable_beginscan(rel, index, true,
-							  ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot(),
-							  1, &key);
+	scan = systable_beginscan(rel, index, true, snapshot, 1, &key);
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
 		obj = object_from_tuple(tuple, RelationGetDescr(rel), cols);
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	if (obj != NULL && uppers)
+		obj->upper = read_upper(obj->id, snapshot);
 	return obj;
 }
 
@@ -318,6 +460,8 @@ catalog_lookup(const char *name, char kind, CatalogLock lock)
 	{
 		found = query_objects(query, 1, TEXTOID, CStringGetTextDatum(name), false);
 		obj = found != NIL ? linitial(found) : NULL;
+		if (obj != NULL)
+			obj->upper = locked_upper(obj);
 	}
 	else
 		obj = catalog_find(name);
@@ -463,6 +607,9 @@ catalog_delete(PeekObjectId id)
 
 	catalog_exec("DELETE FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1",
 				 1, &argtype, &arg, SPI_OK_DELETE);
+	if (catalog_has_uppers())
+		catalog_exec("DELETE FROM peek.uppers WHERE object OPERATOR(pg_catalog.=) " UPPER_KEY_SQL("$1"),
+					 1, &argtype, &arg, SPI_OK_DELETE);
 }
 
 static void
@@ -475,15 +622,45 @@ catalog_set_column(const char *query, PeekObjectId id, int64 value)
 }
 
 /*
- * An object's upper: what is written to its shard is complete below it.  A
- * source's is written in the transaction that writes its changes, so a
- * crash loses or repeats none of them.
+ * Raise an object's upper: what is written to its shard is complete below
+ * it.  A source's is written in the transaction that writes its changes, so
+ * a crash loses or repeats none of them.  The caller holds the object's
+ * row lock (writers serialize on it); an upper it already has is kept.
  */
 void
 catalog_set_upper(PeekObjectId id, int64 upper)
 {
-	catalog_set_column("UPDATE peek.objects SET upper = $2 WHERE id OPERATOR(pg_catalog.=) $1",
-					   id, upper);
+	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Datum		args[2] = {Int64GetDatum(id), Int64GetDatum(upper)};
+
+	if (!catalog_has_uppers())
+	{
+		catalog_set_column("UPDATE peek.objects SET upper = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+						   id, upper);
+		return;
+	}
+	catalog_exec("INSERT INTO peek.uppers (object, upper) VALUES (" UPPER_KEY_SQL("$1") ", $2) "
+				 "ON CONFLICT DO NOTHING",
+				 2, argtypes, args, SPI_OK_INSERT);
+}
+
+/*
+ * Delete an object's uppers in [from, below), below its upper (the caller
+ * read it).  Starting at where the last pruning stopped keeps the scan off
+ * the rows that one deleted, which an old snapshot may keep for long.
+ * Writers insert above the upper, so this takes no lock they wait for.
+ */
+void
+catalog_prune_uppers(PeekObjectId id, int64 from, int64 below)
+{
+	Oid			argtypes[3] = {INT8OID, INT8OID, INT8OID};
+	Datum		args[3] = {Int64GetDatum(id), Int64GetDatum(from), Int64GetDatum(below)};
+
+	if (!catalog_has_uppers())
+		return;
+	catalog_exec("DELETE FROM peek.uppers WHERE object OPERATOR(pg_catalog.=) " UPPER_KEY_SQL("$1") " "
+				 "AND upper OPERATOR(pg_catalog.>=) $2 AND upper OPERATOR(pg_catalog.<) $3",
+				 3, argtypes, args, SPI_OK_DELETE);
 }
 
 void

@@ -54,6 +54,7 @@ extern void catalog_set_upper(PeekObjectId id, int64 upper);
 extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
 extern void catalog_set_retention(PeekObjectId id, Datum retention, bool keep_all, bool set);
 extern bool catalog_inserting(void);
+extern bool catalog_has_uppers(void);
 extern List *catalog_adopt_restored(PeekObjectId *ids, int nids);
 extern uint64 catalog_adopt_foreign_ids(Oid extension);
 extern void catalog_check_owner(CatalogObject *obj);
@@ -65,6 +66,7 @@ extern void catalog_bound_lock_waits(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern void catalog_set_since(PeekObjectId id, int64 since);
+extern void catalog_prune_uppers(PeekObjectId id, int64 from, int64 below);
 extern Oid	catalog_relid(void);
 extern int64 catalog_read_since(PeekObjectId id, Snapshot snapshot);
 extern void catalog_raise_compacted(const char *noun, const char *name, int64 time,

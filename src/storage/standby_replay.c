@@ -168,7 +168,16 @@ note_row(Changes *changes, PeekObjectId id, int64 upper, int64 since, bool faile
 static void
 read_replayed_frontiers(void *arg)
 {
-	static SPIPlanPtr plan = NULL;
+	/* the uppers in peek.uppers (0.3), or in the rows (before) */
+	static SPIPlanPtr plans[2] = {NULL, NULL};
+	static const char *const queries[2] = {
+		"SELECT id, upper, since, failure IS NOT NULL FROM peek.objects",
+		"SELECT o.id, COALESCE((SELECT pg_catalog.max(u.upper) FROM peek.uppers u "
+		"WHERE u.object OPERATOR(pg_catalog.=) (o.id OPERATOR(pg_catalog.&) 4294967295)), 0), "
+		"o.since, o.failure IS NOT NULL FROM peek.objects o"
+	};
+	SPIPlanPtr	plan;
+	int			which;
 	Changes    *changes = arg;
 	SavedUser	saved;
 	HASH_SEQ_STATUS status;
@@ -177,14 +186,16 @@ read_replayed_frontiers(void *arg)
 	if (!catalog_lock_extension())
 		return;					/* dropped: the runtime's next check resets */
 	spi_connect_as_owner(&saved);
-	if (plan == NULL)
+	which = catalog_has_uppers() ? 1 : 0;
+	if (plans[which] == NULL)
 	{
-		plan = SPI_prepare("SELECT id, upper, since, failure IS NOT NULL FROM peek.objects",
-						   0, NULL);
+		plan = SPI_prepare(queries[which], 0, NULL);
 		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "could not prepare the replayed frontiers' query: %s",
 				 SPI_result_code_string(SPI_result));
+		plans[which] = plan;
 	}
+	plan = plans[which];
 	spi_check(SPI_execute_plan(plan, NULL, NULL, true, 0), SPI_OK_SELECT,
 			  "replayed frontiers");
 	for (uint64 i = 0; i < SPI_processed; i++)

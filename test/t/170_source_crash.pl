@@ -176,7 +176,7 @@ check_source('crash 1');
 
 $load = start_load(60);
 my $upper = sql("SELECT upper FROM peek.collections WHERE name = 'src'");
-ok(poll_until($node, "SELECT upper > $upper FROM peek.objects WHERE name = 'src'"),
+ok(poll_until($node, "SELECT replayed_upper > $upper FROM peek.replication WHERE object = 'src'"),
 	'the source commits decoded changes under the new load');
 usleep(500_000);
 my $pid = runtime_pid($node, $maint);

@@ -84,8 +84,8 @@ END $$;
 CREATE FUNCTION check_all(n int) RETURNS text LANGUAGE sql AS $$
     SELECT coalesce(string_agg(r, '; '), 'ok') FROM (
         SELECT check_at(t, lim) AS r
-          FROM (SELECT greatest(o.since, o.upper - n) AS lo, o.upper - 1 AS hi
-                  FROM peek.objects o WHERE o.name = 'c') b,
+          FROM (SELECT greatest(o.replayed_since, o.replayed_upper - n) AS lo, o.replayed_upper - 1 AS hi
+                  FROM peek.replication o WHERE o.object = 'c') b,
                generate_series(b.lo, b.hi) t, (VALUES (1), (7)) l(lim)) x
      WHERE r <> 'ok'
 $$;
@@ -94,7 +94,7 @@ ok(poll_until($node, $running_sql), 'the runtimes are running');
 my $shard = sql("SELECT shard FROM peek.collections WHERE name = 'c'");
 
 sub durable_since { return sql("SELECT since FROM peek.objects WHERE name = 'c'"); }
-sub upper { return sql("SELECT upper FROM peek.objects WHERE name = 'c'"); }
+sub upper { return sql("SELECT replayed_upper FROM peek.replication WHERE object = 'c'"); }
 
 sub compact_to
 {
@@ -215,7 +215,7 @@ cmp_ok(upper(), '>=', $before_crash, 'after the crash: the committed writes are 
 note('durable since ' . durable_since() . ', upper ' . upper());
 is(sql('SELECT check_all(60)'), 'ok', 'after the crash: every time from since agrees with the history');
 sql('CALL churn(30)');
-ok(poll_until($node, "SELECT since = upper - 1 FROM peek.objects WHERE name = 'c'"),
+ok(poll_until($node, "SELECT replayed_since = replayed_upper - 1 FROM peek.replication WHERE object = 'c'"),
 	'after the crash: compaction follows the upper again');
 is(sql('SELECT check_all(40)'), 'ok', 'after more writes and compactions: agrees with the history');
 

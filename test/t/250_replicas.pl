@@ -185,14 +185,14 @@ for my $s ($standby1, $standby2)
 sub change_stock
 {
 	my ($n) = @_;
-	my $durable = "SELECT upper FROM peek.objects WHERE name = 'stock_src'";
+	my $durable = "SELECT replayed_upper FROM peek.replication WHERE object = 'stock_src'";
 	my $before = $primary->safe_psql('postgres', $durable);
 	$primary->safe_psql('postgres', qq{
 		UPDATE stock SET qty = qty + 1 WHERE id % $n = 0;
 		DELETE FROM stock WHERE id = (SELECT max(id) FROM stock);
 		INSERT INTO stock SELECT max(id) + 1, $n FROM stock;
 	});
-	ok(poll_until($primary, "SELECT upper > $before FROM peek.objects WHERE name = 'stock_src'"),
+	ok(poll_until($primary, "SELECT replayed_upper > $before FROM peek.replication WHERE object = 'stock_src'"),
 		'the primary ingested the source');
 	return $primary->safe_psql('postgres', $durable) - 1;
 }

@@ -44,7 +44,7 @@ sub function_scan_rows
 		"SELECT (p).id || ':' || (p).v FROM (SELECT peek.persist_peek(NULL::item, 'c', $t) p) x ORDER BY 1");
 }
 
-my $t = $node->safe_psql('postgres', "SELECT upper - 1 FROM peek.objects WHERE name = 'c'");
+my $t = $node->safe_psql('postgres', "SELECT replayed_upper - 1 FROM peek.replication WHERE object = 'c'");
 my $want = function_scan_rows($t);
 is(scalar(split /\n/, $want), 22000, "the contents at $t: 22000 rows");
 like($node->safe_psql('postgres',
@@ -63,7 +63,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM peek.active_peeks'), '0',
 $node->safe_psql('postgres', q{
 SELECT peek.write('c', ARRAY[(g, 'x' || g)::item], ARRAY[(g, 'v' || g)::item]) FROM generate_series(100, 400) g;
 });
-my $top = $node->safe_psql('postgres', "SELECT upper - 1 FROM peek.objects WHERE name = 'c'");
+my $top = $node->safe_psql('postgres', "SELECT replayed_upper - 1 FROM peek.replication WHERE object = 'c'");
 $node->safe_psql('postgres', "SELECT peek.allow_compaction('c', $top)");
 ok(poll_until($node, "SELECT since = $top FROM peek.objects WHERE name = 'c'"),
 	"compaction moves since to $top, past the cursor's time $t");
@@ -127,7 +127,7 @@ $locker->quit;
 is($out, "$before,$before", 'both outer rows saw the first answer (the function scan\'s behaviour)');
 
 # 4. 40 clients at once, racing a writer and compaction up to their time
-$t = $node->safe_psql('postgres', "SELECT upper - 1 FROM peek.objects WHERE name = 'c'");
+$t = $node->safe_psql('postgres', "SELECT replayed_upper - 1 FROM peek.replication WHERE object = 'c'");
 $node->safe_psql('postgres', qq{
 CREATE TABLE want AS
   SELECT count(*) AS n, sum(hashtext((p).id || ':' || (p).v)) AS h

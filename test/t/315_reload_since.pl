@@ -48,7 +48,7 @@ $node->start;
 ok(poll_until($node, "SELECT count(*) = 2 FROM peek.runtimes WHERE state = 'running'")
 	  || poll_until($node, "SELECT count(*) = 1 FROM peek.runtimes WHERE state = 'running' AND role = 'solo'"),
 	'the runtimes run');
-ok(poll_until($node, "SELECT upper > 0 AND since <= $t_old FROM peek.objects WHERE name = 's'"),
+ok(poll_until($node, "SELECT replayed_upper > 0 AND replayed_since <= $t_old FROM peek.replication WHERE object = 's'"),
 	'the catalog still has the old since');
 ok(poll_until($node, "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type LIKE '%loader%'"),
 	'a loader waits');

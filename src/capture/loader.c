@@ -22,6 +22,7 @@
 #include "capture/capture_internal.h"
 #include "common/spi.h"
 #include "ipc/runtime_slots.h"
+#include "storage/catalog_write.h"
 #include "storage/persist.h"
 
 /* A slot's creation waits for the WAL it needs, flushed. */

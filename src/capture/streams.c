@@ -11,6 +11,12 @@
 
 #include "access/xlogutils.h"
 #include "miscadmin.h"
+
+#include "capture/capture.h"
+#include "capture/capture_internal.h"
+#include "common/rows.h"
+#include "common/spi.h"
+#include "storage/catalog_write.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -18,11 +24,6 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
-
-#include "capture/capture.h"
-#include "capture/capture_internal.h"
-#include "common/rows.h"
-#include "common/spi.h"
 
 HTAB	   *capture_streams = NULL;
 

@@ -39,6 +39,7 @@
 #include "common/spi.h"
 #include "peek/slots.h"
 #include "runtime/maintenance.h"
+#include "storage/catalog_write.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"
 

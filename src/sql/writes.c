@@ -15,6 +15,7 @@
 #include "utils/timestamp.h"
 #include "ipc/notify.h"
 #include "sql/arguments.h"
+#include "storage/catalog_write.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"
 

@@ -45,18 +45,7 @@ typedef enum CatalogLock
 /* backends */
 extern CatalogObject *catalog_find(const char *name);
 extern CatalogObject *catalog_lookup(const char *name, char kind, CatalogLock lock);
-extern PeekObjectId catalog_new_id(int32 *seq);
-extern bool catalog_name_taken(const char *name);
-extern void catalog_insert(CatalogObject *obj, Datum key_columns);
-extern void catalog_delete(PeekObjectId id);
-extern List *catalog_indexes_of(PeekObjectId collection);
-extern void catalog_set_upper(PeekObjectId id, int64 upper);
-extern void catalog_set_allowed_since(PeekObjectId id, int64 since);
-extern void catalog_set_retention(PeekObjectId id, Datum retention, bool keep_all, bool set);
-extern bool catalog_inserting(void);
 extern bool catalog_has_uppers(void);
-extern List *catalog_adopt_restored(PeekObjectId *ids, int nids);
-extern uint64 catalog_adopt_foreign_ids(Oid extension);
 extern void catalog_check_owner(CatalogObject *obj);
 extern void catalog_check_reader(CatalogObject *obj);
 
@@ -65,13 +54,10 @@ extern bool catalog_lock_extension(void);
 extern void catalog_bound_lock_waits(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
-extern void catalog_set_since(PeekObjectId id, int64 since);
-extern void catalog_prune_uppers(PeekObjectId id, int64 from, int64 below);
 extern Oid	catalog_relid(void);
 extern int64 catalog_read_since(PeekObjectId id, Snapshot snapshot);
 extern void catalog_raise_compacted(const char *noun, const char *name, int64 time,
 									int64 since) pg_attribute_noreturn();
-extern bool catalog_set_failure(PeekObjectId id, const char *failure);
 extern char *catalog_failure(PeekObjectId id, const char **noun);
 extern void catalog_raise_if_failed(PeekObjectId object, char kind, const char *name);
 extern const char *catalog_kind_noun(char kind);

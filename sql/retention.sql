@@ -86,6 +86,9 @@ SELECT wait_for(format('SELECT since >= %s FROM peek.collections WHERE name = %L
 SELECT left(try(format('SELECT * FROM peek.persist_peek(NULL::ret_table, %L, as_of => %s)',
                        'ret_src', :src_upper - 2)), 5) AS sqlstate;
 
+-- the source's slot goes before the next file creates the extension again
+SELECT peek.drop_source('ret_src');
+SELECT wait_for($$SELECT count(*) = 0 FROM pg_replication_slots WHERE slot_name LIKE 'pg_peek%'$$);
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;

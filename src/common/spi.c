@@ -110,3 +110,17 @@ spi_run_in_transaction(void (*fn) (void *arg), void *arg)
 	spi_xact_commit(caller);
 	pgstat_report_stat(false);
 }
+
+/*
+ * The current transaction's commit is flushed locally but waits for no
+ * synchronous standby (synchronous_commit = local): for a runtime's
+ * housekeeping (compaction, pruning), which must not stop the runtime
+ * while a standby is slow or absent, and which a failover may lose
+ * without harm (it is done again).
+ */
+void
+spi_xact_no_standby_wait(void)
+{
+	(void) set_config_option("synchronous_commit", "local", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+}

@@ -31,5 +31,6 @@ extern void spi_check(int ret, int expected, const char *what);
 extern MemoryContext spi_xact_begin(void);
 extern void spi_xact_commit(MemoryContext caller);
 extern void spi_run_in_transaction(void (*fn) (void *arg), void *arg);
+extern void spi_xact_no_standby_wait(void);
 
 #endif							/* PEEK_SPI_H */

@@ -524,6 +524,7 @@ compact_object(void *arg)
 {
 	CompactionWork *work = arg;
 
+	spi_xact_no_standby_wait();
 	if (catalog_lock_extension())
 		(void) object_work(work->pc->id, compact_one, work);
 }
@@ -615,6 +616,7 @@ prune_uppers(void *arg)
 {
 	PruneWork  *work = arg;
 
+	spi_xact_no_standby_wait();
 	if (!catalog_lock_extension())
 		return;
 	for (int i = 0; i < work->n; i++)

@@ -3,7 +3,7 @@
 # update copies the uppers into peek.uppers and drops the column.  The seal
 # that commits while the update waits for the table must not be lost: the
 # upper after the update is the writer's, and the next write writes after
-# it, at a time not written before.
+# it, at a time not written before, and no runtime fails meanwhile.
 use strict;
 use warnings;
 
@@ -51,15 +51,12 @@ ok(poll_until($node,
 	'the contents are right');
 
 # The maintenance runtime that reads the catalog while the update commits
-# plans its query for the old catalog (catalog_has_uppers was false), then
-# runs it on the new one: 'column "upper" does not exist', and the runtime
-# exits and is restarted (peeks read the old published upper meanwhile).
-TODO:
-{
-	local $TODO = 'a runtime reading the catalog across ALTER EXTENSION UPDATE fails and restarts';
-	unlike(slurp_file($node->logfile), qr/column "upper" does not exist/,
-		'no runtime fails on the old catalog\'s query after the update');
-}
+# (the writer's commit wakes it) asks which catalog is installed after
+# locking peek.objects as its query does: it does not plan a query for the
+# old catalog and run it on the new one ('column "upper" does not exist',
+# the runtime exiting and restarted, peeks reading a stale upper meanwhile).
+unlike(slurp_file($node->logfile), qr/column "upper" does not exist|exited with exit code/,
+	'no runtime fails on a query for the old catalog after the update');
 
 $node->stop;
 done_testing();

@@ -264,7 +264,18 @@ catalog_query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool
 	MemoryContext caller = CurrentMemoryContext;
 	SavedUser	saved;
 	List	   *result = NIL;
+	Oid			peek = get_namespace_oid("peek", true);
+	Oid			objects = OidIsValid(peek) ? get_relname_relid("objects", peek) : InvalidOid;
 
+	/*
+	 * Lock peek.objects before asking which catalog is installed, as the
+	 * query would: an ALTER EXTENSION UPDATE dropping the column of the
+	 * uppers then commits before the lock (whose taking reads its
+	 * invalidations: peek.uppers is seen) or after the query, not between
+	 * the question and a query planned for the old catalog.
+	 */
+	if (OidIsValid(objects))
+		LockRelationOid(objects, AccessShareLock);
 	if (!catalog_has_uppers())
 		query = query_before_uppers(query);
 	spi_connect_as_owner(&saved);

@@ -199,8 +199,13 @@ catalog_prune_uppers(PeekObjectId id, int64 from, int64 below)
 
 	if (!catalog_has_uppers())
 		return;
+	/*
+	 * Rows are keyed by the id's sequence part, which a re-created extension
+	 * reuses: delete only while the object itself (its whole id) is there.
+	 */
 	catalog_exec("DELETE FROM peek.uppers WHERE object OPERATOR(pg_catalog.=) " UPPER_KEY_SQL("$1") " "
-				 "AND upper OPERATOR(pg_catalog.>=) $2 AND upper OPERATOR(pg_catalog.<) $3",
+				 "AND upper OPERATOR(pg_catalog.>=) $2 AND upper OPERATOR(pg_catalog.<) $3 "
+				 "AND EXISTS (SELECT FROM peek.objects o WHERE o.id OPERATOR(pg_catalog.=) $1)",
 				 3, argtypes, args, SPI_OK_DELETE);
 }
 

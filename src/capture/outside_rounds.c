@@ -1,17 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * outside_rounds.c
- *	  What is called outside a capture round: create_source's requirements,
- *	  the strict serializable read time and the nudge that wakes the
- *	  maintenance runtime for a peek waiting on ingestion (backends), and
- *	  marking a runtime's or loader's own writes as not to be decoded.
+ *	  What backends call of capture, outside its rounds: create_source's
+ *	  requirements, the strict serializable read time and the nudge that
+ *	  wakes the maintenance runtime for a peek waiting on ingestion.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xlogrecovery.h"
-#include "replication/origin.h"
 #include "utils/guc.h"
 
 #include "capture/capture.h"
@@ -60,17 +58,3 @@ capture_nudge(PeekObjectId source, int64 time)
 	if (registry_published_upper(source) <= time)
 		runtime_wake(PEEK_RUNTIME_MAINTENANCE);
 }
-
-/*
- * Mark the WAL of this process's transactions as pg_peek's own (origin
- * DoNotReplicateId, which no user session can set), so that decoding
- * skips it at once (decoder.c): the maintenance runtime's shard appends
- * and a loader's initial load.  Physical replication and recovery ignore
- * the mark.
- */
-void
-capture_skip_own_writes(void)
-{
-	replorigin_session_origin = DoNotReplicateId;
-}
-

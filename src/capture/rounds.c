@@ -15,6 +15,9 @@
 #include "access/xlogutils.h"
 #include "miscadmin.h"
 #include "replication/decode.h"
+#include "storage/procarray.h"
+#include "utils/guc.h"
+#include "utils/wait_event.h"
 
 #include "capture/capture.h"
 #include "capture/capture_internal.h"
@@ -22,10 +25,7 @@
 #include "common/spi.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
-#include "storage/procarray.h"
 #include "storage/standby_replay.h"
-#include "utils/guc.h"
-#include "utils/wait_event.h"
 
 static int	read_written_wal(XLogReaderState *state, XLogRecPtr page, int length,
 							 XLogRecPtr record, char *buffer);

@@ -3,7 +3,8 @@
  * streams.c
  *	  The maintenance runtime's sources: a stream per source, its slot
  *	  (named, found, dropped; orphans dropped), taken on, forgotten and
- *	  reset, and the table checks that fail a source durably.
+ *	  reset, and the table checks that fail a source durably; and the mark
+ *	  that keeps a runtime's or loader's own writes from being decoded.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,12 +12,7 @@
 
 #include "access/xlogutils.h"
 #include "miscadmin.h"
-
-#include "capture/capture.h"
-#include "capture/capture_internal.h"
-#include "common/rows.h"
-#include "common/spi.h"
-#include "storage/catalog_write.h"
+#include "replication/origin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -24,6 +20,12 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
+
+#include "capture/capture.h"
+#include "capture/capture_internal.h"
+#include "common/rows.h"
+#include "common/spi.h"
+#include "storage/catalog_write.h"
 
 HTAB	   *capture_streams = NULL;
 
@@ -376,3 +378,15 @@ fail_stream(CaptureStream *s, const char *failure)
 	drop_slot(s->slot_name);
 }
 
+/*
+ * Mark the WAL of this process's transactions as pg_peek's own (origin
+ * DoNotReplicateId, which no user session can set), so that decoding
+ * skips it at once (decoder.c): the maintenance runtime's shard appends
+ * and a loader's initial load.  Physical replication and recovery ignore
+ * the mark.
+ */
+void
+capture_skip_own_writes(void)
+{
+	replorigin_session_origin = DoNotReplicateId;
+}

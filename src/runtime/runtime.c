@@ -34,6 +34,10 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "tcop/tcopprot.h"
+#include "utils/memutils.h"
+#include "utils/timeout.h"
 
 #include "capture/capture.h"
 #include "common/spi.h"
@@ -42,11 +46,7 @@
 #include "runtime/maintenance.h"
 #include "runtime/runtime.h"
 #include "storage/catalog_write.h"
-#include "storage/ipc.h"
 #include "storage/standby_replay.h"
-#include "tcop/tcopprot.h"
-#include "utils/memutils.h"
-#include "utils/timeout.h"
 
 #define RUNTIME_TICK_MS		1000L
 #define MAX_COMMANDS_PER_ROUND	1024

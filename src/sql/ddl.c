@@ -16,6 +16,13 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "capture/capture.h"
 #include "capture/decoder.h"
@@ -23,15 +30,8 @@
 #include "sql/arguments.h"
 #include "sql/peek_call.h"
 #include "storage/catalog_write.h"
-#include "storage/lmgr.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"
-#include "utils/acl.h"
-#include "utils/builtins.h"
-#include "utils/fmgroids.h"
-#include "utils/lsyscache.h"
-#include "utils/syscache.h"
-#include "utils/typcache.h"
 
 PEEK_SQL_FUNCTION(peek_create_collection);
 PEEK_SQL_FUNCTION(peek_drop_collection);

@@ -13,6 +13,7 @@
 
 #include "utils/fmgrprotos.h"
 #include "utils/timestamp.h"
+
 #include "ipc/notify.h"
 #include "sql/arguments.h"
 #include "storage/catalog_write.h"

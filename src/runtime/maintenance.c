@@ -28,7 +28,9 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "access/xact.h"
+#include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -71,7 +73,9 @@ static HTAB *tombstones = NULL; /* PeekObjectId set: registry entries to delete 
  * at most every UPPER_PRUNE_MS, so a seal costs an insert and no dead row
  * (catalog.c), and deleting costs once per interval, not per seal.  Each
  * deletion starts where the previous one stopped, so that it never walks
- * the rows deleted before, which an old snapshot keeps.
+ * the rows deleted before, which an old snapshot keeps; and none starts
+ * while a snapshot older than the last interval is open, so the dead rows
+ * stay within one interval's (no_old_snapshot).
  */
 typedef struct UpperPrune
 {
@@ -84,6 +88,7 @@ typedef struct UpperPrune
 
 static HTAB *upper_prunes = NULL;
 static TimestampTz pruned_at = 0;
+static TransactionId prune_mark = InvalidTransactionId;	/* see no_old_snapshot */
 
 static HTAB *
 make_id_table(const char *name, Size entrysize)
@@ -628,6 +633,26 @@ prune_uppers(void *arg)
 	}
 }
 
+/*
+ * Whether no snapshot open now is older than the previous call, an
+ * interval ago.  Rows deleted under an older snapshot (a parked peek, a
+ * long report, pg_dump) stay dead until it ends, so pruning waits for it,
+ * and meanwhile the uppers only grow by live rows, whose latest a backward
+ * scan still finds at once: the dead rows stay within what one pruning
+ * deletes however long the snapshot lasts.  The horizon is every
+ * database's, with what a standby's feedback holds.
+ */
+static bool
+no_old_snapshot(void)
+{
+	TransactionId horizon = GetOldestNonRemovableTransactionId(NULL);
+	bool		none = TransactionIdIsValid(prune_mark) &&
+		TransactionIdPrecedes(prune_mark, horizon);
+
+	prune_mark = ReadNextTransactionId();
+	return none;
+}
+
 /* Every UPPER_PRUNE_MS, delete what note_upper let go of. */
 static void
 run_prunes(void)
@@ -639,6 +664,9 @@ run_prunes(void)
 	if (!TimestampDifferenceExceeds(pruned_at, GetCurrentTimestamp(), UPPER_PRUNE_MS))
 		return;
 	pruned_at = GetCurrentTimestamp();
+	/* asked every interval, so that the mark is never older than one */
+	if (!no_old_snapshot() || hash_get_num_entries(upper_prunes) == 0)
+		return;
 	/* collect first: a transaction's end would cut a hash scan short */
 	work.ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(upper_prunes));
 	hash_seq_init(&status, upper_prunes);
@@ -684,8 +712,7 @@ maintenance_step(void)
 		run_compactions();
 	if (hash_get_num_entries(tombstones) > 0)
 		delete_tombstones();
-	if (hash_get_num_entries(upper_prunes) > 0)
-		run_prunes();
+	run_prunes();
 	return more;
 }
 

@@ -2,8 +2,9 @@
  *
  * arguments.c
  *	  Argument checks shared by the SQL functions: a required argument, a
- *	  name, a time, rows of a collection's type; every check raises before
- *	  anything is written, so bad input changes nothing.
+ *	  name, a time, rows of a collection's type, the object a changing
+ *	  function names; every check raises before anything is written, so bad
+ *	  input changes nothing.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,6 +14,24 @@
 #include "utils/lsyscache.h"
 
 #include "sql/arguments.h"
+#include "storage/standby_replay.h"
+
+/*
+ * The object that a function changing the catalog names: refused on a
+ * standby, looked up with the lock the change needs, and owned by the user.
+ * Privileges come before any other check, so that nothing about another
+ * role's object leaks.
+ */
+CatalogObject *
+arg_owned_object(const char *function, const char *name, char kind, CatalogLock lock)
+{
+	CatalogObject *obj;
+
+	standby_refuse_writes(function);
+	obj = catalog_lookup(name, kind, lock);
+	catalog_check_owner(obj);
+	return obj;
+}
 
 /* A required argument: NULL is an error that names it. */
 void

@@ -13,6 +13,8 @@
 
 #include "storage/catalog.h"
 
+extern CatalogObject *arg_owned_object(const char *function, const char *name, char kind,
+										CatalogLock lock);
 extern void arg_require(FunctionCallInfo fcinfo, int n, const char *what);
 extern char *arg_text(FunctionCallInfo fcinfo, int n, const char *what);
 extern char *arg_new_name(FunctionCallInfo fcinfo, int n, const char *what);

@@ -137,13 +137,15 @@ drop_object(CatalogObject *obj)
 	peek_call_forget(obj->name);
 }
 
-/* Drop a collection (or source) with its indexes and its shard. */
+/*
+ * Drop a collection (or source) with its indexes and its shard, once the
+ * caller has checked that the user owns it.
+ */
 static void
 drop_collection_and_indexes(CatalogObject *coll)
 {
 	ListCell   *lc;
 
-	catalog_check_owner(coll);
 	/* like a table's indexes, the collection's indexes go with it */
 	foreach(lc, catalog_indexes_of(coll->id))
 		drop_object(lfirst(lc));
@@ -159,9 +161,7 @@ peek_drop_collection(PG_FUNCTION_ARGS)
 	char	   *name = arg_text(fcinfo, 0, "collection name");
 	CatalogObject *coll;
 
-	standby_refuse_writes("drop_collection");
-	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
-
+	coll = arg_owned_object("drop_collection", name, PEEK_KIND_COLLECTION, CATALOG_DROP);
 	arg_check_not_source(coll, "Use peek.drop_source.");
 	drop_collection_and_indexes(coll);
 	PG_RETURN_VOID();
@@ -280,9 +280,7 @@ peek_drop_source(PG_FUNCTION_ARGS)
 	char	   *name = arg_text(fcinfo, 0, "source name");
 	CatalogObject *src;
 
-	standby_refuse_writes("drop_source");
-	src = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_DROP);
-
+	src = arg_owned_object("drop_source", name, PEEK_KIND_COLLECTION, CATALOG_DROP);
 	if (!OidIsValid(src->source))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -356,10 +354,8 @@ peek_create_index(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	int32		seq;
 
-	standby_refuse_writes("create_index");
 	arg_require(fcinfo, 2, "key columns");
-	coll = catalog_lookup(coll_name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
-	catalog_check_owner(coll);
+	coll = arg_owned_object("create_index", coll_name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	if (catalog_name_taken(name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -421,10 +417,7 @@ peek_drop_index(PG_FUNCTION_ARGS)
 	char	   *name = arg_text(fcinfo, 0, "index name");
 	CatalogObject *idx;
 
-	standby_refuse_writes("drop_index");
-	idx = catalog_lookup(name, PEEK_KIND_INDEX, CATALOG_DROP);
-
-	catalog_check_owner(idx);
+	idx = arg_owned_object("drop_index", name, PEEK_KIND_INDEX, CATALOG_DROP);
 	drop_object(idx);
 	PG_RETURN_VOID();
 }

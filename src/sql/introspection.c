@@ -104,6 +104,30 @@ is_hidden(HTAB *hidden, PeekObjectId id)
 	return hidden != NULL && hash_search(hidden, &id, HASH_FIND, NULL) != NULL;
 }
 
+/*
+ * The start of a set-returning function over the registry: the result set
+ * made, and the entries (a snapshot of them) whose objects the caller may
+ * see.
+ */
+static List *
+visible_entries(FunctionCallInfo fcinfo)
+{
+	HTAB	   *hidden = hidden_objects();
+	List	   *visible = NIL;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	registry_attach();
+	foreach(lc, registry_snapshot())
+	{
+		RegistryEntry *e = lfirst(lc);
+
+		if (!is_hidden(hidden, e->id))
+			visible = lappend(visible, e);
+	}
+	return visible;
+}
+
 /* One row per runtime of the configured mode. */
 Datum
 peek_runtime_status(PG_FUNCTION_ARGS)
@@ -154,19 +178,13 @@ Datum
 peek_registry_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HTAB	   *hidden = hidden_objects();
 	ListCell   *lc;
 
-	InitMaterializedSRF(fcinfo, 0);
-	registry_attach();
-	foreach(lc, registry_snapshot())
+	foreach(lc, visible_entries(fcinfo))
 	{
 		RegistryEntry *e = lfirst(lc);
 		Datum		values[14];
 		bool		nulls[14] = {0};
-
-		if (is_hidden(hidden, e->id))
-			continue;
 
 		values[0] = Int64GetDatum(e->id);
 		values[1] = BoolGetDatum(e->published);
@@ -196,18 +214,15 @@ Datum
 peek_since_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HTAB	   *hidden = hidden_objects();
 	ListCell   *lc;
 
-	InitMaterializedSRF(fcinfo, 0);
-	registry_attach();
-	foreach(lc, registry_snapshot())
+	foreach(lc, visible_entries(fcinfo))
 	{
 		RegistryEntry *e = lfirst(lc);
 		Datum		values[2];
 		bool		nulls[2] = {0};
 
-		if (is_hidden(hidden, e->id) || !e->published || e->dropped)
+		if (!e->published || e->dropped)
 			continue;
 		values[0] = Int64GetDatum(e->id);
 		values[1] = TimestampTzGetDatum(e->since_clock);
@@ -225,17 +240,11 @@ Datum
 peek_runtime_object_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HTAB	   *hidden = hidden_objects();
 	ListCell   *lc;
 
-	InitMaterializedSRF(fcinfo, 0);
-	registry_attach();
-	foreach(lc, registry_snapshot())
+	foreach(lc, visible_entries(fcinfo))
 	{
 		RegistryEntry *e = lfirst(lc);
-
-		if (is_hidden(hidden, e->id))
-			continue;
 
 		for (int r = 0; r < settings_runtime_count(); r++)
 		{

@@ -18,7 +18,6 @@
 #include "sql/arguments.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
-#include "storage/standby_replay.h"
 
 PEEK_SQL_FUNCTION(peek_append);
 PEEK_SQL_FUNCTION(peek_advance);
@@ -37,10 +36,7 @@ peek_append(PG_FUNCTION_ARGS)
 	int64		at;
 	int64		diff;
 
-	standby_refuse_writes("append");
-	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
-	/* privileges first: nothing about another role's object leaks */
-	catalog_check_owner(coll);
+	coll = arg_owned_object("append", name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	arg_check_not_source(coll, NULL);
 	rows = arg_rows(fcinfo, 1, "rows", coll);
 	at = arg_time(fcinfo, 2, "time");
@@ -65,10 +61,8 @@ peek_advance(PG_FUNCTION_ARGS)
 	CatalogObject *coll;
 	int64		upper;
 
-	standby_refuse_writes("advance");
-	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	coll = arg_owned_object("advance", name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	upper = arg_time(fcinfo, 1, "upper");
-	catalog_check_owner(coll);
 	arg_check_not_source(coll, NULL);
 	if (upper < coll->upper)
 		ereport(ERROR,
@@ -95,10 +89,8 @@ peek_write(PG_FUNCTION_ARGS)
 	ArrayType  *deletes;
 	int64		t;
 
-	standby_refuse_writes("write");
-	coll = catalog_lookup(name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	coll = arg_owned_object("write", name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	t = coll->upper;
-	catalog_check_owner(coll);
 	arg_check_not_source(coll, NULL);
 	inserts = arg_rows(fcinfo, 1, "inserts", coll);
 	deletes = PG_NARGS() > 2 ? arg_rows(fcinfo, 2, "deletes", coll) : NULL;
@@ -123,10 +115,8 @@ peek_allow_compaction(PG_FUNCTION_ARGS)
 	CatalogObject *obj;
 	int64		since;
 
-	standby_refuse_writes("allow_compaction");
-	obj = catalog_lookup(name, 0, CATALOG_WRITE);
+	obj = arg_owned_object("allow_compaction", name, 0, CATALOG_WRITE);
 	since = arg_time(fcinfo, 1, "since");
-	catalog_check_owner(obj);
 	if (since > obj->allowed_since)
 	{
 		catalog_set_allowed_since(obj->id, since);
@@ -148,9 +138,7 @@ peek_set_retention(PG_FUNCTION_ARGS)
 	char	   *name = arg_text(fcinfo, 0, "object name");
 	CatalogObject *obj;
 
-	standby_refuse_writes("set_retention");
-	obj = catalog_lookup(name, 0, CATALOG_WRITE);
-	catalog_check_owner(obj);
+	obj = arg_owned_object("set_retention", name, 0, CATALOG_WRITE);
 	if (!PG_ARGISNULL(1))
 	{
 		Interval	zero = {0};
@@ -176,9 +164,7 @@ peek_reset_retention(PG_FUNCTION_ARGS)
 	char	   *name = arg_text(fcinfo, 0, "object name");
 	CatalogObject *obj;
 
-	standby_refuse_writes("reset_retention");
-	obj = catalog_lookup(name, 0, CATALOG_WRITE);
-	catalog_check_owner(obj);
+	obj = arg_owned_object("reset_retention", name, 0, CATALOG_WRITE);
 	catalog_set_retention(obj->id, (Datum) 0, false, false);
 	notify_catalog_changed(obj->id);
 	PG_RETURN_VOID();

@@ -23,10 +23,10 @@ ensure_ppoints() {
 SELECT peek.create_collection('ppoints', 'pt');
 SELECT count(peek.write('ppoints', rows)) FROM (
   SELECT array_agg((k, v)::pt) AS rows FROM bt GROUP BY k / 100000) chunks;
-SELECT peek.allow_compaction('ppoints', upper - 1) FROM peek.objects WHERE name = 'ppoints';
+SELECT peek.allow_compaction('ppoints', upper - 1) FROM peek.collections WHERE name = 'ppoints';
 DO \$\$
 BEGIN
-  WHILE (SELECT since < upper - 1 FROM peek.objects WHERE name = 'ppoints') LOOP
+  WHILE (SELECT since < upper - 1 FROM peek.collections WHERE name = 'ppoints') LOOP
     PERFORM pg_sleep(0.05);
   END LOOP;
 END \$\$;

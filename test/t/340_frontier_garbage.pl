@@ -1,8 +1,8 @@
 # Frontiers make no garbage: sealing a collection (peek.write,
 # peek.advance) while another session holds an old snapshot (an idle
 # REPEATABLE READ transaction) leaves no dead row versions in peek.objects,
-# whose size stays put; the uppers it keeps elsewhere are pruned once the
-# snapshot is gone.  An upper keeps its transactional meaning: a committed
+# whose size stays put, nor in peek.uppers, which keeps its rows until the
+# snapshot is gone and then prunes them.  An upper keeps its transactional meaning: a committed
 # seal survives a crash, a rolled-back or interrupted one is not applied;
 # writers of one collection still follow commit order (READ COMMITTED
 # waits and writes after, REPEATABLE READ fails with 40001 as it did); a
@@ -23,6 +23,7 @@ my $node = new_node('primary',
 	conf => ['restart_after_crash = on']);
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION pg_peek;
+	CREATE EXTENSION pgstattuple;
 	CREATE TYPE item AS (id int, name text);
 	SELECT peek.create_collection('c', 'item');
 	SELECT peek.create_collection('adv', 'item');
@@ -46,6 +47,8 @@ my $size0 = $node->safe_psql('postgres', "SELECT pg_relation_size('peek.objects'
 my $holder = bg_session($node);
 $holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
 $holder->query_safe('SELECT count(*) FROM pg_class');
+# a pruning that began before the snapshot's first second may still delete
+sleep(2);
 
 my $seals = 500;
 $node->safe_psql('postgres', join(";\n",
@@ -62,6 +65,15 @@ is($node->safe_psql('postgres',
 	"adv:$seals,c:$seals", 'the uppers advanced');
 is($node->safe_psql('postgres', "SELECT count(*) FROM peek.persist_peek(NULL::item, 'c')"),
 	$seals, 'every write is there');
+
+# Under the snapshot the uppers are not pruned either: rows deleted now
+# would stay dead until it ends.  The runtime prunes at most once a second;
+# after three seconds it has looked at least twice since the writes.
+sleep(3);
+is($node->safe_psql('postgres', 'SELECT dead_tuple_count FROM pgstattuple(\'peek.uppers\')'),
+	'0', 'under the old snapshot no pruning left dead rows in peek.uppers');
+cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM peek.uppers'), '>=', 2 * $seals,
+	'the uppers wait for the snapshot to end');
 $holder->query_safe('COMMIT');
 $holder->quit;
 

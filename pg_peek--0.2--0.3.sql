@@ -113,3 +113,15 @@ SELECT o.name AS object,
  WHERE peek.visible(o.owner);
 
 ALTER TABLE peek.objects DROP COLUMN upper;
+
+-- ---- many keys in one index peek (issue 24, item 4) ----
+-- index_peek takes keys, an array of keys, next to key: ARRAY[ROW(1, 'a'), ...],
+-- or for an index of one key column an array of its values, ARRAY[1, 2].
+-- It comes last, so that positional calls of 0.2 mean what they meant.  Its
+-- default is typed: an untyped one stays of the polymorphic type itself,
+-- which no call could resolve.
+DROP FUNCTION peek.index_peek(anyelement, text, record, bigint, bigint);
+CREATE FUNCTION peek.index_peek(rowtype anyelement, index text, key record DEFAULT NULL,
+                                as_of bigint DEFAULT NULL, "limit" bigint DEFAULT NULL,
+                                keys anycompatiblearray DEFAULT NULL::int[])
+RETURNS SETOF anyelement AS 'MODULE_PATHNAME', 'peek_index_peek' LANGUAGE C;

@@ -2,11 +2,13 @@
  *
  * walk.c
  *	  The walk: read an arrangement's pinned batches at a time, optionally
- *	  for one key, into a tuplestore.
+ *	  for some keys, into a tuplestore.
  *
  *	  Batches are sorted by (key hash, row image, time), so a key lookup is a
  *	  binary search per batch (O(log n)) followed by the few entries with
- *	  that hash.  The batches' runs are merged in that order: every distinct
+ *	  that hash.  Many keys are looked up in one pass in the order of their
+ *	  hashes, each search starting where the previous key's run ended.  The
+ *	  batches' runs are merged in that order: every distinct
  *	  row is complete once the merge passes it, so its multiplicity at the
  *	  time is known right there and the walk stops as soon as the limit is
  *	  reached, without reading further.
@@ -32,16 +34,15 @@ typedef struct Cursor
 } Cursor;
 
 /*
- * First entry with keyhash >= hash.  Key hashes are spread evenly, so
- * interpolating finds it in a few probes where bisecting a big batch takes
- * one cache miss per halving; a bounded number of guesses, then bisection,
- * keeps an unlucky spread logarithmic.
+ * First entry from lo on with keyhash >= hash.  Key hashes are spread
+ * evenly, so interpolating finds it in a few probes where bisecting a big
+ * batch takes one cache miss per halving; a bounded number of guesses, then
+ * bisection, keeps an unlucky spread logarithmic.
  */
 static int64
-lower_bound(Batch *batch, uint32 hash)
+lower_bound(Batch *batch, uint32 hash, int64 lo)
 {
 	BatchEntry *entries = batch->entries;
-	int64		lo = 0;
 	int64		hi = batch->nentries;
 
 	/* every entry before lo is below hash, every one from hi on is not */
@@ -83,9 +84,9 @@ entry_cmp(Batch *batch, BatchEntry *e, uint32 keyhash, Datum row)
 						 VARSIZE(DatumGetPointer(row)));
 }
 
-/* A cursor per batch over the entries of the key's hash (or all of them). */
+/* A cursor per batch over all its entries. */
 static int
-open_cursors(PeekHandle *handle, WalkSpec *spec, Cursor *cursors)
+open_all_cursors(PeekHandle *handle, Cursor *cursors)
 {
 	int			ncursors = 0;
 
@@ -94,20 +95,34 @@ open_cursors(PeekHandle *handle, WalkSpec *spec, Cursor *cursors)
 		Cursor	   *c = &cursors[ncursors];
 
 		c->batch = batch_get(handle->batches[i]);
-		if (spec->has_key)
-		{
-			/* the key's entries are the few that follow, with its hash */
-			c->pos = lower_bound(c->batch, spec->keyhash);
-			c->end = c->pos;
-			while (c->end < c->batch->nentries &&
-				   c->batch->entries[c->end].keyhash == spec->keyhash)
-				c->end++;
-		}
-		else
-		{
-			c->pos = 0;
-			c->end = c->batch->nentries;
-		}
+		c->pos = 0;
+		c->end = c->batch->nentries;
+		if (c->pos < c->end)
+			ncursors++;
+	}
+	return ncursors;
+}
+
+/*
+ * A cursor per batch over the entries with a key hash: the few that follow
+ * its lower bound, searched from from[i] on in batch i (no earlier entry
+ * has it); from[i] moves past them, for the next, higher hash.
+ */
+static int
+open_key_cursors(PeekHandle *handle, uint32 hash, int64 *from, Cursor *cursors)
+{
+	int			ncursors = 0;
+
+	for (int i = 0; i < handle->nbatches; i++)
+	{
+		Cursor	   *c = &cursors[ncursors];
+
+		c->batch = batch_get(handle->batches[i]);
+		c->pos = lower_bound(c->batch, hash, from[i]);
+		c->end = c->pos;
+		while (c->end < c->batch->nentries && c->batch->entries[c->end].keyhash == hash)
+			c->end++;
+		from[i] = c->end;
 		if (c->pos < c->end)
 			ncursors++;
 	}
@@ -152,23 +167,26 @@ cursor_cmp(Cursor *a, Cursor *b)
 					 batch_row(b->batch, y));
 }
 
-/*
- * Walk the handle's batches at spec->time into spec->out: merge the
- * batches' sorted entries, sum each row's updates, emit each row as often
- * as it counts.
- */
-void
-walk_batches(PeekHandle *handle, WalkSpec *spec)
+/* Does the row's key equal one of keys (all of one hash)? */
+static bool
+row_matches_any(KeyInfo *key, Datum row, WalkKey *keys, int nkeys)
 {
-	Cursor	   *cursors = palloc(sizeof(Cursor) * Max(handle->nbatches, 1));
-	int			ncursors;
-	RowEmitter	e = {spec->out, spec->name, spec->row_type, spec->time, spec->limit, 0, 0};
+	for (int i = 0; i < nkeys; i++)
+		if (batch_key_row_matches(key, row, keys[i].values))
+			return true;
+	return false;
+}
 
-	if (spec->has_key && spec->key_has_null)
-		return;					/* NULL keys never match */
-
-	ncursors = open_cursors(handle, spec, cursors);
-	while (ncursors > 0 && !row_emitter_full(&e))
+/*
+ * Merge the cursors' runs, sum each row's updates at spec->time and emit
+ * each row as often as it counts: every row, or (keys) those whose key
+ * equals one of the keys, once however many of them it equals.
+ */
+static void
+merge_runs(Cursor *cursors, int ncursors, WalkSpec *spec, WalkKey *keys, int nkeys,
+		   RowEmitter *e)
+{
+	while (ncursors > 0 && !row_emitter_full(e))
 	{
 		Cursor	   *first = &cursors[0];
 		BatchEntry *fe;
@@ -183,8 +201,8 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 		row = batch_row(first->batch, fe);
 		count = sum_row(cursors, ncursors, fe->keyhash, row, spec->time);
 
-		if (count != 0 && (!spec->has_key || batch_key_row_matches(spec->key, row, spec->key_values)))
-			row_emit(&e, row, count);
+		if (count != 0 && (keys == NULL || row_matches_any(spec->key, row, keys, nkeys)))
+			row_emit(e, row, count);
 
 		/* drop exhausted cursors */
 		for (int i = 0; i < ncursors;)
@@ -193,6 +211,55 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 				cursors[i] = cursors[--ncursors];
 			else
 				i++;
+		}
+	}
+}
+
+static int
+walk_key_cmp(const void *a, const void *b)
+{
+	uint32		x = ((const WalkKey *) a)->hash;
+	uint32		y = ((const WalkKey *) b)->hash;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Put a spec's keys in the order walk_batches reads them: by hash. */
+void
+walk_sort_keys(WalkSpec *spec)
+{
+	if (spec->nkeys > 1)
+		qsort(spec->keys, spec->nkeys, sizeof(WalkKey), walk_key_cmp);
+}
+
+/*
+ * Walk the handle's batches at spec->time into spec->out: merge the
+ * batches' sorted entries (those of each key's hash in turn, with keys),
+ * sum each row's updates, emit each row as often as it counts.
+ */
+void
+walk_batches(PeekHandle *handle, WalkSpec *spec)
+{
+	Cursor	   *cursors = palloc(sizeof(Cursor) * Max(handle->nbatches, 1));
+	RowEmitter	e = {spec->out, spec->name, spec->row_type, spec->time, spec->limit, 0, 0};
+
+	if (!spec->has_key)
+		merge_runs(cursors, open_all_cursors(handle, cursors), spec, NULL, 0, &e);
+	else
+	{
+		int64		from[PEEK_MAX_BATCHES] = {0};
+
+		Assert(handle->nbatches <= PEEK_MAX_BATCHES);
+		for (int i = 0; i < spec->nkeys && !row_emitter_full(&e);)
+		{
+			int			n = 1;	/* the keys of this hash: equal or colliding */
+
+			CHECK_FOR_INTERRUPTS();
+			while (i + n < spec->nkeys && spec->keys[i + n].hash == spec->keys[i].hash)
+				n++;
+			merge_runs(cursors, open_key_cursors(handle, spec->keys[i].hash, from, cursors),
+					   spec, &spec->keys[i], n, &e);
+			i += n;
 		}
 	}
 	pfree(cursors);

@@ -14,20 +14,27 @@
 #include "ipc/batch.h"
 #include "ipc/registry.h"
 
+/* A key a walk looks for: its key columns' values and their hash. */
+typedef struct WalkKey
+{
+	uint32		hash;
+	Datum	   *values;			/* one per key column */
+} WalkKey;
+
 typedef struct WalkSpec
 {
 	const char *name;			/* the index, for messages */
 	Oid			row_type;
 	int64		time;
 	int64		limit;			/* < 0: no limit */
-	bool		has_key;
-	bool		key_has_null;
+	bool		has_key;		/* only the rows of keys[] (none: no row) */
 	KeyInfo    *key;
-	uint32		keyhash;
-	Datum		key_values[INDEX_MAX_KEYS];
+	int			nkeys;			/* keys without a NULL, sorted by hash */
+	WalkKey    *keys;
 	Tuplestorestate *out;
 } WalkSpec;
 
+extern void walk_sort_keys(WalkSpec *spec);
 extern void walk_batches(PeekHandle *handle, WalkSpec *spec);
 
 #endif							/* PEEK_WALK_H */

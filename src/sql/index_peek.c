@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * index_peek.c
- *	  peek.index_peek: the key argument converted to the index's key
- *	  types by SQL's assignment rules, and the walk of the index's pinned
- *	  batches (arrange/walk.c).
+ *	  peek.index_peek: the key (or keys) argument converted to the index's
+ *	  key types by SQL's assignment rules, and the walk of the index's
+ *	  pinned batches (arrange/walk.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +14,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
 #include "parser/parse_collate.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -208,59 +209,154 @@ coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx
 }
 
 /*
- * The key of an index peek: ROW(v1, ...) in key-column order, each field
- * converted to its key column's type (coerce_key_field).
+ * A key given as a row, ROW(v1, ...) in key-column order, into values,
+ * each field converted to its key column's type (coerce_key_field).  False
+ * if a field is NULL: the key matches no row, as = would not.  Every field
+ * is converted even then, so a bad one fails as it would with no NULL.
  */
-static void
-key_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, WalkSpec *spec)
+static bool
+key_row_values(HeapTupleHeader rec, CatalogObject *idx, KeyInfo *key, Datum *values,
+			   const char *hint)
 {
-	HeapTupleHeader rec = PG_GETARG_HEAPTUPLEHEADER(n);
 	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec),
 											  HeapTupleHeaderGetTypMod(rec));
 	HeapTupleData tuple;
+	bool		has_null = false;
 
-	if (desc->natts != spec->key->nkeys)
+	if (desc->natts != key->nkeys)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("key of index \"%s\" has %d columns, not %d",
-						idx->name, spec->key->nkeys, desc->natts),
-				 errhint("Pass the key as ROW(v1, ...) in key-column order.")));
+						idx->name, key->nkeys, desc->natts),
+				 errhint("%s", hint)));
 	row_tuple(rec, &tuple);
-	spec->has_key = true;
-	spec->key_has_null = false;
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Oid			from = TupleDescAttr(desc, i)->atttypid;
 		bool		isnull;
 		Datum		value = heap_getattr(&tuple, i + 1, desc, &isnull);
 
-		if (!isnull && from != spec->key->types[i])
-			isnull = !coerce_key_field(&value, from, spec->key, i, idx);
+		if (!isnull && from != key->types[i])
+			isnull = !coerce_key_field(&value, from, key, i, idx);
 		if (isnull)
-		{
-			spec->key_has_null = true;
-			continue;
-		}
-		spec->key_values[i] = value;
+			has_null = true;
+		else
+			values[i] = value;
 	}
 	ReleaseTupleDesc(desc);
-	if (!spec->key_has_null)
-		spec->keyhash = batch_key_hash_values(spec->key, spec->key_values);
+	return !has_null;
 }
 
-/* The walk of an index: its key, if the peek passed one. */
+/* The state of an index peek: its walk, and room for a single key. */
+typedef struct IndexPeekState
+{
+	WalkSpec	spec;
+	WalkKey		one;
+	Datum		one_values[INDEX_MAX_KEYS];
+} IndexPeekState;
+
+/* The key argument: one key, ROW(v1, ...) (key_row_values). */
+static void
+key_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, IndexPeekState *st)
+{
+	WalkSpec   *spec = &st->spec;
+
+	spec->has_key = true;
+	spec->keys = &st->one;
+	st->one.values = st->one_values;
+	spec->nkeys = key_row_values(PG_GETARG_HEAPTUPLEHEADER(n), idx, spec->key, st->one_values,
+								 "Pass the key as ROW(v1, ...) in key-column order.") ? 1 : 0;
+	if (spec->nkeys == 1)
+		st->one.hash = batch_key_hash_values(spec->key, st->one_values);
+}
+
+/*
+ * The keys argument: an array of keys as the key argument takes them
+ * (ARRAY[ROW(1, 'a'), ...]), or for an index of one key column an array
+ * of its values (ARRAY[1, 2]), converted as a key field is.  The rows of
+ * every key are answered once, as WHERE k = ANY(keys) answers them: a key
+ * given twice does not repeat them.  A NULL element or a key with a NULL
+ * field matches no row, as in = ANY.
+ */
+static void
+keys_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, WalkSpec *spec)
+{
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(n);
+	Oid			elemtype = ARR_ELEMTYPE(array);
+	KeyInfo    *key = spec->key;
+	bool		rows = type_is_rowtype(elemtype) &&
+		!(key->nkeys == 1 && elemtype == key->types[0]);
+	const char *hint = "Pass keys as ARRAY[ROW(v1, ...), ...] in key-column order.";
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems;
+	Datum	   *values;
+
+	if (!rows && key->nkeys != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("key of index \"%s\" has %d columns, but keys gives values of type %s",
+						idx->name, key->nkeys, format_type_be(elemtype)),
+				 errhint("%s", hint)));
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(array, elemtype, typlen, typbyval, typalign, &elems, &nulls, &nelems);
+	spec->has_key = true;
+	spec->nkeys = 0;
+	spec->keys = palloc(sizeof(WalkKey) * Max(nelems, 1));
+	values = palloc(sizeof(Datum) * key->nkeys * Max(nelems, 1));
+	for (int i = 0; i < nelems; i++)
+	{
+		WalkKey    *k = &spec->keys[spec->nkeys];
+		bool		matchable;
+
+		if (nulls[i])
+			continue;
+		k->values = values + (Size) spec->nkeys * key->nkeys;
+		if (rows)
+			matchable = key_row_values(DatumGetHeapTupleHeader(elems[i]), idx, key, k->values,
+									   hint);
+		else
+		{
+			k->values[0] = elems[i];
+			matchable = elemtype == key->types[0] ||
+				coerce_key_field(&k->values[0], elemtype, key, 0, idx);
+		}
+		if (!matchable)
+			continue;
+		k->hash = batch_key_hash_values(key, k->values);
+		spec->nkeys++;
+	}
+	walk_sort_keys(spec);
+}
+
+/*
+ * The walk of an index: its key or keys, if the peek passed them.  The
+ * keys argument is missing when the library is newer than the extension's
+ * functions (before ALTER EXTENSION pg_peek UPDATE).
+ */
 static KeyInfo *
 prepare_index_walk(FunctionCallInfo fcinfo, PeekedObject *peeked, void *state)
 {
-	WalkSpec   *spec = state;
+	IndexPeekState *st = state;
+	WalkSpec   *spec = &st->spec;
 	CatalogObject *idx = &peeked->obj;
+	bool		has_keys = PG_NARGS() > 5 && !PG_ARGISNULL(5);
 
+	if (has_keys && !PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("index_peek takes key or keys, not both")));
 	spec->name = idx->name;
 	spec->row_type = idx->row_type;
 	spec->key = peeked->key ? peeked->key :
 		batch_keyinfo_build(idx->row_type, idx->nkeys, idx->attnums);
 	if (!PG_ARGISNULL(2))
-		key_arg(fcinfo, 2, idx, spec);
+		key_arg(fcinfo, 2, idx, st);
+	else if (has_keys)
+		keys_arg(fcinfo, 5, idx, spec);
 	return spec->key;
 }
 
@@ -268,7 +364,7 @@ static void
 walk_index(CatalogObject *idx, PeekTicket *ticket, int64 limit, Tuplestorestate *out,
 		   void *state)
 {
-	WalkSpec   *spec = state;
+	WalkSpec   *spec = &((IndexPeekState *) state)->spec;
 
 	spec->time = ticket->time;
 	spec->limit = limit;
@@ -276,15 +372,15 @@ walk_index(CatalogObject *idx, PeekTicket *ticket, int64 limit, Tuplestorestate 
 	walk_batches(ticket->handle, spec);
 }
 
-/* index_peek(rowtype anyelement, index, key record, as_of, limit) */
+/* index_peek(rowtype anyelement, index, key record, as_of, limit, keys anycompatiblearray) */
 Datum
 peek_index_peek(PG_FUNCTION_ARGS)
 {
 	static const PeekCallKind index_peek = {
 		PEEK_KIND_INDEX, "index name", 3, 4, prepare_index_walk, walk_index
 	};
-	WalkSpec	spec = {0};
+	IndexPeekState st = {0};
 
-	peek_call_srf(fcinfo, &index_peek, &spec);
+	peek_call_srf(fcinfo, &index_peek, &st);
 	return (Datum) 0;
 }

@@ -41,12 +41,16 @@ SQL
 }
 
 persist_run() {
-    local mode=$1 shard as_of run q kind tps p50 p99 n_peek n_sql n_table
+    local mode=$1 shard as_of base_time run q kind tps p50 p99 n_peek n_sql n_table
     ensure_ppoints
     csv_init persist.csv "mode,read,query,run,tps,p50_ms,p99_ms"
     read -r shard as_of < <(psql_q -F' ' -c "SELECT shard, upper - 1 FROM peek.collections WHERE name = 'ppoints'")
-    local consolidated="SELECT (s.data).* FROM (SELECT data, sum(diff) AS c FROM $shard
-        WHERE time <= $as_of GROUP BY data HAVING sum(diff) > 0) s, generate_series(1, s.c)"
+    # the base (time -1) is the contents at base_time; the history after
+    # as_of comes out of it, the recent updates up to as_of go in
+    read -r base_time < <(psql_q -c "SELECT coalesce(base_time, since) FROM peek.objects WHERE name = 'ppoints'")
+    local sign="CASE WHEN time < 0 THEN 1 WHEN time <= $base_time THEN -(time > $as_of)::int ELSE (time <= $as_of)::int END"
+    local consolidated="SELECT (s.data).* FROM (SELECT data, sum(diff * $sign) AS c FROM $shard
+        GROUP BY data HAVING sum(diff * $sign) > 0) s, generate_series(1, s.c)"
     bench_script persist-peek-limit <<<"SELECT * FROM peek.persist_peek(NULL::pt, 'ppoints', $as_of, 10);" >/dev/null
     bench_script persist-sql-limit <<<"$consolidated LIMIT 10;" >/dev/null
     bench_script persist-table-limit <<<"SELECT * FROM ppoints_t LIMIT 10;" >/dev/null

@@ -114,7 +114,7 @@ SELECT o.name AS object,
 
 ALTER TABLE peek.objects DROP COLUMN upper;
 
--- ---- many keys in one index peek (issue 24, item 4) ----
+-- ---- many keys in one index peek ----
 -- index_peek takes keys, an array of keys, next to key: ARRAY[ROW(1, 'a'), ...],
 -- or for an index of one key column an array of its values, ARRAY[1, 2].
 -- It comes last, so that positional calls of 0.2 mean what they meant.  Its

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * batch.h
- *	  Immutable batches of (key, val, time, diff) in DSA memory, and the
- *	  index keys they are sorted by.
+ *	  Immutable batches of (row, time, diff) in DSA memory, sorted by key
+ *	  hash and with a bucket table of the hashes, and the index keys they
+ *	  are sorted by.
  *
  *-------------------------------------------------------------------------
  */

@@ -2,7 +2,8 @@
  *
  * introspection.c
  *	  Set-returning functions behind the peek.* views: the runtimes, the
- *	  registry's frontiers and the peeks in flight.  Read-only: copies shared
+ *	  registry's frontiers, the peeks in flight and their durations, holds,
+ *	  sinces and a collection's row count.  Read-only: copies shared
  *	  state under its locks and never changes it.  Rows about an object
  *	  are shown only to whom the views show it.
  *

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * writes.c
- *	  peek.append, advance, write, allow_compaction and set_retention: a
+ *	  peek.append, advance, write, allow_compaction, set_retention and
+ *	  reset_retention: a
  *	  collection's updates appended to its shard and its upper sealed, in
  *	  the caller's transaction (times follow commit order under the catalog
  *	  row lock), and how far an object may compact.

@@ -10,7 +10,7 @@
  *	  time with the same diff to the view's shard, with the view's upper
  *	  raised to end, all in the caller's transaction.  The first round
  *	  hydrates: it reads the whole shard, the input's history up to its
- *	  since landing at the since.
+ *	  since landing at the since, and folds that into the view's base.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +25,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "common/rows.h"
 #include "common/spi.h"
@@ -212,8 +213,20 @@ dataflow_round(DataflowView *view)
 	SetUserIdAndSecContext(saved_user, saved_context);
 
 	catalog_set_upper(view->id, end);
-	if (hydrating)
+	if (hydrating && in->since > 0)
+	{
+		/*
+		 * What landed at the since goes into the base, as a compaction to
+		 * it would have put it: a walk reads the base for times up to the
+		 * since, the recent rows only after it.  The fold must see the
+		 * rows just appended.
+		 */
+		PushCopiedSnapshot(GetActiveSnapshot());
+		UpdateActiveSnapshotCommandId();
+		(void) persist_compact(v->shard, 0, in->since);
+		PopActiveSnapshot();
 		catalog_set_since(view->id, in->since);
+	}
 	view->upper = end;
 	return true;
 }

@@ -1,7 +1,8 @@
 -- Maintained views: create_view and drop_view, the PostgreSQL view beside
 -- each, peeks and indexes over a view, what is refused (0A000), the drop of
 -- an input (2BP01), privileges, and an expression error failing its view
--- alone.  The randomized oracle is TAP 370_view_oracle.
+-- alone, and expressions run as the view's owner.  The randomized oracle is
+-- TAP 370_view_oracle.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -118,6 +119,29 @@ RESET ROLE;
 REVOKE CREATE ON SCHEMA public FROM peek_view_stranger, peek_view_reader;
 REVOKE USAGE ON SCHEMA peek FROM peek_view_stranger;
 DROP ROLE peek_view_stranger, peek_view_reader;
+
+-- a view's expressions run as its owner, never as the runtime's superuser
+CREATE ROLE peek_view_alice;
+GRANT USAGE ON SCHEMA peek TO peek_view_alice;
+GRANT CREATE ON SCHEMA public TO peek_view_alice;
+SET ROLE peek_view_alice;
+CREATE TYPE arow AS (id int);
+SELECT peek.create_collection('alices', 'arow');
+SELECT peek.write('alices', ARRAY[ROW(1)]::arow[]);
+CREATE FUNCTION whoami(int) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT current_user::text';
+SELECT peek.create_view('vwho', 'SELECT id, public.whoami(id) AS who FROM peek.persist_peek(NULL::arow, ''alices'')');
+RESET ROLE;
+SELECT wait_for($$SELECT upper = 1 FROM peek.views WHERE name = 'vwho'$$);
+SELECT * FROM vwho;
+SET ROLE peek_view_alice;
+SELECT peek.drop_view('vwho');
+SELECT peek.drop_collection('alices');
+DROP FUNCTION whoami(int);
+DROP TYPE arow;
+RESET ROLE;
+REVOKE USAGE ON SCHEMA peek FROM peek_view_alice;
+REVOKE CREATE ON SCHEMA public FROM peek_view_alice;
+DROP ROLE peek_view_alice;
 
 -- an error evaluating a view fails that view alone: its peeks say why
 -- (55000), the other views and the runtimes go on

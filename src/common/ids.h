@@ -41,5 +41,6 @@ typedef int64 PeekObjectId;
 
 #define PEEK_KIND_COLLECTION	'c'
 #define PEEK_KIND_INDEX			'i'
+#define PEEK_KIND_VIEW			'v'	/* a collection its query's rows fill */
 
 #endif							/* PEEK_COMMON_IDS_H */

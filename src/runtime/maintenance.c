@@ -16,6 +16,10 @@
  *	  is then published like a changed
  *	  catalog row, its indexes arranging the updates the round kept
  *	  (capture_feed), which are let go of once the publications are done.
+ *	  After the publications, each maintained view whose input published
+ *	  new times runs a round (dataflow/round.c), and is published with its
+ *	  indexes by the next round, which follows at once; an input compacts
+ *	  only below the uppers of the views reading it.
  *	  An error in one object's work fails that object (durably, with the
  *	  reason), never the runtime.
  *
@@ -39,6 +43,7 @@
 #include "common/errors.h"
 #include "common/settings.h"
 #include "common/spi.h"
+#include "dataflow/dataflow.h"
 #include "peek/slots.h"
 #include "runtime/maintenance.h"
 #include "storage/catalog_write.h"
@@ -119,6 +124,7 @@ maintenance_reset(void)
 	upper_prunes = make_id_table("pg_peek upper prunes", sizeof(UpperPrune));
 	reread_all = true;
 	spine_reset_all();
+	dataflow_reset();
 	capture_reset();
 	standby_reset();
 }
@@ -222,6 +228,7 @@ fail_object(PeekObjectId id, const char *reason)
 		return;
 	spine_forget(id);
 	capture_forget(id);
+	dataflow_forget(id);
 	registry_mark_failed(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
 }
@@ -288,9 +295,10 @@ published_since(PeekObjectId id)
 }
 
 /*
- * Publish one collection's catalog row.  A source's upper is what capture
- * has decoded, which may be beyond the durable one (obj->upper, which
- * bounds compaction).
+ * Publish one collection's (or view's) catalog row.  A source's upper is
+ * what capture has decoded, which may be beyond the durable one
+ * (obj->upper, which bounds compaction).  A view is kept current from now
+ * on (dataflow_note_view).
  */
 static void
 adopt_collection(void *arg)
@@ -300,6 +308,8 @@ adopt_collection(void *arg)
 		capture_adopt(obj) : obj->upper;
 	int64		retention_ms;
 
+	if (obj->kind == PEEK_KIND_VIEW && !standby_active())
+		dataflow_note_view(obj);
 	if (obj->failure != NULL)
 	{
 		registry_mark_failed(obj->id);
@@ -365,6 +375,7 @@ forget_tombstoned(PeekObjectId id)
 {
 	spine_forget(id);
 	capture_forget(id);
+	dataflow_forget(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
 	hash_search(upper_prunes, &id, HASH_REMOVE, NULL);
 	hash_search(tombstones, &id, HASH_ENTER, NULL);
@@ -394,21 +405,6 @@ delete_tombstones(void)
 			hash_search(tombstones, id, HASH_REMOVE, NULL);
 }
 
-static CatalogObject *
-find_object(List *objects, PeekObjectId id)
-{
-	ListCell   *lc;
-
-	foreach(lc, objects)
-	{
-		CatalogObject *obj = lfirst(lc);
-
-		if (obj->id == id)
-			return obj;
-	}
-	return NULL;
-}
-
 /*
  * Read the changed rows (or all) and publish them, collections before the
  * indexes that follow them; tombstone what is gone.
@@ -436,7 +432,7 @@ apply_catalog_changes(void *arg)
 			ids[n++] = *id;
 		objects = catalog_read(ids, n);
 		for (int i = 0; i < n; i++)
-			if (find_object(objects, ids[i]) == NULL)
+			if (catalog_object_in(objects, ids[i]) == NULL)
 				forget_object(ids[i]);
 	}
 	standby_as_replayed(objects);
@@ -446,7 +442,7 @@ apply_catalog_changes(void *arg)
 		CatalogObject *obj = lfirst(lc);
 		char	   *failure;
 
-		if (obj->kind != PEEK_KIND_COLLECTION)
+		if (obj->kind == PEEK_KIND_INDEX)
 			continue;
 		failure = object_work(obj->id, adopt_collection, obj);
 		if (failure != NULL)
@@ -459,7 +455,7 @@ apply_catalog_changes(void *arg)
 
 		if (obj->kind != PEEK_KIND_INDEX)
 			continue;
-		work.collection = find_object(objects, obj->collection);
+		work.collection = catalog_object_in(objects, obj->collection);
 		if (work.collection != NULL)
 			(void) object_work(obj->id, adopt_index, &work);
 	}
@@ -576,8 +572,12 @@ run_compactions(void)
 			hash_search(pending_compactions, &ids[i], HASH_REMOVE, NULL);
 			continue;
 		}
-		/* a shard stays below what its indexes have read (spine_read_upper) */
-		bound = pc->kind == PEEK_KIND_COLLECTION ? spine_read_upper(pc->shard) : PG_INT64_MAX;
+		/*
+		 * A shard stays below what its indexes have read (spine_read_upper)
+		 * and what the views reading it have (dataflow_input_hold).
+		 */
+		bound = pc->kind == PEEK_KIND_INDEX ? PG_INT64_MAX :
+			Min(spine_read_upper(pc->shard), dataflow_input_hold(pc->id));
 		bound = Min(bound, pc->durable_upper);
 		since = registry_advance_since(ids[i], bound, &target, peek_slots_min_hold);
 		if (since > pc->durable_since)
@@ -678,9 +678,54 @@ run_prunes(void)
 	pfree(work.ids);
 }
 
+static void
+view_round(void *arg)
+{
+	DataflowView *view = arg;
+
+	/* published with its indexes by the next round's catalog changes */
+	if (dataflow_round(view))
+		hash_search(changed_ids, &view->id, HASH_ENTER, NULL);
+}
+
+static void
+view_rounds(void *arg)
+{
+	ListCell   *lc;
+
+	if (!catalog_lock_extension())
+		return;
+	foreach(lc, (List *) arg)
+	{
+		DataflowView *view = lfirst(lc);
+
+		(void) object_work(view->id, view_round, view);
+	}
+}
+
 /*
- * One round of maintenance.  Returns whether merge work is left that the
- * next round should do without waiting.
+ * A round of each view whose input published times it has not taken
+ * (never on a standby: replay brings the primary's rounds).  Returns
+ * whether a view's upper rose, to be published without waiting.
+ */
+static bool
+run_view_rounds(void)
+{
+	List	   *due;
+
+	if (standby_active())
+		return false;
+	due = dataflow_due_views();
+	if (due == NIL)
+		return false;
+	spi_run_in_transaction(view_rounds, due);
+	return hash_get_num_entries(changed_ids) > 0;
+}
+
+/*
+ * One round of maintenance.  Returns whether merge work is left (or a
+ * view's new upper to publish) that the next round should do without
+ * waiting.
  */
 bool
 maintenance_step(void)
@@ -708,6 +753,7 @@ maintenance_step(void)
 	capture_release_rounds();
 	/* after the publications: merge what seals' fuel left, a step a round */
 	more = spine_merge_round();
+	more |= run_view_rounds();
 	if (hash_get_num_entries(pending_compactions) > 0)
 		run_compactions();
 	if (hash_get_num_entries(tombstones) > 0)

@@ -408,7 +408,7 @@ peek_collection_rows(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("collection \"%s\" does not exist", name)));
-	if (coll->kind != PEEK_KIND_COLLECTION)
+	if (coll->kind == PEEK_KIND_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is an index, not a collection", name)));

@@ -32,6 +32,7 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "storage/procarray.h"
@@ -616,13 +617,39 @@ typedef struct PruneWork
 	int			n;
 } PruneWork;
 
+/*
+ * Whether no snapshot open now is older than the previous look, an
+ * interval ago (prune_mark: the next transaction id then, or after the
+ * pruning it let through committed).  Rows a pruning deletes stay dead
+ * while an older snapshot lasts, so pruning waits for it, and meanwhile the uppers only grow by live rows, whose latest a
+ * backward scan still finds at once: the dead rows stay within what one
+ * pruning deletes however long the snapshot lasts.  The horizon is that of
+ * peek.uppers, as VACUUM's: this database's snapshots and prepared
+ * transactions, and what a standby's feedback holds, but not other
+ * databases' snapshots nor logical slots' catalog horizon (a source's own
+ * slot lags behind), which keep no row of it.
+ */
+static bool
+no_old_snapshot(void)
+{
+	Relation	rel;
+	TransactionId horizon;
+
+	if (!TransactionIdIsValid(prune_mark))
+		return false;
+	rel = table_open(catalog_uppers_relid(), AccessShareLock);
+	horizon = GetOldestNonRemovableTransactionId(rel);
+	table_close(rel, AccessShareLock);
+	return TransactionIdPrecedes(prune_mark, horizon);
+}
+
 static void
 prune_uppers(void *arg)
 {
 	PruneWork  *work = arg;
 
 	spi_xact_no_standby_wait();
-	if (!catalog_lock_extension())
+	if (!catalog_lock_extension() || !no_old_snapshot())
 		return;
 	for (int i = 0; i < work->n; i++)
 	{
@@ -631,26 +658,6 @@ prune_uppers(void *arg)
 		if (up != NULL)
 			(void) object_work(work->ids[i], prune_one, up);
 	}
-}
-
-/*
- * Whether no snapshot open now is older than the previous call, an
- * interval ago.  Rows deleted under an older snapshot (a parked peek, a
- * long report, pg_dump) stay dead until it ends, so pruning waits for it,
- * and meanwhile the uppers only grow by live rows, whose latest a backward
- * scan still finds at once: the dead rows stay within what one pruning
- * deletes however long the snapshot lasts.  The horizon is every
- * database's, with what a standby's feedback holds.
- */
-static bool
-no_old_snapshot(void)
-{
-	TransactionId horizon = GetOldestNonRemovableTransactionId(NULL);
-	bool		none = TransactionIdIsValid(prune_mark) &&
-		TransactionIdPrecedes(prune_mark, horizon);
-
-	prune_mark = ReadNextTransactionId();
-	return none;
 }
 
 /* Every UPPER_PRUNE_MS, delete what note_upper let go of. */
@@ -664,9 +671,12 @@ run_prunes(void)
 	if (!TimestampDifferenceExceeds(pruned_at, GetCurrentTimestamp(), UPPER_PRUNE_MS))
 		return;
 	pruned_at = GetCurrentTimestamp();
-	/* asked every interval, so that the mark is never older than one */
-	if (!no_old_snapshot() || hash_get_num_entries(upper_prunes) == 0)
+	/* marked every interval, so that the mark is never older than one */
+	if (hash_get_num_entries(upper_prunes) == 0)
+	{
+		prune_mark = ReadNextTransactionId();
 		return;
+	}
 	/* collect first: a transaction's end would cut a hash scan short */
 	work.ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(upper_prunes));
 	hash_seq_init(&status, upper_prunes);
@@ -675,6 +685,8 @@ run_prunes(void)
 			work.ids[work.n++] = up->id;
 	if (work.n > 0)
 		spi_run_in_transaction(prune_uppers, &work);
+	/* after the pruning's commit: a snapshot taken from now on sees it */
+	prune_mark = ReadNextTransactionId();
 	pfree(work.ids);
 }
 

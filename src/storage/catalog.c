@@ -223,9 +223,16 @@ catalog_execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 bool
 catalog_has_uppers(void)
 {
+	return OidIsValid(catalog_uppers_relid());
+}
+
+/* The table peek.uppers, or InvalidOid in a catalog before 0.3. */
+Oid
+catalog_uppers_relid(void)
+{
 	Oid			peek = get_namespace_oid("peek", true);
 
-	return OidIsValid(peek) && OidIsValid(get_relname_relid("uppers", peek));
+	return OidIsValid(peek) ? get_relname_relid("uppers", peek) : InvalidOid;
 }
 
 /* A query of OBJECT_COLUMNS for a catalog before 0.3, kept as the query is. */

@@ -46,6 +46,7 @@ typedef enum CatalogLock
 extern CatalogObject *catalog_find(const char *name);
 extern CatalogObject *catalog_lookup(const char *name, char kind, CatalogLock lock);
 extern bool catalog_has_uppers(void);
+extern Oid	catalog_uppers_relid(void);
 extern void catalog_check_owner(CatalogObject *obj);
 extern void catalog_check_reader(CatalogObject *obj);
 

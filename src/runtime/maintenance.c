@@ -615,12 +615,18 @@ typedef struct PruneWork
 {
 	PeekObjectId *ids;
 	int			n;
+	TransactionId mark;			/* taken by the look, or invalid */
 } PruneWork;
 
 /*
  * Whether no snapshot open now is older than the previous look, an
  * interval ago (prune_mark: the next transaction id then, or after the
- * pruning it let through committed).  Rows a pruning deletes stay dead
+ * pruning it let through committed).  While no xid is taken a snapshot's
+ * xmin is the next xid, so the horizon stays at the mark whether or not an
+ * older snapshot has ended: the look then takes an xid, which becomes the
+ * mark (*mark), and the next look tells the two apart, or the uppers would
+ * keep their rows until some other transaction took one.  Rows a pruning
+ * deletes stay dead
  * while an older snapshot lasts, so pruning waits for it, and meanwhile the uppers only grow by live rows, whose latest a
  * backward scan still finds at once: the dead rows stay within what one
  * pruning deletes however long the snapshot lasts.  The horizon is that of
@@ -630,7 +636,7 @@ typedef struct PruneWork
  * slot lags behind), which keep no row of it.
  */
 static bool
-no_old_snapshot(void)
+no_old_snapshot(TransactionId *mark)
 {
 	Relation	rel;
 	TransactionId horizon;
@@ -640,7 +646,11 @@ no_old_snapshot(void)
 	rel = table_open(catalog_uppers_relid(), AccessShareLock);
 	horizon = GetOldestNonRemovableTransactionId(rel);
 	table_close(rel, AccessShareLock);
-	return TransactionIdPrecedes(prune_mark, horizon);
+	if (TransactionIdPrecedes(prune_mark, horizon))
+		return true;
+	if (TransactionIdEquals(horizon, ReadNextTransactionId()))
+		*mark = GetTopTransactionId();
+	return false;
 }
 
 static void
@@ -649,7 +659,7 @@ prune_uppers(void *arg)
 	PruneWork  *work = arg;
 
 	spi_xact_no_standby_wait();
-	if (!catalog_lock_extension() || !no_old_snapshot())
+	if (!catalog_lock_extension() || !no_old_snapshot(&work->mark))
 		return;
 	for (int i = 0; i < work->n; i++)
 	{
@@ -666,7 +676,7 @@ run_prunes(void)
 {
 	HASH_SEQ_STATUS status;
 	UpperPrune *up;
-	PruneWork	work = {NULL, 0};
+	PruneWork	work = {NULL, 0, InvalidTransactionId};
 
 	if (!TimestampDifferenceExceeds(pruned_at, GetCurrentTimestamp(), UPPER_PRUNE_MS))
 		return;
@@ -686,7 +696,7 @@ run_prunes(void)
 	if (work.n > 0)
 		spi_run_in_transaction(prune_uppers, &work);
 	/* after the pruning's commit: a snapshot taken from now on sees it */
-	prune_mark = ReadNextTransactionId();
+	prune_mark = TransactionIdIsValid(work.mark) ? work.mark : ReadNextTransactionId();
 	pfree(work.ids);
 }
 

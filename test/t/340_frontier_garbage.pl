@@ -20,7 +20,9 @@ my $nruntimes = $mode eq 'on' ? 2 : 1;
 
 my $node = new_node('primary',
 	init => { allows_streaming => 1 },
-	conf => ['restart_after_crash = on']);
+	# nothing but the writes and the runtime takes an xid: the uppers are
+	# pruned once the old snapshot ends though no transaction follows
+	conf => ['restart_after_crash = on', 'autovacuum = off']);
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION pg_peek;
 	CREATE EXTENSION pgstattuple;
@@ -108,7 +110,7 @@ $other_db->quit;
 $node->safe_psql('postgres', "SELECT pg_drop_replication_slot('idle_slot')");
 
 # A snapshot older than a pruning would keep the rows it deletes: pruning
-# waits for it, and goes on at the next write once it ends.
+# waits for it, and goes on once it ends, though no transaction follows.
 my $old = bg_session($node);
 $old->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
 $old->query_safe('SELECT count(*) FROM pg_class');
@@ -122,9 +124,8 @@ is($node->safe_psql('postgres', 'SELECT dead_tuple_count FROM pgstattuple(\'peek
 	'0', 'no pruning under the old snapshot');
 $old->query_safe('COMMIT');
 $old->quit;
-$node->safe_psql('postgres', "SELECT peek.write('pr', ARRAY[(0, 'after')]::item[])");
 ok(poll_until($node, $uppers_live, 't', 10), 'the uppers are pruned once the old snapshot ends');
-is(durable_upper('pr'), 401, 'the upper stays after these prunings');
+is(durable_upper('pr'), 400, 'the upper stays after these prunings');
 $node->safe_psql('postgres', "SELECT peek.drop_collection('pr')");
 
 # ---- writers of one collection follow commit order ----------------------

@@ -4,7 +4,7 @@
 -- A fresh CREATE EXTENSION runs pg_peek--0.1.sql and then this script, so
 -- every change of 0.2 to the SQL objects lives here, once.
 
--- Issue 10, security: an index fails on its own (a key column dropped by
+-- Security: an index fails on its own (a key column dropped by
 -- ALTER TABLE), with the reason in its own row; the views filter by
 -- peek.visible before any condition of the caller's runs (security_barrier),
 -- so that a function in a caller's WHERE never sees another role's objects.
@@ -46,7 +46,7 @@ ALTER VIEW peek.arrangement_sharing SET (security_barrier);
 ALTER VIEW peek.active_peeks SET (security_barrier);
 ALTER VIEW peek.hydration_progress SET (security_barrier);
 
--- Issue 10, security: no role but the extension's may use a shard's or a
+-- Security: no role but the extension's may use a shard's or a
 -- source's row type (in a column of its own table, which would block the
 -- collection's drop); shards made from now on are created so.
 DO $$
@@ -63,7 +63,7 @@ BEGIN
 END
 $$;
 
--- Issue 10, security: peek.visible and the status functions behind the
+-- Security: peek.visible and the status functions behind the
 -- views agree on who sees an object (privileges of the owner, as
 -- has_privs_of_role: membership without INHERIT does not count).
 CREATE OR REPLACE FUNCTION peek.visible(owner regrole) RETURNS boolean
@@ -73,7 +73,7 @@ LANGUAGE sql STABLE AS $$
         OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
 $$;
 
--- Issue 13, dump and restore: pg_dump writes peek.objects' rows (a
+-- Dump and restore: pg_dump writes peek.objects' rows (a
 -- configuration table, see pg_peek--0.1.sql) and the shards (ordinary
 -- tables); pg_restore loads them into a new extension.
 --
@@ -108,7 +108,7 @@ CREATE TRIGGER objects_restored AFTER INSERT ON peek.objects REFERENCING NEW TAB
     FOR EACH STATEMENT EXECUTE FUNCTION peek.objects_restored();
 REVOKE ALL ON FUNCTION peek.objects_restored() FROM PUBLIC;
 
--- Issue 11, fast reads: a backend gates a ready peek itself
+-- Fast reads: a backend gates a ready peek itself
 -- (pg_peek.fast_path); peek.runtimes counts those peeks with the runtime
 -- that would have served them, in peeks_fast.
 DROP VIEW peek.runtimes;
@@ -124,7 +124,7 @@ RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_runtime_status' LANGUAGE C;
 CREATE VIEW peek.runtimes AS SELECT * FROM peek.runtime_status();
 GRANT SELECT ON peek.runtimes TO PUBLIC;
 
--- Issue 11 item 3: persist peeks in O(limit + recent updates).  A shard's
+-- Persist peeks in O(limit + recent updates).  A shard's
 -- history up to its durable since is its consolidated base, stored at time
 -- -1 (below every time a write gets); each shard gets an index on
 -- peek.row_hash(data) of the base rows (a row's base rows, found without a

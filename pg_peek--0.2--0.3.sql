@@ -96,7 +96,7 @@ SELECT o.name, c.name AS collection, o.key_columns AS key, o.owner,
 
 CREATE OR REPLACE VIEW peek.replication WITH (security_barrier) AS
 SELECT o.name AS object,
-       CASE o.kind WHEN 'c' THEN 'collection' ELSE 'index' END AS kind,
+       CASE o.kind WHEN 'c' THEN 'collection' WHEN 'v' THEN 'view' ELSE 'index' END AS kind,
        pg_catalog.pg_is_in_recovery() AS standby,
        u.upper AS replayed_upper, o.since AS replayed_since,
        r.upper, r.since,
@@ -114,7 +114,7 @@ SELECT o.name AS object,
 
 ALTER TABLE peek.objects DROP COLUMN upper;
 
--- ---- many keys in one index peek (issue 24, item 4) ----
+-- ---- many keys in one index peek ----
 -- index_peek takes keys, an array of keys, next to key: ARRAY[ROW(1, 'a'), ...],
 -- or for an index of one key column an array of its values, ARRAY[1, 2].
 -- It comes last, so that positional calls of 0.2 mean what they meant.  Its
@@ -136,3 +136,54 @@ RETURNS SETOF anyelement AS 'MODULE_PATHNAME', 'peek_index_peek' LANGUAGE C;
 -- yet); NULL, in a catalog from before, means where compaction left it:
 -- the since, or -1 at since 0.
 ALTER TABLE peek.objects ADD COLUMN base_time bigint CHECK (base_time >= -1);
+
+-- ---- maintained views (issue 25) ----
+-- A view is an object of kind 'v': a collection whose rows the maintenance
+-- runtime appends to its shard, the answer of its query at its input's
+-- times.  Its row keeps the query (analyzed and written out with every name
+-- qualified) and its inputs' names (names, which a restore keeps).
+ALTER TABLE peek.objects DROP CONSTRAINT objects_kind_check;
+ALTER TABLE peek.objects ADD CONSTRAINT objects_kind_check CHECK (kind IN ('c', 'i', 'v'));
+ALTER TABLE peek.objects
+    ADD COLUMN query text,                        -- views: their query
+    ADD COLUMN inputs text[];                     -- ... and what it reads
+
+CREATE FUNCTION peek.create_view(name text, query text)
+RETURNS void AS 'MODULE_PATHNAME', 'peek_create_view' LANGUAGE C;
+
+CREATE FUNCTION peek.drop_view(name text)
+RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_view' LANGUAGE C;
+
+-- lag: how many times the view trails its input's upper
+CREATE VIEW peek.views WITH (security_barrier) AS
+SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
+       CASE WHEN o.failure IS NOT NULL THEN 'failed'
+            WHEN u.upper = 0 THEN 'hydrating'
+            WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
+       o.failure,
+       peek.collection_rows(o.name) AS rows,
+       greatest(r.since, o.since) AS since, greatest(r.upper, u.upper) AS upper,
+       greatest(i.upper OPERATOR(pg_catalog.-) greatest(r.upper, u.upper), 0) AS lag,
+       o.allowed_since, o.shard, o.created_at
+  FROM peek.objects o
+  CROSS JOIN LATERAL (SELECT coalesce(max(x.upper), 0) AS upper FROM peek.uppers x
+                       WHERE x.object = o.id OPERATOR(pg_catalog.&) 4294967295) u
+  CROSS JOIN LATERAL (SELECT coalesce(max(x.upper), 0) AS upper
+                        FROM peek.objects c JOIN peek.uppers x
+                          ON x.object = c.id OPERATOR(pg_catalog.&) 4294967295
+                       WHERE c.name OPERATOR(pg_catalog.=) ANY (o.inputs)) i
+  LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
+ WHERE o.kind = 'v' AND peek.visible(o.owner);
+GRANT SELECT ON peek.views TO PUBLIC;
+
+-- the views that name an object's kind know views (peek.replication's
+-- is above)
+CREATE OR REPLACE VIEW peek.frontiers WITH (security_barrier) AS
+SELECT o.name AS object,
+       CASE o.kind WHEN 'c' THEN 'collection' WHEN 'v' THEN 'view' ELSE 'index' END AS kind,
+       x.runtime, r.since, r.upper, x.waiters
+  FROM peek.registry_status() r
+  JOIN peek.objects o ON o.id = r.id
+  JOIN peek.runtime_object_status() x ON x.id = r.id
+ WHERE r.published AND NOT r.dropped AND peek.visible(o.owner);
+

@@ -55,6 +55,8 @@ SELECT name, state, failure FROM peek.collections WHERE name = 'logged_src';
 SELECT upper > :before_alter AND upper <= :after_alter AS upper_at_the_alter
   FROM peek.collections WHERE name = 'logged_src';
 SELECT try($$SELECT * FROM peek.persist_peek(NULL::logged, 'logged_src')$$);
+-- a runtime's state may be between rounds for a moment; its pid is what tells a restart
+SELECT wait_for($$SELECT bool_and(state = 'running') FROM peek.runtimes$$);
 SELECT bool_and(state = 'running') AS running,
        string_agg(pid::text, ',' ORDER BY role) = :'runtime_pids' AS not_restarted
   FROM peek.runtimes;

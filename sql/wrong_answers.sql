@@ -1,6 +1,10 @@
 -- Wrong answers: compaction up to the upper, row identity
 -- whatever the datum's header, key conversion by SQL assignment, and
 -- multiplicities out of bigint's range.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS pg_peek CASCADE;
+CREATE EXTENSION pg_peek;
+RESET client_min_messages;
 
 -- ---- compaction up to (and past) the upper ----
 CREATE TYPE wa_kv AS (k int, v text);

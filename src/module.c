@@ -2,8 +2,8 @@
  *
  * module.c
  *	  Module entry point: _PG_init defines the settings, installs the shared
- *	  memory hooks, registers the runtimes' background workers and calls one
- *	  init per subsystem.  Owns nothing else; every mechanism lives in its
+ *	  memory hooks, registers the runtimes' background workers and calls the
+ *	  init of each folder that hooks into the backend.  Owns nothing else; every mechanism lives in its
  *	  own file, and no file calls this one.
  *
  *-------------------------------------------------------------------------

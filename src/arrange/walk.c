@@ -5,8 +5,8 @@
  *	  for some keys, into a tuplestore.
  *
  *	  Batches are sorted by (key hash, row image, time), so a key lookup is a
- *	  binary search per batch (O(log n)) followed by the few entries with
- *	  that hash.  Many keys are looked up in one pass in the order of their
+ *	  bisection of the hash's bucket in each batch (batch_bucket) followed
+ *	  by the few entries with that hash.  Many keys are looked up in one pass in the order of their
  *	  hashes, each search starting where the previous key's run ended.  The
  *	  batches' runs are merged in that order: every distinct
  *	  row is complete once the merge passes it, so its multiplicity at the
@@ -34,35 +34,18 @@ typedef struct Cursor
 } Cursor;
 
 /*
- * First entry from lo on with keyhash >= hash.  Key hashes are spread
- * evenly, so interpolating finds it in a few probes where bisecting a big
- * batch takes one cache miss per halving; a bounded number of guesses, then
- * bisection, keeps an unlucky spread logarithmic.
+ * First entry from lo on with keyhash >= hash: a bisection of the hash's
+ * bucket (batch_bucket), whose first entry has it or a higher one.
  */
 static int64
 lower_bound(Batch *batch, uint32 hash, int64 lo)
 {
 	BatchEntry *entries = batch->entries;
-	int64		hi = batch->nentries;
+	int64		first;
+	int64		hi;
 
-	/* every entry before lo is below hash, every one from hi on is not */
-	for (int guesses = 0; guesses < 8 && hi - lo > 16; guesses++)
-	{
-		uint32		lo_hash = entries[lo].keyhash;
-		uint32		hi_hash = entries[hi - 1].keyhash;
-		int64		mid;
-
-		if (hash <= lo_hash)
-			return lo;
-		if (hash > hi_hash)
-			return hi;
-		mid = lo + (int64) ((double) (hash - lo_hash) / (double) (hi_hash - lo_hash) *
-							(double) (hi - 1 - lo));
-		if (entries[mid].keyhash < hash)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	batch_bucket(batch, hash, &first, &hi);
+	lo = Max(lo, first);
 	while (lo < hi)
 	{
 		int64		mid = lo + (hi - lo) / 2;

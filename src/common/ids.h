@@ -45,6 +45,7 @@ typedef int64 PeekObjectId;
 
 #define PEEK_KIND_COLLECTION	'c'
 #define PEEK_KIND_INDEX			'i'
+#define PEEK_KIND_VIEW			'v'	/* a collection its query's rows fill */
 
 /*
  * Where a shard stores its base's rows, below every time a write gets, and

@@ -185,20 +185,80 @@ reserve_memory(Size size)
 	}
 }
 
+/* The bits of a bucket table for nentries: buckets of 8 to 16 on average. */
+static int
+bucket_bits_for(int64 nentries)
+{
+	int			bits = 0;
+
+	if (nentries < BATCH_BUCKET_MIN)
+		return 0;
+	while (bits < 24 && ((int64) 16 << bits) <= nentries)
+		bits++;
+	return bits;
+}
+
+static uint32 *
+batch_buckets(Batch *batch)
+{
+	return (uint32 *) ((char *) batch + batch->buckets_offset);
+}
+
 /*
- * Allocate a batch with room for nentries entries and data_size bytes of
- * row images, its header filled for that many but for rows.  Returns
- * InvalidDsaPointer if pg_peek.max_memory would be exceeded.
+ * Entry i, of key hash, is the next one written: the buckets up to its
+ * hash's start there (and every earlier bucket not yet started is empty).
+ * *next counts the buckets set.  Consolidation may take the last entry
+ * back; the buckets that start at it stay right, since the entry written
+ * in its place has no lower hash.
+ */
+static void
+mark_buckets(Batch *batch, uint32 *next, int64 i, uint32 hash)
+{
+	uint32		p;
+
+	if (batch->bucket_bits == 0)
+		return;
+	p = hash >> (32 - batch->bucket_bits);
+	while (*next <= p)
+		batch_buckets(batch)[(*next)++] = (uint32) i;
+}
+
+/* The buckets after the last entry's are empty: they start at the end. */
+static void
+finish_buckets(Batch *batch, uint32 *next)
+{
+	if (batch->bucket_bits == 0)
+		return;
+	while (*next <= ((uint32) 1 << batch->bucket_bits))
+		batch_buckets(batch)[(*next)++] = (uint32) batch->nentries;
+}
+
+/* Bytes of a batch's header and entries, and its bucket table. */
+static Size
+batch_index_size(int64 nentries, int bucket_bits)
+{
+	Size		size = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * nentries);
+
+	if (bucket_bits > 0)
+		size += MAXALIGN(sizeof(uint32) * (((Size) 1 << bucket_bits) + 1));
+	return size;
+}
+
+/*
+ * Allocate a batch with room for nentries entries, their bucket table and
+ * data_size bytes of row images, its header filled for that many but for
+ * rows.  Returns InvalidDsaPointer if pg_peek.max_memory would be exceeded.
  */
 static dsa_pointer
 allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 since)
 {
-	Size		data_offset = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * nentries);
+	int			bucket_bits = bucket_bits_for(nentries);
+	Size		data_offset = batch_index_size(nentries, bucket_bits);
 	Size		size = data_offset + data_size;
 	dsa_pointer dp;
 	Batch	   *batch;
 
-	if (data_size / MAXIMUM_ALIGNOF > PG_UINT32_MAX)
+	if (data_size / MAXIMUM_ALIGNOF > PG_UINT32_MAX || nentries > PG_UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("arrangement batch exceeds the largest batch size")));
@@ -212,12 +272,14 @@ allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 s
 	}
 	batch = dsa_get_address(area_dsa(), dp);
 	pg_atomic_init_u32(&batch->refcount, 1);
+	batch->bucket_bits = bucket_bits;
 	batch->nentries = nentries;
 	batch->rows = 0;
 	batch->lower = lower;
 	batch->upper = upper;
 	batch->since = since;
 	batch->size = size;
+	batch->buckets_offset = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * nentries);
 	batch->data_offset = data_offset;
 	batch->data_size = data_size;
 	return dp;
@@ -300,6 +362,7 @@ batch_build(PendingUpdate *updates, int64 n,
 	Batch	   *batch;
 	char	   *data;
 	Size		offset = 0;
+	uint32		next_bucket = 0;
 
 	for (int64 i = 0; i < n; i++)
 		if (updates[i].time < since)
@@ -348,6 +411,7 @@ batch_build(PendingUpdate *updates, int64 n,
 		BatchEntry *e = &batch->entries[i];
 		char	   *image = data + offset;
 
+		mark_buckets(batch, &next_bucket, i, u->keyhash);
 		e->keyhash = u->keyhash;
 		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
 		e->time = u->time;
@@ -357,6 +421,7 @@ batch_build(PendingUpdate *updates, int64 n,
 		memcpy(VARDATA(image), u->image, u->len);
 		offset += MAXALIGN(u->len + VARHDRSZ);
 	}
+	finish_buckets(batch, &next_bucket);
 	pfree(order);
 	return dp;
 }
@@ -445,6 +510,7 @@ merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
 			return;
 		}
 	}
+	mark_buckets(out, &merge->next_bucket, merge->nentries, e->keyhash);
 	next = &out->entries[merge->nentries++];
 	next->keyhash = e->keyhash;
 	next->offset = (uint32) (merge->data_used / MAXIMUM_ALIGNOF);
@@ -514,6 +580,7 @@ batch_merge_finish(BatchMerge *merge)
 
 	out->nentries = merge->nentries;
 	out->data_size = merge->data_used;
+	finish_buckets(out, &merge->next_bucket);
 	/* the sum of the diffs, which merging keeps */
 	for (int i = 0; i < merge->ninputs; i++)
 		out->rows = row_add_saturating(out->rows, batch_get(merge->inputs[i])->rows);
@@ -537,7 +604,7 @@ bool
 batch_has_slack(dsa_pointer dp)
 {
 	Batch	   *batch = batch_get(dp);
-	Size		used = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * batch->nentries) +
+	Size		used = batch_index_size(batch->nentries, bucket_bits_for(batch->nentries)) +
 		batch->data_size;
 
 	return used < batch->size - batch->size / 4;

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * batch.h
- *	  Immutable batches of (key, val, time, diff) in DSA memory, and the
- *	  index keys they are sorted by.
+ *	  Immutable batches of (row, time, diff) in DSA memory, sorted by key
+ *	  hash and with a bucket table of the hashes, and the index keys they
+ *	  are sorted by.
  *
  *-------------------------------------------------------------------------
  */
@@ -59,20 +60,54 @@ typedef struct BatchEntry
 	int64		diff;
 } BatchEntry;
 
+/*
+ * A batch of BATCH_BUCKET_MIN entries or more has a bucket table: for each
+ * value p of its key hashes' top bucket_bits bits, buckets[p] is the first
+ * entry whose hash's top bits are p or more (buckets[1 << bucket_bits] is
+ * the entry count).  A key lookup reads one bucket (about 8 to 16 entries,
+ * a cache line or few) after one read of the table, where a search of a
+ * big batch takes a cache and TLB miss per probe.
+ */
+#define BATCH_BUCKET_MIN		64
+
 typedef struct Batch
 {
 	pg_atomic_uint32 refcount;	/* spine, published list, reader pins */
+	int			bucket_bits;	/* 0: no bucket table */
 	int64		nentries;
 	int64		rows;			/* sum of diffs: the rows it adds */
 	int64		lower;			/* times of its updates: [lower, upper) */
 	int64		upper;
 	int64		since;			/* times below since were advanced to it */
 	Size		size;			/* bytes of this allocation */
+	Size		buckets_offset; /* where the bucket table starts */
 	Size		data_offset;	/* where the row images start */
 	Size		data_size;		/* bytes of row images */
 	BatchEntry	entries[FLEXIBLE_ARRAY_MEMBER];
-	/* then the row images (a merge's batch may have room to spare) */
+	/* then the bucket table, then the row images (a merge's batch may have room to spare) */
 } Batch;
+
+/*
+ * The entries [*lo, *hi) that hold every entry of the key hash: its bucket,
+ * or all of them in a batch without a table.
+ */
+static inline void
+batch_bucket(Batch *batch, uint32 hash, int64 *lo, int64 *hi)
+{
+	uint32	   *buckets;
+	uint32		p;
+
+	if (batch->bucket_bits == 0)
+	{
+		*lo = 0;
+		*hi = batch->nentries;
+		return;
+	}
+	buckets = (uint32 *) ((char *) batch + batch->buckets_offset);
+	p = hash >> (32 - batch->bucket_bits);
+	*lo = buckets[p];
+	*hi = buckets[p + 1];
+}
 
 static inline char *
 batch_data(Batch *batch)
@@ -120,6 +155,7 @@ typedef struct BatchMerge
 	int64		since;
 	dsa_pointer output;
 	int64		nentries;		/* written to the output so far */
+	uint32		next_bucket;	/* the output's buckets set so far */
 	Size		data_used;
 } BatchMerge;
 

@@ -16,6 +16,10 @@
  *	  is then published like a changed
  *	  catalog row, its indexes arranging the updates the round kept
  *	  (capture_feed), which are let go of once the publications are done.
+ *	  After the publications, each maintained view whose input published
+ *	  new times runs a round (dataflow/round.c), and is published with its
+ *	  indexes by the next round, which follows at once; an input compacts
+ *	  only below the uppers of the views reading it.
  *	  An error in one object's work fails that object (durably, with the
  *	  reason), never the runtime.
  *
@@ -28,6 +32,7 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "storage/procarray.h"
@@ -39,6 +44,7 @@
 #include "common/errors.h"
 #include "common/settings.h"
 #include "common/spi.h"
+#include "dataflow/dataflow.h"
 #include "peek/slots.h"
 #include "runtime/folds.h"
 #include "runtime/maintenance.h"
@@ -110,6 +116,7 @@ maintenance_reset(void)
 	upper_prunes = id_table_create("pg_peek upper prunes", sizeof(UpperPrune));
 	reread_all = true;
 	spine_reset_all();
+	dataflow_reset();
 	capture_reset();
 	standby_reset();
 }
@@ -213,6 +220,7 @@ fail_object(PeekObjectId id, const char *reason)
 		return;
 	spine_forget(id);
 	capture_forget(id);
+	dataflow_forget(id);
 	registry_mark_failed(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
 	folds_forget(id);
@@ -280,9 +288,10 @@ published_since(PeekObjectId id)
 }
 
 /*
- * Publish one collection's catalog row.  A source's upper is what capture
- * has decoded, which may be beyond the durable one (obj->upper, which
- * bounds compaction).
+ * Publish one collection's (or view's) catalog row.  A source's upper is
+ * what capture has decoded, which may be beyond the durable one
+ * (obj->upper, which bounds compaction).  A view is kept current from now
+ * on (dataflow_note_view).
  */
 static void
 adopt_collection(void *arg)
@@ -292,6 +301,8 @@ adopt_collection(void *arg)
 		capture_adopt(obj) : obj->upper;
 	int64		retention_ms;
 
+	if (obj->kind == PEEK_KIND_VIEW && !standby_active())
+		dataflow_note_view(obj);
 	if (obj->failure != NULL)
 	{
 		registry_mark_failed(obj->id);
@@ -358,6 +369,7 @@ forget_tombstoned(PeekObjectId id)
 {
 	spine_forget(id);
 	capture_forget(id);
+	dataflow_forget(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
 	hash_search(upper_prunes, &id, HASH_REMOVE, NULL);
 	folds_forget(id);
@@ -388,21 +400,6 @@ delete_tombstones(void)
 			hash_search(tombstones, id, HASH_REMOVE, NULL);
 }
 
-static CatalogObject *
-find_object(List *objects, PeekObjectId id)
-{
-	ListCell   *lc;
-
-	foreach(lc, objects)
-	{
-		CatalogObject *obj = lfirst(lc);
-
-		if (obj->id == id)
-			return obj;
-	}
-	return NULL;
-}
-
 /*
  * Read the changed rows (or all) and publish them, collections before the
  * indexes that follow them; tombstone what is gone.
@@ -430,7 +427,7 @@ apply_catalog_changes(void *arg)
 			ids[n++] = *id;
 		objects = catalog_read(ids, n);
 		for (int i = 0; i < n; i++)
-			if (find_object(objects, ids[i]) == NULL)
+			if (catalog_object_in(objects, ids[i]) == NULL)
 				forget_object(ids[i]);
 	}
 	standby_as_replayed(objects);
@@ -440,7 +437,7 @@ apply_catalog_changes(void *arg)
 		CatalogObject *obj = lfirst(lc);
 		char	   *failure;
 
-		if (obj->kind != PEEK_KIND_COLLECTION)
+		if (obj->kind == PEEK_KIND_INDEX)
 			continue;
 		failure = object_work(obj->id, adopt_collection, obj);
 		if (failure != NULL)
@@ -453,7 +450,7 @@ apply_catalog_changes(void *arg)
 
 		if (obj->kind != PEEK_KIND_INDEX)
 			continue;
-		work.collection = find_object(objects, obj->collection);
+		work.collection = catalog_object_in(objects, obj->collection);
 		if (work.collection != NULL)
 			(void) object_work(obj->id, adopt_index, &work);
 	}
@@ -567,8 +564,12 @@ run_compactions(void)
 			hash_search(pending_compactions, &ids[i], HASH_REMOVE, NULL);
 			continue;
 		}
-		/* a shard stays below what its indexes have read (spine_read_upper) */
-		bound = pc->kind == PEEK_KIND_COLLECTION ? spine_read_upper(pc->shard) : PG_INT64_MAX;
+		/*
+		 * A shard stays below what its indexes have read (spine_read_upper)
+		 * and what the views reading it have (dataflow_input_hold).
+		 */
+		bound = pc->kind == PEEK_KIND_INDEX ? PG_INT64_MAX :
+			Min(spine_read_upper(pc->shard), dataflow_input_hold(pc->id));
 		bound = Min(bound, pc->durable_upper);
 		since = registry_advance_since(ids[i], bound, &target, peek_slots_min_hold);
 		if (since > pc->durable_since)
@@ -645,7 +646,43 @@ typedef struct PruneWork
 {
 	PeekObjectId *ids;
 	int			n;
+	TransactionId mark;			/* taken by the look, or invalid */
 } PruneWork;
+
+/*
+ * Whether no snapshot open now is older than the previous look, an
+ * interval ago (prune_mark: the next transaction id then, or after the
+ * pruning it let through committed).  While no xid is taken a snapshot's
+ * xmin is the next xid, so the horizon stays at the mark whether or not an
+ * older snapshot has ended: the look then takes an xid, which becomes the
+ * mark (*mark), and the next look tells the two apart, or the uppers would
+ * keep their rows until some other transaction took one.  Rows a pruning
+ * deletes stay dead
+ * while an older snapshot lasts, so pruning waits for it, and meanwhile the uppers only grow by live rows, whose latest a
+ * backward scan still finds at once: the dead rows stay within what one
+ * pruning deletes however long the snapshot lasts.  The horizon is that of
+ * peek.uppers, as VACUUM's: this database's snapshots and prepared
+ * transactions, and what a standby's feedback holds, but not other
+ * databases' snapshots nor logical slots' catalog horizon (a source's own
+ * slot lags behind), which keep no row of it.
+ */
+static bool
+no_old_snapshot(TransactionId *mark)
+{
+	Relation	rel;
+	TransactionId horizon;
+
+	if (!TransactionIdIsValid(prune_mark))
+		return false;
+	rel = table_open(catalog_uppers_relid(), AccessShareLock);
+	horizon = GetOldestNonRemovableTransactionId(rel);
+	table_close(rel, AccessShareLock);
+	if (TransactionIdPrecedes(prune_mark, horizon))
+		return true;
+	if (TransactionIdEquals(horizon, ReadNextTransactionId()))
+		*mark = GetTopTransactionId();
+	return false;
+}
 
 static void
 prune_uppers(void *arg)
@@ -653,7 +690,7 @@ prune_uppers(void *arg)
 	PruneWork  *work = arg;
 
 	spi_xact_no_standby_wait();
-	if (!catalog_lock_extension())
+	if (!catalog_lock_extension() || !no_old_snapshot(&work->mark))
 		return;
 	for (int i = 0; i < work->n; i++)
 	{
@@ -664,40 +701,23 @@ prune_uppers(void *arg)
 	}
 }
 
-/*
- * Whether no snapshot open now is older than the previous call, an
- * interval ago.  Rows deleted under an older snapshot (a parked peek, a
- * long report, pg_dump) stay dead until it ends, so pruning waits for it,
- * and meanwhile the uppers only grow by live rows, whose latest a backward
- * scan still finds at once: the dead rows stay within what one pruning
- * deletes however long the snapshot lasts.  The horizon is every
- * database's, with what a standby's feedback holds.
- */
-static bool
-no_old_snapshot(void)
-{
-	TransactionId horizon = GetOldestNonRemovableTransactionId(NULL);
-	bool		none = TransactionIdIsValid(prune_mark) &&
-		TransactionIdPrecedes(prune_mark, horizon);
-
-	prune_mark = ReadNextTransactionId();
-	return none;
-}
-
 /* Every UPPER_PRUNE_MS, delete what note_upper let go of. */
 static void
 run_prunes(void)
 {
 	HASH_SEQ_STATUS status;
 	UpperPrune *up;
-	PruneWork	work = {NULL, 0};
+	PruneWork	work = {NULL, 0, InvalidTransactionId};
 
 	if (!TimestampDifferenceExceeds(pruned_at, GetCurrentTimestamp(), UPPER_PRUNE_MS))
 		return;
 	pruned_at = GetCurrentTimestamp();
-	/* asked every interval, so that the mark is never older than one */
-	if (!no_old_snapshot() || hash_get_num_entries(upper_prunes) == 0)
+	/* marked every interval, so that the mark is never older than one */
+	if (hash_get_num_entries(upper_prunes) == 0)
+	{
+		prune_mark = ReadNextTransactionId();
 		return;
+	}
 	/* collect first: a transaction's end would cut a hash scan short */
 	work.ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(upper_prunes));
 	hash_seq_init(&status, upper_prunes);
@@ -706,12 +726,59 @@ run_prunes(void)
 			work.ids[work.n++] = up->id;
 	if (work.n > 0)
 		spi_run_in_transaction(prune_uppers, &work);
+	/* after the pruning's commit: a snapshot taken from now on sees it */
+	prune_mark = TransactionIdIsValid(work.mark) ? work.mark : ReadNextTransactionId();
 	pfree(work.ids);
 }
 
+static void
+view_round(void *arg)
+{
+	DataflowView *view = arg;
+
+	/* published with its indexes by the next round's catalog changes */
+	if (dataflow_round(view))
+		hash_search(changed_ids, &view->id, HASH_ENTER, NULL);
+}
+
+static void
+view_rounds(void *arg)
+{
+	ListCell   *lc;
+
+	if (!catalog_lock_extension())
+		return;
+	foreach(lc, (List *) arg)
+	{
+		DataflowView *view = lfirst(lc);
+
+		(void) object_work(view->id, view_round, view);
+	}
+}
+
 /*
- * One round of maintenance.  Returns whether merge work is left that the
- * next round should do without waiting.
+ * A round of each view whose input published times it has not taken
+ * (never on a standby: replay brings the primary's rounds).  Returns
+ * whether a view's upper rose, to be published without waiting.
+ */
+static bool
+run_view_rounds(void)
+{
+	List	   *due;
+
+	if (standby_active())
+		return false;
+	due = dataflow_due_views();
+	if (due == NIL)
+		return false;
+	spi_run_in_transaction(view_rounds, due);
+	return hash_get_num_entries(changed_ids) > 0;
+}
+
+/*
+ * One round of maintenance.  Returns whether merge work is left (or a
+ * view's new upper to publish) that the next round should do without
+ * waiting.
  */
 bool
 maintenance_step(void)
@@ -739,6 +806,7 @@ maintenance_step(void)
 	capture_release_rounds();
 	/* after the publications: merge what seals' fuel left, a step a round */
 	more = spine_merge_round();
+	more |= run_view_rounds();
 	if (hash_get_num_entries(pending_compactions) > 0)
 		run_compactions();
 	more |= folds_run(fold_base);

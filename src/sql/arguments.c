@@ -14,6 +14,7 @@
 #include "utils/lsyscache.h"
 
 #include "sql/arguments.h"
+#include "storage/catalog_write.h"
 #include "storage/standby_replay.h"
 
 /*
@@ -31,6 +32,16 @@ arg_owned_object(const char *function, const char *name, char kind, CatalogLock 
 	obj = catalog_lookup(name, kind, lock);
 	catalog_check_owner(obj);
 	return obj;
+}
+
+/* A new object's name: no object has it (42710). */
+void
+arg_check_name_free(const char *name)
+{
+	if (catalog_name_taken(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pg_peek object \"%s\" already exists", name)));
 }
 
 /* A required argument: NULL is an error that names it. */
@@ -117,6 +128,18 @@ arg_check_not_source(CatalogObject *coll, const char *instead)
 			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 			 errmsg("\"%s\" is a source: its rows come from table %s", coll->name,
 					table ? table : "(dropped)"),
+			 instead ? errhint("%s", instead) : 0));
+}
+
+/* A view's rows come from its query only. */
+void
+arg_check_not_view(CatalogObject *coll, const char *instead)
+{
+	if (coll->kind != PEEK_KIND_VIEW)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("\"%s\" is a view: its rows come from its query", coll->name),
 			 instead ? errhint("%s", instead) : 0));
 }
 

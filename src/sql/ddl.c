@@ -28,7 +28,9 @@
 #include "capture/decoder.h"
 #include "ipc/notify.h"
 #include "sql/arguments.h"
+#include "sql/ddl.h"
 #include "sql/peek_call.h"
+#include "storage/catalog_views.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"
@@ -108,10 +110,7 @@ peek_create_collection(PG_FUNCTION_ARGS)
 				 errmsg("row type of collection \"%s\" cannot be temporary: %s",
 						name, format_type_be(row_type)),
 				 errdetail("A temporary type, or a type with a field of one, is dropped at the end of its session.")));
-	if (catalog_name_taken(name))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("pg_peek object \"%s\" already exists", name)));
+	arg_check_name_free(name);
 
 	obj.id = catalog_new_id(&seq);
 	obj.name = name;
@@ -138,13 +137,23 @@ drop_object(CatalogObject *obj)
 }
 
 /*
- * Drop a collection (or source) with its indexes and its shard, once the
- * caller has checked that the user owns it.
+ * Drop a collection (or source, or view) with its indexes and its shard,
+ * once the caller has checked that the user owns it.  Refused while a view
+ * reads it: the caller's lock on its row (CATALOG_DROP) keeps a new view
+ * from starting to.
  */
-static void
-drop_collection_and_indexes(CatalogObject *coll)
+void
+ddl_drop_collection_and_indexes(CatalogObject *coll)
 {
 	ListCell   *lc;
+	char	   *view = catalog_view_reading(coll->name);
+
+	if (view != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop %s \"%s\" because view \"%s\" reads it",
+						catalog_kind_noun(coll->kind), coll->name, view),
+				 errhint("Drop the view first with peek.drop_view.")));
 
 	/* like a table's indexes, the collection's indexes go with it */
 	foreach(lc, catalog_indexes_of(coll->id))
@@ -163,7 +172,8 @@ peek_drop_collection(PG_FUNCTION_ARGS)
 
 	coll = arg_owned_object("drop_collection", name, PEEK_KIND_COLLECTION, CATALOG_DROP);
 	arg_check_not_source(coll, "Use peek.drop_source.");
-	drop_collection_and_indexes(coll);
+	arg_check_not_view(coll, "Use peek.drop_view.");
+	ddl_drop_collection_and_indexes(coll);
 	PG_RETURN_VOID();
 }
 
@@ -239,10 +249,7 @@ peek_create_source(PG_FUNCTION_ARGS)
 				 errmsg("cannot capture system catalog \"%s\"", relname)));
 	if (!pg_class_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
-	if (catalog_name_taken(name))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("pg_peek object \"%s\" already exists", name)));
+	arg_check_name_free(name);
 
 	/* retracting an updated or deleted row needs all of it in the WAL */
 	if (replident != REPLICA_IDENTITY_FULL)
@@ -281,12 +288,13 @@ peek_drop_source(PG_FUNCTION_ARGS)
 	CatalogObject *src;
 
 	src = arg_owned_object("drop_source", name, PEEK_KIND_COLLECTION, CATALOG_DROP);
+	arg_check_not_view(src, "Use peek.drop_view.");
 	if (!OidIsValid(src->source))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is a collection, not a source", name),
 				 errhint("Use peek.drop_collection.")));
-	drop_collection_and_indexes(src);
+	ddl_drop_collection_and_indexes(src);
 	PG_RETURN_VOID();
 }
 
@@ -356,10 +364,7 @@ peek_create_index(PG_FUNCTION_ARGS)
 
 	arg_require(fcinfo, 2, "key columns");
 	coll = arg_owned_object("create_index", coll_name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
-	if (catalog_name_taken(name))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("pg_peek object \"%s\" already exists", name)));
+	arg_check_name_free(name);
 
 	key = PG_GETARG_ARRAYTYPE_P(2);
 	deconstruct_array(key, TEXTOID, -1, false, TYPALIGN_INT, &names, &nulls, &nnames);

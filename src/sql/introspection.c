@@ -2,7 +2,8 @@
  *
  * introspection.c
  *	  Set-returning functions behind the peek.* views: the runtimes, the
- *	  registry's frontiers and the peeks in flight.  Read-only: copies shared
+ *	  registry's frontiers, the peeks in flight and their durations, holds,
+ *	  sinces and a collection's row count.  Read-only: copies shared
  *	  state under its locks and never changes it.  Rows about an object
  *	  are shown only to whom the views show it.
  *
@@ -407,7 +408,7 @@ peek_collection_rows(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("collection \"%s\" does not exist", name)));
-	if (coll->kind != PEEK_KIND_COLLECTION)
+	if (coll->kind == PEEK_KIND_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is an index, not a collection", name)));

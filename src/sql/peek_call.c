@@ -178,7 +178,8 @@ peeked_object(const char *name, char kind, Oid rowtype, bool *cached)
 	 * live: the name was dropped (and maybe reused).  A drop that commits
 	 * after this check is reported by the peek's gate.
 	 */
-	*cached = peeked != NULL && peeked->obj.kind == kind && peeked->rowtype == rowtype &&
+	*cached = peeked != NULL && catalog_kind_matches(kind, peeked->obj.kind) &&
+		peeked->rowtype == rowtype &&
 		registry_is_live(peeked->obj.id);
 	if (peeked != NULL && !*cached)
 		hash_search(peeked_objects, name, HASH_REMOVE, NULL);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * writes.c
- *	  peek.append, advance, write, allow_compaction and set_retention: a
+ *	  peek.append, advance, write, allow_compaction, set_retention and
+ *	  reset_retention: a
  *	  collection's updates appended to its shard and its upper sealed, in
  *	  the caller's transaction (times follow commit order under the catalog
  *	  row lock), and how far an object may compact.
@@ -38,6 +39,7 @@ peek_append(PG_FUNCTION_ARGS)
 
 	coll = arg_owned_object("append", name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	arg_check_not_source(coll, NULL);
+	arg_check_not_view(coll, NULL);
 	rows = arg_rows(fcinfo, 1, "rows", coll);
 	at = arg_time(fcinfo, 2, "time");
 	arg_require(fcinfo, 3, "diff");
@@ -64,6 +66,7 @@ peek_advance(PG_FUNCTION_ARGS)
 	coll = arg_owned_object("advance", name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	upper = arg_time(fcinfo, 1, "upper");
 	arg_check_not_source(coll, NULL);
+	arg_check_not_view(coll, NULL);
 	if (upper < coll->upper)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -92,6 +95,7 @@ peek_write(PG_FUNCTION_ARGS)
 	coll = arg_owned_object("write", name, PEEK_KIND_COLLECTION, CATALOG_WRITE);
 	t = coll->upper;
 	arg_check_not_source(coll, NULL);
+	arg_check_not_view(coll, NULL);
 	inserts = arg_rows(fcinfo, 1, "inserts", coll);
 	deletes = PG_NARGS() > 2 ? arg_rows(fcinfo, 2, "deletes", coll) : NULL;
 	if (t == PG_INT64_MAX)

@@ -148,13 +148,25 @@ retention_from_tuple(HeapTuple tup, TupleDesc desc)
 const char *
 catalog_kind_noun(char kind)
 {
-	return kind == PEEK_KIND_INDEX ? "index" : "collection";
+	return kind == PEEK_KIND_INDEX ? "index" : kind == PEEK_KIND_VIEW ? "view" : "collection";
 }
 
 static const char *
 kind_with_article(char kind)
 {
-	return kind == PEEK_KIND_INDEX ? "an index" : "a collection";
+	return kind == PEEK_KIND_INDEX ? "an index" : kind == PEEK_KIND_VIEW ? "a view" : "a collection";
+}
+
+/*
+ * Whether an object of the kind is what a caller asking for wanted: 0 is
+ * any kind, and a view is a collection (its rows are read, arranged and
+ * compacted as any collection's; the functions that write rows refuse it).
+ */
+bool
+catalog_kind_matches(char wanted, char kind)
+{
+	return wanted == 0 || wanted == kind ||
+		(wanted == PEEK_KIND_COLLECTION && kind == PEEK_KIND_VIEW);
 }
 
 /*
@@ -211,9 +223,16 @@ catalog_execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 bool
 catalog_has_uppers(void)
 {
+	return OidIsValid(catalog_uppers_relid());
+}
+
+/* The table peek.uppers, or InvalidOid in a catalog before 0.3. */
+Oid
+catalog_uppers_relid(void)
+{
 	Oid			peek = get_namespace_oid("peek", true);
 
-	return OidIsValid(peek) && OidIsValid(get_relname_relid("uppers", peek));
+	return OidIsValid(peek) ? get_relname_relid("uppers", peek) : InvalidOid;
 }
 
 /* A query of OBJECT_COLUMNS for a catalog before 0.3, kept as the query is. */
@@ -491,7 +510,7 @@ catalog_lookup(const char *name, char kind, CatalogLock lock)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("%s \"%s\" does not exist", kind ? catalog_kind_noun(kind) : "object", name)));
-	if (kind != 0 && obj->kind != kind)
+	if (!catalog_kind_matches(kind, obj->kind))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is %s, not %s", name, kind_with_article(obj->kind),
@@ -615,7 +634,7 @@ catalog_read_shard_base(Oid shard, Snapshot snapshot)
 
 /*
  * Why an object failed, or the collection an index arranges, or NULL.
- * *noun names what failed: "index", "collection" or "source".
+ * *noun names what failed: "index", "collection", "view" or "source".
  */
 char *
 catalog_failure(PeekObjectId id, const char **noun)
@@ -641,10 +660,11 @@ catalog_failure(PeekObjectId id, const char **noun)
 		HeapTuple	tup = SPI_tuptable->vals[0];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		Datum		d = SPI_getbinval(tup, desc, 1, &isnull);
+		char		kind = DatumGetChar(SPI_getbinval(tup, desc, 2, &isnull));
 
 		failure = MemoryContextStrdup(caller, TextDatumGetCString(d));
-		if (DatumGetChar(SPI_getbinval(tup, desc, 2, &isnull)) == PEEK_KIND_INDEX)
-			*noun = "index";
+		if (kind != PEEK_KIND_COLLECTION)
+			*noun = catalog_kind_noun(kind);
 		else
 			*noun = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)) ? "source" : "collection";
 	}
@@ -785,6 +805,22 @@ catalog_read(PeekObjectId *ids, int nids)
 														 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
 						 true);
 #undef READ_IDS
+}
+
+/* The object with the id among objects read (catalog_read), or NULL. */
+CatalogObject *
+catalog_object_in(List *objects, PeekObjectId id)
+{
+	ListCell   *lc;
+
+	foreach(lc, objects)
+	{
+		CatalogObject *obj = lfirst(lc);
+
+		if (obj->id == id)
+			return obj;
+	}
+	return NULL;
 }
 
 /* ---- privileges ---- */

@@ -46,6 +46,7 @@ typedef enum CatalogLock
 extern CatalogObject *catalog_find(const char *name);
 extern CatalogObject *catalog_lookup(const char *name, char kind, CatalogLock lock);
 extern bool catalog_has_uppers(void);
+extern Oid	catalog_uppers_relid(void);
 extern void catalog_check_owner(CatalogObject *obj);
 extern void catalog_check_reader(CatalogObject *obj);
 
@@ -53,6 +54,7 @@ extern void catalog_check_reader(CatalogObject *obj);
 extern bool catalog_lock_extension(void);
 extern void catalog_bound_lock_waits(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
+extern CatalogObject *catalog_object_in(List *objects, PeekObjectId id);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
 extern Oid	catalog_relid(void);
 extern bool catalog_keeps_base_time(void);
@@ -63,6 +65,7 @@ extern void catalog_raise_compacted(const char *noun, const char *name, int64 ti
 extern char *catalog_failure(PeekObjectId id, const char **noun);
 extern void catalog_raise_if_failed(PeekObjectId object, char kind, const char *name);
 extern const char *catalog_kind_noun(char kind);
+extern bool catalog_kind_matches(char wanted, char kind);
 extern bool catalog_extension_dropping(Oid extension);
 
 #endif							/* PEEK_CATALOG_H */

@@ -102,7 +102,7 @@ catalog_insert(CatalogObject *obj, Datum key_columns)
 	args[9] = ObjectIdGetDatum(obj->source);
 	if (!OidIsValid(obj->source))
 		nulls[9] = 'n';
-	if (obj->kind == PEEK_KIND_COLLECTION)
+	if (obj->kind != PEEK_KIND_INDEX)
 	{
 		nulls[6] = nulls[7] = nulls[8] = 'n';
 	}
@@ -281,7 +281,7 @@ catalog_set_base(PeekObjectId id, int64 since, int64 old_base, int64 new_base)
  * as its slot name, drop notices and DROP EXTENSION checks assume), keeping
  * the sequence part, which names their tables.  A restored source has no
  * replication slot: it fails, with the remedy in its reason.  Returns the
- * restored collections, as they were.
+ * restored collections and views (the objects with a shard), as they were.
  */
 List *
 catalog_adopt_restored(PeekObjectId *ids, int nids)
@@ -297,7 +297,7 @@ catalog_adopt_restored(PeekObjectId *ids, int nids)
 	args[1] = CStringGetTextDatum("restored from a dump without its replication slot: drop the source and create it again");
 
 	restored = catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
-							 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND kind OPERATOR(pg_catalog.=) 'c'",
+							 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND kind OPERATOR(pg_catalog.<>) 'i'",
 							 1, INT8ARRAYOID, args[0], false);
 	catalog_exec("UPDATE peek.objects SET failure = COALESCE(failure, $2) "
 				 "WHERE id OPERATOR(pg_catalog.=) ANY ($1) AND kind OPERATOR(pg_catalog.=) 'c' "

@@ -257,6 +257,9 @@ my $slot5 = slot_of('s5');
 # the runtime holds the slot for a moment each round
 ok(poll_until($node, "SELECT true FROM (SELECT pg_drop_replication_slot('$slot5')) d"),
 	"pg_drop_replication_slot('$slot5')");
+# a round reads a source's slot when the server has written WAL since the
+# last: a change of the table (or any other) makes it find the slot gone
+sql("INSERT INTO t5 VALUES (2, 'after the drop')");
 ok(poll_until($node, "SELECT state FROM peek.collections WHERE name = 's5'", 'failed'), 's5: failed');
 is(sql("SELECT failure FROM peek.collections WHERE name = 's5'"), 'its replication slot was dropped',
 	's5: the failure says why');

@@ -1,12 +1,12 @@
 # Upgrade: CREATE EXTENSION pg_peek VERSION '0.1' (the shipped
 # 0.1 script), collections, indexes and a source with data and peeks, then
 # ALTER EXTENSION pg_peek UPDATE:
-#  * extversion is 0.2; every peek taken before answers the same at the same
-#    time; writes, new collections and indexes and the source's capture go
-#    on;
+#  * extversion is 0.3 (through 0.2); every peek taken before answers the
+#    same at the same time; writes, new collections and indexes and the
+#    source's capture go on;
 #  * the extension's objects (views with their options and definitions,
 #    functions, ACLs, columns, the catalog's trigger and what pg_dump keeps)
-#    are exactly those of a fresh 0.2 install in another database;
+#    are exactly those of a fresh 0.3 install in another database;
 #  * shards and source row types made under 0.1 have the privileges of ones
 #    made under 0.2.
 use strict;
@@ -95,7 +95,7 @@ ok( poll_until(
 		$node, "SELECT count(*) = 1 FROM peek.index_peek(NULL::src, 's_by_id', ROW(4))"),
 	'the source captures after the update');
 
-# The same objects as a fresh 0.2 install.
+# The same objects as a fresh 0.3 install.
 my $describe = q{
 	WITH ext AS (SELECT oid, extconfig FROM pg_extension WHERE extname = 'pg_peek'),
 	members AS (

@@ -20,7 +20,9 @@ my $nruntimes = $mode eq 'on' ? 2 : 1;
 
 my $node = new_node('primary',
 	init => { allows_streaming => 1 },
-	conf => ['restart_after_crash = on']);
+	# nothing but the writes and the runtime takes an xid: the uppers are
+	# pruned once the old snapshot ends though no transaction follows
+	conf => ['restart_after_crash = on', 'autovacuum = off']);
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION pg_peek;
 	CREATE EXTENSION pgstattuple;
@@ -83,6 +85,48 @@ ok(poll_until($node,
 		  . "(SELECT id OPERATOR(pg_catalog.&) 4294967295 FROM peek.objects)", 't', 60),
 	'the uppers below the latest are pruned');
 is(durable_upper('c'), $seals, 'the upper stays after pruning');
+
+# ---- what keeps no row of peek.uppers does not hold pruning back ---------
+# An idle logical slot (its catalog horizon lags, as a source's own slot's
+# does) and a snapshot in another database keep no dead row of peek.uppers
+# (VACUUM would remove them): pruning goes on, so the uppers stay bounded.
+
+# (the latest of c, adv and pr)
+my $uppers_live = "SELECT count(*) <= 3 FROM peek.uppers WHERE object IN "
+  . "(SELECT id OPERATOR(pg_catalog.&) 4294967295 FROM peek.objects)";
+$node->safe_psql('postgres',
+	"SELECT pg_create_logical_replication_slot('idle_slot', 'test_decoding')");
+$node->safe_psql('postgres', 'CREATE DATABASE elsewhere');
+$node->safe_psql('postgres', "SELECT peek.create_collection('pr', 'item')");
+my $other_db = $node->background_psql('elsewhere');
+$other_db->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$other_db->query_safe('SELECT count(*) FROM pg_class');
+$node->safe_psql('postgres', join(";\n",
+		map { "SELECT peek.write('pr', ARRAY[($_, 'slot')]::item[])" } 1 .. 200));
+ok(poll_until($node, $uppers_live, 't', 15),
+	'an idle logical slot and a snapshot in another database do not stop pruning');
+$other_db->query_safe('COMMIT');
+$other_db->quit;
+$node->safe_psql('postgres', "SELECT pg_drop_replication_slot('idle_slot')");
+
+# A snapshot older than a pruning would keep the rows it deletes: pruning
+# waits for it, and goes on once it ends, though no transaction follows.
+my $old = bg_session($node);
+$old->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$old->query_safe('SELECT count(*) FROM pg_class');
+sleep(2);
+$node->safe_psql('postgres', join(";\n",
+		map { "SELECT peek.write('pr', ARRAY[($_, 'idle')]::item[])" } 1 .. 200));
+sleep(2);
+cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM peek.uppers'), '>=', 200,
+	'the uppers wait for the old snapshot');
+is($node->safe_psql('postgres', 'SELECT dead_tuple_count FROM pgstattuple(\'peek.uppers\')'),
+	'0', 'no pruning under the old snapshot');
+$old->query_safe('COMMIT');
+$old->quit;
+ok(poll_until($node, $uppers_live, 't', 10), 'the uppers are pruned once the old snapshot ends');
+is(durable_upper('pr'), 400, 'the upper stays after these prunings');
+$node->safe_psql('postgres', "SELECT peek.drop_collection('pr')");
 
 # ---- writers of one collection follow commit order ----------------------
 

@@ -1,0 +1,66 @@
+/*-------------------------------------------------------------------------
+ *
+ * dataflow.h
+ *	  Maintained views: a query's plan (plan.c), the views the maintenance
+ *	  runtime keeps current (views.c) and one round of one view (round.c).
+ *
+ *	  A view is a collection of kind PEEK_KIND_VIEW: its rows live in its
+ *	  own shard, appended by the maintenance runtime at its input's times,
+ *	  so that its upper, since, indexes, peeks and holds are a collection's.
+ *	  Each round takes the input's updates in [view upper, input upper)
+ *	  (at most DATAFLOW_ROUND_TIMES times of them), runs each through the
+ *	  view's filter and map with the same time and diff, and appends the
+ *	  results with the view's new upper in one transaction; a restart
+ *	  resumes at the durable upper.  The first round hydrates the view from
+ *	  the input's contents at its since (its base and its recent updates up
+ *	  to it, appended at the since, which becomes the view's since).  The
+ *	  input never compacts to the view's upper or past it
+ *	  (dataflow_input_hold), so that a round always finds what it reads.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_DATAFLOW_H
+#define PEEK_DATAFLOW_H
+
+#include "nodes/parsenodes.h"
+
+#include "storage/catalog.h"
+
+/* How many of the input's times one round takes at most. */
+#define DATAFLOW_ROUND_TIMES	1024
+
+/* A view's query, analyzed and checked (plan.c). */
+typedef struct ViewPlan
+{
+	char	   *input;			/* the collection or view it reads */
+	Oid			input_type;		/* the row type it reads the input as */
+	List	   *targetlist;		/* TargetEntry: the view's columns */
+	Node	   *qual;			/* WHERE, or NULL */
+	Query	   *query;
+} ViewPlan;
+
+/* A view the maintenance runtime keeps current (views.c). */
+typedef struct DataflowView
+{
+	PeekObjectId id;			/* key */
+	PeekObjectId input;
+	Oid			owner;
+	int64		upper;			/* durable: as last read or written */
+	char	   *query;			/* its plan's text */
+} DataflowView;
+
+/* plan.c */
+extern ViewPlan *dataflow_plan(const char *text);
+extern char *dataflow_plan_text(ViewPlan *plan);
+
+/* views.c: the maintenance runtime's views */
+extern void dataflow_reset(void);
+extern void dataflow_note_view(CatalogObject *obj);
+extern void dataflow_forget(PeekObjectId id);
+extern List *dataflow_due_views(void);
+extern int64 dataflow_input_hold(PeekObjectId input);
+
+/* round.c */
+extern bool dataflow_round(DataflowView *view);
+
+#endif							/* PEEK_DATAFLOW_H */

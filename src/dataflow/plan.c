@@ -1,0 +1,247 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan.c
+ *	  A maintained view's query, analyzed by PostgreSQL and checked against
+ *	  what the operators support: one input, peek.persist_peek(NULL::t,
+ *	  'name') in FROM (a collection or a view), filtered by WHERE and mapped
+ *	  and projected by the select list, with immutable expressions only.
+ *	  Anything else is refused with 0A000 naming the construct.  The
+ *	  backend plans the user's text at create_view (in the user's
+ *	  search_path and privileges) and keeps it written out schema-qualified
+ *	  (dataflow_plan_text); the maintenance runtime plans that text again
+ *	  for each round, under the view owner's privileges.
+ *
+ *	  Must not read or write tables: round.c runs the plan.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/analyze.h"
+#include "parser/parse_func.h"
+#include "parser/parser.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/ruleutils.h"
+
+#include "dataflow/dataflow.h"
+
+static void
+refuse(const char *construct)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("maintained views do not support %s", construct),
+			 errdetail("A maintained view reads one input, peek.persist_peek(NULL::t, 'name') in FROM, "
+					   "and filters (WHERE), maps and projects its rows with immutable expressions.")));
+}
+
+/* peek.persist_peek(anyelement, text, bigint, bigint), or InvalidOid */
+static Oid
+persist_peek_oid(void)
+{
+	Oid			argtypes[4] = {ANYELEMENTOID, TEXTOID, INT8OID, INT8OID};
+
+	return LookupFuncName(list_make2(makeString(PEEK_SCHEMA), makeString("persist_peek")),
+						  4, argtypes, true);
+}
+
+/* check_functions_in_node's callback: a function that is not immutable */
+static bool
+mutable_function(Oid func_id, void *context)
+{
+	if (func_volatile(func_id) == PROVOLATILE_IMMUTABLE)
+		return false;
+	*(Oid *) context = func_id;
+	return true;
+}
+
+/* The first function in an expression that is not immutable, or InvalidOid. */
+static bool
+find_mutable_function(Node *node, Oid *func)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, mutable_function, func))
+		return true;
+	return expression_tree_walker(node, find_mutable_function, func);
+}
+
+/* The expressions of a view: immutable, over the input's columns only. */
+static void
+check_expressions(Node *exprs)
+{
+	Oid			func = InvalidOid;
+	ListCell   *lc;
+
+	if (find_mutable_function(exprs, &func))
+		refuse(psprintf("function %s: it is not immutable",
+						format_procedure(func)));
+	if (contain_mutable_functions(exprs))
+		refuse("expressions that are not immutable");
+	foreach(lc, pull_var_clause(exprs, 0))
+	{
+		Var		   *var = lfirst_node(Var, lc);
+
+		if (var->varattno <= 0)
+			refuse("whole-row references to the input");
+	}
+}
+
+/* The input call in FROM: peek.persist_peek(NULL::t, 'name'). */
+static void
+check_input(Query *query, ViewPlan *plan)
+{
+	RangeTblEntry *rte;
+	RangeTblFunction *rtfunc;
+	FuncExpr   *call;
+	Const	   *args[2] = {NULL, NULL};
+	ListCell   *lc;
+
+	if (query->rtable == NIL || query->jointree->fromlist == NIL)
+		refuse("a query without an input in FROM");
+	if (list_length(query->rtable) != 1 || list_length(query->jointree->fromlist) != 1)
+		refuse("joins (a view reads one input)");
+	rte = linitial_node(RangeTblEntry, query->rtable);
+	switch (rte->rtekind)
+	{
+		case RTE_FUNCTION:
+			break;
+		case RTE_RELATION:
+			refuse("reading a table or view directly (read a collection or view with peek.persist_peek(NULL::t, 'name'))");
+			break;
+		case RTE_SUBQUERY:
+			refuse("subqueries in FROM");
+			break;
+		default:
+			refuse("this kind of FROM item");
+			break;
+	}
+	if (list_length(rte->functions) != 1)
+		refuse("ROWS FROM");
+	if (rte->funcordinality)
+		refuse("WITH ORDINALITY");
+	rtfunc = linitial_node(RangeTblFunction, rte->functions);
+	if (!IsA(rtfunc->funcexpr, FuncExpr) ||
+		((FuncExpr *) rtfunc->funcexpr)->funcid != persist_peek_oid())
+		refuse("functions in FROM other than peek.persist_peek");
+	call = (FuncExpr *) rtfunc->funcexpr;
+	foreach(lc, call->args)
+	{
+		Node	   *arg = lfirst(lc);
+		int			n = foreach_current_index(lc);
+
+		if (IsA(arg, NamedArgExpr))
+		{
+			n = ((NamedArgExpr *) arg)->argnumber;
+			arg = (Node *) ((NamedArgExpr *) arg)->arg;
+		}
+		if (n >= 2)
+			refuse("as_of or limit in the input's peek.persist_peek");
+		if (!IsA(arg, Const))
+			refuse("an input named by an expression (name it with constants: peek.persist_peek(NULL::t, 'name'))");
+		args[n] = (Const *) arg;
+	}
+	if (args[0] == NULL || args[1] == NULL || args[1]->constisnull ||
+		args[1]->consttype != TEXTOID)
+		refuse("an input named by an expression (name it with constants: peek.persist_peek(NULL::t, 'name'))");
+	plan->input = TextDatumGetCString(args[1]->constvalue);
+	plan->input_type = args[0]->consttype;
+}
+
+/*
+ * Parse and analyze a view's query in the current search_path and
+ * privileges, and check it; raises 0A000 naming what is not supported.
+ */
+ViewPlan *
+dataflow_plan(const char *text)
+{
+	List	   *raw = raw_parser(text, RAW_PARSE_DEFAULT);
+	RawStmt    *stmt;
+	Query	   *query;
+	ViewPlan   *plan = palloc0(sizeof(ViewPlan));
+	ListCell   *lc;
+
+	if (list_length(raw) != 1)
+		refuse("more than one statement");
+	stmt = linitial_node(RawStmt, raw);
+	if (!IsA(stmt->stmt, SelectStmt))
+		refuse("statements other than SELECT");
+	if (((SelectStmt *) stmt->stmt)->intoClause != NULL)
+		refuse("SELECT INTO");
+	/* (analysis keeps no row mark for a function in FROM) */
+	if (((SelectStmt *) stmt->stmt)->lockingClause != NIL)
+		refuse("FOR UPDATE or FOR SHARE");
+	query = parse_analyze_fixedparams(stmt, text, NULL, 0, NULL);
+
+	{
+		/* what the query has that no operator supports yet, in order */
+		const struct
+		{
+			bool		has;
+			const char *construct;
+		}			refused[] = {
+			{query->commandType != CMD_SELECT || query->utilityStmt != NULL,
+			"statements other than SELECT"},
+			{query->hasRecursive, "WITH RECURSIVE"},
+			{query->cteList != NIL, "WITH (common table expressions)"},
+			{query->setOperations != NULL, "UNION, INTERSECT or EXCEPT"},
+			{query->groupClause != NIL || query->groupingSets != NIL, "GROUP BY"},
+			{query->hasAggs, "aggregate functions"},
+			{query->havingQual != NULL, "HAVING"},
+			{query->hasWindowFuncs, "window functions"},
+			{query->hasTargetSRFs, "set-returning functions in the select list"},
+			{query->hasSubLinks, "subqueries"},
+			{query->hasDistinctOn, "DISTINCT ON"},
+			{query->distinctClause != NIL, "DISTINCT"},
+			{query->sortClause != NIL, "ORDER BY"},
+			{query->limitCount != NULL || query->limitOffset != NULL, "LIMIT, OFFSET or FETCH"},
+		};
+
+		for (int i = 0; i < lengthof(refused); i++)
+			if (refused[i].has)
+				refuse(refused[i].construct);
+	}
+	check_input(query, plan);
+
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (tle->resjunk)
+			elog(ERROR, "junk column in a view's select list");
+		plan->targetlist = lappend(plan->targetlist, tle);
+	}
+	if (plan->targetlist == NIL)
+		refuse("a select list without columns");
+	plan->qual = query->jointree->quals;
+	check_expressions((Node *) plan->targetlist);
+	check_expressions(plan->qual);
+	plan->query = query;
+	return plan;
+}
+
+/*
+ * The plan's query written out with every name qualified that is not in
+ * pg_catalog: it reads the same under any search_path (the runtime's, a
+ * restored database's).
+ */
+char *
+dataflow_plan_text(ViewPlan *plan)
+{
+	int			level = NewGUCNestLevel();
+	char	   *text;
+
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	text = pg_get_querydef(plan->query, false);
+	AtEOXact_GUC(true, level);
+	return text;
+}

@@ -1,0 +1,133 @@
+/*-------------------------------------------------------------------------
+ *
+ * view_ddl.c
+ *	  peek.create_view and peek.drop_view.  A view is a collection of kind
+ *	  view: its catalog row keeps its query (dataflow/plan.c's
+ *	  schema-qualified text) and its input's name, its shard its rows, and
+ *	  the maintenance runtime fills the shard (dataflow/round.c).  Beside it
+ *	  stands a PostgreSQL view of the same name in the creator's current
+ *	  schema, owned by the creator, whose body is the view's own persist
+ *	  peek: SELECT * FROM name reads the latest contents, and NULL::name is
+ *	  its row type (the shard's too, so that the PostgreSQL view cannot be
+ *	  dropped or changed behind the view's back).  Checks first, then the
+ *	  changes in the caller's transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "common/spi.h"
+#include "dataflow/dataflow.h"
+#include "ipc/notify.h"
+#include "sql/arguments.h"
+#include "sql/ddl.h"
+#include "storage/catalog_views.h"
+#include "storage/catalog_write.h"
+#include "storage/persist.h"
+#include "storage/standby_replay.h"
+
+PEEK_SQL_FUNCTION(peek_create_view);
+PEEK_SQL_FUNCTION(peek_drop_view);
+
+/* Run a statement as the current user (the view's creator or owner). */
+static void
+run_as_user(const char *statement)
+{
+	SPI_connect();
+	spi_check(SPI_execute(statement, false, 0), SPI_OK_UTILITY, statement);
+	SPI_finish();
+}
+
+/*
+ * The PostgreSQL view beside a view, in the creator's current schema, made
+ * first from the query (its columns are the query's) and then replaced by
+ * the view's persist peek of its own row type.  Returns that row type.
+ */
+static Oid
+create_pg_view(const char *name, const char *query)
+{
+	Oid			nsp = RangeVarGetCreationNamespace(makeRangeVar(NULL, pstrdup(name), -1));
+	char	   *qualified;
+	Oid			relid;
+
+	if (isAnyTempNamespace(nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot create view \"%s\" in a temporary schema", name),
+				 errdetail("A view outlasts the session; its PostgreSQL view would not.")));
+	qualified = quote_qualified_identifier(get_namespace_name(nsp), name);
+	run_as_user(psprintf("CREATE VIEW %s AS %s", qualified, query));
+	run_as_user(psprintf("CREATE OR REPLACE VIEW %s AS SELECT * FROM " PEEK_SCHEMA ".persist_peek(NULL::%s, %s)",
+						 qualified, qualified, quote_literal_cstr(name)));
+	relid = get_relname_relid(name, nsp);
+	if (!OidIsValid(relid))
+		elog(ERROR, "view \"%s\" was not created", qualified);
+	return get_rel_type_id(relid);
+}
+
+/* create_view(name, query) */
+Datum
+peek_create_view(PG_FUNCTION_ARGS)
+{
+	char	   *name = arg_new_name(fcinfo, 0, "view name");
+	char	   *text = arg_text(fcinfo, 1, "query");
+	ViewPlan   *plan;
+	CatalogObject *input;
+	CatalogObject obj = {0};
+	char	   *query;
+	int32		seq;
+
+	standby_refuse_writes("create_view");
+	/* analyzed in the user's search_path, with the user's privileges */
+	plan = dataflow_plan(text);
+	/* a drop of the input waits for this transaction, or it for the drop */
+	input = catalog_lookup(plan->input, PEEK_KIND_COLLECTION, CATALOG_WRITE);
+	catalog_check_reader(input);
+	if (plan->input_type != input->row_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s \"%s\" holds rows of type %s, not %s",
+						catalog_kind_noun(input->kind), input->name,
+						format_type_be(input->row_type), format_type_be(plan->input_type)),
+				 errhint("Read it as peek.persist_peek(NULL::%s, %s).",
+						 format_type_be(input->row_type), quote_literal_cstr(input->name))));
+	arg_check_name_free(name);
+
+	query = dataflow_plan_text(plan);
+	obj.id = catalog_new_id(&seq);
+	obj.name = name;
+	obj.kind = PEEK_KIND_VIEW;
+	obj.row_type = create_pg_view(name, query);
+	obj.owner = GetUserId();
+	obj.shard = persist_create_shard(seq, obj.row_type);
+	catalog_insert(&obj, (Datum) 0);
+	catalog_set_view(obj.id, query, input->name);
+	notify_created(obj.id);
+	PG_RETURN_VOID();
+}
+
+/* drop_view(name): the view, its indexes, its shard and its PostgreSQL view */
+Datum
+peek_drop_view(PG_FUNCTION_ARGS)
+{
+	char	   *name = arg_text(fcinfo, 0, "view name");
+	CatalogObject *view;
+	Oid			relid;
+
+	view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_DROP);
+	relid = get_typ_typrelid(view->row_type);
+	ddl_drop_collection_and_indexes(view);
+	/* gone already if its row type was dropped (DROP VIEW ... CASCADE) */
+	if (OidIsValid(relid))
+		run_as_user(psprintf("DROP VIEW %s",
+							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+														get_rel_name(relid))));
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,106 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_views.c
+ *	  What the catalog keeps of a maintained view besides an object's row:
+ *	  its query (analyzed and written out schema-qualified, so that it reads
+ *	  the same under any search_path, in a dump too) and the names of its
+ *	  inputs (names, not ids: a restore keeps them), and which views read an
+ *	  object (its drop is refused while one does).  Through SPI as the
+ *	  extension's owner, in the caller's transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "common/spi.h"
+#include "storage/catalog.h"
+#include "storage/catalog_internal.h"
+#include "storage/catalog_views.h"
+
+/* Record a new view's query and its one input, on its row. */
+void
+catalog_set_view(PeekObjectId id, const char *query, const char *input)
+{
+	Oid			argtypes[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		args[3] = {Int64GetDatum(id), CStringGetTextDatum(query),
+	CStringGetTextDatum(input)};
+
+	catalog_exec("UPDATE peek.objects SET query = $2, inputs = ARRAY[$3] "
+				 "WHERE id OPERATOR(pg_catalog.=) $1",
+				 3, argtypes, args, SPI_OK_UPDATE);
+}
+
+/*
+ * A view's query and its input's name, in the caller's memory context;
+ * false if the view's row is gone.
+ */
+bool
+catalog_view_definition(PeekObjectId id, char **query, char **input)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+	MemoryContext caller = CurrentMemoryContext;
+	SavedUser	saved;
+	bool		found;
+
+	spi_connect_as_owner(&saved);
+	spi_check(catalog_execute_saved("SELECT query, inputs[1] FROM peek.objects "
+									"WHERE id OPERATOR(pg_catalog.=) $1 AND query IS NOT NULL",
+									1, &argtype, &arg, NULL, true),
+			  SPI_OK_SELECT, "view lookup");
+	found = SPI_processed > 0;
+	if (found)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+
+		*query = TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull));
+		*input = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
+		MemoryContextSwitchTo(spi);
+	}
+	spi_finish_as_owner(&saved);
+	return found;
+}
+
+/*
+ * The name of a view that reads the object, or NULL.  The caller holds the
+ * object's row lock for its drop (FOR UPDATE), which a create_view over it
+ * waits for, so that no view can start reading it after the answer.
+ */
+char *
+catalog_view_reading(const char *name)
+{
+	Oid			argtype = TEXTOID;
+	Datum		arg = CStringGetTextDatum(name);
+	MemoryContext caller = CurrentMemoryContext;
+	char	   *view = NULL;
+	SavedUser	saved;
+
+	/* a catalog from before 0.3 has no views */
+	if (get_attnum(catalog_relid(), "inputs") == InvalidAttrNumber)
+		return NULL;
+	spi_connect_as_owner(&saved);
+	spi_check(catalog_execute_saved("SELECT name FROM peek.objects "
+									"WHERE $1 OPERATOR(pg_catalog.=) ANY (inputs) "
+									"ORDER BY name LIMIT 1",
+									1, &argtype, &arg, NULL, true),
+			  SPI_OK_SELECT, "views reading an object");
+	if (SPI_processed > 0)
+	{
+		bool		isnull;
+
+		view = MemoryContextStrdup(caller,
+								   TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+																	 SPI_tuptable->tupdesc,
+																	 1, &isnull)));
+	}
+	spi_finish_as_owner(&saved);
+	return view;
+}

@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_views.h
+ *	  A maintained view's query and inputs in the catalog (catalog_views.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_STORAGE_CATALOG_VIEWS_H
+#define PEEK_STORAGE_CATALOG_VIEWS_H
+
+#include "common/ids.h"
+
+extern void catalog_set_view(PeekObjectId id, const char *query, const char *input);
+extern bool catalog_view_definition(PeekObjectId id, char **query, char **input);
+extern char *catalog_view_reading(const char *name);
+
+#endif							/* PEEK_STORAGE_CATALOG_VIEWS_H */

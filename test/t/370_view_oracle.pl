@@ -1,0 +1,209 @@
+# Maintained views against an oracle (seeded, reproducible): generated
+# filter/map/project queries over a collection, kept current by the
+# maintenance runtime under random inserts and retractions at many times.
+# At every time at or after a view's since, the view read by persist_peek
+# (as_of => t) and by index_peek (an index on the view) equals PostgreSQL's
+# own evaluation of the query over peek.persist_peek(NULL::orow, 'c',
+# as_of => t), as multisets (EXCEPT ALL both ways).  Half-way the
+# collection compacts and one more view is created over it (hydrated from
+# the since); then the maintenance runtime is terminated and restarted
+# while writes go on: the views resume at their uppers, nothing lost or
+# counted twice.  A view over a view is checked against its input view.
+#
+# Seed: $PG_PEEK_VIEW_SEED, or a fixed default.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use PgPeekTest;
+
+my $seed = $ENV{PG_PEEK_VIEW_SEED};
+$seed = 370370 unless defined $seed && $seed =~ /^\d+$/;
+srand($seed);
+note "pg_peek view oracle: seed $seed (set PG_PEEK_VIEW_SEED to replay), "
+  . 'interactive = ' . interactive_mode();
+
+my $STEPS = 60;
+my $node = new_node('view_oracle');
+
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION pg_peek;
+	CREATE TYPE orow AS (k int, v text, n numeric);
+	SELECT peek.create_collection('c', 'orow');
+	-- the times in [t0, t1] where the two queries (@T@: the time) differ
+	CREATE FUNCTION mismatches(got text, want text, t0 bigint, t1 bigint)
+	RETURNS text LANGUAGE plpgsql AS $f$
+	DECLARE
+		bad text := '';
+		g text;
+		w text;
+		n bigint;
+	BEGIN
+		FOR t IN t0 .. t1 LOOP
+			g := replace(got, '@T@', t::text);
+			w := replace(want, '@T@', t::text);
+			EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s)) d',
+			               g, w, w, g) INTO n;
+			IF n > 0 THEN
+				bad := bad || t || ' ';
+			END IF;
+		END LOOP;
+		RETURN bad;
+	END $f$;
+});
+
+# ---- generated queries ----
+my @exprs = ('k', 'v', 'n', 'k * 2', 'k + n', 'upper(v)', 'length(v)',
+	'n / 2', "coalesce(v, 'none')", 'k % 3', 'abs(n - 1)', "v || '-' || k",
+	'round(n)', 'k > 4');
+my @preds = ('k > @', 'k % 2 = 0', 'n < @', "v LIKE 'a%'", 'v IS NULL',
+	'k BETWEEN @ AND @ + 3', 'n IS NOT NULL AND n <> @', "v = 'b'",
+	'NOT (k < @)');
+
+sub random_query
+{
+	my @cols;
+	my $ncols = 1 + int(rand(3));
+	push @cols, $exprs[ int(rand(@exprs)) ] . ' AS c' . (scalar(@cols) + 1)
+	  while @cols < $ncols;
+	my @where;
+	for (1 .. int(rand(3)))
+	{
+		my $p = $preds[ int(rand(@preds)) ];
+		$p =~ s/@/int(rand(8))/ge;
+		push @where, "($p)";
+	}
+	my $join = rand() < 0.5 ? ' AND ' : ' OR ';
+	return 'SELECT ' . join(', ', @cols)
+	  . " FROM peek.persist_peek(NULL::orow, 'c'\@AS\@)"
+	  . (@where ? ' WHERE ' . join($join, @where) : '');
+}
+
+# name => { query => text with @AS@, input_oracle => text with @T@ }
+my %views;
+
+sub create_view
+{
+	my ($name, $template) = @_;
+	(my $query = $template) =~ s/\@AS\@//;
+	(my $oracle = $template) =~ s/\@AS\@/, as_of => \@T\@/;
+	$node->safe_psql('postgres',
+		"SELECT peek.create_view('$name', \$q\$$query\$q\$)");
+	$views{$name} = { oracle => $oracle };
+	note "$name: $query";
+	index_view($name, 'c1');
+}
+
+sub index_view
+{
+	my ($name, $key) = @_;
+	$node->safe_psql('postgres', "SELECT peek.create_index('${name}_i', '$name', ARRAY['$key'])");
+}
+
+# Wait for every view and index to reach the collection's upper, then
+# compare each at every time from its since (and the collection's: the
+# oracle reads the collection) to the last one.
+sub check_views
+{
+	my ($label) = @_;
+	my $upper = $node->safe_psql('postgres', "SELECT upper FROM peek.collections WHERE name = 'c'");
+	my $last = $upper - 1;
+	ok(poll_until($node,
+		"SELECT count(*) = 0 FROM peek.views WHERE upper < $upper OR state <> 'ready'", 't', 60),
+		"$label: every view caught up to upper $upper")
+	  or diag $node->safe_psql('postgres', 'SELECT name, state, failure, since, upper FROM peek.views');
+	ok(poll_until($node,
+		"SELECT count(*) = 0 FROM peek.indexes WHERE upper IS DISTINCT FROM $upper OR state <> 'ready'", 't', 60),
+		"$label: the indexes on the views caught up");
+	for my $name (sort keys %views)
+	{
+		my $since = $node->safe_psql('postgres',
+			"SELECT greatest(v.since, c.since) FROM peek.views v, peek.collections c "
+			  . "WHERE v.name = '$name' AND c.name = 'c'");
+		my $oracle = $views{$name}{oracle};
+		my $rows = $node->safe_psql('postgres',
+			"SELECT count(*) FROM peek.persist_peek(NULL::$name, '$name')");
+		is($node->safe_psql('postgres',
+			"SELECT mismatches(\$g\$SELECT * FROM peek.persist_peek(NULL::$name, '$name', as_of => \@T\@)\$g\$, "
+			  . "\$w\$$oracle\$w\$, $since, $last)"),
+			'', "$label: $name by persist_peek equals the query at every time $since..$last ($rows rows now)");
+		is($node->safe_psql('postgres',
+			"SELECT mismatches(\$g\$SELECT * FROM peek.index_peek(NULL::$name, '${name}_i', as_of => \@T\@)\$g\$, "
+			  . "\$w\$$oracle\$w\$, $since, $last)"),
+			'', "$label: $name by index_peek equals the query at every time $since..$last");
+	}
+}
+
+# ---- workload: a Perl model of the collection's rows keeps counts >= 0 ----
+my %live;    # row literal => count
+my @vs = ("'a'", "'b'", "'ab'", "'ba'", 'NULL');
+my @ns = ('0', '1', '1.5', '2.50', '-3', 'NULL');
+
+sub random_row
+{
+	return '(' . int(rand(10)) . ', ' . $vs[ int(rand(@vs)) ] . ', '
+	  . $ns[ int(rand(@ns)) ] . ')';
+}
+
+sub write_step
+{
+	my (@ins, @del);
+	push @ins, random_row() for 1 .. int(rand(4));
+	my @rows = grep { $live{$_} > 0 } sort keys %live;
+	for (1 .. int(rand(3)))
+	{
+		last unless @rows;
+		my $r = $rows[ int(rand(@rows)) ];
+		next if $live{$r} == 0;
+		$live{$r}--;
+		push @del, $r;
+	}
+	$live{$_}++ for @ins;
+	my $arr = sub { @_ ? 'ARRAY[' . join(', ', @_) . ']::orow[]' : "'{}'::orow[]" };
+	return $node->safe_psql('postgres',
+		'SELECT peek.write(\'c\', ' . $arr->(@ins) . ', ' . $arr->(@del) . ')');
+}
+
+write_step() for 1 .. 5;
+create_view("v$_", random_query()) for 1 .. 5;
+$node->safe_psql('postgres',
+	"SELECT peek.create_view('vv', 'SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, ''v1'') WHERE c1 IS NOT NULL')");
+$views{vv} = { oracle => "SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, 'v1', as_of => \@T\@) WHERE c1 IS NOT NULL" };
+index_view('vv', 'd1');
+
+my $last;
+for my $step (1 .. $STEPS)
+{
+	$last = write_step();
+	if ($step == int($STEPS / 3))
+	{
+		check_views('before compaction');
+		# compaction up to near the upper; a view created now hydrates
+		# from the since
+		$node->safe_psql('postgres', "SELECT peek.allow_compaction('c', $last - 2)");
+		ok(poll_until($node,
+			"SELECT since >= $last - 2 - 2 FROM peek.collections WHERE name = 'c'"),
+			'the collection compacts, the views reading it caught up');
+		create_view('vlate', random_query());
+	}
+	if ($step == int(2 * $STEPS / 3))
+	{
+		my $role = interactive_mode() eq 'on' ? 'maintenance' : 'solo';
+		my $pid = runtime_pid($node, $role);
+		$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+		note "terminated the $role runtime (pid $pid) at step $step";
+	}
+}
+check_views('after the restart');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM peek.runtimes WHERE restarts > 0 AND role IN ('maintenance', 'solo')"),
+	'1', 'the maintenance runtime was restarted');
+is($node->safe_psql('postgres', "SELECT since > 0 FROM peek.views WHERE name = 'vlate'"),
+	't', 'the late view was hydrated from a compacted since');
+isnt($node->safe_psql('postgres',
+	"SELECT sum(rows) FROM peek.views"), '0', 'the views are not all empty');
+
+$node->stop;
+done_testing();

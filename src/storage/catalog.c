@@ -712,6 +712,25 @@ catalog_lock_row(PeekObjectId id, bool skip_locked)
 }
 
 /*
+ * Keep an object's row, and so its shard, from a drop until the end of the
+ * transaction, before the maintenance runtime folds its shard (false: the
+ * object is gone, or a drop holds its row: the fold is skipped, never
+ * waited for).  A key share lock: writers' locks do not conflict with it,
+ * so a fold still holds no lock a writer waits for; a drop's (FOR UPDATE)
+ * waits for the fold instead.
+ */
+bool
+catalog_keep_row(PeekObjectId id)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+
+	return catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
+						"FOR KEY SHARE SKIP LOCKED",
+						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
  * A runtime's work on one object waits for a user's lock at most this long
  * (lock_timeout for the rest of the current subtransaction), then fails
  * with 55P03 and is retried on a later round.  So an open transaction that

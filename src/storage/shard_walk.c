@@ -205,6 +205,9 @@ adjust_base_row(PersistWalk *w, int64 diff, Datum row)
 	Touched    *t = &w->t;
 	MemoryContext old;
 
+	/* nothing changed since the base (nor flagged): every row as stored */
+	if (t->hashes == NULL && t->tids.n == 0)
+		return diff;
 	MemoryContextReset(w->per_row);
 	old = MemoryContextSwitchTo(w->per_row);
 	if (touched(&w->b, t, &w->b.slot->tts_tid, row))

@@ -8,8 +8,8 @@
  *	  most about a second's updates past the base.  At most FOLD_STEP_ROWS
  *	  updates a step, whole times only, each step its own transaction (the
  *	  caller's FoldFn), so that no step holds the runtime's other work (its
- *	  seals) back for long; a time with more updates of its own is a
- *	  step alone.  Only what
+ *	  seals) back for long; a time with more updates of its own stops the
+ *	  base before it until compaction's fold takes it in.  Only what
  *	  the runtime learns from the catalog notices (the durable uppers) and
  *	  the folds' own results: nothing is polled.
  *

@@ -161,8 +161,8 @@ cut_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *
  * go to with at most max_rows updates, whole times only (a base is the
  * contents at a time's end): target if they fit, else the last time that
  * fits, but at least least_time.  A time with more than max_rows updates
- * of its own (a big load in one write) is folded alone, as the first time
- * after the base: the base always moves on.
+ * of its own stops every bounded fold before it: only one that must reach
+ * past it (compaction's) takes it in.
  */
 static int64
 fold_cut(ShardBase *b, int64 target, int64 max_rows, int64 least_time)
@@ -319,7 +319,7 @@ persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_ro
 		/* a raised since needs the base at it; otherwise it may stay */
 		target = Max(target, since);
 		if (max_rows >= 0)
-			target = fold_cut(&b, target, max_rows, since > durable_since ? since : base_time + 1);
+			target = fold_cut(&b, target, max_rows, since > durable_since ? since : base_time);
 		f.since = since;
 		new_base_time = fold(&w, &b, &f, durable_since, target);
 	}

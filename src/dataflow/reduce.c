@@ -105,6 +105,7 @@ typedef struct ReduceRound
 	int			nupdates;
 	int			room;
 	List	   *emptied;		/* groups some update left without rows */
+	MemoryContext cxt;			/* the round's */
 	MemoryContext per_step;
 } ReduceRound;
 
@@ -219,8 +220,11 @@ group_add(ReduceRound *r, ViewGroup *group, Datum row, int64 diff)
 		*found = group->rows[--group->nrows];
 		if (group->nrows == 0 && group->key != NULL && !group->emptied)
 		{
+			MemoryContext old = MemoryContextSwitchTo(r->cxt);
+
 			group->emptied = true;
 			r->emptied = lappend(r->emptied, group);
+			MemoryContextSwitchTo(old);
 		}
 	}
 }
@@ -571,6 +575,7 @@ dataflow_reduce(DataflowView *view, ViewPlan *plan, CatalogObject *v, CatalogObj
 	r.output.pub.rDestroy = output_destroy;
 	r.output.pub.mydest = DestNone;
 	r.output.out = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
+	r.cxt = CurrentMemoryContext;
 	r.per_step = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view step",
 									   ALLOCSET_DEFAULT_SIZES);
 	r.writer = persist_writer_open(v->shard);

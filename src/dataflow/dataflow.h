@@ -2,14 +2,17 @@
  *
  * dataflow.h
  *	  Maintained views: a query's plan (plan.c), the views the maintenance
- *	  runtime keeps current (views.c) and one round of one view (round.c).
+ *	  runtime keeps current (views.c), one round of one view (round.c), the
+ *	  input's rows as rounds read them (input.c) and the rounds of a view
+ *	  that groups (reduce.c).
  *
  *	  A view is a collection of kind PEEK_KIND_VIEW: its rows live in its
  *	  own shard, appended by the maintenance runtime at its input's times,
  *	  so that its upper, since, indexes, peeks and holds are a collection's.
  *	  Each round takes the input's updates in [view upper, input upper)
  *	  (at most DATAFLOW_ROUND_TIMES times of them), runs each through the
- *	  view's filter and map with the same time and diff, and appends the
+ *	  view's filter and map with the same time and diff (or, grouped,
+ *	  through its groups: what each time changes in them), and appends the
  *	  results with the view's new upper in one transaction; a restart
  *	  resumes at the durable upper.  The first round hydrates the view from
  *	  the input's contents at its since (its base and its recent updates up

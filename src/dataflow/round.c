@@ -7,8 +7,9 @@
  *	  input's updates in [view upper, end) from its shard, evaluates the
  *	  view's WHERE and select list over each with PostgreSQL's expression
  *	  executor, as the view's owner, and appends each result at the same
- *	  time with the same diff to the view's shard, with the view's upper
- *	  raised to end, all in the caller's transaction.  The first round
+ *	  time with the same diff to the view's shard (a view that groups
+ *	  goes through reduce.c instead), with the view's upper raised to end,
+ *	  all in the caller's transaction.  The first round
  *	  hydrates: it reads the whole shard, the input's history up to its
  *	  since landing at the since, and folds that into the view's base.
  *

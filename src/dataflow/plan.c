@@ -4,7 +4,8 @@
  *	  A maintained view's query, analyzed by PostgreSQL and checked against
  *	  what the operators support: one input, peek.persist_peek(NULL::t,
  *	  'name') in FROM (a collection or a view), filtered by WHERE and mapped
- *	  and projected by the select list, with immutable expressions only.
+ *	  and projected by the select list, with immutable expressions only
+ *	  and no function or type of a temporary schema.
  *	  Anything else is refused with 0A000 naming the construct.  The
  *	  backend plans the user's text at create_view (in the user's
  *	  search_path and privileges) and keeps it written out schema-qualified
@@ -17,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
@@ -30,6 +32,7 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 
 #include "dataflow/dataflow.h"
 
@@ -74,6 +77,52 @@ find_mutable_function(Node *node, Oid *func)
 	return expression_tree_walker(node, find_mutable_function, func);
 }
 
+/* check_functions_in_node's callback: a function of a temporary schema */
+static bool
+temporary_function(Oid func_id, void *context)
+{
+	if (!isAnyTempNamespace(get_func_namespace(func_id)))
+		return false;
+	*(Oid *) context = func_id;
+	return true;
+}
+
+static bool
+temporary_type(Oid type)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	bool		temporary;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for type %u", type);
+	temporary = isAnyTempNamespace(((Form_pg_type) GETSTRUCT(tup))->typnamespace);
+	ReleaseSysCache(tup);
+	return temporary;
+}
+
+/*
+ * Refuse a function or type of a temporary schema anywhere in an
+ * expression: the view outlasts the session that made it, and its text
+ * names such an object as pg_temp, which the runtime would read as its own
+ * temporary schema.
+ */
+static bool
+refuse_temporary_objects(Node *node, void *context)
+{
+	Oid			func = InvalidOid;
+
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, temporary_function, &func))
+		refuse(psprintf("function %s: it is temporary", get_func_name(func)));
+	/* (the nodes in an expression that have no type of their own) */
+	if (IsA(node, List) || IsA(node, TargetEntry) || IsA(node, CaseWhen))
+		return expression_tree_walker(node, refuse_temporary_objects, context);
+	if (temporary_type(exprType(node)))
+		refuse(psprintf("type %s: it is temporary", format_type_be(exprType(node))));
+	return expression_tree_walker(node, refuse_temporary_objects, context);
+}
+
 /* The expressions of a view: immutable, over the input's columns only. */
 static void
 check_expressions(Node *exprs)
@@ -86,6 +135,7 @@ check_expressions(Node *exprs)
 						format_procedure(func)));
 	if (contain_mutable_functions(exprs))
 		refuse("expressions that are not immutable");
+	(void) refuse_temporary_objects(exprs, NULL);
 	foreach(lc, pull_var_clause(exprs, 0))
 	{
 		Var		   *var = lfirst_node(Var, lc);

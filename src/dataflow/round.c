@@ -6,7 +6,8 @@
  *	  alone).  Reads the view's and its input's frontiers, takes the
  *	  input's updates in [view upper, end) from its shard, evaluates the
  *	  view's WHERE and select list over each with PostgreSQL's expression
- *	  executor, as the view's owner, and appends each result at the same
+ *	  executor, as the view's owner (who must still have the right to read
+ *	  the input), and appends each result at the same
  *	  time with the same diff to the view's shard, with the view's upper
  *	  raised to end, all in the caller's transaction.  The first round
  *	  hydrates: it reads the whole shard, the input's history up to its
@@ -206,6 +207,8 @@ dataflow_round(DataflowView *view)
 	level = NewGUCNestLevel();
 	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* the owner may read the input still (a revoked right stops the view) */
+	catalog_check_reader(in);
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, in, out_desc);
 	run_plan(plan, v, in, out_desc, lower, end, hydrating ? in->since : -1);

@@ -167,6 +167,10 @@ RESET ROLE;
 SELECT wait_for($$SELECT upper = 1 FROM peek.views WHERE name = 'vwho'$$);
 SELECT * FROM vwho;
 SET ROLE peek_view_alice;
+-- what the query uses outlasts the view, as under a PostgreSQL view
+SELECT try($$DROP FUNCTION whoami(int)$$);
+CREATE OR REPLACE VIEW vwho AS SELECT * FROM peek.persist_peek(NULL::vwho, 'vwho');
+SELECT try($$DROP FUNCTION whoami(int)$$);
 SELECT peek.drop_view('vwho');
 SELECT peek.drop_collection('alices');
 DROP FUNCTION whoami(int);

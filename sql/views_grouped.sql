@@ -103,6 +103,30 @@ SELECT wait_for($$SELECT count(*) = 4 FROM peek.views WHERE state = 'ready' AND 
 SELECT * FROM gtotals WHERE cust = 5;
 SELECT peek.drop_view('gratio');
 
+-- a grouped view over a source, whose times are WAL positions: a round
+-- takes its input's next 1024 times however far apart, so 10 MB of other
+-- WAL between two commits does not hold the view back
+CREATE TABLE gorders (id int PRIMARY KEY, cust int);
+INSERT INTO gorders SELECT g, g % 3 FROM generate_series(1, 30) g;
+SELECT peek.create_source('gorders_src', 'gorders');
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'gorders_src'$$);
+SELECT row_type AS src_type FROM peek.collections WHERE name = 'gorders_src' \gset
+SELECT peek.create_view('gorder_counts',
+    format('SELECT cust, count(*) AS n FROM peek.persist_peek(NULL::%s, %L) GROUP BY cust',
+           :'src_type', 'gorders_src'));
+CREATE TABLE gfiller (pad text);
+INSERT INTO gfiller SELECT repeat('x', 1000) FROM generate_series(1, 10000);
+DELETE FROM gorders WHERE id <= 10;
+INSERT INTO gorders VALUES (100, 7);
+SELECT wait_for($$SELECT array_agg((cust, n)::text ORDER BY cust) =
+                         (SELECT array_agg((cust, count)::text ORDER BY cust)
+                            FROM (SELECT cust, count(*) FROM gorders GROUP BY cust) s)
+                    FROM gorder_counts$$, 10);
+SELECT * FROM gorder_counts ORDER BY cust;
+SELECT peek.drop_view('gorder_counts');
+SELECT peek.drop_source('gorders_src');
+DROP TABLE gorders, gfiller;
+
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;

@@ -30,7 +30,7 @@
 
 #include "storage/catalog.h"
 
-/* How many of the input's times one round takes at most. */
+/* How many of the input's distinct times one round takes at most. */
 #define DATAFLOW_ROUND_TIMES	1024
 
 /* A view's query, analyzed and checked (plan.c). */

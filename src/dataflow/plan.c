@@ -6,10 +6,10 @@
  *	  'name') in FROM (a collection or a view), filtered by WHERE, mapped
  *	  and projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
- *	  HAVING) or made DISTINCT, with immutable expressions only.  The
- *	  grouping keys are found here with the operators that tell groups
- *	  apart (reduce.c keeps the groups).  Anything else is refused with
- *	  0A000 naming the construct.  The
+ *	  HAVING) or made DISTINCT, with immutable expressions only and no
+ *	  function or type of a temporary schema.  The grouping keys are found
+ *	  here with the operators that tell groups apart (reduce.c keeps the
+ *	  groups).  Anything else is refused with 0A000 naming the construct.  The
  *	  backend plans the user's text at create_view (in the user's
  *	  search_path and privileges) and keeps it written out schema-qualified
  *	  (dataflow_plan_text); the maintenance runtime plans that text again
@@ -21,6 +21,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
@@ -36,6 +37,7 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 
 #include "dataflow/dataflow.h"
 
@@ -115,6 +117,52 @@ unsupported_aggregate(Node *node, void *context)
 	return expression_tree_walker(node, unsupported_aggregate, context);
 }
 
+/* check_functions_in_node's callback: a function of a temporary schema */
+static bool
+temporary_function(Oid func_id, void *context)
+{
+	if (!isAnyTempNamespace(get_func_namespace(func_id)))
+		return false;
+	*(Oid *) context = func_id;
+	return true;
+}
+
+static bool
+temporary_type(Oid type)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	bool		temporary;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for type %u", type);
+	temporary = isAnyTempNamespace(((Form_pg_type) GETSTRUCT(tup))->typnamespace);
+	ReleaseSysCache(tup);
+	return temporary;
+}
+
+/*
+ * Refuse a function or type of a temporary schema anywhere in an
+ * expression: the view outlasts the session that made it, and its text
+ * names such an object as pg_temp, which the runtime would read as its own
+ * temporary schema.
+ */
+static bool
+refuse_temporary_objects(Node *node, void *context)
+{
+	Oid			func = InvalidOid;
+
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, temporary_function, &func))
+		refuse(psprintf("function %s: it is temporary", get_func_name(func)));
+	/* (the nodes in an expression that have no type of their own) */
+	if (IsA(node, List) || IsA(node, TargetEntry) || IsA(node, CaseWhen))
+		return expression_tree_walker(node, refuse_temporary_objects, context);
+	if (temporary_type(exprType(node)))
+		refuse(psprintf("type %s: it is temporary", format_type_be(exprType(node))));
+	return expression_tree_walker(node, refuse_temporary_objects, context);
+}
+
 /* The expressions of a view: immutable, over the input's columns only. */
 static void
 check_expressions(Node *exprs)
@@ -131,6 +179,7 @@ check_expressions(Node *exprs)
 		refuse(OidIsValid(func) ?
 			   psprintf("aggregate function %s", format_procedure(func)) :
 			   "GROUPING");
+	(void) refuse_temporary_objects(exprs, NULL);
 	foreach(lc, pull_var_clause(exprs, PVC_RECURSE_AGGREGATES))
 	{
 		Var		   *var = lfirst_node(Var, lc);

@@ -6,10 +6,11 @@
  *	  alone).  Reads the view's and its input's frontiers, takes the
  *	  input's updates in [view upper, end) from its shard, evaluates the
  *	  view's WHERE and select list over each with PostgreSQL's expression
- *	  executor, as the view's owner, and appends each result at the same
- *	  time with the same diff to the view's shard (a view that groups
- *	  goes through reduce.c instead), with the view's upper raised to end,
- *	  all in the caller's transaction.  The first round
+ *	  executor, as the view's owner (who must still have the right to read
+ *	  the input), and appends each result at the same time with the same
+ *	  diff to the view's shard (a view that groups goes through reduce.c
+ *	  instead), with the view's upper raised to end, all in the caller's
+ *	  transaction.  The first round
  *	  hydrates: it reads the whole shard, the input's history up to its
  *	  since landing at the since, and folds that into the view's base.
  *
@@ -180,7 +181,8 @@ dataflow_round(DataflowView *view)
 				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
 				 errmsg("its input \"%s\" is compacted to since " INT64_FORMAT ", past the view's upper " INT64_FORMAT,
 						in->name, in->since, v->upper)));
-	end = in->upper - start > DATAFLOW_ROUND_TIMES ? start + DATAFLOW_ROUND_TIMES : in->upper;
+	end = in->upper - start > DATAFLOW_ROUND_TIMES ?
+		persist_times_end(in->shard, start, in->upper, DATAFLOW_ROUND_TIMES) : in->upper;
 
 	/*
 	 * Planned and evaluated as the view's owner, as REFRESH MATERIALIZED
@@ -194,6 +196,8 @@ dataflow_round(DataflowView *view)
 	level = NewGUCNestLevel();
 	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* the owner may read the input still (a revoked right stops the view) */
+	catalog_check_reader(in);
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, in, out_desc);
 	if (plan->reduces)

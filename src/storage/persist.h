@@ -69,6 +69,7 @@ extern void persist_walk_end(PersistWalk *w);
 extern int64 persist_compact(Oid shard, int64 durable_since, int64 since);
 extern int64 persist_sum_diffs(Oid shard, int64 upper);
 extern int64 persist_estimate_rows(Oid shard);
+extern int64 persist_times_end(Oid shard, int64 lower, int64 upper, int n);
 extern void persist_scan_range(Oid shard, int64 lower, int64 upper,
 							   void (*fn) (int64 time, int64 diff, Datum row, void *arg),
 							   void *arg);

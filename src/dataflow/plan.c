@@ -156,6 +156,8 @@ refuse_temporary_objects(Node *node, void *context)
 	if (check_functions_in_node(node, temporary_function, &func))
 		refuse(psprintf("function %s: it is temporary", get_func_name(func)));
 	/* (the nodes in an expression that have no type of their own) */
+	if (IsA(node, SortGroupClause))
+		return false;			/* an aggregate's DISTINCT or ORDER BY */
 	if (IsA(node, List) || IsA(node, TargetEntry) || IsA(node, CaseWhen))
 		return expression_tree_walker(node, refuse_temporary_objects, context);
 	if (temporary_type(exprType(node)))

@@ -51,11 +51,7 @@ SELECT try($$SELECT peek.create_view('x', 'SELECT id, random() FROM peek.persist
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') WHERE now() > ''2000-01-01''')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id, qty::text FROM peek.persist_peek(NULL::vitem, ''vitems'') WHERE now() > ''2000-01-01''')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id, current_date FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
-SELECT try($$SELECT peek.create_view('x', 'SELECT DISTINCT id FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT DISTINCT ON (id) id FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
-SELECT try($$SELECT peek.create_view('x', 'SELECT count(*) FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
-SELECT try($$SELECT peek.create_view('x', 'SELECT name, count(*) FROM peek.persist_peek(NULL::vitem, ''vitems'') GROUP BY name')$$);
-SELECT try($$SELECT peek.create_view('x', 'SELECT 1 AS one FROM peek.persist_peek(NULL::vitem, ''vitems'') HAVING true')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') UNION ALL SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
 SELECT try($$SELECT peek.create_view('x', 'WITH w AS (SELECT * FROM peek.persist_peek(NULL::vitem, ''vitems'')) SELECT id FROM w')$$);
 SELECT try($$SELECT peek.create_view('x', 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r')$$);
@@ -71,6 +67,15 @@ SELECT try($$SELECT peek.create_view('x', 'SELECT 1 AS one')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT 1; SELECT 2')$$);
 SELECT try($$SELECT peek.create_view('x', 'DELETE FROM pg_class')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id INTO vnew FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
+-- a temporary function or type (the view outlasts the session)
+CREATE FUNCTION pg_temp.vplus(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 + 1';
+CREATE TYPE pg_temp.vtemp AS (a int);
+SELECT try($$SELECT peek.create_view('x', 'SELECT pg_temp.vplus(id) AS y FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') WHERE CASE WHEN id > 1 THEN pg_temp.vplus(id) END > 2')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT ROW(id)::pg_temp.vtemp AS t FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') WHERE (ROW(id)::pg_temp.vtemp).a > 1')$$);
+DROP FUNCTION pg_temp.vplus(int);
+DROP TYPE pg_temp.vtemp;
 -- other mistakes, each with its own SQLSTATE; nothing was created
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''nosuch'')')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vbig, ''vitems'')')$$);
@@ -120,6 +125,30 @@ REVOKE CREATE ON SCHEMA public FROM peek_view_stranger, peek_view_reader;
 REVOKE USAGE ON SCHEMA peek FROM peek_view_stranger;
 DROP ROLE peek_view_stranger, peek_view_reader;
 
+-- a view whose owner loses the right to read its input takes no more of it:
+-- it fails (42501 as its reason), as REFRESH MATERIALIZED VIEW would
+CREATE ROLE peek_view_reader IN ROLE pg_read_all_data;
+GRANT CREATE ON SCHEMA public TO peek_view_reader;
+GRANT USAGE ON SCHEMA peek TO peek_view_reader;
+SELECT peek.create_collection('vsecrets', 'vitem');
+SELECT peek.write('vsecrets', ARRAY[(1, 'public', 1)]::vitem[]);
+SET ROLE peek_view_reader;
+SELECT peek.create_view('vleak', 'SELECT id, name FROM peek.persist_peek(NULL::vitem, ''vsecrets'')');
+RESET ROLE;
+SELECT wait_for($$SELECT upper = 1 FROM peek.views WHERE name = 'vleak'$$);
+REVOKE pg_read_all_data FROM peek_view_reader;
+SELECT peek.write('vsecrets', ARRAY[(2, 'secret', 2)]::vitem[]);
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'vleak'$$);
+SELECT name, state, upper, failure FROM peek.views WHERE name = 'vleak';
+SET ROLE peek_view_reader;
+SELECT try($$SELECT * FROM vleak$$);
+SELECT peek.drop_view('vleak');
+RESET ROLE;
+SELECT peek.drop_collection('vsecrets');
+REVOKE CREATE ON SCHEMA public FROM peek_view_reader;
+REVOKE USAGE ON SCHEMA peek FROM peek_view_reader;
+DROP ROLE peek_view_reader;
+
 -- a view's expressions run as its owner, never as the runtime's superuser
 CREATE ROLE peek_view_alice;
 GRANT USAGE ON SCHEMA peek TO peek_view_alice;
@@ -134,6 +163,10 @@ RESET ROLE;
 SELECT wait_for($$SELECT upper = 1 FROM peek.views WHERE name = 'vwho'$$);
 SELECT * FROM vwho;
 SET ROLE peek_view_alice;
+-- what the query uses outlasts the view, as under a PostgreSQL view
+SELECT try($$DROP FUNCTION whoami(int)$$);
+CREATE OR REPLACE VIEW vwho AS SELECT * FROM peek.persist_peek(NULL::vwho, 'vwho');
+SELECT try($$DROP FUNCTION whoami(int)$$);
 SELECT peek.drop_view('vwho');
 SELECT peek.drop_collection('alices');
 DROP FUNCTION whoami(int);

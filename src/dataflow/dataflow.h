@@ -2,14 +2,17 @@
  *
  * dataflow.h
  *	  Maintained views: a query's plan (plan.c), the views the maintenance
- *	  runtime keeps current (views.c) and one round of one view (round.c).
+ *	  runtime keeps current (views.c), one round of one view (round.c), the
+ *	  input's rows as rounds read them (input.c) and the rounds of a view
+ *	  that groups (reduce.c).
  *
  *	  A view is a collection of kind PEEK_KIND_VIEW: its rows live in its
  *	  own shard, appended by the maintenance runtime at its input's times,
  *	  so that its upper, since, indexes, peeks and holds are a collection's.
  *	  Each round takes the input's updates in [view upper, input upper)
  *	  (at most DATAFLOW_ROUND_TIMES times of them), runs each through the
- *	  view's filter and map with the same time and diff, and appends the
+ *	  view's filter and map with the same time and diff (or, grouped,
+ *	  through its groups: what each time changes in them), and appends the
  *	  results with the view's new upper in one transaction; a restart
  *	  resumes at the durable upper.  The first round hydrates the view from
  *	  the input's contents at its since (its base and its recent updates up
@@ -22,11 +25,12 @@
 #ifndef PEEK_DATAFLOW_H
 #define PEEK_DATAFLOW_H
 
+#include "nodes/execnodes.h"
 #include "nodes/parsenodes.h"
 
 #include "storage/catalog.h"
 
-/* How many of the input's times one round takes at most. */
+/* How many of the input's distinct times one round takes at most. */
 #define DATAFLOW_ROUND_TIMES	1024
 
 /* A view's query, analyzed and checked (plan.c). */
@@ -36,8 +40,24 @@ typedef struct ViewPlan
 	Oid			input_type;		/* the row type it reads the input as */
 	List	   *targetlist;		/* TargetEntry: the view's columns */
 	Node	   *qual;			/* WHERE, or NULL */
+	bool		reduces;		/* grouped or DISTINCT: reduce.c runs it */
+	List	   *group_keys;		/* Expr over the input: the groups' keys */
+	List	   *group_eqops;	/* OID: the equality telling keys apart */
 	Query	   *query;
 } ViewPlan;
+
+typedef struct ReduceState ReduceState;
+
+/* A round's reading of its input's rows (input.c). */
+typedef struct ViewInput
+{
+	TupleDesc	desc;
+	HeapTupleHeader template;
+	HeapTupleData tuple;		/* the current row */
+	TupleTableSlot *slot;		/* holding it */
+	ExprContext *econtext;		/* its scan tuple is the slot */
+	ExprState  *qual;			/* WHERE */
+} ViewInput;
 
 /* A view the maintenance runtime keeps current (views.c). */
 typedef struct DataflowView
@@ -47,6 +67,7 @@ typedef struct DataflowView
 	Oid			owner;
 	int64		upper;			/* durable: as last read or written */
 	char	   *query;			/* its plan's text */
+	ReduceState *groups;		/* a grouped view's groups, or NULL */
 } DataflowView;
 
 /* plan.c */
@@ -60,7 +81,18 @@ extern void dataflow_forget(PeekObjectId id);
 extern List *dataflow_due_views(void);
 extern int64 dataflow_input_hold(PeekObjectId input);
 
+/* input.c */
+extern void view_input_begin(ViewInput *input, ViewPlan *plan, Oid row_type);
+extern bool view_input_row(ViewInput *input, Datum stored, Datum *row);
+extern void view_input_end(ViewInput *input);
+
 /* round.c */
 extern bool dataflow_round(DataflowView *view);
+
+/* reduce.c */
+extern void dataflow_reduce(DataflowView *view, ViewPlan *plan, CatalogObject *v,
+							CatalogObject *in, TupleDesc out_desc,
+							int64 start, int64 end, int64 since);
+extern void dataflow_reduce_free(ReduceState *state);
 
 #endif							/* PEEK_DATAFLOW_H */

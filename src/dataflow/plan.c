@@ -3,9 +3,13 @@
  * plan.c
  *	  A maintained view's query, analyzed by PostgreSQL and checked against
  *	  what the operators support: one input, peek.persist_peek(NULL::t,
- *	  'name') in FROM (a collection or a view), filtered by WHERE and mapped
- *	  and projected by the select list, with immutable expressions only.
- *	  Anything else is refused with 0A000 naming the construct.  The
+ *	  'name') in FROM (a collection or a view), filtered by WHERE, mapped
+ *	  and projected by the select list, and either grouped (GROUP BY, the
+ *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
+ *	  HAVING) or made DISTINCT, with immutable expressions only and no
+ *	  function or type of a temporary schema.  The grouping keys are found
+ *	  here with the operators that tell groups apart (reduce.c keeps the
+ *	  groups).  Anything else is refused with 0A000 naming the construct.  The
  *	  backend plans the user's text at create_view (in the user's
  *	  search_path and privileges) and keeps it written out schema-qualified
  *	  (dataflow_plan_text); the maintenance runtime plans that text again
@@ -17,6 +21,9 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
@@ -30,6 +37,7 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 
 #include "dataflow/dataflow.h"
 
@@ -40,7 +48,9 @@ refuse(const char *construct)
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("maintained views do not support %s", construct),
 			 errdetail("A maintained view reads one input, peek.persist_peek(NULL::t, 'name') in FROM, "
-					   "and filters (WHERE), maps and projects its rows with immutable expressions.")));
+					   "filters (WHERE), maps and projects its rows with immutable expressions, "
+					   "and may group them (GROUP BY, count, sum, avg, min, max, bool_and, bool_or, every, HAVING) "
+					   "or make them DISTINCT.")));
 }
 
 /* peek.persist_peek(anyelement, text, bigint, bigint), or InvalidOid */
@@ -74,6 +84,87 @@ find_mutable_function(Node *node, Oid *func)
 	return expression_tree_walker(node, find_mutable_function, func);
 }
 
+/* The aggregates a view may compute: exact under deletions (reduce.c). */
+static bool
+unsupported_aggregate(Node *node, void *context)
+{
+	static const char *const supported[] = {
+		"count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every"
+	};
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *agg = (Aggref *) node;
+		char	   *name = get_func_name(agg->aggfnoid);
+		bool		known = false;
+
+		for (int i = 0; i < lengthof(supported); i++)
+			known |= strcmp(name, supported[i]) == 0;
+		if (!known || agg->aggkind != AGGKIND_NORMAL ||
+			get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE)
+		{
+			*(Oid *) context = agg->aggfnoid;
+			return true;
+		}
+	}
+	if (IsA(node, GroupingFunc))
+	{
+		*(Oid *) context = InvalidOid;
+		return true;
+	}
+	return expression_tree_walker(node, unsupported_aggregate, context);
+}
+
+/* check_functions_in_node's callback: a function of a temporary schema */
+static bool
+temporary_function(Oid func_id, void *context)
+{
+	if (!isAnyTempNamespace(get_func_namespace(func_id)))
+		return false;
+	*(Oid *) context = func_id;
+	return true;
+}
+
+static bool
+temporary_type(Oid type)
+{
+	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	bool		temporary;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for type %u", type);
+	temporary = isAnyTempNamespace(((Form_pg_type) GETSTRUCT(tup))->typnamespace);
+	ReleaseSysCache(tup);
+	return temporary;
+}
+
+/*
+ * Refuse a function or type of a temporary schema anywhere in an
+ * expression: the view outlasts the session that made it, and its text
+ * names such an object as pg_temp, which the runtime would read as its own
+ * temporary schema.
+ */
+static bool
+refuse_temporary_objects(Node *node, void *context)
+{
+	Oid			func = InvalidOid;
+
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, temporary_function, &func))
+		refuse(psprintf("function %s: it is temporary", get_func_name(func)));
+	/* (the nodes in an expression that have no type of their own) */
+	if (IsA(node, SortGroupClause))
+		return false;			/* an aggregate's DISTINCT or ORDER BY */
+	if (IsA(node, List) || IsA(node, TargetEntry) || IsA(node, CaseWhen))
+		return expression_tree_walker(node, refuse_temporary_objects, context);
+	if (temporary_type(exprType(node)))
+		refuse(psprintf("type %s: it is temporary", format_type_be(exprType(node))));
+	return expression_tree_walker(node, refuse_temporary_objects, context);
+}
+
 /* The expressions of a view: immutable, over the input's columns only. */
 static void
 check_expressions(Node *exprs)
@@ -86,7 +177,12 @@ check_expressions(Node *exprs)
 						format_procedure(func)));
 	if (contain_mutable_functions(exprs))
 		refuse("expressions that are not immutable");
-	foreach(lc, pull_var_clause(exprs, 0))
+	if (unsupported_aggregate(exprs, &func))
+		refuse(OidIsValid(func) ?
+			   psprintf("aggregate function %s", format_procedure(func)) :
+			   "GROUPING");
+	(void) refuse_temporary_objects(exprs, NULL);
+	foreach(lc, pull_var_clause(exprs, PVC_RECURSE_AGGREGATES))
 	{
 		Var		   *var = lfirst_node(Var, lc);
 
@@ -193,14 +289,14 @@ dataflow_plan(const char *text)
 			{query->hasRecursive, "WITH RECURSIVE"},
 			{query->cteList != NIL, "WITH (common table expressions)"},
 			{query->setOperations != NULL, "UNION, INTERSECT or EXCEPT"},
-			{query->groupClause != NIL || query->groupingSets != NIL, "GROUP BY"},
-			{query->hasAggs, "aggregate functions"},
-			{query->havingQual != NULL, "HAVING"},
+			{query->groupingSets != NIL, "GROUPING SETS, ROLLUP or CUBE"},
 			{query->hasWindowFuncs, "window functions"},
 			{query->hasTargetSRFs, "set-returning functions in the select list"},
 			{query->hasSubLinks, "subqueries"},
 			{query->hasDistinctOn, "DISTINCT ON"},
-			{query->distinctClause != NIL, "DISTINCT"},
+			{query->distinctClause != NIL &&
+				(query->groupClause != NIL || query->hasAggs),
+			"DISTINCT over GROUP BY or aggregates"},
 			{query->sortClause != NIL, "ORDER BY"},
 			{query->limitCount != NULL || query->limitOffset != NULL, "LIMIT, OFFSET or FETCH"},
 		};
@@ -211,19 +307,33 @@ dataflow_plan(const char *text)
 	}
 	check_input(query, plan);
 
+	/* (junk columns: GROUP BY keys that are not selected) */
 	foreach(lc, query->targetList)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
 
-		if (tle->resjunk)
-			elog(ERROR, "junk column in a view's select list");
-		plan->targetlist = lappend(plan->targetlist, tle);
+		if (!tle->resjunk)
+			plan->targetlist = lappend(plan->targetlist, tle);
 	}
 	if (plan->targetlist == NIL)
 		refuse("a select list without columns");
 	plan->qual = query->jointree->quals;
-	check_expressions((Node *) plan->targetlist);
+	check_expressions((Node *) query->targetList);
 	check_expressions(plan->qual);
+	check_expressions(query->havingQual);
+	plan->reduces = query->hasAggs || query->groupClause != NIL ||
+		query->distinctClause != NIL || query->havingQual != NULL;
+	foreach(lc, query->groupClause != NIL ? query->groupClause : query->distinctClause)
+	{
+		SortGroupClause *key = lfirst_node(SortGroupClause, lc);
+
+		if (!key->hashable)
+			refuse(psprintf("grouping by type %s, which has no hash operator class",
+							format_type_be(exprType((Node *) get_sortgroupclause_expr(key, query->targetList)))));
+		plan->group_keys = lappend(plan->group_keys,
+								   get_sortgroupclause_expr(key, query->targetList));
+		plan->group_eqops = lappend_oid(plan->group_eqops, key->eqop);
+	}
 	plan->query = query;
 	return plan;
 }

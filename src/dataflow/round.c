@@ -6,9 +6,11 @@
  *	  alone).  Reads the view's and its input's frontiers, takes the
  *	  input's updates in [view upper, end) from its shard, evaluates the
  *	  view's WHERE and select list over each with PostgreSQL's expression
- *	  executor, as the view's owner, and appends each result at the same
- *	  time with the same diff to the view's shard, with the view's upper
- *	  raised to end, all in the caller's transaction.  The first round
+ *	  executor, as the view's owner (who must still have the right to read
+ *	  the input), and appends each result at the same time with the same
+ *	  diff to the view's shard (a view that groups goes through reduce.c
+ *	  instead), with the view's upper raised to end, all in the caller's
+ *	  transaction.  The first round
  *	  hydrates: it reads the whole shard, the input's history up to its
  *	  since landing at the since, and folds that into the view's base.
  *
@@ -36,11 +38,7 @@
 /* A round's evaluation of the view's operators over its input's rows. */
 typedef struct RoundEval
 {
-	TupleDesc	in_desc;
-	HeapTupleHeader in_template;
-	TupleTableSlot *in_slot;
-	ExprContext *econtext;
-	ExprState  *qual;
+	ViewInput	input;
 	ProjectionInfo *project;
 	ShardWriter *writer;
 	int64		since;			/* earlier times land here (hydration) */
@@ -53,24 +51,20 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
 {
 	RoundEval  *e = arg;
 	MemoryContext old;
-	HeapTupleData tuple;
+	Datum		row;
 
 	if (diff == 0)
 		return;					/* a base row's zero part (persist.h) */
 	old = MemoryContextSwitchTo(e->per_row);
-	row_tuple(DatumGetHeapTupleHeader(row_from_shard(e->in_desc, e->in_template, stored)),
-			  &tuple);
-	ExecStoreHeapTuple(&tuple, e->in_slot, false);
-	e->econtext->ecxt_scantuple = e->in_slot;
-	if (ExecQual(e->qual, e->econtext))
+	if (view_input_row(&e->input, stored, &row))
 	{
 		TupleTableSlot *out = ExecProject(e->project);
 
 		persist_writer_add(e->writer, Max(time, e->since), diff,
 						   ExecFetchSlotHeapTupleDatum(out));
 	}
-	ExecClearTuple(e->in_slot);
-	ResetExprContext(e->econtext);
+	ExecClearTuple(e->input.slot);
+	ResetExprContext(e->input.econtext);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(e->per_row);
 }
@@ -120,13 +114,9 @@ run_plan(ViewPlan *plan, CatalogObject *v, CatalogObject *in, TupleDesc out_desc
 	RoundEval	e;
 	TupleTableSlot *out_slot = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
 
-	e.in_desc = row_desc(in->row_type);
-	e.in_template = row_header_template(e.in_desc);
-	e.in_slot = MakeSingleTupleTableSlot(e.in_desc, &TTSOpsHeapTuple);
-	e.econtext = CreateStandaloneExprContext();
-	e.qual = ExecInitQual(plan->qual ? make_ands_implicit((Expr *) plan->qual) : NIL, NULL);
-	e.project = ExecBuildProjectionInfo(plan->targetlist, e.econtext, out_slot, NULL,
-										e.in_desc);
+	view_input_begin(&e.input, plan, in->row_type);
+	e.project = ExecBuildProjectionInfo(plan->targetlist, e.input.econtext, out_slot, NULL,
+										e.input.desc);
 	e.since = since;
 	e.per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view round",
 									  ALLOCSET_DEFAULT_SIZES);
@@ -134,8 +124,7 @@ run_plan(ViewPlan *plan, CatalogObject *v, CatalogObject *in, TupleDesc out_desc
 	persist_scan_range(in->shard, lower, end, eval_update, &e);
 	persist_writer_close(e.writer);
 	MemoryContextDelete(e.per_row);
-	FreeExprContext(e.econtext, true);
-	ExecDropSingleTupleTableSlot(e.in_slot);
+	view_input_end(&e.input);
 	ExecDropSingleTupleTableSlot(out_slot);
 }
 
@@ -192,7 +181,8 @@ dataflow_round(DataflowView *view)
 				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
 				 errmsg("its input \"%s\" is compacted to since " INT64_FORMAT ", past the view's upper " INT64_FORMAT,
 						in->name, in->since, v->upper)));
-	end = in->upper - start > DATAFLOW_ROUND_TIMES ? start + DATAFLOW_ROUND_TIMES : in->upper;
+	end = in->upper - start > DATAFLOW_ROUND_TIMES ?
+		persist_times_end(in->shard, start, in->upper, DATAFLOW_ROUND_TIMES) : in->upper;
 
 	/*
 	 * Planned and evaluated as the view's owner, as REFRESH MATERIALIZED
@@ -206,9 +196,14 @@ dataflow_round(DataflowView *view)
 	level = NewGUCNestLevel();
 	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* the owner may read the input still (a revoked right stops the view) */
+	catalog_check_reader(in);
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, in, out_desc);
-	run_plan(plan, v, in, out_desc, lower, end, hydrating ? in->since : -1);
+	if (plan->reduces)
+		dataflow_reduce(view, plan, v, in, out_desc, start, end, hydrating ? in->since : -1);
+	else
+		run_plan(plan, v, in, out_desc, lower, end, hydrating ? in->since : -1);
 	AtEOXact_GUC(true, level);
 	SetUserIdAndSecContext(saved_user, saved_context);
 

@@ -29,6 +29,15 @@ dataflow_reset(void)
 {
 	HASHCTL		ctl;
 
+	if (views != NULL)
+	{
+		HASH_SEQ_STATUS status;
+		DataflowView *view;
+
+		hash_seq_init(&status, views);
+		while ((view = hash_seq_search(&status)) != NULL)
+			dataflow_reduce_free(view->groups);
+	}
 	if (views_cxt == NULL)
 		views_cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek views",
 										  ALLOCSET_SMALL_SIZES);
@@ -76,6 +85,7 @@ dataflow_note_view(CatalogObject *obj)
 	view->owner = obj->owner;
 	view->upper = obj->upper;
 	view->query = MemoryContextStrdup(views_cxt, query);
+	view->groups = NULL;
 }
 
 void
@@ -86,6 +96,7 @@ dataflow_forget(PeekObjectId id)
 	if (view == NULL)
 		return;
 	pfree(view->query);
+	dataflow_reduce_free(view->groups);
 	hash_search(views, &id, HASH_REMOVE, NULL);
 }
 

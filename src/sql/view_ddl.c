@@ -9,14 +9,17 @@
  *	  schema, owned by the creator, whose body is the view's own persist
  *	  peek: SELECT * FROM name reads the latest contents, and NULL::name is
  *	  its row type (the shard's too, so that the PostgreSQL view cannot be
- *	  dropped or changed behind the view's back).  Checks first, then the
- *	  changes in the caller's transaction.
+ *	  dropped or changed behind the view's back); it depends on what the
+ *	  query uses, so that none of it is dropped from under the view.
+ *	  Checks first, then the changes in the caller's transaction.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -48,11 +51,17 @@ run_as_user(const char *statement)
 /*
  * The PostgreSQL view beside a view, in the creator's current schema, made
  * first from the query (its columns are the query's) and then replaced by
- * the view's persist peek of its own row type.  Returns that row type.
+ * the view's persist peek of its own row type.  It depends on what the
+ * query uses, as a view of the query would (its functions, operators and
+ * types), so that these cannot be dropped from under the view's rounds;
+ * the dependencies are the relation's, not its rule's, so that replacing
+ * its body keeps them.  Returns its row type.
  */
 static Oid
-create_pg_view(const char *name, const char *query)
+create_pg_view(const char *name, const char *query, ViewPlan *plan)
 {
+	ObjectAddress view;
+
 	Oid			nsp = RangeVarGetCreationNamespace(makeRangeVar(NULL, pstrdup(name), -1));
 	char	   *qualified;
 	Oid			relid;
@@ -69,6 +78,8 @@ create_pg_view(const char *name, const char *query)
 	relid = get_relname_relid(name, nsp);
 	if (!OidIsValid(relid))
 		elog(ERROR, "view \"%s\" was not created", qualified);
+	ObjectAddressSet(view, RelationRelationId, relid);
+	recordDependencyOnExpr(&view, (Node *) plan->query, NIL, DEPENDENCY_NORMAL);
 	return get_rel_type_id(relid);
 }
 
@@ -104,7 +115,7 @@ peek_create_view(PG_FUNCTION_ARGS)
 	obj.id = catalog_new_id(&seq);
 	obj.name = name;
 	obj.kind = PEEK_KIND_VIEW;
-	obj.row_type = create_pg_view(name, query);
+	obj.row_type = create_pg_view(name, query, plan);
 	obj.owner = GetUserId();
 	obj.shard = persist_create_shard(seq, obj.row_type);
 	catalog_insert(&obj, (Datum) 0);

@@ -75,6 +75,7 @@ extern int64 persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target,
 						  int64 max_rows);
 extern int64 persist_sum_diffs(Oid shard, int64 upper);
 extern int64 persist_estimate_rows(Oid shard);
+extern int64 persist_times_end(Oid shard, int64 lower, int64 upper, int n);
 extern void persist_scan_range(Oid shard, int64 lower, int64 upper,
 							   void (*fn) (int64 time, int64 diff, Datum row, void *arg),
 							   void *arg);

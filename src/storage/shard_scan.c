@@ -404,6 +404,58 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 	table_close(rel, AccessShareLock);
 }
 
+/* What count_time counts: the distinct times left to pass. */
+typedef struct TimeCount
+{
+	int			left;
+	int64		last;
+	int64		end;
+} TimeCount;
+
+static bool
+count_time(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	TimeCount  *count = arg;
+
+	if (time == count->last)
+		return true;
+	if (count->left-- == 0)
+	{
+		count->end = time;
+		return false;
+	}
+	count->last = time;
+	return true;
+}
+
+/*
+ * The end of the first n distinct times of the shard's updates in
+ * [lower, upper): the next time after them, or upper if there are no more
+ * than n.  A round that takes n times takes them however far apart they
+ * are (a source's times are WAL positions).  Runs in the caller's
+ * transaction and snapshot.
+ */
+int64
+persist_times_end(Oid shard, int64 lower, int64 upper, int n)
+{
+	Relation	rel = try_table_open(shard, AccessShareLock);
+	StrategyNumber strategies[2] = {BTGreaterEqualStrategyNumber, BTLessStrategyNumber};
+	int64		bounds[2] = {lower, upper};
+	TimeCount	count = {n, -1, upper};
+	ShardBase	b;
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("shard table with OID %u does not exist", shard)));
+	shard_base_open_heap(&b, rel, GetActiveSnapshot());
+	b.time_index = open_shard_index(rel, "time_idx", AccessShareLock);
+	shard_scan_times(&b, b.time_index, 2, strategies, bounds, count_time, &count);
+	shard_base_close(&b, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return count.end;
+}
+
 /*
  * About how many updates the shard holds, from its size: a hydration's
  * total before it has read them.

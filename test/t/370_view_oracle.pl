@@ -1,5 +1,6 @@
 # Maintained views against an oracle (seeded, reproducible): generated
-# filter/map/project queries over a collection, kept current by the
+# queries over a collection (filter/map/project; GROUP BY with aggregates
+# and HAVING; aggregates over the whole input; DISTINCT), kept current by the
 # maintenance runtime under random inserts and retractions at many times.
 # At every time at or after a view's since, the view read by persist_peek
 # (as_of => t) and by index_peek (an index on the view) equals PostgreSQL's
@@ -62,23 +63,49 @@ my @preds = ('k > @', 'k % 2 = 0', 'n < @', "v LIKE 'a%'", 'v IS NULL',
 	'k BETWEEN @ AND @ + 3', 'n IS NOT NULL AND n <> @', "v = 'b'",
 	'NOT (k < @)');
 
+my @keys = ('k', 'v', 'k % 3', 'upper(v)', 'round(n)', 'k > 4', 'n');
+my @aggs = ('count(*)', 'count(v)', 'sum(n)', 'sum(k)', 'avg(n)', 'avg(k)',
+	'min(v)', 'max(n)', 'min(k * 2)', 'bool_and(k > 4)', 'bool_or(n > 1)',
+	'every(k % 2 = 0)', 'count(DISTINCT v)', 'max(v) FILTER (WHERE k > 2)');
+my @havings = ('count(*) > 1', 'sum(k) > @', 'min(n) IS NOT NULL', 'max(k) < @');
+
+sub pick { return $_[ int(rand(@_)) ]; }
+
+# the shapes: plain, grouped (with HAVING at times), aggregates over the
+# whole input, DISTINCT
 sub random_query
 {
+	my $shape = shift // pick('plain', 'plain', 'group', 'group', 'whole', 'distinct');
 	my @cols;
-	my $ncols = 1 + int(rand(3));
-	push @cols, $exprs[ int(rand(@exprs)) ] . ' AS c' . (scalar(@cols) + 1)
-	  while @cols < $ncols;
+	my @group;
+	if ($shape eq 'group')
+	{
+		push @group, pick(@keys) for 1 .. 1 + int(rand(2));
+		push @cols, @group;
+	}
+	my $pool = ($shape eq 'plain' || $shape eq 'distinct') ? \@exprs : \@aggs;
+	my $ncols = @cols + 1 + int(rand(3));
+	push @cols, pick(@$pool) while @cols < $ncols;
+	my $i = 0;
+	@cols = map { $_ . ' AS c' . ++$i } @cols;
 	my @where;
 	for (1 .. int(rand(3)))
 	{
-		my $p = $preds[ int(rand(@preds)) ];
+		my $p = pick(@preds);
 		$p =~ s/@/int(rand(8))/ge;
 		push @where, "($p)";
 	}
 	my $join = rand() < 0.5 ? ' AND ' : ' OR ';
-	return 'SELECT ' . join(', ', @cols)
+	my $having = '';
+	if ($shape eq 'group' && rand() < 0.5)
+	{
+		($having = ' HAVING ' . pick(@havings)) =~ s/@/int(rand(12))/ge;
+	}
+	return 'SELECT ' . ($shape eq 'distinct' ? 'DISTINCT ' : '') . join(', ', @cols)
 	  . " FROM peek.persist_peek(NULL::orow, 'c'\@AS\@)"
-	  . (@where ? ' WHERE ' . join($join, @where) : '');
+	  . (@where ? ' WHERE ' . join($join, @where) : '')
+	  . (@group ? ' GROUP BY ' . join(', ', @group) : '')
+	  . $having;
 }
 
 # name => { query => text with @AS@, input_oracle => text with @T@ }
@@ -167,7 +194,9 @@ sub write_step
 }
 
 write_step() for 1 .. 5;
-create_view("v$_", random_query()) for 1 .. 5;
+# each shape at least once
+my @shapes = ('plain', 'group', 'group', 'whole', 'distinct', 'group', 'plain', undef);
+create_view("v$_", random_query($shapes[ $_ - 1 ])) for 1 .. 8;
 $node->safe_psql('postgres',
 	"SELECT peek.create_view('vv', 'SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, ''v1'') WHERE c1 IS NOT NULL')");
 $views{vv} = { oracle => "SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, 'v1', as_of => \@T\@) WHERE c1 IS NOT NULL" };

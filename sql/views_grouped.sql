@@ -1,0 +1,135 @@
+-- Maintained views that group: GROUP BY with each supported aggregate and
+-- HAVING, aggregates over the whole input, DISTINCT; each checked against
+-- PostgreSQL's evaluation of its query over the input at every time
+-- (EXCEPT ALL both ways), min and max exact when their row is retracted,
+-- groups that empty and come back, an index peek of one group, what is
+-- refused (0A000), and an error in an aggregate failing its view alone.
+-- The randomized oracle is TAP 370_view_oracle.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS pg_peek CASCADE;
+CREATE EXTENSION pg_peek;
+RESET client_min_messages;
+
+CREATE TYPE gline AS (cust int, item text, qty int, price numeric);
+SELECT peek.create_collection('glines', 'gline');
+SELECT peek.write('glines', ARRAY[(1, 'a', 2, 1.5), (1, 'b', 1, 4), (2, 'a', 5, 2),
+                                  (2, 'a', 5, 2), (3, 'c', 0, NULL)]::gline[]);
+
+SELECT peek.create_view('gtotals', $$
+    SELECT cust, count(*) AS lines, count(price) AS priced, sum(qty) AS qty,
+           sum(qty * price) AS amount, avg(price) AS avg_price,
+           min(item) AS first_item, max(price) AS top_price,
+           bool_and(qty > 0) AS all_positive, bool_or(price > 3) AS any_dear,
+           every(item <> 'z') AS no_z, count(DISTINCT item) AS items
+      FROM peek.persist_peek(NULL::gline, 'glines') GROUP BY cust$$);
+SELECT peek.create_view('gbig', $$
+    SELECT item, sum(qty) AS qty FROM peek.persist_peek(NULL::gline, 'glines')
+     WHERE qty > 0 GROUP BY item HAVING count(*) > 1$$);
+SELECT peek.create_view('gall', $$
+    SELECT count(*) AS n, sum(qty) AS qty, max(price) AS top
+      FROM peek.persist_peek(NULL::gline, 'glines')$$);
+SELECT peek.create_view('gitems', $$
+    SELECT DISTINCT item, qty > 1 AS many FROM peek.persist_peek(NULL::gline, 'glines')$$);
+SELECT wait_for($$SELECT count(*) = 4 FROM peek.views WHERE state = 'ready' AND upper = 1$$);
+SELECT name, inputs, state, since, upper, rows FROM peek.views ORDER BY name;
+SELECT * FROM gtotals ORDER BY cust;
+SELECT * FROM gbig ORDER BY item;
+SELECT * FROM gall;
+SELECT * FROM gitems ORDER BY item, many;
+
+-- the top price retracted, a group emptied, then back; a new group
+SELECT peek.write('glines', ARRAY[(4, 'd', 1, 9)]::gline[], ARRAY[(1, 'b', 1, 4)]::gline[]);
+SELECT peek.write('glines', '{}'::gline[], ARRAY[(3, 'c', 0, NULL)]::gline[]);
+SELECT peek.write('glines', '{}'::gline[], ARRAY[(2, 'a', 5, 2)]::gline[]);
+SELECT peek.write('glines', ARRAY[(3, 'c', 2, 1)]::gline[], ARRAY[(4, 'd', 1, 9)]::gline[]);
+SELECT wait_for($$SELECT count(*) = 4 FROM peek.views WHERE state = 'ready' AND upper = 5$$);
+SELECT * FROM gtotals ORDER BY cust;
+SELECT * FROM peek.persist_peek(NULL::gtotals, 'gtotals', as_of => 1) ORDER BY cust;
+SELECT * FROM gbig ORDER BY item;
+SELECT * FROM gall;
+SELECT * FROM peek.persist_peek(NULL::gall, 'gall', as_of => 2);
+
+-- every view at every time equals its query over the input at that time
+CREATE FUNCTION gmismatches(view text, query text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+	bad text := '';
+	n bigint;
+	got text;
+	want text;
+BEGIN
+	FOR t IN 0 .. 4 LOOP
+		got := format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => %s)', view, view, t);
+		want := replace(query, '@AS@', format(', as_of => %s', t));
+		EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s)) d',
+		               got, want, want, got) INTO n;
+		IF n > 0 THEN
+			bad := bad || t || ' ';
+		END IF;
+	END LOOP;
+	RETURN bad;
+END $f$;
+SELECT name, gmismatches(name, replace(query, '''glines''::text', '''glines''::text@AS@')) AS bad_times
+  FROM peek.views ORDER BY name;
+
+-- an index on a grouped view: one group's aggregates by key
+SELECT peek.create_index('gtotals_cust', 'gtotals', ARRAY['cust']);
+SELECT wait_for($$SELECT state = 'ready' FROM peek.indexes WHERE name = 'gtotals_cust'$$);
+SELECT cust, lines, qty, amount FROM peek.index_peek(NULL::gtotals, 'gtotals_cust', key => ROW(2));
+SELECT cust, lines FROM peek.index_peek(NULL::gtotals, 'gtotals_cust', key => ROW(2), as_of => 0);
+
+-- what grouped views do not support: 0A000, naming it
+SELECT try($$SELECT peek.create_view('x', 'SELECT item, string_agg(item, '','') FROM peek.persist_peek(NULL::gline, ''glines'') GROUP BY item')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT item, count(*) FROM peek.persist_peek(NULL::gline, ''glines'') GROUP BY ROLLUP (item)')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT item, count(*) FROM peek.persist_peek(NULL::gline, ''glines'') GROUP BY GROUPING SETS ((item), ())')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT DISTINCT count(*) FROM peek.persist_peek(NULL::gline, ''glines'') GROUP BY item')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY qty) FROM peek.persist_peek(NULL::gline, ''glines'')')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT item, count(*) FILTER (WHERE random() > 0.5) FROM peek.persist_peek(NULL::gline, ''glines'') GROUP BY item')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT item::varbit, count(*) FROM peek.persist_peek(NULL::gline, ''glines'') WHERE false GROUP BY 1')$$);
+CREATE FUNCTION gadd(int, int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 + $2';
+CREATE AGGREGATE gsum(int) (sfunc = gadd, stype = int);
+SELECT try($$SELECT peek.create_view('x', 'SELECT gsum(qty) FROM peek.persist_peek(NULL::gline, ''glines'')')$$);
+SELECT count(*) FROM peek.views WHERE name = 'x';
+
+-- an error in a group's aggregate fails that view alone (55000)
+SELECT peek.create_view('gratio', $$
+    SELECT cust, sum(qty) / min(qty) AS ratio FROM peek.persist_peek(NULL::gline, 'glines')
+     WHERE cust <> 3 GROUP BY cust$$);
+SELECT wait_for($$SELECT upper = 5 FROM peek.views WHERE name = 'gratio'$$);
+SELECT * FROM gratio ORDER BY cust;
+SELECT peek.write('glines', ARRAY[(5, 'e', 0, 1)]::gline[]);
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'gratio'$$);
+SELECT name, state, failure FROM peek.views WHERE state <> 'ready' ORDER BY name;
+SELECT wait_for($$SELECT count(*) = 4 FROM peek.views WHERE state = 'ready' AND upper = 6$$);
+SELECT * FROM gtotals WHERE cust = 5;
+SELECT peek.drop_view('gratio');
+
+-- a grouped view over a source, whose times are WAL positions far apart
+-- (10 MB of other WAL between two commits): it catches up
+CREATE TABLE gorders (id int PRIMARY KEY, cust int);
+INSERT INTO gorders SELECT g, g % 3 FROM generate_series(1, 30) g;
+SELECT peek.create_source('gorders_src', 'gorders');
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'gorders_src'$$);
+SELECT row_type AS src_type FROM peek.collections WHERE name = 'gorders_src' \gset
+SELECT peek.create_view('gorder_counts',
+    format('SELECT cust, count(*) AS n FROM peek.persist_peek(NULL::%s, %L) GROUP BY cust',
+           :'src_type', 'gorders_src'));
+CREATE TABLE gfiller (pad text);
+INSERT INTO gfiller SELECT repeat('x', 1000) FROM generate_series(1, 10000);
+DELETE FROM gorders WHERE id <= 10;
+INSERT INTO gorders VALUES (100, 7);
+SELECT wait_for($$SELECT array_agg((cust, n)::text ORDER BY cust) =
+                         (SELECT array_agg((cust, count)::text ORDER BY cust)
+                            FROM (SELECT cust, count(*) FROM gorders GROUP BY cust) s)
+                    FROM gorder_counts$$, 10);
+SELECT * FROM gorder_counts ORDER BY cust;
+SELECT peek.drop_view('gorder_counts');
+SELECT peek.drop_source('gorders_src');
+DROP TABLE gorders, gfiller;
+
+SET client_min_messages = warning;
+DROP EXTENSION pg_peek CASCADE;
+RESET client_min_messages;
+DROP AGGREGATE gsum(int);
+DROP FUNCTION gadd(int, int);
+DROP FUNCTION gmismatches(text, text);
+DROP TYPE gline;

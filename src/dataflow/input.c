@@ -1,0 +1,53 @@
+/*-------------------------------------------------------------------------
+ *
+ * input.c
+ *	  A view's input rows as a round reads them: each update as its shard
+ *	  stores it, unpacked into the input's row type and put through the
+ *	  view's WHERE by PostgreSQL's expression executor.  Both kinds of
+ *	  round (round.c's filter and map, reduce.c's groups) read through it.
+ *
+ *	  Must not write: the rounds decide what the rows become.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+
+#include "common/rows.h"
+#include "dataflow/dataflow.h"
+
+void
+view_input_begin(ViewInput *input, ViewPlan *plan, Oid row_type)
+{
+	input->desc = row_desc(row_type);
+	input->template = row_header_template(input->desc);
+	input->slot = MakeSingleTupleTableSlot(input->desc, &TTSOpsHeapTuple);
+	input->econtext = CreateStandaloneExprContext();
+	input->qual = ExecInitQual(plan->qual ? make_ands_implicit((Expr *) plan->qual) : NIL,
+							   NULL);
+}
+
+/*
+ * The stored row in the input slot (and the econtext's scan tuple) as a
+ * row of the input's type, in the current memory context: returns whether
+ * it passes WHERE.  The caller clears the slot and resets the econtext's
+ * per-row memory.
+ */
+bool
+view_input_row(ViewInput *input, Datum stored, Datum *row)
+{
+	*row = row_from_shard(input->desc, input->template, stored);
+	row_tuple(DatumGetHeapTupleHeader(*row), &input->tuple);
+	ExecStoreHeapTuple(&input->tuple, input->slot, false);
+	input->econtext->ecxt_scantuple = input->slot;
+	return ExecQual(input->qual, input->econtext);
+}
+
+void
+view_input_end(ViewInput *input)
+{
+	FreeExprContext(input->econtext, true);
+	ExecDropSingleTupleTableSlot(input->slot);
+}

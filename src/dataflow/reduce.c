@@ -1,0 +1,598 @@
+/*-------------------------------------------------------------------------
+ *
+ * reduce.c
+ *	  The rounds of a view that groups: GROUP BY with aggregates and
+ *	  HAVING, aggregates over the whole input, or DISTINCT.  The input's
+ *	  rows that pass WHERE are kept by group, in the maintenance runtime's
+ *	  memory: each group under its key as the grouping's own equality and
+ *	  hash tell keys apart (PostgreSQL's hash aggregation's table), each
+ *	  distinct row with its count.  At each of a round's times the view's
+ *	  query runs in PostgreSQL's executor over the rows of the groups that
+ *	  the time's updates touch, once before they apply and once after: what
+ *	  it gave before is retracted and what it gives after is added, at that
+ *	  time.  So a time costs the size of the groups it touches, never the
+ *	  input's (a view without GROUP BY has one group, the whole input), and
+ *	  every aggregate, min and max included, stays exact under deletions:
+ *	  a group is aggregated from its rows.
+ *
+ *	  The groups hold the input's updates before their upper.  They are
+ *	  built again from the input's contents when they are not known to be
+ *	  those at the view's upper (the runtime restarted, a round failed or
+ *	  did not commit); the view's rows are never recomputed.
+ *
+ *	  Must not touch the catalog (round.c does) nor publish.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "tcop/tcopprot.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "common/int.h"
+#include "dataflow/dataflow.h"
+#include "storage/persist.h"
+
+/* A distinct row of a group and its count. */
+typedef struct GroupRow
+{
+	Datum		row;			/* of the input's type */
+	int64		count;
+} GroupRow;
+
+typedef struct ViewGroup
+{
+	MinimalTuple key;			/* the table's copy; NULL: the only group */
+	GroupRow   *rows;
+	int			nrows;
+	int			room;
+	uint64		touched;		/* the last step that touched it */
+	bool		emptied;		/* in its round's list of emptied groups */
+} ViewGroup;
+
+struct ReduceState
+{
+	MemoryContext cxt;			/* all of it */
+	int64		upper;			/* holds the updates before it; -1: unknown */
+	TupleHashTable table;		/* the groups by key; NULL without GROUP BY */
+	ViewGroup  *whole;			/* the only group without GROUP BY */
+	TupleTableSlot *key_slot;	/* a row's key, as a round projects it */
+	TupleTableSlot *found_slot; /* a group's stored key, to find it again */
+	uint64		step;
+};
+
+/* One of a round's updates, its group found. */
+typedef struct GroupUpdate
+{
+	int64		time;
+	int64		diff;
+	Datum		row;
+	ViewGroup  *group;
+} GroupUpdate;
+
+/* The query's output rows, as rows of the view's type. */
+typedef struct OutputRows
+{
+	DestReceiver pub;
+	TupleTableSlot *out;
+	MemoryContext cxt;
+	List	   *rows;
+} OutputRows;
+
+typedef struct ReduceRound
+{
+	ReduceState *state;
+	ViewInput	input;
+	ProjectionInfo *keys;		/* NULL without GROUP BY */
+	const char *text;
+	PlannedStmt *stmt;			/* the query over a parameter's rows */
+	ParamListInfo params;
+	Oid			input_type;
+	OutputRows	output;
+	ShardWriter *writer;
+	GroupUpdate *updates;
+	int			nupdates;
+	int			room;
+	List	   *emptied;		/* groups some update left without rows */
+	MemoryContext cxt;			/* the round's */
+	MemoryContext per_step;
+} ReduceRound;
+
+static ReduceState *
+state_create(ViewPlan *plan)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek view groups",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ReduceState *state = palloc0(sizeof(ReduceState));
+	int			nkeys = list_length(plan->group_keys);
+
+	state->cxt = cxt;
+	state->upper = -1;
+	if (nkeys == 0)
+		state->whole = palloc0(sizeof(ViewGroup));
+	else
+	{
+		TupleDesc	desc = CreateTemplateTupleDesc(nkeys);
+		AttrNumber *columns = palloc(sizeof(AttrNumber) * nkeys);
+		Oid		   *eqops = palloc(sizeof(Oid) * nkeys);
+		Oid		   *collations = palloc(sizeof(Oid) * nkeys);
+		Oid		   *eqfuncs;
+		FmgrInfo   *hashfuncs;
+		ListCell   *lc;
+
+		foreach(lc, plan->group_keys)
+		{
+			Node	   *key = lfirst(lc);
+			int			i = foreach_current_index(lc);
+
+			TupleDescInitEntry(desc, i + 1, NULL, exprType(key), exprTypmod(key), 0);
+			TupleDescInitEntryCollation(desc, i + 1, exprCollation(key));
+			columns[i] = i + 1;
+			eqops[i] = list_nth_oid(plan->group_eqops, i);
+			collations[i] = exprCollation(key);
+		}
+		execTuplesHashPrepare(nkeys, eqops, &eqfuncs, &hashfuncs);
+		state->table = BuildTupleHashTableExt(NULL, desc, nkeys, columns, eqfuncs,
+											  hashfuncs, collations, 256, 0, cxt, cxt,
+											  AllocSetContextCreate(cxt, "pg_peek view group keys",
+																	ALLOCSET_SMALL_SIZES),
+											  false);
+		state->key_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+		state->found_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	}
+	MemoryContextSwitchTo(old);
+	return state;
+}
+
+void
+dataflow_reduce_free(ReduceState *state)
+{
+	if (state != NULL)
+		MemoryContextDelete(state->cxt);
+}
+
+/* The group of the row in the input slot, made if it is new. */
+static ViewGroup *
+group_of(ReduceRound *r)
+{
+	ReduceState *state = r->state;
+	TupleHashEntry entry;
+	bool		isnew;
+
+	if (state->table == NULL)
+		return state->whole;
+	ExecProject(r->keys);
+	entry = LookupTupleHashEntry(state->table, state->key_slot, &isnew, NULL);
+	if (isnew)
+	{
+		ViewGroup  *group = MemoryContextAllocZero(state->cxt, sizeof(ViewGroup));
+
+		group->key = entry->firstTuple;
+		entry->additional = group;
+	}
+	return entry->additional;
+}
+
+/* A row's count in its group changed by diff. */
+static void
+group_add(ReduceRound *r, ViewGroup *group, Datum row, int64 diff)
+{
+	Size		len = VARSIZE(DatumGetPointer(row));
+	GroupRow   *found = NULL;
+
+	for (int i = 0; i < group->nrows && found == NULL; i++)
+		if (VARSIZE(DatumGetPointer(group->rows[i].row)) == len &&
+			memcmp(DatumGetPointer(group->rows[i].row), DatumGetPointer(row), len) == 0)
+			found = &group->rows[i];
+	if (found == NULL)
+	{
+		if (group->nrows == group->room)
+		{
+			group->room = Max(4, group->room * 2);
+			group->rows = group->rows == NULL ?
+				MemoryContextAlloc(r->state->cxt, sizeof(GroupRow) * group->room) :
+				repalloc(group->rows, sizeof(GroupRow) * group->room);
+		}
+		found = &group->rows[group->nrows++];
+		found->row = PointerGetDatum(MemoryContextAlloc(r->state->cxt, len));
+		memcpy(DatumGetPointer(found->row), DatumGetPointer(row), len);
+		found->count = 0;
+	}
+	if (pg_add_s64_overflow(found->count, diff, &found->count))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("a row's count in its group is out of range")));
+	if (found->count == 0)
+	{
+		pfree(DatumGetPointer(found->row));
+		*found = group->rows[--group->nrows];
+		if (group->nrows == 0 && group->key != NULL && !group->emptied)
+		{
+			MemoryContext old = MemoryContextSwitchTo(r->cxt);
+
+			group->emptied = true;
+			r->emptied = lappend(r->emptied, group);
+			MemoryContextSwitchTo(old);
+		}
+	}
+}
+
+/* The groups still without rows at the round's end are forgotten. */
+static void
+drop_emptied(ReduceRound *r)
+{
+	ReduceState *state = r->state;
+	ListCell   *lc;
+
+	foreach(lc, r->emptied)
+	{
+		ViewGroup  *group = lfirst(lc);
+		TupleHashEntry entry;
+
+		group->emptied = false;
+		if (group->nrows > 0)
+			continue;
+		ExecStoreMinimalTuple(group->key, state->found_slot, false);
+		entry = LookupTupleHashEntry(state->table, state->found_slot, NULL, NULL);
+		if (entry == NULL || entry->additional != group)
+			elog(ERROR, "a view's group is missing from its table");
+		tuplehash_delete_item(state->table->hashtab, entry);
+		ExecClearTuple(state->found_slot);
+		pfree(group->key);
+		if (group->rows != NULL)
+			pfree(group->rows);
+		pfree(group);
+	}
+	list_free(r->emptied);
+	r->emptied = NIL;
+}
+
+/* An input update read into the groups (the groups' first build). */
+static void
+load_update(int64 time, int64 diff, Datum stored, void *arg)
+{
+	ReduceRound *r = arg;
+	MemoryContext old = MemoryContextSwitchTo(r->per_step);
+	Datum		row;
+
+	if (diff != 0 && view_input_row(&r->input, stored, &row))
+		group_add(r, group_of(r), row, diff);
+	ExecClearTuple(r->input.slot);
+	ResetExprContext(r->input.econtext);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(r->per_step);
+}
+
+/* An input update of the round, kept with its group for its step. */
+static void
+collect_update(int64 time, int64 diff, Datum stored, void *arg)
+{
+	ReduceRound *r = arg;
+	MemoryContext old = MemoryContextSwitchTo(r->per_step);
+	Datum		row;
+
+	if (diff != 0 && view_input_row(&r->input, stored, &row))
+	{
+		GroupUpdate *u;
+
+		MemoryContextSwitchTo(old);
+		if (r->nupdates == r->room)
+		{
+			r->room = Max(64, r->room * 2);
+			r->updates = r->updates == NULL ? palloc(sizeof(GroupUpdate) * r->room) :
+				repalloc(r->updates, sizeof(GroupUpdate) * r->room);
+		}
+		u = &r->updates[r->nupdates++];
+		u->time = time;
+		u->diff = diff;
+		u->row = datumCopy(row, false, -1);
+		u->group = group_of(r);
+	}
+	ExecClearTuple(r->input.slot);
+	ResetExprContext(r->input.econtext);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(r->per_step);
+}
+
+static int
+update_time_cmp(const void *a, const void *b)
+{
+	int64		ta = ((const GroupUpdate *) a)->time;
+	int64		tb = ((const GroupUpdate *) b)->time;
+
+	return ta < tb ? -1 : ta > tb ? 1 : 0;
+}
+
+static bool
+output_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	OutputRows *o = (OutputRows *) self;
+	TupleTableSlot *out = o->out;
+	int			natts = slot->tts_tupleDescriptor->natts;
+	MemoryContext old;
+
+	if (natts != out->tts_tupleDescriptor->natts)
+		elog(ERROR, "a view's query gives %d columns for its %d", natts,
+			 out->tts_tupleDescriptor->natts);
+	slot_getallattrs(slot);
+	ExecClearTuple(out);
+	memcpy(out->tts_values, slot->tts_values, sizeof(Datum) * natts);
+	memcpy(out->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
+	ExecStoreVirtualTuple(out);
+	old = MemoryContextSwitchTo(o->cxt);
+	o->rows = lappend(o->rows, DatumGetPointer(ExecFetchSlotHeapTupleDatum(out)));
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+static void
+output_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+output_shutdown(DestReceiver *self)
+{
+}
+
+static void
+output_destroy(DestReceiver *self)
+{
+}
+
+/*
+ * The view's query planned over the rows of a parameter, an array of the
+ * input's type, instead of its input: FROM unnest($1), without WHERE
+ * (the groups hold only the rows that pass it).
+ */
+static void
+plan_over_rows(ReduceRound *r, ViewPlan *plan)
+{
+	Query	   *query = copyObject(plan->query);
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, query->rtable);
+	RangeTblFunction *rtfunc = linitial_node(RangeTblFunction, rte->functions);
+	Param	   *rows = makeNode(Param);
+	FuncExpr   *unnest;
+
+	rows->paramkind = PARAM_EXTERN;
+	rows->paramid = 1;
+	rows->paramtype = get_array_type(plan->input_type);
+	rows->paramtypmod = -1;
+	rows->paramcollid = InvalidOid;
+	rows->location = -1;
+	if (!OidIsValid(rows->paramtype))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type %s has no array type", format_type_be(plan->input_type))));
+	unnest = makeFuncExpr(F_UNNEST_ANYARRAY, plan->input_type, list_make1(rows),
+						  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	unnest->funcretset = true;
+	rtfunc->funcexpr = (Node *) unnest;
+	query->jointree->quals = NULL;
+	r->stmt = pg_plan_query(query, r->text, 0, NULL);
+	r->params = makeParamList(1);
+	r->params->numParams = 1;
+	r->params->params[0].ptype = rows->paramtype;
+	r->params->params[0].pflags = PARAM_FLAG_CONST;
+	r->input_type = plan->input_type;
+}
+
+/* The query's rows over the groups' rows, in the step's memory. */
+static List *
+run_over(ReduceRound *r, ViewGroup **groups, int ngroups)
+{
+	int64		nrows = 0;
+	int			n = 0;
+	Datum	   *elems;
+	QueryDesc  *qd;
+
+	for (int g = 0; g < ngroups; g++)
+		for (int i = 0; i < groups[g]->nrows; i++)
+			if (groups[g]->rows[i].count > 0)
+				nrows += Min(groups[g]->rows[i].count, MaxArraySize);
+	if (nrows > MaxArraySize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the groups to aggregate hold more than %d rows",
+						(int) MaxArraySize)));
+	elems = palloc(sizeof(Datum) * Max(nrows, 1));
+	for (int g = 0; g < ngroups; g++)
+		for (int i = 0; i < groups[g]->nrows; i++)
+			for (int64 c = 0; c < groups[g]->rows[i].count; c++)
+				elems[n++] = groups[g]->rows[i].row;
+	r->params->params[0].value =
+		PointerGetDatum(construct_array(elems, n, r->input_type, -1, false, TYPALIGN_DOUBLE));
+	r->params->params[0].isnull = false;
+
+	r->output.rows = NIL;
+	r->output.cxt = CurrentMemoryContext;
+	qd = CreateQueryDesc(r->stmt, r->text, GetActiveSnapshot(), InvalidSnapshot,
+						 &r->output.pub, r->params, NULL, 0);
+	ExecutorStart(qd, 0);
+	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorFinish(qd);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
+	return r->output.rows;
+}
+
+static int
+row_image_cmp(const void *a, const void *b)
+{
+	const char *ra = *(const char *const *) a;
+	const char *rb = *(const char *const *) b;
+	Size		la = VARSIZE(ra);
+	Size		lb = VARSIZE(rb);
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return memcmp(ra, rb, la);
+}
+
+/* What the query gave before a step retracted, what it gives after added. */
+static void
+emit_difference(ReduceRound *r, int64 time, List *before, List *after)
+{
+	int			nb = list_length(before);
+	int			na = list_length(after);
+	int			b = 0;
+	int			a = 0;
+
+	if (nb > 1)
+		qsort(before->elements, nb, sizeof(ListCell), row_image_cmp);
+	if (na > 1)
+		qsort(after->elements, na, sizeof(ListCell), row_image_cmp);
+	while (b < nb || a < na)
+	{
+		int			cmp = b == nb ? 1 : a == na ? -1 :
+			row_image_cmp(&before->elements[b], &after->elements[a]);
+
+		if (cmp < 0)
+			persist_writer_add(r->writer, time, -1,
+							   PointerGetDatum(list_nth(before, b++)));
+		else if (cmp > 0)
+			persist_writer_add(r->writer, time, 1,
+							   PointerGetDatum(list_nth(after, a++)));
+		else
+			b++, a++;
+	}
+}
+
+/* Every group's output, added at the since (hydration). */
+static void
+emit_all(ReduceRound *r, int64 since)
+{
+	ReduceState *state = r->state;
+	ViewGroup **groups;
+	int			n = 0;
+	MemoryContext old = MemoryContextSwitchTo(r->per_step);
+
+	if (state->table == NULL)
+		groups = &state->whole, n = 1;
+	else
+	{
+		TupleHashIterator iter;
+		TupleHashEntry entry;
+
+		groups = palloc(sizeof(ViewGroup *) * Max(1, state->table->hashtab->members));
+		InitTupleHashIterator(state->table, &iter);
+		while ((entry = ScanTupleHashTable(state->table, &iter)) != NULL)
+			groups[n++] = entry->additional;
+		TermTupleHashIterator(&iter);
+	}
+	emit_difference(r, since, NIL, run_over(r, groups, n));
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(r->per_step);
+}
+
+/*
+ * The round's updates, a step per time in time order: the touched groups'
+ * output before and after the step's updates.
+ */
+static void
+run_steps(ReduceRound *r)
+{
+	ViewGroup **touched = palloc(sizeof(ViewGroup *) * Max(1, r->nupdates));
+
+	qsort(r->updates, r->nupdates, sizeof(GroupUpdate), update_time_cmp);
+	for (int first = 0, last; first < r->nupdates; first = last)
+	{
+		int64		time = r->updates[first].time;
+		int			ntouched = 0;
+		MemoryContext old;
+		List	   *before;
+
+		CHECK_FOR_INTERRUPTS();
+		r->state->step++;
+		for (last = first; last < r->nupdates && r->updates[last].time == time; last++)
+		{
+			ViewGroup  *group = r->updates[last].group;
+
+			if (group->touched != r->state->step)
+			{
+				group->touched = r->state->step;
+				touched[ntouched++] = group;
+			}
+		}
+		old = MemoryContextSwitchTo(r->per_step);
+		before = run_over(r, touched, ntouched);
+		for (int i = first; i < last; i++)
+			group_add(r, r->updates[i].group, r->updates[i].row, r->updates[i].diff);
+		emit_difference(r, time, before, run_over(r, touched, ntouched));
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(r->per_step);
+	}
+	pfree(touched);
+}
+
+/*
+ * A round of a grouped view: the input's updates in [start, end) into the
+ * view at their times.  since >= 0: the view hydrates, its groups built
+ * from the input's contents at the since and their output added there.
+ * Runs as the view's owner in round.c's subtransaction and writes the
+ * view's shard; round.c raises its upper.
+ */
+void
+dataflow_reduce(DataflowView *view, ViewPlan *plan, CatalogObject *v, CatalogObject *in,
+				TupleDesc out_desc, int64 start, int64 end, int64 since)
+{
+	ReduceRound r = {0};
+	List	   *keys = NIL;
+	ListCell   *lc;
+
+	if (view->groups != NULL && (since >= 0 || view->groups->upper != start))
+	{
+		dataflow_reduce_free(view->groups);
+		view->groups = NULL;
+	}
+	if (view->groups == NULL)
+		view->groups = state_create(plan);
+	r.state = view->groups;
+	r.text = view->query;
+	view_input_begin(&r.input, plan, in->row_type);
+	foreach(lc, plan->group_keys)
+		keys = lappend(keys, makeTargetEntry(lfirst(lc), foreach_current_index(lc) + 1,
+											 NULL, false));
+	if (keys != NIL)
+		r.keys = ExecBuildProjectionInfo(keys, r.input.econtext, r.state->key_slot, NULL,
+										 r.input.desc);
+	plan_over_rows(&r, plan);
+	r.output.pub.receiveSlot = output_receive;
+	r.output.pub.rStartup = output_startup;
+	r.output.pub.rShutdown = output_shutdown;
+	r.output.pub.rDestroy = output_destroy;
+	r.output.pub.mydest = DestNone;
+	r.output.out = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
+	r.cxt = CurrentMemoryContext;
+	r.per_step = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view step",
+									   ALLOCSET_DEFAULT_SIZES);
+	r.writer = persist_writer_open(v->shard);
+
+	/* from here until the round's end the groups match no upper */
+	if (r.state->upper < 0)
+		persist_scan_range(in->shard, 0, start, load_update, &r);
+	r.state->upper = -1;
+	if (since >= 0)
+		emit_all(&r, since);
+	persist_scan_range(in->shard, start, end, collect_update, &r);
+	run_steps(&r);
+	drop_emptied(&r);
+	r.state->upper = end;
+
+	persist_writer_close(r.writer);
+	MemoryContextDelete(r.per_step);
+	ExecDropSingleTupleTableSlot(r.output.out);
+	view_input_end(&r.input);
+}

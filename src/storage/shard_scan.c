@@ -448,7 +448,7 @@ persist_times_end(Oid shard, int64 lower, int64 upper, int n)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("shard table with OID %u does not exist", shard)));
-	shard_base_open_heap(&b, rel, GetActiveSnapshot());
+	shard_base_open_heap(&b, rel, GetActiveSnapshot(), BASE_TIME);
 	b.time_index = open_shard_index(rel, "time_idx", AccessShareLock);
 	shard_scan_times(&b, b.time_index, 2, strategies, bounds, count_time, &count);
 	shard_base_close(&b, AccessShareLock);

@@ -3,7 +3,8 @@
  * plan.c
  *	  A maintained view's query, analyzed by PostgreSQL and checked against
  *	  what the operators support: one input, peek.persist_peek(NULL::t,
- *	  'name') in FROM (a collection or a view), filtered by WHERE, mapped
+ *	  'name') in FROM (a collection or a view, its columns under its row
+ *	  type's attribute names), filtered by WHERE, mapped
  *	  and projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
  *	  HAVING) or made DISTINCT, with immutable expressions only and no
@@ -38,6 +39,7 @@
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "dataflow/dataflow.h"
 
@@ -191,6 +193,36 @@ check_expressions(Node *exprs)
 	}
 }
 
+/*
+ * The input's columns go by the names of its row type's attributes.  The
+ * text kept for a view lists them as column aliases (as ruleutils writes
+ * any function in FROM), by position: were an attribute renamed since
+ * (one the view reads cannot be dropped: its PostgreSQL view depends on
+ * it), a name would stand for another attribute or none.  So a name that is not its attribute's fails the
+ * view; at create_view, aliases that rename the input's columns are
+ * refused.
+ */
+static void
+check_input_columns(RangeTblEntry *rte, Oid row_type)
+{
+	TupleDesc	desc = lookup_rowtype_tupdesc(row_type, -1);
+	List	   *names = rte->eref->colnames;
+
+	for (int i = 0; i < desc->natts && i < list_length(names); i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(strVal(list_nth(names, i)), NameStr(att->attname)) != 0)
+		{
+			ReleaseTupleDesc(desc);
+			refuse(psprintf("input column aliases other than the input's attribute names (\"%s\" names attribute \"%s\" of %s: the type was changed, or the column renamed)",
+							strVal(list_nth(names, i)), NameStr(att->attname),
+							format_type_be(row_type)));
+		}
+	}
+	ReleaseTupleDesc(desc);
+}
+
 /* The input call in FROM: peek.persist_peek(NULL::t, 'name'). */
 static void
 check_input(Query *query, ViewPlan *plan)
@@ -250,6 +282,7 @@ check_input(Query *query, ViewPlan *plan)
 		refuse("an input named by an expression (name it with constants: peek.persist_peek(NULL::t, 'name'))");
 	plan->input = TextDatumGetCString(args[1]->constvalue);
 	plan->input_type = args[0]->consttype;
+	check_input_columns(rte, plan->input_type);
 }
 
 /*

@@ -6,7 +6,9 @@
  *	  rows that pass WHERE are kept by group, in the maintenance runtime's
  *	  memory: each group under its key as the grouping's own equality and
  *	  hash tell keys apart (PostgreSQL's hash aggregation's table), each
- *	  distinct row with its count.  At each of a round's times the view's
+ *	  distinct row with its count, in the order of the rows' images (so
+ *	  what the query gives for a group depends on its rows alone, not on
+ *	  the order they came in).  At each of a round's times the view's
  *	  query runs in PostgreSQL's executor over the rows of the groups that
  *	  the time's updates touch, once before they apply and once after: what
  *	  it gave before is retracted and what it gives after is added, at that
@@ -54,10 +56,8 @@ typedef struct GroupRow
 typedef struct ViewGroup
 {
 	MinimalTuple key;			/* the table's copy; NULL: the only group */
-	GroupRow   *rows;
+	GroupRow   *rows;			/* in row_image_cmp's order */
 	int			nrows;
-	int			room;
-	uint64		touched;		/* the last step that touched it */
 	bool		emptied;		/* in its round's list of emptied groups */
 } ViewGroup;
 
@@ -69,7 +69,6 @@ struct ReduceState
 	ViewGroup  *whole;			/* the only group without GROUP BY */
 	TupleTableSlot *key_slot;	/* a row's key, as a round projects it */
 	TupleTableSlot *found_slot; /* a group's stored key, to find it again */
-	uint64		step;
 };
 
 /* One of a round's updates, its group found. */
@@ -185,47 +184,83 @@ group_of(ReduceRound *r)
 	return entry->additional;
 }
 
-/* A row's count in its group changed by diff. */
-static void
-group_add(ReduceRound *r, ViewGroup *group, Datum row, int64 diff)
+/* Row images' order: length, then bytes. */
+static int
+row_image_cmp(const char *ra, const char *rb)
 {
-	Size		len = VARSIZE(DatumGetPointer(row));
-	GroupRow   *found = NULL;
+	Size		la = VARSIZE(ra);
+	Size		lb = VARSIZE(rb);
 
-	for (int i = 0; i < group->nrows && found == NULL; i++)
-		if (VARSIZE(DatumGetPointer(group->rows[i].row)) == len &&
-			memcmp(DatumGetPointer(group->rows[i].row), DatumGetPointer(row), len) == 0)
-			found = &group->rows[i];
-	if (found == NULL)
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return memcmp(ra, rb, la);
+}
+
+/*
+ * A group's rows changed by its updates, sorted by row image: merged in
+ * one pass, so a step costs the group's size however many updates it has,
+ * and the rows stay in the order of their images, whatever the order they
+ * came in.  The executor sees a group's rows in that order, so its output
+ * for the group is the same for the same rows (the value a group's key
+ * takes among keys equal but not binary-equal, a max among equal values,
+ * a float sum's rounding) after the groups are built again.
+ */
+static void
+group_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
+{
+	GroupRow   *merged = MemoryContextAlloc(r->state->cxt,
+											sizeof(GroupRow) * (group->nrows + n));
+	int			m = 0;
+	int			i = 0;
+	int			u = 0;
+
+	while (i < group->nrows || u < n)
 	{
-		if (group->nrows == group->room)
+		int			cmp = i == group->nrows ? 1 : u == n ? -1 :
+			row_image_cmp(DatumGetPointer(group->rows[i].row),
+						  DatumGetPointer(updates[u].row));
+		GroupRow	row;
+		Datum		image;
+
+		if (cmp < 0)
 		{
-			group->room = Max(4, group->room * 2);
-			group->rows = group->rows == NULL ?
-				MemoryContextAlloc(r->state->cxt, sizeof(GroupRow) * group->room) :
-				repalloc(group->rows, sizeof(GroupRow) * group->room);
+			merged[m++] = group->rows[i++];
+			continue;
 		}
-		found = &group->rows[group->nrows++];
-		found->row = PointerGetDatum(MemoryContextAlloc(r->state->cxt, len));
-		memcpy(DatumGetPointer(found->row), DatumGetPointer(row), len);
-		found->count = 0;
+		image = updates[u].row;
+		row.row = image;
+		row.count = 0;
+		if (cmp == 0)
+			row = group->rows[i++];
+		for (; u < n && row_image_cmp(DatumGetPointer(updates[u].row),
+									  DatumGetPointer(image)) == 0; u++)
+			if (pg_add_s64_overflow(row.count, updates[u].diff, &row.count))
+				ereport(ERROR,
+						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+						 errmsg("a row's count in its group is out of range")));
+		if (row.count != 0 && cmp > 0)
+		{
+			Size		len = VARSIZE(DatumGetPointer(image));
+
+			row.row = PointerGetDatum(MemoryContextAlloc(r->state->cxt, len));
+			memcpy(DatumGetPointer(row.row), DatumGetPointer(image), len);
+		}
+		if (row.count != 0)
+			merged[m++] = row;
+		else if (cmp == 0)
+			pfree(DatumGetPointer(row.row));
 	}
-	if (pg_add_s64_overflow(found->count, diff, &found->count))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("a row's count in its group is out of range")));
-	if (found->count == 0)
+	if (group->rows != NULL)
+		pfree(group->rows);
+	group->rows = merged;
+	group->nrows = m;
+	if (group->nrows == 0 && group->key != NULL && !group->emptied)
 	{
-		pfree(DatumGetPointer(found->row));
-		*found = group->rows[--group->nrows];
-		if (group->nrows == 0 && group->key != NULL && !group->emptied)
-		{
-			MemoryContext old = MemoryContextSwitchTo(r->cxt);
+		MemoryContext old = MemoryContextSwitchTo(r->cxt);
 
-			group->emptied = true;
-			r->emptied = lappend(r->emptied, group);
-			MemoryContextSwitchTo(old);
-		}
+		group->emptied = true;
+		r->emptied = lappend(r->emptied, group);
+		MemoryContextSwitchTo(old);
 	}
 }
 
@@ -259,23 +294,7 @@ drop_emptied(ReduceRound *r)
 	r->emptied = NIL;
 }
 
-/* An input update read into the groups (the groups' first build). */
-static void
-load_update(int64 time, int64 diff, Datum stored, void *arg)
-{
-	ReduceRound *r = arg;
-	MemoryContext old = MemoryContextSwitchTo(r->per_step);
-	Datum		row;
-
-	if (diff != 0 && view_input_row(&r->input, stored, &row))
-		group_add(r, group_of(r), row, diff);
-	ExecClearTuple(r->input.slot);
-	ResetExprContext(r->input.econtext);
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(r->per_step);
-}
-
-/* An input update of the round, kept with its group for its step. */
+/* An input update of the round, kept with its group. */
 static void
 collect_update(int64 time, int64 diff, Datum stored, void *arg)
 {
@@ -313,6 +332,50 @@ update_time_cmp(const void *a, const void *b)
 	int64		tb = ((const GroupUpdate *) b)->time;
 
 	return ta < tb ? -1 : ta > tb ? 1 : 0;
+}
+
+/* Updates by group, then by row image (group_merge's order). */
+static int
+update_group_cmp(const void *a, const void *b)
+{
+	const GroupUpdate *ua = a;
+	const GroupUpdate *ub = b;
+
+	if (ua->group != ub->group)
+		return (uintptr_t) ua->group < (uintptr_t) ub->group ? -1 : 1;
+	return row_image_cmp(DatumGetPointer(ua->row), DatumGetPointer(ub->row));
+}
+
+/*
+ * The updates [first, last) sorted by group; their groups, each once, in
+ * groups (when not NULL): returns how many.
+ */
+static int
+updates_by_group(ReduceRound *r, int first, int last, ViewGroup **groups)
+{
+	int			n = 0;
+
+	qsort(r->updates + first, last - first, sizeof(GroupUpdate), update_group_cmp);
+	for (int i = first; i < last; i++)
+		if (i == first || r->updates[i].group != r->updates[i - 1].group)
+		{
+			if (groups != NULL)
+				groups[n] = r->updates[i].group;
+			n++;
+		}
+	return n;
+}
+
+/* The updates [first, last), sorted by group, into their groups. */
+static void
+merge_updates(ReduceRound *r, int first, int last)
+{
+	for (int i = first, end; i < last; i = end)
+	{
+		for (end = i; end < last && r->updates[end].group == r->updates[i].group; end++)
+			;
+		group_merge(r, r->updates[i].group, r->updates + i, end - i);
+	}
 }
 
 static bool
@@ -428,17 +491,11 @@ run_over(ReduceRound *r, ViewGroup **groups, int ngroups)
 	return r->output.rows;
 }
 
+/* qsort's comparison of a list of row images */
 static int
-row_image_cmp(const void *a, const void *b)
+row_cell_cmp(const void *a, const void *b)
 {
-	const char *ra = *(const char *const *) a;
-	const char *rb = *(const char *const *) b;
-	Size		la = VARSIZE(ra);
-	Size		lb = VARSIZE(rb);
-
-	if (la != lb)
-		return la < lb ? -1 : 1;
-	return memcmp(ra, rb, la);
+	return row_image_cmp(lfirst((const ListCell *) a), lfirst((const ListCell *) b));
 }
 
 /* What the query gave before a step retracted, what it gives after added. */
@@ -451,13 +508,13 @@ emit_difference(ReduceRound *r, int64 time, List *before, List *after)
 	int			a = 0;
 
 	if (nb > 1)
-		qsort(before->elements, nb, sizeof(ListCell), row_image_cmp);
+		qsort(before->elements, nb, sizeof(ListCell), row_cell_cmp);
 	if (na > 1)
-		qsort(after->elements, na, sizeof(ListCell), row_image_cmp);
+		qsort(after->elements, na, sizeof(ListCell), row_cell_cmp);
 	while (b < nb || a < na)
 	{
 		int			cmp = b == nb ? 1 : a == na ? -1 :
-			row_image_cmp(&before->elements[b], &after->elements[a]);
+			row_cell_cmp(&before->elements[b], &after->elements[a]);
 
 		if (cmp < 0)
 			persist_writer_add(r->writer, time, -1,
@@ -510,26 +567,17 @@ run_steps(ReduceRound *r)
 	for (int first = 0, last; first < r->nupdates; first = last)
 	{
 		int64		time = r->updates[first].time;
-		int			ntouched = 0;
+		int			ntouched;
 		MemoryContext old;
 		List	   *before;
 
 		CHECK_FOR_INTERRUPTS();
-		r->state->step++;
 		for (last = first; last < r->nupdates && r->updates[last].time == time; last++)
-		{
-			ViewGroup  *group = r->updates[last].group;
-
-			if (group->touched != r->state->step)
-			{
-				group->touched = r->state->step;
-				touched[ntouched++] = group;
-			}
-		}
+			;
+		ntouched = updates_by_group(r, first, last, touched);
 		old = MemoryContextSwitchTo(r->per_step);
 		before = run_over(r, touched, ntouched);
-		for (int i = first; i < last; i++)
-			group_add(r, r->updates[i].group, r->updates[i].row, r->updates[i].diff);
+		merge_updates(r, first, last);
 		emit_difference(r, time, before, run_over(r, touched, ntouched));
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(r->per_step);
@@ -582,7 +630,12 @@ dataflow_reduce(DataflowView *view, ViewPlan *plan, CatalogObject *v, CatalogObj
 
 	/* from here until the round's end the groups match no upper */
 	if (r.state->upper < 0)
-		persist_scan_range(in->shard, 0, start, load_update, &r);
+	{
+		persist_scan_range(in->shard, 0, start, collect_update, &r);
+		(void) updates_by_group(&r, 0, r.nupdates, NULL);
+		merge_updates(&r, 0, r.nupdates);
+		r.nupdates = 0;
+	}
 	r.state->upper = -1;
 	if (since >= 0)
 		emit_all(&r, since);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * dataflow.h
- *	  Maintained views: a query's plan (plan.c), the views the maintenance
+ *	  Maintained views: a query's plan (plan.c) with the tables in it read
+ *	  as their sources (sources.c), the views the maintenance
  *	  runtime keeps current (views.c), one round of one view (round.c), the
  *	  input's rows as rounds read them (input.c) and the rounds of a view
  *	  that groups (reduce.c).
@@ -44,6 +45,7 @@ typedef struct ViewPlan
 	List	   *group_keys;		/* Expr over the input: the groups' keys */
 	List	   *group_eqops;	/* OID: the equality telling keys apart */
 	Query	   *query;
+	Query	   *written;		/* as written: tables, not their sources */
 } ViewPlan;
 
 typedef struct ReduceState ReduceState;
@@ -73,6 +75,10 @@ typedef struct DataflowView
 /* plan.c */
 extern ViewPlan *dataflow_plan(const char *text);
 extern char *dataflow_plan_text(ViewPlan *plan);
+
+/* sources.c */
+extern Oid	persist_peek_oid(void);
+extern Query *dataflow_read_sources(Query *query);
 
 /* views.c: the maintenance runtime's views */
 extern void dataflow_reset(void);

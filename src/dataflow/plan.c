@@ -4,7 +4,8 @@
  *	  A maintained view's query, analyzed by PostgreSQL and checked against
  *	  what the operators support: one input, peek.persist_peek(NULL::t,
  *	  'name') in FROM (a collection or a view, its columns under its row
- *	  type's attribute names), filtered by WHERE, mapped
+ *	  type's attribute names) or a captured table (read as its source:
+ *	  sources.c), filtered by WHERE, mapped
  *	  and projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
  *	  HAVING) or made DISTINCT, with immutable expressions only and no
@@ -31,7 +32,6 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
-#include "parser/parse_func.h"
 #include "parser/parser.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -53,16 +53,6 @@ refuse(const char *construct)
 					   "filters (WHERE), maps and projects its rows with immutable expressions, "
 					   "and may group them (GROUP BY, count, sum, avg, min, max, bool_and, bool_or, every, HAVING) "
 					   "or make them DISTINCT.")));
-}
-
-/* peek.persist_peek(anyelement, text, bigint, bigint), or InvalidOid */
-static Oid
-persist_peek_oid(void)
-{
-	Oid			argtypes[4] = {ANYELEMENTOID, TEXTOID, INT8OID, INT8OID};
-
-	return LookupFuncName(list_make2(makeString(PEEK_SCHEMA), makeString("persist_peek")),
-						  4, argtypes, true);
 }
 
 /* check_functions_in_node's callback: a function that is not immutable */
@@ -309,6 +299,8 @@ dataflow_plan(const char *text)
 	if (((SelectStmt *) stmt->stmt)->lockingClause != NIL)
 		refuse("FOR UPDATE or FOR SHARE");
 	query = parse_analyze_fixedparams(stmt, text, NULL, 0, NULL);
+	plan->written = query;
+	query = dataflow_read_sources(query);
 
 	{
 		/* what the query has that no operator supports yet, in order */

@@ -41,6 +41,10 @@ SELECT wait_for($$SELECT (SELECT array_agg((id, double) ORDER BY id) FROM sbig) 
 SELECT * FROM sbig ORDER BY id;
 SELECT * FROM stotals ORDER BY cust;
 SELECT * FROM speek ORDER BY cust;
+-- what each view's operators did: the input's updates read and those that
+-- passed WHERE, what the view made of them, a grouped view's state
+SELECT view, operator, kind, rows_in, rows_out, bytes > 0 AS keeps_state
+  FROM peek.dataflow_operators ORDER BY view, operator;
 
 -- a table no source captures, one two sources capture: 0A000 naming it
 CREATE TABLE splain (id int);
@@ -97,7 +101,17 @@ SELECT wait_for($$SELECT count(*) = 5 FROM sowned$$);
 SELECT * FROM sowned ORDER BY id;
 SELECT * FROM peek.index_peek(NULL::sowned, 'sowned_cust', ROW(0)) ORDER BY id;
 SELECT name, owner, state FROM peek.views ORDER BY name;
+-- peek.dataflow_operators shows what peek.views shows
+SELECT view, operator, kind FROM peek.dataflow_operators ORDER BY view, operator;
 RESET ROLE;
+SET ROLE peek_vs_stranger;
+SELECT count(*) FROM peek.dataflow_operators;
+RESET ROLE;
+GRANT pg_read_all_stats TO peek_vs_stranger;
+SET ROLE peek_vs_stranger;
+SELECT count(DISTINCT view) FROM peek.dataflow_operators;
+RESET ROLE;
+REVOKE pg_read_all_stats FROM peek_vs_stranger;
 SELECT relnamespace::regnamespace, relowner::regrole FROM pg_class WHERE relname = 'sowned';
 -- the right revoked: the view fails rather than take more of the source
 REVOKE SELECT ON slines FROM peek_vs_owner;
@@ -111,6 +125,29 @@ SET search_path = public;
 DROP SCHEMA vs_own, vs_stranger;
 REVOKE USAGE ON SCHEMA peek FROM peek_vs_owner, peek_vs_stranger;
 DROP ROLE peek_vs_owner, peek_vs_stranger;
+
+-- a hydration shows how far it has read its input: a view whose WHERE
+-- takes a millisecond a row (an immutable function that sleeps)
+CREATE FUNCTION sslow(v int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN PERFORM pg_sleep(0.001); RETURN v >= 0; END $$;
+CREATE TYPE sitem AS (id int);
+SELECT peek.create_collection('sitems', 'sitem');
+SELECT peek.write('sitems', (SELECT array_agg(ROW(g)::sitem) FROM generate_series(1, 3000) g));
+SELECT name, state, hydration_rows_read, hydration_rows_total FROM peek.views
+ WHERE hydration_rows_read IS NOT NULL OR hydration_rows_total IS NOT NULL;
+SELECT peek.create_view('sslowv', $$SELECT id FROM peek.persist_peek(NULL::sitem, 'sitems') WHERE sslow(id)$$);
+SELECT wait_for($$SELECT hydration_rows_read >= 1024 FROM peek.views WHERE name = 'sslowv'$$);
+SELECT state, hydration_rows_read < hydration_rows_total AS partway
+  FROM peek.views WHERE name = 'sslowv';
+SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'sslowv'$$);
+SELECT state, hydration_rows_read, hydration_rows_total, rows FROM peek.views WHERE name = 'sslowv';
+SELECT view, operator, kind, rows_in, rows_out FROM peek.dataflow_operators
+ WHERE view = 'sslowv' ORDER BY operator;
+SELECT peek.drop_view('sslowv');
+SELECT count(*) FROM peek.dataflow_operators WHERE view = 'sslowv';
+SELECT peek.drop_collection('sitems');
+DROP FUNCTION sslow(int);
+DROP TYPE sitem;
 
 -- row-level security: a source reads its table as a superuser, so none
 -- can be captured with it enabled, and enabling it fails the source and

@@ -1,9 +1,11 @@
 -- Maintained views over captured tables: a table with a source stands for
 -- that source in a view's query (FROM t, or peek.persist_peek(NULL::t,
--- 'source')); a table without one, or with two, is refused (0A000); the
+-- 'source')); a table without one, or with two, or with inheritance
+-- children (ONLY reads it), and TABLESAMPLE are refused (0A000); the
 -- table, its columns the view reads and the source cannot be dropped under
 -- the view (2BP01); a role that may SELECT from the table makes and reads a
--- view over it in its own schema; row-level security.
+-- view over it in its own schema; row-level security; what the views'
+-- operators did (peek.dataflow_operators) and a hydration's progress.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -42,9 +44,16 @@ SELECT * FROM sbig ORDER BY id;
 SELECT * FROM stotals ORDER BY cust;
 SELECT * FROM speek ORDER BY cust;
 -- what each view's operators did: the input's updates read and those that
--- passed WHERE, what the view made of them, a grouped view's state
-SELECT view, operator, kind, rows_in, rows_out, bytes > 0 AS keeps_state
-  FROM peek.dataflow_operators ORDER BY view, operator;
+-- passed WHERE, what the view made of them, a grouped view's state (at
+-- least what the workload takes: a round that did not commit, groups
+-- built again, count too)
+SELECT d.view, d.operator, d.kind, d.rows_in >= e.rows_in AS rows_in,
+       d.rows_out >= e.rows_out AS rows_out, d.bytes > 0 AS keeps_state
+  FROM peek.dataflow_operators d
+  FULL JOIN (VALUES ('sbig', 1, 19, 8), ('sbig', 2, 8, 8), ('speek', 1, 19, 6),
+                    ('speek', 2, 6, 6), ('stotals', 1, 19, 19), ('stotals', 2, 19, 13))
+         AS e(view, operator, rows_in, rows_out) USING (view, operator)
+ ORDER BY view, operator;
 
 -- a table no source captures, one two sources capture: 0A000 naming it
 CREATE TABLE splain (id int);
@@ -58,6 +67,15 @@ SELECT peek.create_view('sother', $$SELECT id FROM peek.persist_peek(NULL::sline
 SELECT wait_for($$SELECT count(*) = 1 FROM sother$$);
 SELECT peek.drop_view('sother');
 SELECT peek.drop_source('slines_src2');
+-- a source has its table's own rows: a table with inheritance children is
+-- read with ONLY; TABLESAMPLE is refused
+CREATE TABLE slines_child () INHERITS (slines);
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM slines')$$);
+SELECT peek.create_view('sonly', $$SELECT id FROM ONLY slines WHERE id = 13$$);
+SELECT wait_for($$SELECT count(*) = 1 FROM sonly$$);
+SELECT peek.drop_view('sonly');
+DROP TABLE slines_child;
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM ONLY slines TABLESAMPLE SYSTEM (50)')$$);
 -- a PostgreSQL view in FROM is not a table
 CREATE VIEW splain_v AS SELECT * FROM slines;
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM splain_v')$$);
@@ -141,8 +159,8 @@ SELECT state, hydration_rows_read < hydration_rows_total AS partway
   FROM peek.views WHERE name = 'sslowv';
 SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'sslowv'$$);
 SELECT state, hydration_rows_read, hydration_rows_total, rows FROM peek.views WHERE name = 'sslowv';
-SELECT view, operator, kind, rows_in, rows_out FROM peek.dataflow_operators
- WHERE view = 'sslowv' ORDER BY operator;
+SELECT view, operator, kind, rows_in >= 3000 AS rows_in, rows_out >= 3000 AS rows_out
+  FROM peek.dataflow_operators WHERE view = 'sslowv' ORDER BY operator;
 SELECT peek.drop_view('sslowv');
 SELECT count(*) FROM peek.dataflow_operators WHERE view = 'sslowv';
 SELECT peek.drop_collection('sitems');

@@ -10,8 +10,9 @@
  *	  its time (round.c) or a reduce or distinct keeping groups (reduce.c:
  *	  the groups' bytes are its state).  The time of the second
  *	  is measured around its work; the input's is the rest of the round's.
- *	  One round runs at a time in the maintenance runtime: its counts are
- *	  this file's.
+ *	  Counts are of work done: a round that does not commit, and the groups
+ *	  built again from the input, count too.  One round runs at a time in
+ *	  the maintenance runtime: its counts are this file's.
  *
  *	  Must not decide anything: the rounds count, the registry shows.
  *

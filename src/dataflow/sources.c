@@ -9,7 +9,9 @@
  *	  read it.  The source's row type is a copy of
  *	  the table's without its dropped columns, so the query's references
  *	  to the table's columns are renumbered for it.  A table that no source
- *	  captures, or that more than one does, is refused (0A000, naming it).
+ *	  captures, or that more than one does, is refused (0A000, naming it),
+ *	  as are its inheritance children (its source has its own rows only)
+ *	  and TABLESAMPLE; one the user may not SELECT from is 42501.
  *	  Done on the analyzed query, before plan.c checks it: the kept text
  *	  names the source, so the maintenance runtime plans it again the same
  *	  whatever sources are made later; the query as written (with the
@@ -25,11 +27,14 @@
 #include "access/attmap.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
@@ -47,14 +52,31 @@ persist_peek_oid(void)
 						  4, argtypes, true);
 }
 
-/* The one source that captures the table of rte. */
+/*
+ * The one source that captures the table of rte, which the user may read
+ * (first: nothing is told of its sources otherwise).
+ */
 static CatalogObject *
 table_source(RangeTblEntry *rte)
 {
-	List	   *sources = catalog_sources_of(rte->relid);
+	List	   *sources;
 	char	   *table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
 												   get_rel_name(rte->relid));
 
+	if (pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(rte->relid));
+	/* a source has the table's own rows, not its children's */
+	if (rte->inh && find_inheritance_children(rte->relid, NoLock) != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("maintained views do not support reading table %s with its inheritance children", table),
+				 errdetail("A table's source captures the table's own rows, not its children's."),
+				 errhint("Read its own rows with FROM ONLY %s.", table)));
+	if (rte->tablesample != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("maintained views do not support TABLESAMPLE")));
+	sources = catalog_sources_of(rte->relid);
 	if (sources == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -79,7 +79,6 @@ extern ViewPlan *dataflow_plan(const char *text);
 extern char *dataflow_plan_text(ViewPlan *plan);
 
 /* sources.c */
-extern Oid	persist_peek_oid(void);
 extern Query *dataflow_read_sources(Query *query);
 
 /* views.c: the maintenance runtime's views */

@@ -32,6 +32,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
+#include "parser/parse_func.h"
 #include "parser/parser.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -53,6 +54,16 @@ refuse(const char *construct)
 					   "filters (WHERE), maps and projects its rows with immutable expressions, "
 					   "and may group them (GROUP BY, count, sum, avg, min, max, bool_and, bool_or, every, HAVING) "
 					   "or make them DISTINCT.")));
+}
+
+/* peek.persist_peek(anyelement, text, bigint, bigint), or InvalidOid */
+static Oid
+persist_peek_oid(void)
+{
+	Oid			argtypes[4] = {ANYELEMENTOID, TEXTOID, INT8OID, INT8OID};
+
+	return LookupFuncName(list_make2(makeString(PEEK_SCHEMA), makeString("persist_peek")),
+						  4, argtypes, true);
 }
 
 /* check_functions_in_node's callback: a function that is not immutable */

@@ -31,7 +31,6 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
-#include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/acl.h"
@@ -42,14 +41,12 @@
 #include "dataflow/dataflow.h"
 #include "storage/catalog_views.h"
 
-/* peek.persist_peek(anyelement, text, bigint, bigint), or InvalidOid */
-Oid
-persist_peek_oid(void)
+/* The function a source is read through. */
+static Oid
+persist_peek_function(void)
 {
-	Oid			argtypes[4] = {ANYELEMENTOID, TEXTOID, INT8OID, INT8OID};
-
-	return LookupFuncName(list_make2(makeString(PEEK_SCHEMA), makeString("persist_peek")),
-						  4, argtypes, true);
+	return DatumGetObjectId(DirectFunctionCall1(regprocedurein,
+												CStringGetDatum(PEEK_SCHEMA ".persist_peek(pg_catalog.anyelement, pg_catalog.text, pg_catalog.int8, pg_catalog.int8)")));
 }
 
 /*
@@ -142,7 +139,7 @@ read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
 	}
 	else
 	{
-		call = makeFuncExpr(persist_peek_oid(), src->row_type,
+		call = makeFuncExpr(persist_peek_function(), src->row_type,
 							list_make2(makeNullConst(src->row_type, -1, InvalidOid),
 									   makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
 												 CStringGetTextDatum(src->name), false, false)),
@@ -178,7 +175,7 @@ peeked_source(RangeTblEntry *rte)
 	if (list_length(rte->functions) != 1)
 		return NULL;
 	call = (FuncExpr *) linitial_node(RangeTblFunction, rte->functions)->funcexpr;
-	if (!IsA(call, FuncExpr) || call->funcid != persist_peek_oid() ||
+	if (!IsA(call, FuncExpr) || call->funcid != persist_peek_function() ||
 		list_length(call->args) < 2 || !IsA(linitial(call->args), Const) ||
 		!IsA(lsecond(call->args), Const))
 		return NULL;

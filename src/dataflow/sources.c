@@ -8,7 +8,8 @@
  *	  '<source>'), the source read as its table's row type, as a peek may
  *	  read it.  The source's row type is a copy of
  *	  the table's without its dropped columns, so the query's references
- *	  to the table's columns are renumbered for it.  A table that no source
+ *	  to the table's columns are renumbered for it (its Vars; a join's
+ *	  joinleftcols and joinrightcols are not, while plan.c refuses joins).  A table that no source
  *	  captures, or that more than one does, is refused (0A000, naming it),
  *	  as are its inheritance children (its source has its own rows only)
  *	  and TABLESAMPLE; one the user may not SELECT from is 42501.

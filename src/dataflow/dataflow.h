@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * dataflow.h
- *	  Maintained views: a query's plan (plan.c), the views the maintenance
+ *	  Maintained views: a query's plan (plan.c) with the tables in it read
+ *	  as their sources (sources.c), the views the maintenance
  *	  runtime keeps current (views.c), one round of one view (round.c), the
- *	  input's rows as rounds read them (input.c) and the rounds of a view
- *	  that groups (reduce.c).
+ *	  input's rows as rounds read them (input.c), the rounds of a view
+ *	  that groups (reduce.c) and what each of a view's operators did
+ *	  (operators.c).
  *
  *	  A view is a collection of kind PEEK_KIND_VIEW: its rows live in its
  *	  own shard, appended by the maintenance runtime at its input's times,
@@ -27,6 +29,7 @@
 
 #include "nodes/execnodes.h"
 #include "nodes/parsenodes.h"
+#include "portability/instr_time.h"
 
 #include "storage/catalog.h"
 
@@ -44,6 +47,7 @@ typedef struct ViewPlan
 	List	   *group_keys;		/* Expr over the input: the groups' keys */
 	List	   *group_eqops;	/* OID: the equality telling keys apart */
 	Query	   *query;
+	Query	   *written;		/* as written: tables, not their sources */
 } ViewPlan;
 
 typedef struct ReduceState ReduceState;
@@ -74,6 +78,9 @@ typedef struct DataflowView
 extern ViewPlan *dataflow_plan(const char *text);
 extern char *dataflow_plan_text(ViewPlan *plan);
 
+/* sources.c */
+extern Query *dataflow_read_sources(Query *query);
+
 /* views.c: the maintenance runtime's views */
 extern void dataflow_reset(void);
 extern void dataflow_note_view(CatalogObject *obj);
@@ -88,6 +95,14 @@ extern void view_input_end(ViewInput *input);
 
 /* round.c */
 extern bool dataflow_round(DataflowView *view);
+
+/* operators.c: a round's counts by operator, and a hydration's progress */
+extern void dataflow_counts_begin(PeekObjectId view, CatalogObject *in, bool hydrating);
+extern void dataflow_count_input(bool passed);
+extern void dataflow_count_output(int64 n);
+extern void dataflow_count_work(instr_time start);
+extern void dataflow_count_state(int64 bytes);
+extern void dataflow_counts_end(ViewPlan *plan);
 
 /* reduce.c */
 extern void dataflow_reduce(DataflowView *view, ViewPlan *plan, CatalogObject *v,

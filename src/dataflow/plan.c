@@ -4,7 +4,8 @@
  *	  A maintained view's query, analyzed by PostgreSQL and checked against
  *	  what the operators support: one input, peek.persist_peek(NULL::t,
  *	  'name') in FROM (a collection or a view, its columns under its row
- *	  type's attribute names), filtered by WHERE, mapped
+ *	  type's attribute names) or a captured table (read as its source:
+ *	  sources.c), filtered by WHERE, mapped
  *	  and projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
  *	  HAVING) or made DISTINCT, with immutable expressions only and no
@@ -309,6 +310,8 @@ dataflow_plan(const char *text)
 	if (((SelectStmt *) stmt->stmt)->lockingClause != NIL)
 		refuse("FOR UPDATE or FOR SHARE");
 	query = parse_analyze_fixedparams(stmt, text, NULL, 0, NULL);
+	plan->written = query;
+	query = dataflow_read_sources(query);
 
 	{
 		/* what the query has that no operator supports yet, in order */

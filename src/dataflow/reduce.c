@@ -162,6 +162,7 @@ dataflow_reduce_free(ReduceState *state)
 		MemoryContextDelete(state->cxt);
 }
 
+
 /* The group of the row in the input slot, made if it is new. */
 static ViewGroup *
 group_of(ReduceRound *r)
@@ -523,7 +524,11 @@ emit_difference(ReduceRound *r, int64 time, List *before, List *after)
 			persist_writer_add(r->writer, time, 1,
 							   PointerGetDatum(list_nth(after, a++)));
 		else
+		{
 			b++, a++;
+			continue;
+		}
+		dataflow_count_output(1);
 	}
 }
 
@@ -597,6 +602,7 @@ dataflow_reduce(DataflowView *view, ViewPlan *plan, CatalogObject *v, CatalogObj
 				TupleDesc out_desc, int64 start, int64 end, int64 since)
 {
 	ReduceRound r = {0};
+	instr_time	work;
 	List	   *keys = NIL;
 	ListCell   *lc;
 
@@ -632,17 +638,25 @@ dataflow_reduce(DataflowView *view, ViewPlan *plan, CatalogObject *v, CatalogObj
 	if (r.state->upper < 0)
 	{
 		persist_scan_range(in->shard, 0, start, collect_update, &r);
+		INSTR_TIME_SET_CURRENT(work);
 		(void) updates_by_group(&r, 0, r.nupdates, NULL);
 		merge_updates(&r, 0, r.nupdates);
 		r.nupdates = 0;
+		dataflow_count_work(work);
 	}
 	r.state->upper = -1;
+	INSTR_TIME_SET_CURRENT(work);
 	if (since >= 0)
 		emit_all(&r, since);
+	dataflow_count_work(work);
 	persist_scan_range(in->shard, start, end, collect_update, &r);
+	INSTR_TIME_SET_CURRENT(work);
 	run_steps(&r);
 	drop_emptied(&r);
+	dataflow_count_work(work);
 	r.state->upper = end;
+	/* the groups' memory: their rows, keys and table */
+	dataflow_count_state((int64) MemoryContextMemAllocated(r.state->cxt, true));
 
 	persist_writer_close(r.writer);
 	MemoryContextDelete(r.per_step);

@@ -13,6 +13,7 @@
  *	  transaction.  The first round
  *	  hydrates: it reads the whole shard, the input's history up to its
  *	  since landing at the since, and folds that into the view's base.
+ *	  Each round's work is counted by operator (operators.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -58,10 +59,15 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
 	old = MemoryContextSwitchTo(e->per_row);
 	if (view_input_row(&e->input, stored, &row))
 	{
-		TupleTableSlot *out = ExecProject(e->project);
+		instr_time	start;
+		TupleTableSlot *out;
 
+		INSTR_TIME_SET_CURRENT(start);
+		out = ExecProject(e->project);
 		persist_writer_add(e->writer, Max(time, e->since), diff,
 						   ExecFetchSlotHeapTupleDatum(out));
+		dataflow_count_output(1);
+		dataflow_count_work(start);
 	}
 	ExecClearTuple(e->input.slot);
 	ResetExprContext(e->input.econtext);
@@ -200,10 +206,12 @@ dataflow_round(DataflowView *view)
 	catalog_check_reader(in);
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, in, out_desc);
+	dataflow_counts_begin(view->id, in, hydrating);
 	if (plan->reduces)
 		dataflow_reduce(view, plan, v, in, out_desc, start, end, hydrating ? in->since : -1);
 	else
 		run_plan(plan, v, in, out_desc, lower, end, hydrating ? in->since : -1);
+	dataflow_counts_end(plan);
 	AtEOXact_GUC(true, level);
 	SetUserIdAndSecContext(saved_user, saved_context);
 

@@ -50,12 +50,14 @@ run_as_user(const char *statement)
 
 /*
  * The PostgreSQL view beside a view, in the creator's current schema, made
- * first from the query (its columns are the query's) and then replaced by
- * the view's persist peek of its own row type.  It depends on what the
- * query uses, as a view of the query would (its functions, operators and
- * types), so that these cannot be dropped from under the view's rounds;
- * the dependencies are the relation's, not its rule's, so that replacing
- * its body keeps them.  Returns its row type.
+ * first from the query as the user wrote it (its columns are the query's;
+ * a captured table in it, not the source's row type, which the user may
+ * not use) and then replaced by the view's persist peek of its own row
+ * type.  It depends on what the query uses, as a view of the query would
+ * (its functions, operators and types, the tables and columns it reads),
+ * so that these cannot be dropped from under the view's rounds; the
+ * dependencies are the relation's, not its rule's, so that replacing its
+ * body keeps them.  Returns its row type.
  */
 static Oid
 create_pg_view(const char *name, const char *query, ViewPlan *plan)
@@ -80,6 +82,8 @@ create_pg_view(const char *name, const char *query, ViewPlan *plan)
 		elog(ERROR, "view \"%s\" was not created", qualified);
 	ObjectAddressSet(view, RelationRelationId, relid);
 	recordDependencyOnExpr(&view, (Node *) plan->query, NIL, DEPENDENCY_NORMAL);
+	if (plan->written != plan->query)
+		recordDependencyOnExpr(&view, (Node *) plan->written, NIL, DEPENDENCY_NORMAL);
 	return get_rel_type_id(relid);
 }
 
@@ -115,7 +119,7 @@ peek_create_view(PG_FUNCTION_ARGS)
 	obj.id = catalog_new_id(&seq);
 	obj.name = name;
 	obj.kind = PEEK_KIND_VIEW;
-	obj.row_type = create_pg_view(name, query, plan);
+	obj.row_type = create_pg_view(name, text, plan);
 	obj.owner = GetUserId();
 	obj.shard = persist_create_shard(seq, obj.row_type);
 	catalog_insert(&obj, (Datum) 0);

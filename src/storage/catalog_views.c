@@ -4,8 +4,9 @@
  *	  What the catalog keeps of a maintained view besides an object's row:
  *	  its query (analyzed and written out schema-qualified, so that it reads
  *	  the same under any search_path, in a dump too) and the names of its
- *	  inputs (names, not ids: a restore keeps them), and which views read an
- *	  object (its drop is refused while one does).  Through SPI as the
+ *	  inputs (names, not ids: a restore keeps them), which views read an
+ *	  object (its drop is refused while one does), and which sources
+ *	  capture a table (a view's query reads them for it).  Through SPI as the
  *	  extension's owner, in the caller's transaction.
  *
  *-------------------------------------------------------------------------
@@ -103,4 +104,17 @@ catalog_view_reading(const char *name)
 	}
 	spi_finish_as_owner(&saved);
 	return view;
+}
+
+/*
+ * The sources that capture a table, by name (their indexes name the table
+ * too, but are not sources).
+ */
+List *
+catalog_sources_of(Oid table)
+{
+	return catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+								 "WHERE source OPERATOR(pg_catalog.=) $1 "
+								 "AND kind OPERATOR(pg_catalog.=) 'c' ORDER BY name",
+								 1, OIDOID, ObjectIdGetDatum(table), true);
 }

@@ -8,10 +8,13 @@
 #ifndef PEEK_STORAGE_CATALOG_VIEWS_H
 #define PEEK_STORAGE_CATALOG_VIEWS_H
 
+#include "nodes/pg_list.h"
+
 #include "common/ids.h"
 
 extern void catalog_set_view(PeekObjectId id, const char *query, const char *input);
 extern bool catalog_view_definition(PeekObjectId id, char **query, char **input);
 extern char *catalog_view_reading(const char *name);
+extern List *catalog_sources_of(Oid table);
 
 #endif							/* PEEK_STORAGE_CATALOG_VIEWS_H */

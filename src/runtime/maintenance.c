@@ -686,12 +686,14 @@ typedef struct PruneWork
 static bool
 no_old_snapshot(TransactionId *mark)
 {
+	Oid			uppers = catalog_uppers_relid();
 	Relation	rel;
 	TransactionId horizon;
 
-	if (!TransactionIdIsValid(prune_mark))
+	/* (a catalog before 0.3, or one an ALTER EXTENSION UPDATE is making) */
+	if (!TransactionIdIsValid(prune_mark) || !OidIsValid(uppers))
 		return false;
-	rel = table_open(catalog_uppers_relid(), AccessShareLock);
+	rel = table_open(uppers, AccessShareLock);
 	horizon = GetOldestNonRemovableTransactionId(rel);
 	table_close(rel, AccessShareLock);
 	if (TransactionIdPrecedes(prune_mark, horizon))

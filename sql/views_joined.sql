@@ -101,6 +101,7 @@ SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM peek.persist_peek(NU
 SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM peek.persist_peek(NULL::jorder, ''jorders'') o JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c ON o.cust::bigint = c.id')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM (peek.persist_peek(NULL::jorder, ''jorders'') o CROSS JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c) LEFT JOIN peek.persist_peek(NULL::jnote, ''jnotes'') n ON o.cust = c.id AND n.cust = c.id')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT c.name, count(*) FROM peek.persist_peek(NULL::jorder, ''jorders'') o JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c ON o.cust = c.id GROUP BY c.name')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT o.cust, count(*) FROM peek.persist_peek(NULL::jcust, ''jcusts'') c LEFT JOIN peek.persist_peek(NULL::jorder, ''jorders'') o ON o.cust = c.id GROUP BY o.cust')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT count(*) FROM peek.persist_peek(NULL::jorder, ''jorders'') o JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c ON o.cust = c.id')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT DISTINCT c.name FROM peek.persist_peek(NULL::jorder, ''jorders'') o JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c ON o.cust = c.id')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::jorder, ''jorders'') UNION SELECT id FROM peek.persist_peek(NULL::jcust, ''jcusts'')')$$);

@@ -332,6 +332,28 @@ inputs_under(Node *node)
 	return inputs;
 }
 
+/* The range table indexes of the inputs a left join under a FROM item may NULL-extend. */
+static Relids
+nullable_under(Node *node)
+{
+	Relids		inputs = NULL;
+	ListCell   *lc;
+
+	if (IsA(node, RangeTblRef))
+		return NULL;
+	if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *join = (JoinExpr *) node;
+
+		return bms_union(nullable_under(join->larg),
+						 join->jointype == JOIN_LEFT ? inputs_under(join->rarg) :
+						 nullable_under(join->rarg));
+	}
+	foreach(lc, castNode(FromExpr, node)->fromlist)
+		inputs = bms_add_members(inputs, nullable_under(lfirst(lc)));
+	return inputs;
+}
+
 /*
  * FROM: its inputs, in inner and left joins, their conditions and WHERE
  * checked and their equalities collected.  An equality in a left join's
@@ -553,29 +575,34 @@ join_keys(Query *query, ViewPlan *plan, List *equalities)
 
 /*
  * GROUP BY or DISTINCT over a join: a group's rows must all have one join
- * key, so that its output depends on that key's rows only (one of the
- * keys is the join key).
+ * key, so that its output depends on that key's rows only: one of the
+ * keys is the join key of an input that no left join NULL-extends (the
+ * NULL-extended rows of all keys would share a group).
  */
 static void
-check_grouped_join(Query *query, List *members)
+check_grouped_join(Query *query, ViewPlan *plan, List *members)
 {
+	Relids		nullable = nullable_under((Node *) query->jointree);
+	List	   *preserved = NIL;
 	ListCell   *lc;
 
+	foreach(lc, members)
+		if (!bms_is_member(list_nth_node(ViewPlanInput, plan->inputs,
+										 ((KeyMember *) lfirst(lc))->input)->rtindex, nullable))
+			preserved = lappend(preserved, ((KeyMember *) lfirst(lc))->expr);
 	if (query->groupClause == NIL && query->distinctClause == NIL)
 		refuse(psprintf("aggregates over a join without GROUP BY its join key %s (aggregate a view of the join instead)",
-						key_name(query, ((KeyMember *) linitial(members))->expr)));
+						key_name(query, linitial(preserved))));
 	foreach(lc, query->groupClause != NIL ? query->groupClause : query->distinctClause)
 	{
 		Node	   *key = flatten_join_alias_vars(query,
 												  (Node *) get_sortgroupclause_expr(lfirst(lc), query->targetList));
-		ListCell   *lm;
 
-		foreach(lm, members)
-			if (equal(key, ((KeyMember *) lfirst(lm))->expr))
-				return;
+		if (list_member(preserved, key))
+			return;
 	}
 	refuse(psprintf("GROUP BY or DISTINCT over a join without its join key %s among the keys (group a view of the join instead)",
-					key_name(query, ((KeyMember *) linitial(members))->expr)));
+					key_name(query, linitial(preserved))));
 }
 
 static ViewPlan *plan_query(Query *query);
@@ -633,7 +660,7 @@ plan_select(Query *query, ViewPlan *plan)
 		List	   *members = join_keys(query, plan, equalities);
 
 		if (grouped)
-			check_grouped_join(query, members);
+			check_grouped_join(query, plan, members);
 		plan->reduces = true;
 		return;
 	}

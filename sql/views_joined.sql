@@ -128,6 +128,34 @@ SELECT count(*) FROM peek.views WHERE name = 'x';
 SELECT try($$SELECT peek.drop_collection('jcusts')$$);
 SELECT try($$SELECT peek.drop_collection('jnotes')$$);
 
+-- a view whose owner loses the right to read one of its inputs (not the
+-- one it owns) takes no more of them: it fails, naming that input
+CREATE ROLE peek_join_reader IN ROLE pg_read_all_data;
+GRANT CREATE ON SCHEMA public TO peek_join_reader;
+GRANT USAGE ON SCHEMA peek TO peek_join_reader;
+SET ROLE peek_join_reader;
+SELECT peek.create_collection('jmine', 'jcust');
+SELECT peek.write('jmine', ARRAY[(1, 'mine'), (2, 'ours')]::jcust[]);
+SELECT peek.create_view('jpeek', $$
+    SELECT m.id, m.name, c.name AS theirs FROM peek.persist_peek(NULL::jcust, 'jmine') m
+      JOIN peek.persist_peek(NULL::jcust, 'jcusts') c ON m.id = c.id$$);
+RESET ROLE;
+SELECT wait_for($$SELECT upper = 1 FROM peek.views WHERE name = 'jpeek'$$);
+SELECT * FROM peek.persist_peek(NULL::jpeek, 'jpeek') ORDER BY id;
+REVOKE pg_read_all_data FROM peek_join_reader;
+SET ROLE peek_join_reader;
+SELECT peek.write('jmine', ARRAY[(3, 'more')]::jcust[]);
+RESET ROLE;
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'jpeek'$$);
+SELECT name, state, upper, failure FROM peek.views WHERE name = 'jpeek';
+SET ROLE peek_join_reader;
+SELECT peek.drop_view('jpeek');
+SELECT peek.drop_collection('jmine');
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM peek_join_reader;
+REVOKE USAGE ON SCHEMA peek FROM peek_join_reader;
+DROP ROLE peek_join_reader;
+
 -- an error in a join's expression fails that view alone (55000)
 SELECT peek.create_view('jratio', $$
     SELECT o.id, o.amount / (o.amount - 1) AS ratio
@@ -140,6 +168,11 @@ SELECT name, state, failure FROM peek.views WHERE name = 'jratio';
 SELECT try($$SELECT * FROM jratio$$);
 SELECT wait_for($$SELECT count(*) = 6 FROM peek.views WHERE state = 'ready' AND upper = 7$$);
 SELECT name, jmismatches(name, query) AS bad_times FROM peek.views WHERE state = 'ready' ORDER BY name;
+
+-- lag counts from the least of the inputs' uppers: one input ahead
+-- alone leaves the view caught up
+SELECT peek.write('jorders', '{}'::jorder[]);
+SELECT name, upper, lag FROM peek.views WHERE name IN ('jinner', 'jleft') ORDER BY name;
 
 SELECT peek.drop_view('jratio');
 SELECT peek.drop_view(name) FROM peek.views ORDER BY name;

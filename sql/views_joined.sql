@@ -1,11 +1,13 @@
 -- Maintained views over more than one input: inner joins (JOIN ... ON and
--- FROM a, b WHERE), a 3-way join, a left join (a left row losing and
--- regaining its match), UNION ALL, a join grouped by its join key; updates
--- of join columns and deletes; every view at every time against
--- PostgreSQL's evaluation of its query over the inputs' persist peeks at
--- that time (EXCEPT ALL both ways); what is refused (0A000), time lines
--- mixed, 2BP01 on dropping the second input, and an error failing its
--- view alone.  The randomized oracle is TAP 370_view_oracle.
+-- FROM a, b WHERE), a 3-way join, a self-join, a left join (a left row
+-- losing and regaining its match), UNION ALL, a join grouped by its join
+-- key; updates of join columns and deletes; every view at every time
+-- against PostgreSQL's evaluation of its query over the inputs' persist
+-- peeks at that time (EXCEPT ALL both ways); an index peek of one key;
+-- what is refused (0A000), time lines mixed, a left join of two sources,
+-- 2BP01 on dropping the second input, a revoked right on the second input
+-- failing the view, an error failing its view alone, the lag of a view
+-- with one input ahead.  The randomized oracle is TAP 370_view_oracle.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -48,18 +50,22 @@ SELECT peek.create_view('junion', $$
     UNION ALL SELECT id, name FROM peek.persist_peek(NULL::jcust, 'jcusts')
     UNION ALL SELECT o.cust, n.note FROM peek.persist_peek(NULL::jorder, 'jorders') o
               JOIN peek.persist_peek(NULL::jnote, 'jnotes') n ON n.cust = o.cust$$);
+SELECT peek.create_view('jself', $$
+    SELECT x.id AS first, y.id AS second FROM peek.persist_peek(NULL::jorder, 'jorders') x
+      JOIN peek.persist_peek(NULL::jorder, 'jorders') y ON x.cust = y.cust AND x.id < y.id$$);
 SELECT peek.create_view('jtotals', $$
     SELECT c.id, c.name, count(o.id) AS orders, sum(o.amount) AS amount, max(o.amount) AS top
       FROM peek.persist_peek(NULL::jcust, 'jcusts') c
       LEFT JOIN peek.persist_peek(NULL::jorder, 'jorders') o ON o.cust = c.id
      GROUP BY c.id, c.name$$);
-SELECT wait_for($$SELECT count(*) = 6 FROM peek.views WHERE state = 'ready' AND upper = 1$$);
+SELECT wait_for($$SELECT count(*) = 7 FROM peek.views WHERE state = 'ready' AND upper = 1$$);
 SELECT name, inputs, state, since, upper FROM peek.views ORDER BY name;
 SELECT * FROM jinner ORDER BY id;
 SELECT * FROM jthree ORDER BY id, note;
 SELECT * FROM jleft ORDER BY id, order_id;
 SELECT * FROM junion ORDER BY k, what;
 SELECT * FROM jtotals ORDER BY id;
+SELECT * FROM jself ORDER BY first, second;
 
 -- bob's only order moves to ann (a join column updated): bob loses his
 -- match and gets a NULL-extended row; then regains one; an order's
@@ -71,7 +77,7 @@ SELECT jstep(ARRAY[(1, 1, 12)]::jorder[], ARRAY[(1, 1, 10)]::jorder[],
              '{}', ARRAY[(1, 'ann')]::jcust[], '{}', '{}');
 SELECT jstep('{}', '{}', ARRAY[(1, 'anna'), (9, 'ida')]::jcust[], '{}', ARRAY[(9, 'far')]::jnote[], '{}');
 SELECT jstep('{}', ARRAY[(6, 2, 5), (2, 1, 20)]::jorder[], '{}', '{}', '{}', '{}');
-SELECT wait_for($$SELECT count(*) = 6 FROM peek.views WHERE state = 'ready' AND upper = 6$$);
+SELECT wait_for($$SELECT count(*) = 7 FROM peek.views WHERE state = 'ready' AND upper = 6$$);
 SELECT * FROM jleft ORDER BY id, order_id;
 SELECT * FROM peek.persist_peek(NULL::jleft, 'jleft', as_of => 1) ORDER BY id, order_id;
 SELECT * FROM peek.persist_peek(NULL::jleft, 'jleft', as_of => 2) ORDER BY id, order_id;
@@ -128,6 +134,38 @@ SELECT count(*) FROM peek.views WHERE name = 'x';
 SELECT try($$SELECT peek.drop_collection('jcusts')$$);
 SELECT try($$SELECT peek.drop_collection('jnotes')$$);
 
+-- a join of two sources (both on commit LSNs): transactions that write
+-- one table, both, update a join column, delete; the view follows the
+-- tables' own join
+CREATE TABLE jsa (id int PRIMARY KEY, k int);
+CREATE TABLE jsb (id int PRIMARY KEY, k int, note text);
+INSERT INTO jsa VALUES (1, 1), (2, 2);
+INSERT INTO jsb VALUES (1, 1, 'one'), (2, 3, 'three');
+SELECT peek.create_source('jsa_s', 'jsa');
+SELECT peek.create_source('jsb_s', 'jsb');
+SELECT wait_for($$SELECT count(*) = 2 FROM peek.collections WHERE name IN ('jsa_s', 'jsb_s') AND state = 'ready'$$);
+SELECT row_type AS jsa_type FROM peek.collections WHERE name = 'jsa_s' \gset
+SELECT row_type AS jsb_type FROM peek.collections WHERE name = 'jsb_s' \gset
+SELECT peek.create_view('jsrcjoin', format(
+    'SELECT a.id, b.note FROM peek.persist_peek(NULL::%s, %L) a LEFT JOIN peek.persist_peek(NULL::%s, %L) b ON a.k = b.k',
+    :'jsa_type', 'jsa_s', :'jsb_type', 'jsb_s'));
+INSERT INTO jsa VALUES (3, 3);
+BEGIN;
+UPDATE jsb SET k = 2 WHERE id = 1;
+INSERT INTO jsa VALUES (4, 1);
+COMMIT;
+DELETE FROM jsb WHERE id = 2;
+INSERT INTO jsb VALUES (3, 1, 'again');
+SELECT wait_for($$SELECT array_agg((id, note)::text ORDER BY id, note) IS NOT DISTINCT FROM
+                         (SELECT array_agg((a.id, b.note)::text ORDER BY a.id, b.note)
+                            FROM jsa a LEFT JOIN jsb b ON a.k = b.k)
+                    FROM jsrcjoin$$);
+SELECT * FROM jsrcjoin ORDER BY id, note;
+SELECT peek.drop_view('jsrcjoin');
+SELECT peek.drop_source('jsa_s');
+SELECT peek.drop_source('jsb_s');
+DROP TABLE jsa, jsb;
+
 -- a view whose owner loses the right to read one of its inputs (not the
 -- one it owns) takes no more of them: it fails, naming that input
 CREATE ROLE peek_join_reader IN ROLE pg_read_all_data;
@@ -166,7 +204,7 @@ SELECT jstep(ARRAY[(7, 1, 1)]::jorder[], '{}', '{}', '{}', '{}', '{}');
 SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'jratio'$$);
 SELECT name, state, failure FROM peek.views WHERE name = 'jratio';
 SELECT try($$SELECT * FROM jratio$$);
-SELECT wait_for($$SELECT count(*) = 6 FROM peek.views WHERE state = 'ready' AND upper = 7$$);
+SELECT wait_for($$SELECT count(*) = 7 FROM peek.views WHERE state = 'ready' AND upper = 7$$);
 SELECT name, jmismatches(name, query) AS bad_times FROM peek.views WHERE state = 'ready' ORDER BY name;
 
 -- lag counts from the least of the inputs' uppers: one input ahead

@@ -126,6 +126,17 @@ CREATE FUNCTION peek.index_peek(rowtype anyelement, index text, key record DEFAU
                                 keys anycompatiblearray DEFAULT NULL::int[])
 RETURNS SETOF anyelement AS 'MODULE_PATHNAME', 'peek_index_peek' LANGUAGE C;
 
+-- ---- a moving base (issue 24, item 2) ----
+-- A shard's base, its rows consolidated at one time, may stand at a time
+-- above the since: the maintenance runtime folds the updates after it into
+-- the base as they come, keeping them as history for peeks between the
+-- since and the base (which read the base minus the updates after their
+-- time), so that a peek at a recent time reads the base and few updates.
+-- base_time is the time the base's rows are the contents at (-1: no base
+-- yet); NULL, in a catalog from before, means where compaction left it:
+-- the since, or -1 at since 0.
+ALTER TABLE peek.objects ADD COLUMN base_time bigint CHECK (base_time >= -1);
+
 -- ---- maintained views (issue 25) ----
 -- A view is an object of kind 'v': a collection whose rows the maintenance
 -- runtime appends to its shard, the answer of its query at its input's

@@ -32,6 +32,18 @@ BEGIN
     RETURN n;
 END $$;
 
+-- shard_updates(coll): the updates after a collection's since in its shard,
+-- which every fold keeps (those at or before it a fold may take into the
+-- base, which moves on by itself)
+CREATE FUNCTION shard_updates(coll text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM %s WHERE time > %s',
+                   (SELECT shard FROM peek.collections WHERE name = coll),
+                   (SELECT since FROM peek.collections WHERE name = coll)) INTO n;
+    RETURN n;
+END $$;
+
 -- view_mismatches(got, want, t0, t1): the times in [t0, t1] at which two
 -- queries (@T@ in them: the time) give different multisets of rows
 -- (EXCEPT ALL both ways); the maintained views' tests compare a view with

@@ -53,7 +53,7 @@ SELECT try($$SELECT * FROM peek.persist_peek(NULL::stock, 'bad', as_of => 1)$$);
 SELECT try($$SELECT * FROM peek.persist_peek(NULL::stock, 'bad', as_of => 1, "limit" => 0)$$);
 
 -- compaction: allow since 3; the shard consolidates at 3 and shrinks
-SELECT shard_rows('stock') AS rows_before;
+SELECT shard_updates('stock') AS updates_before;
 SELECT peek.allow_compaction('stock', 3);
 SELECT wait_for($$SELECT since = 3 FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object = 'stock'$$);
 SELECT wait_for($$SELECT since = 3 FROM peek.objects WHERE name = 'stock'$$);

@@ -76,14 +76,10 @@ load_rows(CaptureStream *s, int64 time)
 static void
 compact_to_reload(CaptureStream *s, int64 time)
 {
-	int64		durable_since;
-
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetLatestSnapshot());
-	durable_since = catalog_read_since(s->id, GetActiveSnapshot());
-	(void) persist_compact(s->shard, durable_since, time);
+	(void) persist_fold(s->id, s->shard, time, time, -1);
 	PopActiveSnapshot();
-	catalog_set_since(s->id, time);
 }
 
 /*
@@ -135,7 +131,7 @@ load_source(CaptureStream *s)
 		else
 		{
 			if (s->durable_upper > 0)
-				persist_retract_all(s->shard, (int64) start - 1);
+				persist_retract_all(s->id, s->shard, (int64) start - 1);
 			load_rows(s, (int64) start - 1);
 			if (s->durable_upper > 0)
 				compact_to_reload(s, (int64) start - 1);

@@ -183,7 +183,7 @@ write_updates(CaptureStream *s)
 		if (u->truncate)
 		{
 			persist_writer_close(w);
-			persist_retract_all(s->shard, u->time);
+			persist_retract_all(s->id, s->shard, u->time);
 			w = persist_writer_open(s->shard);
 		}
 		else

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * ids.h
- *	  Object ids and kinds, and the names the extension goes by.  Declares
- *	  no function or variable; every constant of one subsystem lives in that
+ *	  Object ids and kinds, the names the extension goes by, and the local
+ *	  hash table by object id the runtimes keep their state in.  Declares
+ *	  no variable; every constant of one subsystem lives in that
  *	  subsystem's header.
  *
  *-------------------------------------------------------------------------
@@ -11,6 +12,9 @@
 #define PEEK_COMMON_IDS_H
 
 #include "postgres.h"
+
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 
 /*
  * The extension's name (also its library's, its output plugin's and its
@@ -42,5 +46,26 @@ typedef int64 PeekObjectId;
 #define PEEK_KIND_COLLECTION	'c'
 #define PEEK_KIND_INDEX			'i'
 #define PEEK_KIND_VIEW			'v'	/* a collection its query's rows fill */
+
+/*
+ * Where a shard stores its base's rows, below every time a write gets, and
+ * the base time of a shard without a base (the contents at it are empty).
+ */
+#define PEEK_BASE_TIME			INT64CONST(-1)
+
+/*
+ * A backend-local hash table of entries keyed by an object id (the entry's
+ * first field), for the life of the process.
+ */
+static inline HTAB *
+id_table_create(const char *name, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(PeekObjectId);
+	ctl.entrysize = entrysize;
+	ctl.hcxt = TopMemoryContext;
+	return hash_create(name, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
 
 #endif							/* PEEK_COMMON_IDS_H */

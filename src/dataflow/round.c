@@ -273,16 +273,16 @@ dataflow_round(DataflowView *view)
 	if (hydrating && since > 0)
 	{
 		/*
-		 * What landed at the since goes into the base, as a compaction to
-		 * it would have put it: a walk reads the base for times up to the
-		 * since, the recent rows only after it.  The fold must see the
-		 * rows just appended.
+		 * What landed at the since goes into the base, and the since and
+		 * the base's time move to it (persist_fold, in the catalog row
+		 * too), as a compaction to it would have put them: a walk reads
+		 * the base for times up to the since.  The fold must see the rows
+		 * just appended.
 		 */
 		PushCopiedSnapshot(GetActiveSnapshot());
 		UpdateActiveSnapshotCommandId();
-		(void) persist_compact(v->shard, 0, since);
+		(void) persist_fold(view->id, v->shard, since, since, -1);
 		PopActiveSnapshot();
-		catalog_set_since(view->id, since);
 	}
 	view->upper = end;
 	return true;

@@ -46,6 +46,7 @@
 #include "common/spi.h"
 #include "dataflow/dataflow.h"
 #include "peek/slots.h"
+#include "runtime/folds.h"
 #include "runtime/maintenance.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
@@ -96,17 +97,6 @@ static HTAB *upper_prunes = NULL;
 static TimestampTz pruned_at = 0;
 static TransactionId prune_mark = InvalidTransactionId;	/* see no_old_snapshot */
 
-static HTAB *
-make_id_table(const char *name, Size entrysize)
-{
-	HASHCTL		ctl;
-
-	ctl.keysize = sizeof(PeekObjectId);
-	ctl.entrysize = entrysize;
-	ctl.hcxt = TopMemoryContext;
-	return hash_create(name, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-}
-
 /* Reconciliation: forget local state and re-read the whole catalog. */
 void
 maintenance_reset(void)
@@ -119,10 +109,11 @@ maintenance_reset(void)
 		hash_destroy(tombstones);
 	if (upper_prunes != NULL)
 		hash_destroy(upper_prunes);
-	changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
-	pending_compactions = make_id_table("pg_peek pending compactions", sizeof(PendingCompaction));
-	tombstones = make_id_table("pg_peek tombstones", sizeof(PeekObjectId));
-	upper_prunes = make_id_table("pg_peek upper prunes", sizeof(UpperPrune));
+	folds_reset();
+	changed_ids = id_table_create("pg_peek changed objects", sizeof(PeekObjectId));
+	pending_compactions = id_table_create("pg_peek pending compactions", sizeof(PendingCompaction));
+	tombstones = id_table_create("pg_peek tombstones", sizeof(PeekObjectId));
+	upper_prunes = id_table_create("pg_peek upper prunes", sizeof(UpperPrune));
 	reread_all = true;
 	spine_reset_all();
 	dataflow_reset();
@@ -232,6 +223,7 @@ fail_object(PeekObjectId id, const char *reason)
 	dataflow_forget(id);
 	registry_mark_failed(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
+	folds_forget(id);
 }
 
 /*
@@ -323,6 +315,7 @@ adopt_collection(void *arg)
 		runtime_count(runtime_slot(PEEK_RUNTIME_MAINTENANCE), RC_PUBLICATIONS);
 	note_compaction(obj, obj->since, obj->upper, retention_ms);
 	note_upper(obj);
+	folds_note(obj);
 }
 
 typedef struct IndexWork
@@ -379,6 +372,7 @@ forget_tombstoned(PeekObjectId id)
 	dataflow_forget(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
 	hash_search(upper_prunes, &id, HASH_REMOVE, NULL);
+	folds_forget(id);
 	hash_search(tombstones, &id, HASH_ENTER, NULL);
 }
 
@@ -487,6 +481,19 @@ apply_catalog_changes(void *arg)
 	}
 }
 
+/*
+ * Before a fold of a collection's shard (compaction's or a moving base's):
+ * the drop of the collection waits for the fold, or the fold is skipped,
+ * its row gone or held by a drop (catalog_keep_row); and the shard is
+ * still there (a DROP TYPE ... CASCADE or DROP TABLE of a source's table
+ * drops it without the row), and stays until the fold's transaction ends.
+ */
+static bool
+fold_kept(PeekObjectId id, Oid shard)
+{
+	return catalog_keep_row(id) && persist_lock_shard(shard);
+}
+
 typedef struct CompactionWork
 {
 	PendingCompaction *pc;
@@ -511,13 +518,12 @@ compact_one(void *arg)
 	}
 
 	/*
-	 * The fold holds nothing a writer waits for; the row is locked last, to
-	 * raise the durable since with it (a writer holds it only briefly).
+	 * The fold holds nothing a writer waits for; the row is changed last,
+	 * raising the durable since (a writer holds its lock only briefly).
 	 */
-	(void) persist_compact(work->pc->shard, work->pc->durable_since, work->since);
-	if (!catalog_lock_row(work->pc->id, false))
+	if (!fold_kept(work->pc->id, work->pc->shard))
 		return;
-	catalog_set_since(work->pc->id, work->since);
+	(void) persist_fold(work->pc->id, work->pc->shard, work->since, work->since, -1);
 	work->pc->durable_since = work->since;
 }
 
@@ -600,6 +606,48 @@ run_compactions(void)
 			hash_search(pending_compactions, &ids[i], HASH_REMOVE, NULL);
 	}
 	pfree(ids);
+}
+
+/* A base's fold step (folds.c), as an object's work in its transaction. */
+typedef struct FoldWork
+{
+	PeekObjectId id;
+	Oid			shard;
+	int64		target;
+	int64		max_rows;
+	int64		base_time;
+	bool		folded;
+} FoldWork;
+
+static void
+fold_one(void *arg)
+{
+	FoldWork   *work = arg;
+
+	if (!fold_kept(work->id, work->shard))
+		return;
+	work->base_time = persist_fold(work->id, work->shard, 0, work->target, work->max_rows);
+	work->folded = true;
+}
+
+static void
+fold_object(void *arg)
+{
+	FoldWork   *work = arg;
+
+	spi_xact_no_standby_wait();
+	if (catalog_lock_extension())
+		(void) object_work(work->id, fold_one, work);
+}
+
+static bool
+fold_base(PeekObjectId id, Oid shard, int64 target, int64 max_rows, int64 *base_time)
+{
+	FoldWork	work = {id, shard, target, max_rows, 0, false};
+
+	spi_run_in_transaction(fold_object, &work);
+	*base_time = work.base_time;
+	return work.folded;
 }
 
 static void
@@ -766,7 +814,7 @@ maintenance_step(void)
 		HTAB	   *ids = changed_ids;
 
 		/* what this round learns of goes to the next one */
-		changed_ids = make_id_table("pg_peek changed objects", sizeof(PeekObjectId));
+		changed_ids = id_table_create("pg_peek changed objects", sizeof(PeekObjectId));
 		retry_all = false;
 		spi_run_in_transaction(apply_catalog_changes, ids);
 		reread_all = retry_all;
@@ -778,6 +826,7 @@ maintenance_step(void)
 	more |= run_view_rounds();
 	if (hash_get_num_entries(pending_compactions) > 0)
 		run_compactions();
+	more |= folds_run(fold_base);
 	if (hash_get_num_entries(tombstones) > 0)
 		delete_tombstones();
 	run_prunes();

@@ -528,6 +528,16 @@ catalog_relid(void)
 }
 
 /*
+ * Whether the catalog records a base's time (0.3 on): before, a base is
+ * at its since (base_time_of), so a fold moves it no further.
+ */
+bool
+catalog_keeps_base_time(void)
+{
+	return get_attnum(catalog_relid(), "base_time") != InvalidAttrNumber;
+}
+
+/*
  * A peek at time of an object compacted to since fails: 72000, whoever
  * finds it (the gate, a walk reading the durable since, a standby's read).
  */
@@ -546,11 +556,34 @@ catalog_raise_compacted(const char *noun, const char *name, int64 time, int64 si
 }
 
 /*
- * An object's durable since as the snapshot sees it, read through the
- * primary key (a persist peek does this each time: no SPI).
+ * The time a collection's base stands at, from its row's base_time and
+ * since: a catalog from before 0.3 (no column) or a row it left (NULL) has
+ * the base where compaction put it, at the since, or none (-1) at since 0,
+ * whose updates are as they were written.
  */
-int64
-catalog_read_since(PeekObjectId id, Snapshot snapshot)
+static int64
+base_time_of(HeapTuple tuple, Relation rel, int64 since)
+{
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), "base_time");
+	bool		isnull = true;
+	Datum		d = (Datum) 0;
+
+	if (attnum != InvalidAttrNumber)
+		d = heap_getattr(tuple, attnum, RelationGetDescr(rel), &isnull);
+	if (!isnull)
+		return DatumGetInt64(d);
+	return since > 0 ? since : PEEK_BASE_TIME;
+}
+
+/*
+ * A collection's durable since and the time of its base (*base_time, if
+ * not NULL) as the snapshot sees them, in one row version, so that a read
+ * of its shard in the same snapshot finds the base that time says.  Found
+ * by id through the primary key, or, with id 0 (never an object's), by
+ * shard (a whole scan of the catalog).  Without the row: 0 and no base.
+ */
+static int64
+read_since(PeekObjectId id, Oid shard, Snapshot snapshot, int64 *base_time)
 {
 	Oid			index;
 	Relation	rel = objects_open("objects_pkey", &index);
@@ -558,18 +591,45 @@ catalog_read_since(PeekObjectId id, Snapshot snapshot)
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	int64		since = 0;
+	int64		base = PEEK_BASE_TIME;
 	bool		isnull;
 
-	ScanKeyInit(&key, get_attnum(RelationGetRelid(rel), "id"), BTEqualStrategyNumber,
-				F_INT8EQ, Int64GetDatum(id));
-	scan = systable_beginscan(rel, index, true, snapshot, 1, &key);
+	if (id != 0)
+		ScanKeyInit(&key, get_attnum(RelationGetRelid(rel), "id"), BTEqualStrategyNumber,
+					F_INT8EQ, Int64GetDatum(id));
+	else
+		ScanKeyInit(&key, get_attnum(RelationGetRelid(rel), "shard"), BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(shard));
+	scan = systable_beginscan(rel, index, id != 0, snapshot, 1, &key);
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
+	{
 		since = DatumGetInt64(heap_getattr(tuple, get_attnum(RelationGetRelid(rel), "since"),
 										   RelationGetDescr(rel), &isnull));
+		base = base_time_of(tuple, rel, since);
+	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	if (base_time != NULL)
+		*base_time = base;
 	return since;
+}
+
+/* An object's durable since and base time (a persist peek: no SPI). */
+int64
+catalog_read_since(PeekObjectId id, Snapshot snapshot, int64 *base_time)
+{
+	return read_since(id, InvalidOid, snapshot, base_time);
+}
+
+/* The base time of the collection with this shard (the reads of a range). */
+int64
+catalog_read_shard_base(Oid shard, Snapshot snapshot)
+{
+	int64		base_time;
+
+	(void) read_since(0, shard, snapshot, &base_time);
+	return base_time;
 }
 
 /*
@@ -648,6 +708,25 @@ catalog_lock_row(PeekObjectId id, bool skip_locked)
 						"FOR NO KEY UPDATE SKIP LOCKED" :
 						"SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
 						"FOR NO KEY UPDATE",
+						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * Keep an object's row, and so its shard, from a drop until the end of the
+ * transaction, before the maintenance runtime folds its shard (false: the
+ * object is gone, or a drop holds its row: the fold is skipped, never
+ * waited for).  A key share lock: writers' locks do not conflict with it,
+ * so a fold still holds no lock a writer waits for; a drop's (FOR UPDATE)
+ * waits for the fold instead.
+ */
+bool
+catalog_keep_row(PeekObjectId id)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+
+	return catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
+						"FOR KEY SHARE SKIP LOCKED",
 						1, &argtype, &arg, SPI_OK_SELECT) > 0;
 }
 

@@ -56,8 +56,11 @@ extern void catalog_bound_lock_waits(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern CatalogObject *catalog_object_in(List *objects, PeekObjectId id);
 extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
+extern bool catalog_keep_row(PeekObjectId id);
 extern Oid	catalog_relid(void);
-extern int64 catalog_read_since(PeekObjectId id, Snapshot snapshot);
+extern bool catalog_keeps_base_time(void);
+extern int64 catalog_read_since(PeekObjectId id, Snapshot snapshot, int64 *base_time);
+extern int64 catalog_read_shard_base(Oid shard, Snapshot snapshot);
 extern void catalog_raise_compacted(const char *noun, const char *name, int64 time,
 									int64 since) pg_attribute_noreturn();
 extern char *catalog_failure(PeekObjectId id, const char **noun);

@@ -242,6 +242,39 @@ catalog_set_since(PeekObjectId id, int64 since)
 }
 
 /*
+ * A fold's change of a collection's base, from old_base to new_base, and
+ * of its since (which only rises), in the fold's transaction.  A base whose
+ * time another fold changed meanwhile (a source's reload) is not this
+ * fold's to replace: it fails with a serialization failure, which rolls
+ * the fold back and is retried.  A catalog from before 0.3 has no column
+ * for it: there the base is at the since (catalog_read_since), and the
+ * caller moves it no further.  The row's lock is waited for, as a writer holds it
+ * only briefly.
+ */
+void
+catalog_set_base(PeekObjectId id, int64 since, int64 old_base, int64 new_base)
+{
+	Oid			argtypes[4] = {INT8OID, INT8OID, INT8OID, INT8OID};
+	Datum		args[4] = {Int64GetDatum(id), Int64GetDatum(since), Int64GetDatum(old_base),
+	Int64GetDatum(new_base)};
+
+	if (!catalog_keeps_base_time())
+	{
+		catalog_set_since(id, since);
+		return;
+	}
+	if (catalog_exec("UPDATE peek.objects SET since = GREATEST(since, $2), base_time = $4 "
+					 "WHERE id OPERATOR(pg_catalog.=) $1 AND COALESCE(base_time, "
+					 "CASE WHEN since OPERATOR(pg_catalog.>) 0 THEN since ELSE -1 END) "
+					 "OPERATOR(pg_catalog.=) $3",
+					 4, argtypes, args, SPI_OK_UPDATE) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not fold the shard of object " INT64_FORMAT " due to a concurrent fold",
+						id)));
+}
+
+/*
  * Rows that reached peek.objects other than through catalog_insert: loaded
  * by pg_restore.  Their ids were made with the dumped database's extension
  * OID: they get this extension's (an id names the extension it belongs to,

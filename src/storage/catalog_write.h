@@ -22,6 +22,7 @@ extern bool catalog_inserting(void);
 extern List *catalog_adopt_restored(PeekObjectId *ids, int nids);
 extern uint64 catalog_adopt_foreign_ids(Oid extension);
 extern void catalog_set_since(PeekObjectId id, int64 since);
+extern void catalog_set_base(PeekObjectId id, int64 since, int64 old_base, int64 new_base);
 extern void catalog_prune_uppers(PeekObjectId id, int64 from, int64 below);
 extern bool catalog_set_failure(PeekObjectId id, const char *failure);
 

@@ -8,31 +8,36 @@
  *	  as its canonical image (common/rows.c), so that a hydration can take rows
  *	  as stored (row_from_shard).  Every read is a table or index scan.
  *
- *	  The collection's *base* is its history consolidated at the durable
- *	  since: one row per distinct row with its count, stored at time
- *	  BASE_TIME (-1, below every time a write gets, so that writers never
- *	  touch the base's indexes).  The rows after it are the *recent*
- *	  updates.  Three indexes serve the reads: on time (the recent rows), on
+ *	  The collection's *base* is its contents at one time, its base time
+ *	  (peek.objects.base_time, at or after the durable since): one row per
+ *	  distinct row with its count, stored at time BASE_TIME (-1, below every
+ *	  time a write gets, so that writers never touch the base's indexes).
+ *	  The updates after the base time are the *recent* ones; those between
+ *	  the since and it stay as *history*, which the base counts already.
+ *	  Three indexes serve the reads: on time (the updates), on
  *	  peek.row_hash(data) where time < 0 (a row's base rows) and on time
  *	  where diff <= 0 and time < 0 (the base rows that cannot be read alone:
  *	  negative counts, and a row whose count leaves bigint's range, kept in
- *	  parts with a zero row).  A
- *	  walk reads the recent rows up to its time, resolves the rows that may
- *	  be negative, then streams the base adjusting those rows and stops at
- *	  the limit.  Compaction folds the recent rows up to since into the base
- *	  row by row, in the runtime's transaction, without a lock a writer
- *	  waits for; the caller raises the durable since in that transaction.
+ *	  parts with a zero row).  A walk at time t sums the updates between
+ *	  the base time and t (the recent ones up to t added, or the history
+ *	  after t taken out), resolves the rows that may be negative, then
+ *	  streams the base adjusting those rows and stops at the limit: it reads
+ *	  what changed between the base and t, not the history.  A fold
+ *	  (persist_fold) moves the base on over the recent updates, keeping
+ *	  them as history, and deletes the history the since passed, row by
+ *	  row, in the runtime's transaction, without a lock a writer waits for,
+ *	  and changes the catalog's base time and since in that transaction.
  *	  A shard depends on its row type; one dropped with it (DROP TYPE ...
  *	  CASCADE) is reported to the maintenance runtime, which fails the
  *	  collection.
  *
  *	  The files: shard_ddl.c (the table and its indexes), shard_write.c
  *	  (appends), shard_scan.c (the reading machinery and plain reads),
- *	  shard_walk.c (a peek's walk), shard_compact.c (folding);
+ *	  shard_walk.c (a peek's walk), shard_compact.c (folds);
  *	  shard_internal.h is what they share.
  *
  *	  Must not decide readiness or holds: callers run under a peek's hold
- *	  (walk) or the maintenance runtime's since (compaction).
+ *	  (walk) or the maintenance runtime's since (folds).
  *
  *-------------------------------------------------------------------------
  */
@@ -57,7 +62,7 @@ extern void persist_drop_source_type(Oid row_type);
 extern ShardWriter *persist_writer_open(Oid shard);
 extern void persist_writer_add(ShardWriter *w, int64 time, int64 diff, Datum row);
 extern void persist_writer_close(ShardWriter *w);
-extern void persist_retract_all(Oid shard, int64 time);
+extern void persist_retract_all(PeekObjectId id, Oid shard, int64 time);
 extern void persist_drop_shard(Oid shard);
 extern bool persist_lock_shard(Oid shard);
 extern void persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff);
@@ -66,7 +71,8 @@ extern PersistWalk *persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type,
 									   int64 time, int64 limit);
 extern bool persist_walk_next(PersistWalk *w, Datum *row, int64 *count);
 extern void persist_walk_end(PersistWalk *w);
-extern int64 persist_compact(Oid shard, int64 durable_since, int64 since);
+extern int64 persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target,
+						  int64 max_rows);
 extern int64 persist_sum_diffs(Oid shard, int64 upper);
 extern int64 persist_estimate_rows(Oid shard);
 extern int64 persist_times_end(Oid shard, int64 lower, int64 upper, int n);

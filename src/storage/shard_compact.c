@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * shard_compact.c
- *	  Compaction: the recent rows up to the since folded into the base row
- *	  by row in the maintenance runtime's transaction, without a lock a
- *	  writer waits for, and a captured TRUNCATE's retraction of everything.
+ *	  Folds: the recent updates folded into the base row by row (kept as
+ *	  history), the history the since passed deleted, and the catalog's
+ *	  base time and since changed, in the maintenance runtime's
+ *	  transaction, without a lock a writer waits for; and a captured
+ *	  TRUNCATE's retraction of everything.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +14,8 @@
 #include "access/heapam.h"
 #include "utils/snapmgr.h"
 
+#include "storage/catalog.h"
+#include "storage/catalog_write.h"
 #include "storage/shard_internal.h"
 
 /*
@@ -66,31 +70,41 @@ write_base_row(ShardWriter *w, Datum row, int128 count)
 }
 
 /*
- * A fold's rows: each one's sum, and whether it must be rewritten: its
- * shard rows' weights, 1 for a base row and 2 for a recent one (which must
- * move to the base), above 1 if so.
+ * A shard row a fold reads: its tid, its row's weight (see Fold) and what
+ * becomes of it.
  */
-/* A shard row a fold reads, and its row's weight. */
+typedef enum FoldedFate
+{
+	FOLD_BASE,					/* a base row: replaced if its row is rewritten */
+	FOLD_KEEP,					/* an update after the since: kept as history */
+	FOLD_DROP					/* an update at or before the since: deleted */
+} FoldedFate;
+
 typedef struct FoldedRow
 {
 	ItemPointerData tid;
 	RowCount   *weight;
+	FoldedFate	fate;
 } FoldedRow;
 
+/*
+ * A fold: each row's sum, and whether its base must be rewritten: its
+ * shard rows' weights, 1 for a base row and 2 for an update folded in, above
+ * 1 if so.
+ */
 typedef struct Fold
 {
 	RowCounts  *counts;
-	RowCounts  *weights;		/* base row 1, recent row 2: > 1 is rewritten */
+	RowCounts  *weights;
 	FoldedRow  *rows;
 	int64		nrows;
 	int64		capacity;
+	int64		since;			/* the updates at or before it are deleted */
 } Fold;
 
-static bool
-fold_count(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+static void
+fold_add(Fold *f, ItemPointer tid, Datum row, int64 diff, int64 weight, FoldedFate fate)
 {
-	Fold	   *f = arg;
-
 	if (f->nrows == f->capacity)
 	{
 		f->capacity *= 2;
@@ -98,16 +112,81 @@ fold_count(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, voi
 	}
 	row_counts_add(f->counts, row, diff);
 	f->rows[f->nrows].tid = *tid;
-	f->rows[f->nrows++].weight = row_counts_add(f->weights, row, time > b->since ? 2 : 1);
+	f->rows[f->nrows].fate = fate;
+	f->rows[f->nrows++].weight = row_counts_add(f->weights, row, weight);
+}
+
+static bool
+fold_update(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	Fold	   *f = arg;
+
+	fold_add(f, tid, row, diff, 2, time <= f->since ? FOLD_DROP : FOLD_KEEP);
 	return true;
 }
 
 /*
- * Delete a shard row a compaction replaces.  Another transaction may have
- * deleted or updated it since the fold's snapshot (a loader folding the
- * same shard, the 0.1 to 0.2 upgrade rewriting its base): the fold then
- * counted a row that is gone, so it gives up with a serialization failure,
- * which its caller treats as transient and retries on a new snapshot.
+ * Where a bounded fold stops (see fold_cut): the updates are counted in
+ * time order; cut is the last time read whole within max_rows updates, or
+ * the first time's end at or after least_time if that needs more.
+ */
+typedef struct FoldCut
+{
+	int64		max_rows;
+	int64		least_time;
+	int64		rows;
+	int64		last;			/* the time of the last update counted */
+	int64		cut;
+} FoldCut;
+
+static bool
+cut_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	FoldCut    *c = arg;
+
+	if (time != c->last)
+	{
+		/* the updates up to last were counted whole */
+		if (c->rows <= c->max_rows || c->cut < c->least_time)
+			c->cut = c->last;
+		c->last = time;
+	}
+	c->rows++;
+	/* the time being counted does not fit: stop at the cut */
+	return c->rows <= c->max_rows || c->cut < c->least_time;
+}
+
+/*
+ * The time a fold of the updates after the base's time, up to target, may
+ * go to with at most max_rows updates, whole times only (a base is the
+ * contents at a time's end): target if they fit, else the last time that
+ * fits, but at least least_time.  A time with more than max_rows updates
+ * of its own stops every bounded fold before it: only one that must reach
+ * past it (compaction's) takes it in.
+ */
+static int64
+fold_cut(ShardBase *b, int64 target, int64 max_rows, int64 least_time)
+{
+	FoldCut		c = {max_rows, least_time, 0, b->base_time, b->base_time};
+
+	shard_scan_updates(b, b->base_time, target, cut_row, &c);
+	return c.rows <= c.max_rows || c.cut < c.least_time ? target : c.cut;
+}
+
+static bool
+fold_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	fold_add((Fold *) arg, tid, row, diff, 1, FOLD_BASE);
+	return true;
+}
+
+/*
+ * Delete a shard row a fold replaces or compaction lets go of.  Another
+ * transaction may have deleted or updated it since the fold's snapshot (a
+ * loader folding the same shard, the 0.1 to 0.2 upgrade rewriting its
+ * base): the fold then counted a row that is gone, so it gives up with a
+ * serialization failure, which its caller treats as transient and retries
+ * on a new snapshot.
  */
 static void
 delete_replaced(Relation rel, ItemPointer tid, Snapshot snapshot)
@@ -126,130 +205,157 @@ delete_replaced(Relation rel, ItemPointer tid, Snapshot snapshot)
 		elog(ERROR, "unexpected table_tuple_delete status: %u", result);
 }
 
-/*
- * Fold the recent rows up to since into the base: each row with updates
- * there (and each flagged base row) gets its shard rows replaced by one base
- * row with their sum.  A row with a single base row is already so and stays
- * where it is.  Touches only those rows, read once: writers, who insert
- * after since, never wait for it.
- */
-static int64
-fold(ShardWriter *w, ShardBase *b, int64 since)
-{
-	Fold		f;
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
-	int64		deleted = 0;
-	int64		written = 0;
-
-	f.counts = row_counts_create(shard_row_type(w->rel));
-	f.weights = row_counts_create(shard_row_type(w->rel));
-	f.nrows = 0;
-	f.capacity = 64;
-	f.rows = palloc(sizeof(FoldedRow) * f.capacity);
-	shard_scan_recent(b, since, fold_count, &f);
-	shard_collect_flagged(b, f.counts);
-	shard_scan_base_rows(b, f.counts, fold_count, &f);
-	for (int64 i = 0; i < f.nrows; i++)
-		if (f.rows[i].weight->count > 1)
-		{
-			delete_replaced(w->rel, &f.rows[i].tid, b->snapshot);
-			deleted++;
-		}
-	hash_seq_init(&status, f.counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-		if (row_counts_find(f.weights, row_count_datum(rc))->count > 1)
-			written += write_base_row(w, row_count_datum(rc), rc->count);
-	pfree(f.rows);
-	MemoryContextDelete(f.counts->cxt);
-	MemoryContextDelete(f.weights->cxt);
-	return deleted - written;
-}
-
-/* The rows a whole compaction replaces: their sums, and their tids. */
-typedef struct Replaced
-{
-	RowCounts  *counts;
-	TidList		tids;
-} Replaced;
-
 static bool
-replace_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+delete_history_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
-	Replaced   *r = arg;
-
-	row_counts_add(r->counts, row, diff);
-	shard_tid_list_add(&r->tids, tid);
+	delete_replaced(b->rel, tid, b->snapshot);
 	return true;
 }
 
 /*
- * The shard read whole (see ShardBase): every update at or before since
- * is replaced by its row's base rows (write_base_row: one, or parts when
- * the sum leaves bigint's range), so that no row is left between the base
- * and the since.
+ * Fold the updates after the base's time into the base, up to target:
+ * each row with updates there (and each flagged base row) gets its base
+ * rows replaced by one with their sum.  A row with
+ * a single base row is already so and stays where it is.  The updates
+ * folded stay as history, but those at or before the since; the history
+ * the since passed (from durable_since on) is deleted.  Touches only those
+ * rows, read once: writers, who insert after the upper, never wait for
+ * it.  Returns the base's new time.
  */
 static int64
-compact_whole(ShardWriter *w, ShardBase *b, int64 since)
+fold(ShardWriter *w, ShardBase *b, Fold *f, int64 durable_since, int64 target)
 {
-	Replaced	r;
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
-	int64		written = 0;
 
-	r.counts = row_counts_create(shard_row_type(w->rel));
-	shard_tid_list_init(&r.tids);
-	shard_scan_heap(b, PG_INT64_MIN, since, replace_row, &r);
-	for (int64 i = 0; i < r.tids.n; i++)
-		delete_replaced(w->rel, &r.tids.tids[i], b->snapshot);
-	hash_seq_init(&status, r.counts->table);
+	f->counts = row_counts_create(shard_row_type(w->rel));
+	f->weights = row_counts_create(shard_row_type(w->rel));
+	f->nrows = 0;
+	f->capacity = 64;
+	f->rows = palloc(sizeof(FoldedRow) * f->capacity);
+	shard_scan_updates(b, b->base_time, target, fold_update, f);
+	shard_collect_flagged(b, f->counts);
+	shard_scan_base_rows(b, f->counts, fold_base_row, f);
+	for (int64 i = 0; i < f->nrows; i++)
+		if (f->rows[i].fate == FOLD_DROP ||
+			(f->rows[i].fate == FOLD_BASE && f->rows[i].weight->count > 1))
+			delete_replaced(w->rel, &f->rows[i].tid, b->snapshot);
+	hash_seq_init(&status, f->counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
-		written += write_base_row(w, row_count_datum(rc), rc->count);
-	MemoryContextDelete(r.counts->cxt);
-	pfree(r.tids.tids);
-	return r.tids.n - written;
+		if (row_counts_find(f->weights, row_count_datum(rc))->count > 1)
+			(void) write_base_row(w, row_count_datum(rc), rc->count);
+	/* the history the since passed, which the base counted already */
+	shard_scan_updates(b, durable_since, Min(f->since, b->base_time), delete_history_row, NULL);
+	pfree(f->rows);
+	MemoryContextDelete(f->counts->cxt);
+	MemoryContextDelete(f->weights->cxt);
+	return Max(target, b->base_time);
 }
 
 /*
- * Compaction of a shard whose durable since is durable_since to since.  Runs in the
- * maintenance runtime's transaction, after the registry's since was raised
- * (so no peek below it can start); the caller raises the durable since in
- * the same transaction.  Returns how many rows the shard lost.
+ * The shard read whole (see ShardBase): the base moves to new_base_time,
+ * at or after the since: every base row and every update at or before the
+ * since is replaced by the rows' base rows (write_base_row: one, or parts
+ * when the sum leaves bigint's range) with their counts at new_base_time;
+ * the updates after the since stay as history.
+ */
+static void
+compact_whole(ShardWriter *w, ShardBase *b, int64 since, int64 new_base_time)
+{
+	RowCounts  *counts = row_counts_create(shard_row_type(w->rel));
+	TidList		tids;
+	HASH_SEQ_STATUS status;
+	RowCount   *rc;
+	ShardCursor c;
+	int64		time;
+	int64		diff;
+	Datum		row;
+
+	shard_count_at(b, new_base_time, counts);
+	shard_tid_list_init(&tids);
+	shard_cursor_open_heap(&c, b, PG_INT64_MIN, since);
+	while (shard_cursor_next(&c, &time, &diff, &row))
+		shard_tid_list_add(&tids, &b->slot->tts_tid);
+	shard_cursor_close(&c);
+	for (int64 i = 0; i < tids.n; i++)
+		delete_replaced(w->rel, &tids.tids[i], b->snapshot);
+	hash_seq_init(&status, counts->table);
+	while ((rc = hash_seq_search(&status)) != NULL)
+		(void) write_base_row(w, row_count_datum(rc), rc->count);
+	MemoryContextDelete(counts->cxt);
+	pfree(tids.tids);
+}
+
+/*
+ * Fold a collection's shard: raise its since to since (0: keep it),
+ * deleting the history at or before it, and move its base on towards
+ * target (a time below the upper): at least to the since, and, with
+ * max_rows >= 0, only as far as whole times of at most max_rows updates
+ * in all go (fold_cut).  Runs in the maintenance runtime's transaction (or
+ * a loader's), after the registry's since was raised (so no peek below it
+ * can start), and changes the catalog row in it, so that a peek sees base
+ * and catalog of one fold or of none.  A shard read whole, or one whose catalog is from before 0.3,
+ * moves its base only as far as the since.  Returns the base's new time.
  */
 int64
-persist_compact(Oid shard, int64 durable_since, int64 since)
+persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_rows)
 {
 	ShardWriter w;
 	ShardBase	b;
 	Snapshot	snapshot = GetActiveSnapshot();
-	int64		lost;
+	int64		base_time;
+	int64		durable_since = catalog_read_since(id, snapshot, &base_time);
+	int64		new_base_time;
 
+	since = Max(since, durable_since);
+	/* a catalog from before 0.3 keeps the base at the since */
+	if (!catalog_keeps_base_time())
+		target = since;
 	shard_writer_open(&w, shard);
-	if (shard_base_open(&b, w.rel, snapshot, shard_base_since(durable_since), RowExclusiveLock))
-		lost = fold(&w, &b, since);
+	if (shard_base_open(&b, w.rel, snapshot, base_time, RowExclusiveLock))
+	{
+		Fold		f;
+
+		/* a raised since needs the base at it; otherwise it may stay */
+		target = Max(target, since);
+		if (max_rows >= 0)
+			target = fold_cut(&b, target, max_rows, since > durable_since ? since : base_time);
+		f.since = since;
+		new_base_time = fold(&w, &b, &f, durable_since, target);
+	}
 	else
-		lost = compact_whole(&w, &b, since);
+	{
+		new_base_time = Max(base_time, since);
+		if (new_base_time > base_time || since > durable_since)
+			compact_whole(&w, &b, since, new_base_time);
+	}
 	shard_base_close(&b, RowExclusiveLock);
 	shard_writer_close(&w);
-	return lost;
+	if (new_base_time != base_time || since != durable_since)
+		catalog_set_base(id, since, base_time, new_base_time);
+	return new_base_time;
 }
+
 /*
  * Retract the shard's whole contents at time (a captured TRUNCATE): every
  * row present at time gets an update cancelling its multiplicity.  Sees the
  * caller's own earlier appends.
  */
 void
-persist_retract_all(Oid shard, int64 time)
+persist_retract_all(PeekObjectId id, Oid shard, int64 time)
 {
 	ShardWriter w;
 	ShardBase	b;
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	RowCounts  *counts;
 
+	int64		base_time;
+
+	(void) catalog_read_since(id, snapshot, &base_time);
 	shard_writer_open(&w, shard);
 	counts = row_counts_create(shard_row_type(w.rel));
-	shard_base_open_heap(&b, w.rel, snapshot);
-	shard_scan_heap(&b, PG_INT64_MIN, time, shard_count_row, counts);
+	shard_base_open_heap(&b, w.rel, snapshot, base_time);
+	shard_count_at(&b, time, counts);
 	shard_base_close(&b, NoLock);
 	UnregisterSnapshot(snapshot);
 	(void) append_counts(&w, counts, time, -1);

@@ -27,7 +27,7 @@
 #define SHARD_DATA		3
 
 /* Where base rows are stored: below every time, and so below every since. */
-#define BASE_TIME		INT64CONST(-1)
+#define BASE_TIME		PEEK_BASE_TIME
 
 /*
  * Inserting into a shard: through the table AM, keeping the shard's indexes
@@ -45,17 +45,21 @@ struct ShardWriter
 };
 
 /*
- * The base's reading machinery: the shard, the snapshot, the base's since
- * and the indexes the walk and compaction look rows up through.  Without
- * them (a shard whose indexes were dropped) or with a row type that lost
- * attributes (its rows' stored hashes may be stale), the shard is read
- * whole instead.
+ * The base's reading machinery: the shard, the snapshot, the base's time
+ * and the indexes the walk and compaction look rows up through.  The rows
+ * at BASE_TIME are the base: the contents at base_time, each distinct row
+ * once with its count (but flagged ones, see persist.h).  Every other row
+ * is an update at its time: after base_time a *recent* one, at or before
+ * it *history* that the base already counts, kept for the peeks between
+ * the since and the base.  Without the indexes (a shard whose indexes were
+ * dropped) or with a row type that lost attributes (its rows' stored
+ * hashes may be stale), the shard is read whole instead.
  */
 typedef struct ShardBase
 {
 	Relation	rel;
 	Snapshot	snapshot;
-	int64		since;			/* rows at or before it are the base */
+	int64		base_time;		/* the base's rows are the contents at it */
 	TupleDesc	desc;			/* row_desc of the row type */
 	Relation	time_index;
 	Relation	rows_index;
@@ -97,9 +101,8 @@ extern void shard_insert(ShardWriter *w, int64 time, int64 diff, Datum row);
 extern void shard_writer_close(ShardWriter *w);
 extern void shard_tid_list_init(TidList *l);
 extern void shard_tid_list_add(TidList *l, ItemPointer tid);
-extern int64 shard_base_since(int64 durable_since);
-extern void shard_base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot);
-extern bool shard_base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE lock);
+extern void shard_base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot, int64 base_time);
+extern bool shard_base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 base_time, LOCKMODE lock);
 extern void shard_base_close(ShardBase *b, LOCKMODE lock);
 extern void shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto);
 extern void shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds);
@@ -107,7 +110,9 @@ extern bool shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *r
 extern void shard_cursor_close(ShardCursor *c);
 extern void shard_scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg);
 extern bool shard_count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg);
-extern void shard_scan_recent(ShardBase *b, int64 upto, ShardRowFn fn, void *arg);
+extern int	shard_sign_at(ShardBase *b, int64 time, int64 at);
+extern void shard_count_at(ShardBase *b, int64 at, RowCounts *counts);
+extern void shard_scan_updates(ShardBase *b, int64 after, int64 upto, ShardRowFn fn, void *arg);
 extern void shard_collect_flagged(ShardBase *b, RowCounts *counts);
 extern void shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg);
 

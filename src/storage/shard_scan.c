@@ -16,6 +16,7 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
+#include "storage/catalog.h"
 #include "storage/shard_internal.h"
 
 void
@@ -46,35 +47,22 @@ open_shard_index(Relation rel, const char *suffix, LOCKMODE lock)
 	return OidIsValid(index) ? index_open(index, lock) : NULL;
 }
 
-/*
- * The last time of the base, from the collection's durable since: the rows
- * up to it are base rows (all at BASE_TIME: a fold leaves no other row at
- * or before the since), the rows after it recent ones.  BASE_TIME before a
- * first compaction (a since of 0 is never compacted to, and the updates at
- * 0 are as they were written).
- */
-int64
-shard_base_since(int64 durable_since)
-{
-	return durable_since > 0 ? durable_since : BASE_TIME;
-}
-
 /* The shard alone, to be read straight through (shard_scan_heap). */
 void
-shard_base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot)
+shard_base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot, int64 base_time)
 {
 	memset(b, 0, sizeof(ShardBase));
 	b->rel = rel;
 	b->snapshot = snapshot;
+	b->base_time = base_time;
 	b->slot = table_slot_create(rel, NULL);
 }
 
 /* Open the base's indexes; false if the shard must be read whole. */
 bool
-shard_base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 since, LOCKMODE lock)
+shard_base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 base_time, LOCKMODE lock)
 {
-	shard_base_open_heap(b, rel, snapshot);
-	b->since = since;
+	shard_base_open_heap(b, rel, snapshot, base_time);
 	b->desc = row_desc(shard_row_type(rel));
 	b->time_index = open_shard_index(rel, "time_idx", lock);
 	b->rows_index = open_shard_index(rel, "rows", lock);
@@ -217,14 +205,58 @@ shard_flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row,
 	return true;
 }
 
-/* The recent rows with since < time <= upto. */
+/*
+ * How a shard row counts in the contents at time at: a base row as it is,
+ * a history row (which the base counts) taken out if it came after at, a
+ * recent row put in if it came at or before.
+ */
+int
+shard_sign_at(ShardBase *b, int64 time, int64 at)
+{
+	if (time == BASE_TIME)
+		return 1;
+	if (time <= b->base_time)
+		return time > at ? -1 : 0;
+	return time <= at ? 1 : 0;
+}
+
+/* A row's count at a time, summed in counts (an int128: no overflow). */
+typedef struct CountAt
+{
+	RowCounts  *counts;
+	int64		at;
+	int128		sum;			/* or their sum (persist_sum_diffs) */
+} CountAt;
+
+static bool
+count_at_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	CountAt    *c = arg;
+	int			sign = shard_sign_at(b, time, c->at);
+
+	if (sign != 0)
+		row_counts_add(c->counts, row, 0)->count += sign * (int128) diff;
+	return true;
+}
+
+/* Sum every row of the shard, read whole, into its count at time at. */
 void
-shard_scan_recent(ShardBase *b, int64 upto, ShardRowFn fn, void *arg)
+shard_count_at(ShardBase *b, int64 at, RowCounts *counts)
+{
+	CountAt		c = {counts, at, 0};
+
+	shard_scan_heap(b, PG_INT64_MIN, PG_INT64_MAX, count_at_row, &c);
+}
+
+/* The updates with after < time <= upto, in time order. */
+void
+shard_scan_updates(ShardBase *b, int64 after, int64 upto, ShardRowFn fn, void *arg)
 {
 	StrategyNumber strategies[2] = {BTGreaterStrategyNumber, BTLessEqualStrategyNumber};
-	int64		bounds[2] = {b->since, upto};
+	int64		bounds[2] = {after, upto};
 
-	shard_scan_times(b, b->time_index, 2, strategies, bounds, fn, arg);
+	if (upto > after)
+		shard_scan_times(b, b->time_index, 2, strategies, bounds, fn, arg);
 }
 
 /* The rows with base rows that cannot be read alone (diff <= 0), with 0. */
@@ -232,8 +264,9 @@ void
 shard_collect_flagged(ShardBase *b, RowCounts *counts)
 {
 	StrategyNumber strategy = BTLessEqualStrategyNumber;
+	int64		bound = BASE_TIME;
 
-	shard_scan_times(b, b->flagged_index, 1, &strategy, &b->since, shard_flag_row, counts);
+	shard_scan_times(b, b->flagged_index, 1, &strategy, &bound, shard_flag_row, counts);
 }
 
 /*
@@ -266,7 +299,7 @@ shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 														   true, TYPALIGN_INT)));
 	shard_cursor_open_index(&c, b, b->rows_index, &key, 1);
 	while (shard_cursor_next(&c, &time, &diff, &row))
-		if (time <= b->since && row_counts_find(rows, row) != NULL &&
+		if (time == BASE_TIME && row_counts_find(rows, row) != NULL &&
 			!fn(b, &b->slot->tts_tid, time, diff, row, arg))
 			break;
 	shard_cursor_close(&c);
@@ -293,6 +326,7 @@ typedef struct RangeFeed
 {
 	void		(*fn) (int64 time, int64 diff, Datum row, void *arg);
 	void	   *arg;
+	int64		upper;			/* a hydration's */
 } RangeFeed;
 
 static bool
@@ -305,17 +339,47 @@ feed_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void 
 }
 
 /*
+ * A hydration's row: a base row as it is; a history row taken out of the
+ * base (which counts it) and put in at its time, so that the updates fed
+ * are the contents at the since and every update after it at its time.
+ */
+static bool
+hydrate_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	RangeFeed  *feed = arg;
+
+	if (time != BASE_TIME && time <= b->base_time)
+	{
+		/* -diff, in two parts where it leaves bigint's range */
+		if (diff == PG_INT64_MIN)
+		{
+			feed->fn(BASE_TIME, PG_INT64_MAX, row, feed->arg);
+			feed->fn(BASE_TIME, 1, row, feed->arg);
+		}
+		else
+			feed->fn(BASE_TIME, -diff, row, feed->arg);
+	}
+	if (time < feed->upper)
+		feed->fn(time, diff, row, feed->arg);
+	return true;
+}
+
+/*
  * Feed every update with lower <= time < upper to fn, in no particular
  * order, each row as the shard stores it (see row_from_shard): the rows an
- * index needs to hydrate (lower 0: the heap read straight through, base
- * rows at BASE_TIME included) or to follow a seal (through the time index).
- * Runs in the caller's transaction and snapshot.
+ * index needs to hydrate (lower 0: the heap read straight through, the
+ * base at BASE_TIME with its history taken out, see hydrate_row) or to
+ * follow a seal (through the time index).  Runs in the caller's
+ * transaction and snapshot, in which a hydration reads the base's time
+ * first (before the shard's lock, as DROP EXTENSION takes them).
  */
 void
 persist_scan_range(Oid shard, int64 lower, int64 upper,
 				   void (*fn) (int64 time, int64 diff, Datum row, void *arg), void *arg)
 {
-	RangeFeed	feed = {fn, arg};
+	RangeFeed	feed = {fn, arg, upper};
+	int64		base_time = lower > 0 ? BASE_TIME :
+		catalog_read_shard_base(shard, GetActiveSnapshot());
 	Relation	rel = try_table_open(shard, AccessShareLock);
 	ShardBase	b;
 
@@ -323,7 +387,7 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("shard table with OID %u does not exist", shard)));
-	shard_base_open_heap(&b, rel, GetActiveSnapshot());
+	shard_base_open_heap(&b, rel, GetActiveSnapshot(), base_time);
 	b.time_index = lower > 0 ? open_shard_index(rel, "time_idx", AccessShareLock) : NULL;
 	if (b.time_index != NULL)
 	{
@@ -332,8 +396,10 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 
 		shard_scan_times(&b, b.time_index, 2, strategies, bounds, feed_row, &feed);
 	}
+	else if (upper > lower && lower > 0)
+		shard_scan_heap(&b, lower, upper - 1, feed_row, &feed);
 	else if (upper > lower)
-		shard_scan_heap(&b, lower > 0 ? lower : PG_INT64_MIN, upper - 1, feed_row, &feed);
+		shard_scan_heap(&b, PG_INT64_MIN, PG_INT64_MAX, hydrate_row, &feed);
 	shard_base_close(&b, AccessShareLock);
 	table_close(rel, AccessShareLock);
 }
@@ -382,7 +448,7 @@ persist_times_end(Oid shard, int64 lower, int64 upper, int n)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("shard table with OID %u does not exist", shard)));
-	shard_base_open_heap(&b, rel, GetActiveSnapshot());
+	shard_base_open_heap(&b, rel, GetActiveSnapshot(), BASE_TIME);
 	b.time_index = open_shard_index(rel, "time_idx", AccessShareLock);
 	shard_scan_times(&b, b.time_index, 2, strategies, bounds, count_time, &count);
 	shard_base_close(&b, AccessShareLock);
@@ -410,9 +476,9 @@ persist_estimate_rows(Oid shard)
 static bool
 add_diff(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
-	int64	   *sum = arg;
+	CountAt    *c = arg;
 
-	*sum = row_add_saturating(*sum, diff);
+	c->sum += shard_sign_at(b, time, c->at) * (int128) diff;
 	return true;
 }
 
@@ -420,17 +486,16 @@ add_diff(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void 
 int64
 persist_sum_diffs(Oid shard, int64 upper)
 {
-	Relation	rel = table_open(shard, AccessShareLock);
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	int64		base_time = catalog_read_shard_base(shard, snapshot);
+	Relation	rel = table_open(shard, AccessShareLock);
 	ShardBase	b;
-	int64		sum = 0;
+	CountAt		c = {NULL, upper - 1, 0};
 
-	shard_base_open_heap(&b, rel, snapshot);
-	if (upper > PG_INT64_MIN)
-		shard_scan_heap(&b, PG_INT64_MIN, upper - 1, add_diff, &sum);
+	shard_base_open_heap(&b, rel, snapshot, base_time);
+	shard_scan_heap(&b, PG_INT64_MIN, PG_INT64_MAX, add_diff, &c);
 	shard_base_close(&b, AccessShareLock);
 	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
-	return sum;
+	return c.sum > PG_INT64_MAX ? PG_INT64_MAX : c.sum < PG_INT64_MIN ? PG_INT64_MIN : (int64) c.sum;
 }
-

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * shard_walk.c
- *	  The walk of a persist peek: the recent rows up to its time summed,
- *	  the rows that may be negative resolved, then the base streamed with
- *	  those rows adjusted, stopping at the limit.
+ *	  The walk of a persist peek: the updates between the base's time and
+ *	  its own summed (added after the base, taken out before it), the rows
+ *	  that may be negative resolved, then the base streamed with those rows
+ *	  adjusted, stopping at the limit.
  *
  *-------------------------------------------------------------------------
  */
@@ -106,10 +107,11 @@ touched(ShardBase *b, Touched *t, ItemPointer tid, Datum row)
 /*
  * A persist walk in progress: the shard's contents at a time, read row by
  * row (persist_walk_next) in one of two ways.  Over the base (the usual
- * one, walk_base_begin): the recent rows up to the time summed first, then
- * the base streamed with those rows adjusted, then the rows only the
- * recent part has.  Whole (a shard without its base indexes, or whose row
- * type lost attributes): every row up to the time summed, then those sums.
+ * one, walk_base_begin): the updates between the base's time and the
+ * walk's summed first, then the base streamed with those rows adjusted,
+ * then the rows only those updates have.  Whole (a shard without its base
+ * indexes, or whose row type lost attributes): every row summed as it
+ * counts at the time (shard_sign_at), then those sums.
  * It keeps its snapshot and its scans open between rows, and nothing else:
  * no peek hold, so a walk streamed by an executor node (scan.c) holds
  * neither compaction nor the backend's peek slot.
@@ -129,9 +131,18 @@ struct PersistWalk
 	HASH_SEQ_STATUS rest_seq;
 };
 
+/* A history row after the walk's time: the base counts it, the walk not. */
+static bool
+uncount_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	row_counts_add((RowCounts *) arg, row, 0)->count -= diff;
+	return true;
+}
+
 /*
- * Prepare a walk over the base: the recent rows up to time are summed
- * (recent); a row with flagged base rows -- a negative count or one out of
+ * Prepare a walk over the base: what changed between the base's time and
+ * the walk's is summed (recent): the recent rows up to time, or, at a time
+ * before the base's, the history rows after it taken out; a row with flagged base rows -- a negative count or one out of
  * bigint's range, stored in parts -- gets its whole count from the base now
  * (flagged).  Then the base is streamed (a limited walk through the time
  * index, a full one through the heap): a row with recent updates is
@@ -149,7 +160,10 @@ walk_base_begin(PersistWalk *w, Oid row_type, int64 time, int64 limit)
 
 	t->recent = row_counts_create(row_type);
 	t->flagged = row_counts_create(row_type);
-	shard_scan_recent(b, time, shard_count_row, t->recent);
+	if (time >= b->base_time)
+		shard_scan_updates(b, b->base_time, time, shard_count_row, t->recent);
+	else
+		shard_scan_updates(b, time, b->base_time, uncount_row, t->recent);
 	shard_collect_flagged(b, t->flagged);
 	/* a flagged row's whole count: its recent part, and its base rows' */
 	hash_seq_init(&status, t->flagged->table);
@@ -176,11 +190,12 @@ walk_base_begin(PersistWalk *w, Oid row_type, int64 time, int64 limit)
 		 * before its first row.
 		 */
 		StrategyNumber strategy = BTLessEqualStrategyNumber;
+		int64		bound = BASE_TIME;
 
-		shard_cursor_open_times(&w->base, b, b->time_index, 1, &strategy, &b->since);
+		shard_cursor_open_times(&w->base, b, b->time_index, 1, &strategy, &bound);
 	}
 	else if (limit < 0)
-		shard_cursor_open_heap(&w->base, b, PG_INT64_MIN, b->since);
+		shard_cursor_open_heap(&w->base, b, PG_INT64_MIN, BASE_TIME);
 }
 
 /* A base row's count at the walk's time: as stored, or adjusted. */
@@ -190,6 +205,9 @@ adjust_base_row(PersistWalk *w, int64 diff, Datum row)
 	Touched    *t = &w->t;
 	MemoryContext old;
 
+	/* nothing changed since the base (nor flagged): every row as stored */
+	if (t->hashes == NULL && t->tids.n == 0)
+		return diff;
 	MemoryContextReset(w->per_row);
 	old = MemoryContextSwitchTo(w->per_row);
 	if (touched(&w->b, t, &w->b.slot->tts_tid, row))
@@ -216,8 +234,9 @@ adjust_base_row(PersistWalk *w, int64 diff, Datum row)
  * Begin the persist walk of a shard at time, in snapshot (the caller's,
  * taken after the peek's gate, so that every update the runtime saw sealed
  * is visible; walks in one snapshot at one time give the same rows); the
- * base's since is read in it, before the shard is locked (DROP EXTENSION
- * locks peek.objects, then the shards).  limit, the most rows the caller
+ * durable since and the base's time are read in it, before the shard is
+ * locked (DROP EXTENSION locks peek.objects, then the shards), so that the
+ * base read is the one that time says.  limit, the most rows the caller
  * will read (< 0: all), chooses how the base is read (a positive one still
  * reads it whole if asked; 0 reads none of it).
  */
@@ -230,10 +249,11 @@ persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collect
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	PersistWalk *w = palloc0(sizeof(PersistWalk));
 	int64		durable_since;
+	int64		base_time;
 
 	w->cxt = cxt;
 	w->snapshot = snapshot;
-	durable_since = catalog_read_since(id, w->snapshot);
+	durable_since = catalog_read_since(id, w->snapshot, &base_time);
 
 	/*
 	 * The gate admitted time against the registry's since, which a source
@@ -248,13 +268,12 @@ persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collect
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("collection \"%s\" was dropped while it was peeked", collection)));
-	if (shard_base_open(&w->b, w->rel, w->snapshot, shard_base_since(durable_since), AccessShareLock) &&
-		w->b.since <= time)
+	if (shard_base_open(&w->b, w->rel, w->snapshot, base_time, AccessShareLock))
 		walk_base_begin(w, row_type, time, limit);
 	else
 	{
 		w->rest = row_counts_create(row_type);
-		shard_scan_heap(&w->b, PG_INT64_MIN, time, shard_count_row, w->rest);
+		shard_count_at(&w->b, time, w->rest);
 	}
 	MemoryContextSwitchTo(old);
 	return w;

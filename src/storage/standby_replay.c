@@ -87,15 +87,9 @@ standby_wait_ms(long timeout, bool maintains)
 void
 standby_reset(void)
 {
-	HASHCTL		ctl;
-
 	if (followed != NULL)
 		hash_destroy(followed);
-	ctl.keysize = sizeof(PeekObjectId);
-	ctl.entrysize = sizeof(FollowedRow);
-	ctl.hcxt = TopMemoryContext;
-	followed = hash_create("pg_peek followed rows", 64, &ctl,
-						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	followed = id_table_create("pg_peek followed rows", sizeof(FollowedRow));
 	followed_lsn = InvalidXLogRecPtr;
 }
 
@@ -274,7 +268,7 @@ standby_check_shard_since(PeekObjectId collection, const char *name, int64 time)
 
 	if (!RecoveryInProgress())
 		return;
-	since = catalog_read_since(collection, GetLatestSnapshot());
+	since = catalog_read_since(collection, GetLatestSnapshot(), NULL);
 	if (since > time)
 		catalog_raise_compacted("collection", name, time, since);
 }

@@ -1,0 +1,124 @@
+-- A moving base (issue 24, item 2): the maintenance runtime folds the
+-- updates after a collection's base into it as they come, keeping them as
+-- history, so that the base stands at a recent time above the since.  Every
+-- persist peek at every time from the since on, before the base's time or
+-- after it, full or limited, answers the contents at that time with their
+-- multiplicities, as a plain table of the same updates says; compaction
+-- then deletes only the history the since passed.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS pg_peek CASCADE;
+CREATE EXTENSION pg_peek;
+RESET client_min_messages;
+
+CREATE TYPE mbkv AS (k int, v text);
+SELECT peek.create_collection('mb', 'mbkv');
+SELECT peek.set_retention('mb', NULL);
+-- the same updates, kept in a plain table
+CREATE TABLE mb_log (t bigint, k int, v text, diff bigint);
+
+-- mb_write(lo, hi): at each time t, a few rows in (some twice), a row of
+-- three times before out once, and a row of five times before out
+CREATE FUNCTION mb_write(lo int, hi int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    FOR t IN lo .. hi LOOP
+        INSERT INTO mb_log VALUES (t, t % 7, 'v' || t % 3, 1 + t % 2),
+                                  (t, 100 + t, 'once', 1);
+        IF t >= 3 THEN
+            INSERT INTO mb_log VALUES (t, (t - 3) % 7, 'v' || (t - 3) % 3, -1);
+        END IF;
+        IF t >= 5 THEN
+            INSERT INTO mb_log VALUES (t, 100 + t - 5, 'once', -1);
+        END IF;
+    END LOOP;
+    PERFORM peek.append('mb', ARRAY[(l.k, l.v)::mbkv], l.t, l.diff)
+      FROM mb_log l WHERE l.t BETWEEN lo AND hi ORDER BY l.t, l.k, l.v, l.diff;
+    PERFORM peek.advance('mb', hi + 1);
+END $$;
+
+-- mb_wrong(lo, hi): the times in [lo, hi] whose persist peek, full or with
+-- a limit of 1 or 5, is not the plain table's contents (a limited peek:
+-- as many rows as it allows, none more often than the contents hold it)
+CREATE FUNCTION mb_wrong(lo bigint, hi bigint) RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    wrong bigint[] := '{}';
+    bad boolean;
+BEGIN
+    FOR at IN lo .. hi LOOP
+        CREATE TEMP TABLE mb_want ON COMMIT DROP AS
+            SELECT k, v, sum(diff) AS n FROM mb_log WHERE mb_log.t <= at
+             GROUP BY k, v HAVING sum(diff) <> 0;
+        SELECT EXISTS (
+            (SELECT k, v, n FROM mb_want
+             EXCEPT SELECT k, v, count(*) FROM peek.persist_peek(NULL::mbkv, 'mb', as_of => at)
+              GROUP BY k, v)
+            UNION ALL
+            (SELECT k, v, count(*) FROM peek.persist_peek(NULL::mbkv, 'mb', as_of => at)
+              GROUP BY k, v EXCEPT SELECT k, v, n FROM mb_want)) INTO bad;
+        FOR lim IN 1 .. 5 BY 4 LOOP
+            bad := bad OR
+                (SELECT count(*) FROM peek.persist_peek(NULL::mbkv, 'mb', as_of => at, "limit" => lim))
+                  <> LEAST(lim, (SELECT sum(n) FROM mb_want))
+                OR EXISTS (SELECT 1 FROM peek.persist_peek(NULL::mbkv, 'mb', as_of => at, "limit" => lim) p
+                            LEFT JOIN mb_want w USING (k, v)
+                            GROUP BY p.k, p.v, w.n HAVING w.n IS NULL OR count(*) > w.n);
+        END LOOP;
+        IF bad THEN
+            wrong := wrong || at::bigint;
+        END IF;
+        DROP TABLE mb_want;
+    END LOOP;
+    RETURN wrong;
+END $$;
+
+-- mb_layout(): the shard's base rows, and its history (every update after
+-- the since, 0, is kept there; those at 0 the base took in)
+CREATE FUNCTION mb_layout(OUT base bigint, OUT history bigint) LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('SELECT count(*) FILTER (WHERE time < 0), count(*) FILTER (WHERE time >= 0) FROM %s',
+                   (SELECT shard FROM peek.collections WHERE name = 'mb')) INTO base, history;
+END $$;
+
+SELECT mb_write(0, 39);
+SELECT wait_for($$SELECT base_time = 39 FROM peek.objects WHERE name = 'mb'$$);
+SELECT since, base_time FROM peek.objects WHERE name = 'mb';
+-- the base is the contents at 39; every update after 0 stays as history
+SELECT base = (SELECT count(*) FROM (SELECT 1 FROM mb_log GROUP BY k, v HAVING sum(diff) <> 0) c) AS base_is_contents,
+       history = (SELECT count(*) FROM mb_log WHERE t > 0) AS history_kept
+  FROM mb_layout();
+-- peeks before the base (the history after them taken out) and at it
+SELECT mb_wrong(0, 39);
+
+-- more updates after the base: peeks read base plus them until the base
+-- moves on, then the base minus what came after
+SELECT mb_write(40, 59);
+SELECT mb_wrong(0, 59);
+SELECT wait_for($$SELECT base_time = 59 FROM peek.objects WHERE name = 'mb'$$);
+SELECT history = (SELECT count(*) FROM mb_log WHERE t > 0) AS history_kept FROM mb_layout();
+SELECT mb_wrong(0, 59);
+
+-- compaction to 20: the history at or before it goes, the base stays at 59
+SELECT peek.allow_compaction('mb', 20);
+SELECT wait_for($$SELECT since = 20 FROM peek.collections WHERE name = 'mb'$$);
+SELECT since, base_time FROM peek.objects WHERE name = 'mb';
+SELECT history = (SELECT count(*) FROM mb_log WHERE t > 20) AS history_after_since FROM mb_layout();
+SELECT try($$SELECT * FROM peek.persist_peek(NULL::mbkv, 'mb', as_of => 19)$$);
+SELECT mb_wrong(20, 59);
+
+-- an index hydrated now reads the contents at the since and the history
+SELECT peek.create_index('mb_by_k', 'mb', '{k}');
+SELECT wait_for($$SELECT state = 'ready' FROM peek.indexes WHERE name = 'mb_by_k'$$);
+SELECT count(*) AS wrong_index_peeks
+  FROM generate_series(20, 59) t
+ WHERE EXISTS ((SELECT k, v, count(*) FROM peek.index_peek(NULL::mbkv, 'mb_by_k', as_of => t.t) GROUP BY k, v
+                EXCEPT SELECT k, v, sum(diff) FROM mb_log WHERE mb_log.t <= t.t GROUP BY k, v HAVING sum(diff) <> 0)
+               UNION ALL
+               (SELECT k, v, sum(diff) FROM mb_log WHERE mb_log.t <= t.t GROUP BY k, v HAVING sum(diff) <> 0
+                EXCEPT SELECT k, v, count(*) FROM peek.index_peek(NULL::mbkv, 'mb_by_k', as_of => t.t) GROUP BY k, v));
+
+SELECT peek.drop_index('mb_by_k');
+SELECT peek.drop_collection('mb');
+DROP FUNCTION mb_write(int, int);
+DROP FUNCTION mb_wrong(bigint, bigint);
+DROP FUNCTION mb_layout();
+DROP TABLE mb_log;
+DROP TYPE mbkv;

@@ -1,0 +1,177 @@
+/*-------------------------------------------------------------------------
+ *
+ * folds.c
+ *	  When the maintenance runtime moves each collection's base on
+ *	  (storage/persist.h): its base's time is below its latest complete
+ *	  time, and its writes paused for FOLD_QUIET_MS, or under a steady load
+ *	  a fold is FOLD_BUSY_MS ago, so that a peek at a recent time sums at
+ *	  most about a second's updates past the base.  At most FOLD_STEP_ROWS
+ *	  updates a step, whole times only, each step its own transaction (the
+ *	  caller's FoldFn), so that no step holds the runtime's other work (its
+ *	  seals) back for long; a time with more updates of its own stops the
+ *	  base before it until compaction's fold takes it in.  Only what
+ *	  the runtime learns from the catalog notices (the durable uppers) and
+ *	  the folds' own results: nothing is polled.
+ *
+ *	  Runs in the maintenance (or solo) runtime's loop; a standby's bases
+ *	  follow the primary's by replay.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/timestamp.h"
+
+#include "common/ids.h"
+#include "runtime/folds.h"
+#include "storage/standby_replay.h"
+
+#define FOLD_QUIET_MS	50
+#define FOLD_BUSY_MS	1000
+#define FOLD_STEP_ROWS	INT64CONST(10000)
+
+typedef struct BaseFold
+{
+	PeekObjectId id;
+	Oid			shard;
+	int64		upper;			/* the durable upper read last */
+	int64		base_time;		/* after the last fold (PG_INT64_MIN: not yet) */
+	int64		folded_upper;	/* the last fold went as far as it could below it */
+	bool		stepping;		/* the last step was bounded: go on */
+	TimestampTz changed_at;		/* when the upper last rose */
+	TimestampTz folded_at;
+} BaseFold;
+
+static HTAB *base_folds = NULL;
+
+/* Reconciliation: every base is looked at again. */
+void
+folds_reset(void)
+{
+	if (base_folds != NULL)
+		hash_destroy(base_folds);
+	base_folds = id_table_create("pg_peek base folds", sizeof(BaseFold));
+}
+
+/* Note a collection's durable upper: its base may move on to below it. */
+void
+folds_note(CatalogObject *obj)
+{
+	BaseFold   *bf;
+	bool		found;
+
+	if (standby_active() || obj->upper == 0)
+		return;
+	bf = hash_search(base_folds, &obj->id, HASH_ENTER, &found);
+	if (!found)
+	{
+		bf->upper = 0;
+		bf->base_time = PG_INT64_MIN;
+		bf->folded_upper = 0;
+		bf->stepping = false;
+		bf->folded_at = 0;
+	}
+	bf->shard = obj->shard;
+	if (obj->upper > bf->upper)
+		bf->changed_at = GetCurrentTimestamp();
+	bf->upper = Max(bf->upper, obj->upper);
+}
+
+/* A collection dropped or failed. */
+void
+folds_forget(PeekObjectId id)
+{
+	hash_search(base_folds, &id, HASH_REMOVE, NULL);
+}
+
+/*
+ * Whether a collection's base is due to move on, by now: updates came after
+ * the last fold went as far as it could (a shard read whole moves its base
+ * only with its since), and they paused, or a fold is a while ago, or the
+ * last step was bounded.
+ */
+static bool
+fold_due(BaseFold *bf, TimestampTz now)
+{
+	return bf->upper > bf->folded_upper &&
+		(bf->stepping ||
+		 TimestampDifferenceExceeds(bf->changed_at, now, FOLD_QUIET_MS) ||
+		 TimestampDifferenceExceeds(bf->folded_at, now, FOLD_BUSY_MS));
+}
+
+/*
+ * Move on the bases that are due, a step each.  Returns whether a base is
+ * left behind its upper after a bounded step (a big load: go on without
+ * waiting).
+ */
+bool
+folds_run(FoldFn fold)
+{
+	HASH_SEQ_STATUS status;
+	BaseFold   *bf;
+	PeekObjectId *ids;
+	TimestampTz now = GetCurrentTimestamp();
+	bool		more = false;
+	int			n = 0;
+
+	if (hash_get_num_entries(base_folds) == 0)
+		return false;
+	/* collect first: the folds' work may forget an entry */
+	ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(base_folds));
+	hash_seq_init(&status, base_folds);
+	while ((bf = hash_seq_search(&status)) != NULL)
+		if (fold_due(bf, now))
+			ids[n++] = bf->id;
+	for (int i = 0; i < n; i++)
+	{
+		int64		base_time;
+		bool		folded;
+
+		bf = hash_search(base_folds, &ids[i], HASH_FIND, NULL);
+		if (bf == NULL)
+			continue;
+		folded = fold(bf->id, bf->shard, bf->upper - 1, FOLD_STEP_ROWS, &base_time);
+		/* failed by its work */
+		bf = hash_search(base_folds, &ids[i], HASH_FIND, NULL);
+		if (bf == NULL)
+			continue;
+		bf->folded_at = GetCurrentTimestamp();
+		if (!folded)
+			continue;			/* a transient error: again in a while */
+		bf->stepping = base_time > bf->base_time && base_time < bf->upper - 1;
+		bf->base_time = base_time;
+		if (!bf->stepping)
+			bf->folded_upper = bf->upper;
+		more |= bf->stepping;
+	}
+	pfree(ids);
+	return more;
+}
+
+/*
+ * How long the runtime may sleep before a base is due to move on (-1: none
+ * is behind its upper).
+ */
+long
+folds_wait_ms(void)
+{
+	HASH_SEQ_STATUS status;
+	BaseFold   *bf;
+	TimestampTz now = GetCurrentTimestamp();
+	long		wait = -1;
+
+	if (base_folds == NULL)
+		return -1;
+	hash_seq_init(&status, base_folds);
+	while ((bf = hash_seq_search(&status)) != NULL)
+	{
+		long		ms;
+
+		if (bf->upper <= bf->folded_upper)
+			continue;
+		ms = Min(TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(bf->changed_at, FOLD_QUIET_MS)),
+				 TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(bf->folded_at, FOLD_BUSY_MS)));
+		wait = wait < 0 ? ms : Min(wait, ms);
+	}
+	return wait;
+}

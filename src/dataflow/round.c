@@ -4,7 +4,9 @@
  *	  One round of one maintained view, in the maintenance runtime's
  *	  transaction (a subtransaction of its own: an error fails the view
  *	  alone).  Reads the view's and its inputs' frontiers (end: the least
- *	  of the inputs' uppers), takes an input's updates in [view upper,
+ *	  of the inputs' uppers, each the greater of its catalog row's and the
+ *	  one this runtime published: a source's upper moves on in the catalog
+ *	  only with its changes), takes an input's updates in [view upper,
  *	  end) from its shard, evaluates the view's WHERE and select list over
  *	  each with PostgreSQL's expression executor, as the view's owner (who
  *	  must still have the right to read every input), and appends each
@@ -34,6 +36,7 @@
 #include "common/rows.h"
 #include "common/spi.h"
 #include "dataflow/dataflow.h"
+#include "ipc/registry.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 
@@ -207,7 +210,8 @@ dataflow_round(DataflowView *view)
 					 errmsg("its input %s \"%s\" is failed: %s",
 							catalog_kind_noun(in->kind), in->name, in->failure)));
 		inputs = lappend(inputs, in);
-		upper = Min(upper, in->upper);
+		/* (a source idle since its last change is published past it) */
+		upper = Min(upper, Max(in->upper, registry_published_upper(in->id)));
 		since = Max(since, in->since);
 	}
 	view->upper = Max(view->upper, v->upper);

@@ -45,6 +45,7 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -469,6 +470,7 @@ plan_over_rows(ReduceRound *r, ViewPlan *plan)
 {
 	Query	   *query = copyObject(plan->query);
 	int			ninputs = list_length(plan->inputs);
+	int			level;
 	ListCell   *lc;
 
 	r->params = makeParamList(ninputs);
@@ -500,7 +502,20 @@ plan_over_rows(ReduceRound *r, ViewPlan *plan)
 	}
 	if (plan->qual != NULL)
 		query->jointree->quals = NULL;
+
+	/*
+	 * Hashed, not sorted, grouping and DISTINCT where the planner can: a
+	 * hash table's group takes its key from the first of its rows, which
+	 * the groups hold in the order of their images, whatever other groups
+	 * the run reads; a sort of keys equal but not binary-equal (numeric
+	 * 2.5 and 2.50) may put either first depending on the rows around
+	 * them, so that what a view held and what it retracts could differ.
+	 */
+	level = NewGUCNestLevel();
+	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	r->stmt = pg_plan_query(query, r->text, 0, NULL);
+	AtEOXact_GUC(true, level);
 }
 
 /* The query's rows over the groups' rows, in the step's memory. */

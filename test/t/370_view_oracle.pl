@@ -45,7 +45,7 @@ $node->safe_psql('postgres', slurp_file('../sql/00_helpers.sql'));
 
 # ---- generated queries ----
 my @exprs = ('k', 'v', 'n', 'k * 2', 'k + n', 'upper(v)', 'length(v)',
-	'n / 2', "coalesce(v, 'none')", 'k % 3', 'abs(n - 1)', "v || '-' || k",
+	'n / 2', "coalesce(v, 'none')", 'k % 3', 'abs(n - 1)', "v || '-' || k::text",
 	'round(n)', 'k > 4');
 my @preds = ('k > @', 'k % 2 = 0', 'n < @', "v LIKE 'a%'", 'v IS NULL',
 	'k BETWEEN @ AND @ + 3', 'n IS NOT NULL AND n <> @', "v = 'b'",

@@ -154,9 +154,9 @@ RETURNS void AS 'MODULE_PATHNAME', 'peek_create_view' LANGUAGE C;
 CREATE FUNCTION peek.drop_view(name text)
 RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_view' LANGUAGE C;
 
--- lag: how many times the view trails its input's upper; while it
--- hydrates, how many of its input's rows it has read and how many there
--- are (estimated from the input's shard until all are read)
+-- lag: how many times the view trails the least of its inputs' uppers;
+-- while it hydrates, how many of its inputs' rows it has read and how
+-- many there are (estimated from their shards until all are read)
 CREATE VIEW peek.views WITH (security_barrier) AS
 SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
@@ -174,10 +174,12 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
   FROM peek.objects o
   CROSS JOIN LATERAL (SELECT coalesce(max(x.upper), 0) AS upper FROM peek.uppers x
                        WHERE x.object = o.id OPERATOR(pg_catalog.&) 4294967295) u
-  CROSS JOIN LATERAL (SELECT coalesce(max(x.upper), 0) AS upper
-                        FROM peek.objects c JOIN peek.uppers x
-                          ON x.object = c.id OPERATOR(pg_catalog.&) 4294967295
-                       WHERE c.name OPERATOR(pg_catalog.=) ANY (o.inputs)) i
+  CROSS JOIN LATERAL (SELECT coalesce(min(m.upper), 0) AS upper
+                        FROM (SELECT max(x.upper) AS upper
+                                FROM peek.objects c JOIN peek.uppers x
+                                  ON x.object = c.id OPERATOR(pg_catalog.&) 4294967295
+                               WHERE c.name OPERATOR(pg_catalog.=) ANY (o.inputs)
+                               GROUP BY c.id) m) i
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
  WHERE o.kind = 'v' AND peek.visible(o.owner);
 GRANT SELECT ON peek.views TO PUBLIC;

@@ -50,24 +50,11 @@ SELECT * FROM gall;
 SELECT * FROM peek.persist_peek(NULL::gall, 'gall', as_of => 2);
 
 -- every view at every time equals its query over the input at that time
-CREATE FUNCTION gmismatches(view text, query text, first int DEFAULT 0) RETURNS text LANGUAGE plpgsql AS $f$
-DECLARE
-	bad text := '';
-	n bigint;
-	got text;
-	want text;
-BEGIN
-	FOR t IN first .. (SELECT upper - 1 FROM peek.views WHERE name = view) LOOP
-		got := format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => %s)', view, view, t);
-		want := replace(query, '@AS@', format(', as_of => %s', t));
-		EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s)) d',
-		               got, want, want, got) INTO n;
-		IF n > 0 THEN
-			bad := bad || t || ' ';
-		END IF;
-	END LOOP;
-	RETURN bad;
-END $f$;
+CREATE FUNCTION gmismatches(view text, query text, first int DEFAULT 0) RETURNS text
+LANGUAGE sql AS $f$
+    SELECT view_mismatches(format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', view, view),
+                           replace(query, '@AS@', ', as_of => @T@'), first,
+                           (SELECT upper - 1 FROM peek.views WHERE name = view))$f$;
 SELECT name, gmismatches(name, replace(query, '''glines''::text', '''glines''::text@AS@')) AS bad_times
   FROM peek.views ORDER BY name;
 

@@ -4,11 +4,12 @@
  *	  What a view's round does in each of its operators, counted as the
  *	  round goes and added to the view's counts in the registry when it
  *	  ends (peek.dataflow_operators), and how far a hydrating round has
- *	  read its input (peek.views).  A view has two operators: its input
- *	  (the input's updates read from its shard, and those that pass WHERE:
+ *	  read its inputs (peek.views).  A view has two operators: its inputs
+ *	  (their updates read from their shards, and those that pass WHERE:
  *	  input.c) and what it makes of them, a map-project appending each at
- *	  its time (round.c) or a reduce or distinct keeping groups (reduce.c:
- *	  the groups' bytes are its state).  The time of the second
+ *	  its time (round.c), a reduce or distinct keeping groups, a join (also
+ *	  grouped or distinct) keeping each input's rows by its key (reduce.c:
+ *	  their bytes are its state), or a UNION ALL of such branches.  The time of the second
  *	  is measured around its work; the input's is the rest of the round's.
  *	  Counts are of work done: a round that does not commit, and the groups
  *	  built again from the input, count too.  One round runs at a time in
@@ -46,19 +47,22 @@ static struct
 }			round_counts;
 
 /*
- * A round of the view begins: a hydrating one shows how many of the
- * input's rows (estimated from its shard) it has read.
+ * A round of the view begins: a hydrating one shows how many of its
+ * inputs' rows (estimated from their shards) it has read.
  */
 void
-dataflow_counts_begin(PeekObjectId view, CatalogObject *in, bool hydrating)
+dataflow_counts_begin(PeekObjectId view, List *inputs, bool hydrating)
 {
+	ListCell   *lc;
+
 	memset(&round_counts, 0, sizeof(round_counts));
 	round_counts.view = view;
 	round_counts.hydrating = hydrating;
 	INSTR_TIME_SET_CURRENT(round_counts.started);
 	if (hydrating)
 	{
-		round_counts.input_rows = persist_estimate_rows(in->shard);
+		foreach(lc, inputs)
+			round_counts.input_rows += persist_estimate_rows(((CatalogObject *) lfirst(lc))->shard);
 		registry_hydration_progress(view, 0, round_counts.input_rows);
 	}
 }
@@ -87,11 +91,14 @@ dataflow_count_output(int64 n)
 	round_counts.ops[OP_WORK].rows_out += n;
 }
 
-/* The state the view's operator keeps now (a grouped view's groups). */
+/*
+ * The state one of the view's groups tables keeps now (a grouped or
+ * joined view's rows by key; a UNION ALL's branches each have their own).
+ */
 void
 dataflow_count_state(int64 bytes)
 {
-	round_counts.ops[OP_WORK].bytes = bytes;
+	round_counts.ops[OP_WORK].bytes += bytes;
 }
 
 /* The view's operator worked from start until now. */
@@ -113,9 +120,12 @@ void
 dataflow_counts_end(ViewPlan *plan)
 {
 	Query	   *query = plan->query;
-	const char *kind = !plan->reduces ? "map-project" :
-		query->groupClause == NIL && !query->hasAggs && query->havingQual == NULL ?
-		"distinct" : "reduce";
+	bool		grouped = query->groupClause != NIL || query->hasAggs ||
+		query->havingQual != NULL;
+	const char *kind = plan->branches != NIL ? "union-all" :
+		list_length(plan->inputs) > 1 ? (grouped ? "join-reduce" :
+										 query->distinctClause != NIL ? "join-distinct" : "join") :
+		!plan->reduces ? "map-project" : grouped ? "reduce" : "distinct";
 	instr_time	now;
 
 	INSTR_TIME_SET_CURRENT(now);

@@ -8,8 +8,8 @@
  *	  '<source>'), the source read as its table's row type, as a peek may
  *	  read it.  The source's row type is a copy of
  *	  the table's without its dropped columns, so the query's references
- *	  to the table's columns are renumbered for it (its Vars; a join's
- *	  joinleftcols and joinrightcols are not, while plan.c refuses joins).  A table that no source
+ *	  to the table's columns are renumbered for it (its Vars, and the
+ *	  columns a join of it lists), in a UNION ALL's branches too.  A table that no source
  *	  captures, or that more than one does, is refused (0A000, naming it),
  *	  as are its inheritance children (its source has its own rows only)
  *	  and TABLESAMPLE; one the user may not SELECT from is 42501.
@@ -95,6 +95,49 @@ table_source(RangeTblEntry *rte)
 }
 
 /*
+ * A join of the table rtindex lists the table's columns it merges by
+ * number (joinleftcols, joinrightcols: ruleutils names the join's columns
+ * by them): renumbered as the Vars are.
+ */
+static void
+renumber_join_columns(Query *query, Node *node, int rtindex, AttrMap *map)
+{
+	JoinExpr   *join;
+	RangeTblEntry *rte;
+
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+			renumber_join_columns(query, lfirst(lc), rtindex, map);
+		return;
+	}
+	if (!IsA(node, JoinExpr))
+		return;
+	join = (JoinExpr *) node;
+	renumber_join_columns(query, join->larg, rtindex, map);
+	renumber_join_columns(query, join->rarg, rtindex, map);
+	rte = rt_fetch(join->rtindex, query->rtable);
+	for (int side = 0; side < 2; side++)
+	{
+		Node	   *arg = side == 0 ? join->larg : join->rarg;
+		List	   *cols = side == 0 ? rte->joinleftcols : rte->joinrightcols;
+		List	   *renumbered = NIL;
+		ListCell   *lc;
+
+		if (!IsA(arg, RangeTblRef) || ((RangeTblRef *) arg)->rtindex != rtindex)
+			continue;
+		foreach(lc, cols)
+			renumbered = lappend_int(renumbered, lfirst_int(lc) > 0 ? map->attnums[lfirst_int(lc) - 1] : 0);
+		if (side == 0)
+			rte->joinleftcols = renumbered;
+		else
+			rte->joinrightcols = renumbered;
+	}
+}
+
+/*
  * Read the range table entry rtindex of the query, a table of row type
  * from or a persist peek of the source as that row type, as the source
  * src: references to the table's columns renumbered for the source's row
@@ -116,6 +159,7 @@ read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
 	/* (a whole-row reference stays as it is: plan.c refuses it) */
 	query = (Query *) map_variable_attnos((Node *) query, rtindex, 0, map, InvalidOid,
 										  &whole_row);
+	renumber_join_columns(query, (Node *) query->jointree, rtindex, map);
 	rte = rt_fetch(rtindex, query->rtable);
 	rte->eref = copyObject(rte->eref);	/* (the copy shares it with the query) */
 
@@ -205,8 +249,19 @@ dataflow_read_sources(Query *query)
 		RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
 		CatalogObject *src;
 
-		if (rte->rtekind == RTE_RELATION &&
-			(rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_PARTITIONED_TABLE))
+		if (rte->rtekind == RTE_SUBQUERY)
+		{
+			/* a UNION ALL's branch (plan.c refuses other subqueries) */
+			Query	   *sub = dataflow_read_sources(rte->subquery);
+
+			if (sub != rte->subquery)
+			{
+				query = copyObject(query);
+				rt_fetch(rtindex, query->rtable)->subquery = sub;
+			}
+		}
+		else if (rte->rtekind == RTE_RELATION &&
+				 (rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_PARTITIONED_TABLE))
 			query = read_as_source(query, rtindex, get_rel_type_id(rte->relid), table_source(rte));
 		else if (rte->rtekind == RTE_FUNCTION && (src = peeked_source(rte)) != NULL)
 			query = read_as_source(query, rtindex, get_rel_type_id(src->source), src);

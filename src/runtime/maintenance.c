@@ -306,6 +306,7 @@ adopt_collection(void *arg)
 	if (obj->failure != NULL)
 	{
 		registry_mark_failed(obj->id);
+		dataflow_forget(obj->id);	/* (the views reading it fail) */
 		return;
 	}
 	persist_check_shard(obj->shard, obj->row_type);

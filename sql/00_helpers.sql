@@ -43,3 +43,26 @@ BEGIN
                    (SELECT since FROM peek.collections WHERE name = coll)) INTO n;
     RETURN n;
 END $$;
+
+-- view_mismatches(view, query, first): the times from first to the view's
+-- upper at which the view's persist peek differs from query (EXCEPT ALL
+-- both ways), its input's persist peek written with @AS@ where ", as_of =>
+-- t" goes
+CREATE FUNCTION view_mismatches(view text, query text, first int DEFAULT 0) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+	bad text := '';
+	n bigint;
+	got text;
+	want text;
+BEGIN
+	FOR t IN first .. (SELECT upper - 1 FROM peek.views WHERE name = view) LOOP
+		got := format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => %s)', view, view, t);
+		want := replace(query, '@AS@', format(', as_of => %s', t));
+		EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s)) d',
+		               got, want, want, got) INTO n;
+		IF n > 0 THEN
+			bad := bad || t || ' ';
+		END IF;
+	END LOOP;
+	RETURN bad;
+END $f$;

@@ -50,25 +50,7 @@ SELECT * FROM gall;
 SELECT * FROM peek.persist_peek(NULL::gall, 'gall', as_of => 2);
 
 -- every view at every time equals its query over the input at that time
-CREATE FUNCTION gmismatches(view text, query text, first int DEFAULT 0) RETURNS text LANGUAGE plpgsql AS $f$
-DECLARE
-	bad text := '';
-	n bigint;
-	got text;
-	want text;
-BEGIN
-	FOR t IN first .. (SELECT upper - 1 FROM peek.views WHERE name = view) LOOP
-		got := format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => %s)', view, view, t);
-		want := replace(query, '@AS@', format(', as_of => %s', t));
-		EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s)) d',
-		               got, want, want, got) INTO n;
-		IF n > 0 THEN
-			bad := bad || t || ' ';
-		END IF;
-	END LOOP;
-	RETURN bad;
-END $f$;
-SELECT name, gmismatches(name, replace(query, '''glines''::text', '''glines''::text@AS@')) AS bad_times
+SELECT name, view_mismatches(name, replace(query, '''glines''::text', '''glines''::text@AS@')) AS bad_times
   FROM peek.views ORDER BY name;
 
 -- an index on a grouped view: one group's aggregates by key
@@ -156,7 +138,7 @@ SELECT name, state, failure FROM peek.views WHERE name LIKE 'gnum_' ORDER BY nam
 SELECT count(*), sum(s) FROM gnumk;
 SELECT k::text, s, top::text FROM gnumk WHERE k < 2 OR k > 2 ORDER BY k;
 SELECT count(*) FROM gnumd;
-SELECT name, gmismatches(name, replace(query, '''gnums''::text', '''gnums''::text@AS@'), 3) AS bad_times
+SELECT name, view_mismatches(name, replace(query, '''gnums''::text', '''gnums''::text@AS@'), 3) AS bad_times
   FROM peek.views WHERE name LIKE 'gnum_' ORDER BY name;
 SELECT peek.drop_view('gnumk');
 SELECT peek.drop_view('gnumd');
@@ -191,7 +173,6 @@ DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
 DROP AGGREGATE gsum(int);
 DROP FUNCTION gadd(int, int);
-DROP FUNCTION gmismatches(text, text, int);
 DROP TYPE gline;
 DROP TYPE gnum;
 DROP TYPE galt;

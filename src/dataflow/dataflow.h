@@ -77,6 +77,7 @@ typedef struct DataflowView
 /* plan.c */
 extern ViewPlan *dataflow_plan(const char *text);
 extern char *dataflow_plan_text(ViewPlan *plan);
+extern void dataflow_plan_expressions(ViewPlan *plan);
 
 /* sources.c */
 extern Query *dataflow_read_sources(Query *query);

@@ -77,7 +77,8 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
 
 /*
  * The view's plan, made again from its text, checked against what the
- * view was made with: its input's row type and its own columns.
+ * view was made with: its input's row type and its own columns; its
+ * expressions planned for the executor.
  */
 static ViewPlan *
 replan(DataflowView *view, CatalogObject *v, CatalogObject *in, TupleDesc out_desc)
@@ -109,6 +110,7 @@ replan(DataflowView *view, CatalogObject *v, CatalogObject *in, TupleDesc out_de
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("its query's columns no longer match its row type %s",
 						format_type_be(v->row_type))));
+	dataflow_plan_expressions(plan);
 	return plan;
 }
 

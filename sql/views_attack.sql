@@ -46,6 +46,14 @@ SELECT peek.drop_view('aswap_g');
 SELECT peek.drop_source('aswap_src');
 DROP TABLE aswap;
 
+-- a partitioned table, with ONLY or not, is refused as such (no source
+-- captures one: its rows are its partitions')
+CREATE TABLE apart (id int) PARTITION BY RANGE (id);
+CREATE TABLE apart_1 PARTITION OF apart FOR VALUES FROM (0) TO (10);
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM apart')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM ONLY apart')$$);
+DROP TABLE apart;
+
 -- a function's default and named arguments, and a COLLATE clause in a
 -- group key and in WHERE, evaluated as PostgreSQL evaluates the query
 CREATE FUNCTION aplus(a int, b int DEFAULT 10) RETURNS int LANGUAGE plpgsql IMMUTABLE

@@ -15,8 +15,8 @@
  *	  refuses joins), and refused (42804) if the types no longer match.
  *	  A table that no source
  *	  captures, or that more than one does, is refused (0A000, naming it),
- *	  as are its inheritance children (its source has its own rows only)
- *	  and TABLESAMPLE; one the user may not SELECT from is 42501.
+ *	  as are its inheritance children (its source has its own rows only),
+ *	  a partitioned table (no source captures one) and TABLESAMPLE; one the user may not SELECT from is 42501.
  *	  Done on the analyzed query, before plan.c checks it: the kept text
  *	  names the source, so the maintenance runtime plans it again the same
  *	  whatever sources are made later; the query as written (with the
@@ -68,7 +68,14 @@ table_source(RangeTblEntry *rte)
 
 	if (pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(rte->relid));
-	/* a source has the table's own rows, not its children's */
+	/* a source has the table's own rows: a partitioned table has none */
+	if (rte->relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("maintained views do not support reading partitioned table %s", table),
+				 errdetail("A source captures a table's own rows; a partitioned table's are its partitions'."),
+				 errhint("Read a partition's source.")));
+	/* ... not its children's */
 	if (rte->inh && find_inheritance_children(rte->relid, NoLock) != NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

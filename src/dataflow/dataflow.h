@@ -95,6 +95,7 @@ extern ViewPlan *dataflow_plan(const char *text);
 extern char *dataflow_plan_text(ViewPlan *plan);
 extern List *dataflow_plan_branches(ViewPlan *plan);
 extern List *dataflow_plan_input_names(ViewPlan *plan);
+extern void dataflow_plan_expressions(ViewPlan *plan);
 
 /* sources.c */
 extern Query *dataflow_read_sources(Query *query);

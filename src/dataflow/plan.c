@@ -18,7 +18,8 @@
  *	  backend plans the user's text at create_view (in the user's
  *	  search_path and privileges) and keeps it written out schema-qualified
  *	  (dataflow_plan_text); the maintenance runtime plans that text again
- *	  for each round, under the view owner's privileges.
+ *	  for each round, under the view owner's privileges, and plans its
+ *	  expressions for the executor (dataflow_plan_expressions).
  *
  *	  Must not read or write tables: round.c runs the plan.
  *
@@ -795,6 +796,42 @@ dataflow_plan_input_names(ViewPlan *plan)
 		}
 	}
 	return names;
+}
+
+/*
+ * The plan's expressions (WHERE, the select list, the inputs' keys) made
+ * ready for the expression executor, as the planner makes a query's: a
+ * function's named arguments put in order and its defaults filled in, a
+ * COLLATE clause made a relabeling, constants folded.  The query itself is
+ * left as analyzed (reduce.c plans it whole).  Errors of constant folding
+ * are the view's, as its expressions' are: called by the rounds only.
+ */
+void
+dataflow_plan_expressions(ViewPlan *plan)
+{
+	List	   *targetlist = NIL;
+	ListCell   *lc;
+
+	foreach(lc, plan->targetlist)
+	{
+		TargetEntry *tle = flatCopyTargetEntry(lfirst_node(TargetEntry, lc));
+
+		tle->expr = expression_planner(tle->expr);
+		targetlist = lappend(targetlist, tle);
+	}
+	plan->targetlist = targetlist;
+	if (plan->qual != NULL)
+		plan->qual = (Node *) expression_planner((Expr *) plan->qual);
+	foreach(lc, plan->inputs)
+	{
+		ViewPlanInput *input = lfirst(lc);
+		List	   *keys = NIL;
+		ListCell   *lk;
+
+		foreach(lk, input->keys)
+			keys = lappend(keys, expression_planner(lfirst(lk)));
+		input->keys = keys;
+	}
 }
 
 /*

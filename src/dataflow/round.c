@@ -82,8 +82,9 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
 
 /*
  * The view's plan, made again from its text, checked against what the
- * view was made with: its inputs' row types and its own columns.
- * branch_inputs gets, for each branch, its inputs' objects in its order.
+ * view was made with: its inputs' row types and its own columns; its
+ * expressions planned for the executor.  branch_inputs gets, for each
+ * branch, its inputs' objects in its order.
  */
 static ViewPlan *
 replan(DataflowView *view, CatalogObject *v, List *inputs, TupleDesc out_desc,
@@ -141,6 +142,8 @@ replan(DataflowView *view, CatalogObject *v, List *inputs, TupleDesc out_desc,
 					 errmsg("its query's columns no longer match its row type %s",
 							format_type_be(v->row_type))));
 	}
+	foreach(lb, dataflow_plan_branches(plan))
+		dataflow_plan_expressions(lfirst(lb));
 	return plan;
 }
 

@@ -4,15 +4,19 @@
  *	  A captured table standing for its source in a view's query: FROM t,
  *	  where a source captures the table t, reads that source as
  *	  peek.persist_peek(NULL::<the source's row type>, '<source>') does,
- *	  under the table's column names; so does peek.persist_peek(NULL::t,
+ *	  the query's names of the table's columns resolved as the table's;
+ *	  so does peek.persist_peek(NULL::t,
  *	  '<source>'), the source read as its table's row type, as a peek may
  *	  read it.  The source's row type is a copy of
- *	  the table's without its dropped columns, so the query's references
- *	  to the table's columns are renumbered for it (its Vars, and the
- *	  columns a join of it lists), in a UNION ALL's branches too.  A table that no source
+ *	  the table's without its dropped columns, made when the source was
+ *	  (a column renamed since keeps its place), so the query's references
+ *	  to the table's columns are renumbered for it by position (its Vars,
+ *	  and the columns a join of it lists), in a UNION ALL's branches too,
+ *	  and refused (42804) if the types no longer match.
+ *	  A table that no source
  *	  captures, or that more than one does, is refused (0A000, naming it),
- *	  as are its inheritance children (its source has its own rows only)
- *	  and TABLESAMPLE; one the user may not SELECT from is 42501.
+ *	  as are its inheritance children (its source has its own rows only),
+ *	  a partitioned table (no source captures one) and TABLESAMPLE; one the user may not SELECT from is 42501.
  *	  Done on the analyzed query, before plan.c checks it: the kept text
  *	  names the source, so the maintenance runtime plans it again the same
  *	  whatever sources are made later; the query as written (with the
@@ -39,6 +43,7 @@
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
+#include "common/rows.h"
 #include "dataflow/dataflow.h"
 #include "storage/catalog_views.h"
 
@@ -63,7 +68,14 @@ table_source(RangeTblEntry *rte)
 
 	if (pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(rte->relid));
-	/* a source has the table's own rows, not its children's */
+	/* a source has the table's own rows: a partitioned table has none */
+	if (rte->relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("maintained views do not support reading partitioned table %s", table),
+				 errdetail("A source captures a table's own rows; a partitioned table's are its partitions'."),
+				 errhint("Read a partition's source.")));
+	/* ... not its children's */
 	if (rte->inh && find_inheritance_children(rte->relid, NoLock) != NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -138,17 +150,44 @@ renumber_join_columns(Query *query, Node *node, int rtindex, AttrMap *map)
 }
 
 /*
+ * The map from the table's columns to the source's: its live columns in
+ * order, as capture copies a row (decoder.c) and a peek reads the source as
+ * the table's row type (by position: a column renamed since the source was
+ * made keeps its place, not its name).  A table whose live columns no
+ * longer have the source's types is refused, as such a peek is.
+ */
+static AttrMap *
+source_columns(TupleDesc table_desc, TupleDesc source_desc, Oid from, CatalogObject *src)
+{
+	AttrMap    *map = make_attrmap(table_desc->natts);
+	int			live = 0;
+
+	if (!rows_match_table(table_desc, source_desc))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the row type of table %s no longer matches source \"%s\"",
+						format_type_be(from), src->name),
+				 errhint("Drop the source and create it again.")));
+	for (int i = 0; i < table_desc->natts; i++)
+		if (!TupleDescAttr(table_desc, i)->attisdropped)
+			map->attnums[i] = ++live;
+	return map;
+}
+
+/*
  * Read the range table entry rtindex of the query, a table of row type
  * from or a persist peek of the source as that row type, as the source
  * src: references to the table's columns renumbered for the source's row
- * type, the entry made its persist peek.  Returns the query, a copy.
+ * type, the entry made its persist peek, its columns under the source's
+ * attribute names but where the query renamed them (an alias list, which
+ * plan.c refuses).  Returns the query, a copy.
  */
 static Query *
 read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
 {
 	TupleDesc	table_desc = lookup_rowtype_tupdesc_copy(from, -1);
 	TupleDesc	source_desc = lookup_rowtype_tupdesc_copy(src->row_type, -1);
-	AttrMap    *map = build_attrmap_by_name(source_desc, table_desc);
+	AttrMap    *map = source_columns(table_desc, source_desc, from, src);
 	bool		whole_row;
 	RangeTblEntry *rte;
 	RangeTblEntry *peek;
@@ -163,14 +202,18 @@ read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
 	rte = rt_fetch(rtindex, query->rtable);
 	rte->eref = copyObject(rte->eref);	/* (the copy shares it with the query) */
 
-	/* the columns under the names the query gave the table's (an alias's) */
 	for (int i = 0; i < source_desc->natts; i++)
 	{
-		char	   *name = "";
+		char	   *name = NameStr(TupleDescAttr(source_desc, i)->attname);
 
 		for (int j = 0; j < map->maplen; j++)
-			if (map->attnums[j] == i + 1)
-				name = strVal(list_nth(rte->eref->colnames, j));
+		{
+			char	   *given = strVal(list_nth(rte->eref->colnames, j));
+
+			if (map->attnums[j] == i + 1 &&
+				strcmp(given, NameStr(TupleDescAttr(table_desc, j)->attname)) != 0)
+				name = given;
+		}
 		names = lappend(names, makeString(pstrdup(name)));
 	}
 	rte->eref->colnames = names;

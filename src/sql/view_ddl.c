@@ -21,9 +21,11 @@
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_rewrite.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "rewrite/rewriteSupport.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
@@ -56,15 +58,20 @@ run_as_user(const char *statement)
  * not use) and then replaced by the view's persist peek of its own row
  * type.  It depends on what the query uses, as a view of the query would
  * (its functions, operators and types, the tables and columns it reads),
- * so that these cannot be dropped from under the view's rounds; the
- * dependencies are the relation's, not its rule's, so that replacing its
- * body keeps them.  Returns its row type.
+ * so that these cannot be dropped from under the view's rounds.  Those of
+ * the query the rounds run (functions, operators, types, a source's row
+ * type) are the relation's, not its rule's, so that replacing its body
+ * keeps them; those of the query as written, with the tables and columns
+ * it reads, are its rule's, as a PostgreSQL view's are: ALTER COLUMN TYPE
+ * of such a column is refused as under a view (0A000), where a relation's
+ * dependency on a column would be an internal error.  Returns its row
+ * type.
  */
 static Oid
 create_pg_view(const char *name, const char *query, ViewPlan *plan)
 {
 	ObjectAddress view;
-
+	ObjectAddress rule;
 	Oid			nsp = RangeVarGetCreationNamespace(makeRangeVar(NULL, pstrdup(name), -1));
 	char	   *qualified;
 	Oid			relid;
@@ -84,7 +91,11 @@ create_pg_view(const char *name, const char *query, ViewPlan *plan)
 	ObjectAddressSet(view, RelationRelationId, relid);
 	recordDependencyOnExpr(&view, (Node *) plan->query, NIL, DEPENDENCY_NORMAL);
 	if (plan->written != plan->query)
-		recordDependencyOnExpr(&view, (Node *) plan->written, NIL, DEPENDENCY_NORMAL);
+	{
+		ObjectAddressSet(rule, RewriteRelationId,
+						 get_rewrite_oid(relid, ViewSelectRuleName, false));
+		recordDependencyOnExpr(&rule, (Node *) plan->written, NIL, DEPENDENCY_NORMAL);
+	}
 	return get_rel_type_id(relid);
 }
 

@@ -31,28 +31,9 @@ $primary->safe_psql('postgres', q{
 	CREATE TABLE st (id int PRIMARY KEY, g int, x numeric);
 	INSERT INTO st SELECT i, i % 4, i * 1.5 FROM generate_series(1, 40) i;
 	SELECT peek.create_source('st_src', 'st');
-	-- the times in the list where the two queries (@T@: the time) differ
-	CREATE FUNCTION mismatches(got text, want text, times bigint[])
-	RETURNS text LANGUAGE plpgsql AS $f$
-	DECLARE
-		bad text := '';
-		g text;
-		w text;
-		n bigint;
-		t bigint;
-	BEGIN
-		FOREACH t IN ARRAY times LOOP
-			g := replace(got, '@T@', t::text);
-			w := replace(want, '@T@', t::text);
-			EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s)) d',
-			               g, w, w, g) INTO n;
-			IF n > 0 THEN
-				bad := bad || t || ' ';
-			END IF;
-		END LOOP;
-		RETURN bad;
-	END $f$;
 });
+# view_mismatches(got, want, times): the times where two queries differ
+$primary->safe_psql('postgres', slurp_file('../sql/00_helpers.sql'));
 ok(poll_until($primary, "SELECT state = 'ready' FROM peek.collections WHERE name = 'st_src'"),
 	'the source is ready');
 my $src_type = $primary->safe_psql('postgres',
@@ -179,12 +160,12 @@ sub check_views
 		my $n = () = $times =~ /,/g;
 		my $rows = $node->safe_psql('postgres', "SELECT count(*) FROM $name");
 		is($node->safe_psql('postgres',
-			"SELECT mismatches(\$g\$SELECT * FROM peek.persist_peek(NULL::$name, '$name', as_of => \@T\@)\$g\$, "
+			"SELECT view_mismatches(\$g\$SELECT * FROM peek.persist_peek(NULL::$name, '$name', as_of => \@T\@)\$g\$, "
 			  . "\$w\$$oracle\$w\$, '$times')"),
 			'', "$label: $name by persist_peek equals its query at each of its input's " . ($n + 1)
 			  . " times ($rows rows now)");
 		is($node->safe_psql('postgres',
-			"SELECT mismatches(\$g\$SELECT * FROM peek.index_peek(NULL::$name, '${name}_i', as_of => \@T\@)\$g\$, "
+			"SELECT view_mismatches(\$g\$SELECT * FROM peek.index_peek(NULL::$name, '${name}_i', as_of => \@T\@)\$g\$, "
 			  . "\$w\$$oracle\$w\$, '$times')"),
 			'', "$label: $name by index_peek equals its query at each time");
 	}

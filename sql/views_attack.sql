@@ -87,6 +87,33 @@ DROP FUNCTION aplus(int, int);
 DROP FUNCTION aplus_sql(int, int);
 DROP TYPE aitem;
 
+-- a view whose query is slow (an "immutable" function that sleeps) holds
+-- the maintenance runtime back while its round runs: past
+-- pg_peek.view_round_timeout the round is cancelled and the view fails
+-- alone; other collections' writes are read again promptly, and the view
+-- can be dropped
+ALTER SYSTEM SET pg_peek.view_round_timeout = '500ms';
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+CREATE FUNCTION aslow(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE
+    AS $$BEGIN PERFORM pg_sleep(0.2); RETURN x; END$$;
+CREATE TYPE aone AS (x int);
+SELECT peek.create_collection('aslows', 'aone');
+SELECT peek.create_collection('aother', 'aone');
+SELECT peek.write('aslows', array_agg(ROW(i)::aone)) FROM generate_series(1, 20) i;
+SELECT peek.create_view('aslowv', $$SELECT aslow(x) AS x FROM peek.persist_peek(NULL::aone, 'aslows')$$);
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'aslowv'$$);
+SELECT state, failure FROM peek.views WHERE name = 'aslowv';
+SELECT peek.write('aother', ARRAY[ROW(1)]::aone[]) AS t \gset
+SELECT count(*) FROM peek.persist_peek(NULL::aone, 'aother', as_of => :t);
+SELECT try($$SELECT * FROM peek.persist_peek(NULL::aslowv, 'aslowv')$$);
+SELECT peek.drop_view('aslowv');
+SELECT peek.drop_collection('aslows'), peek.drop_collection('aother');
+DROP FUNCTION aslow(int);
+DROP TYPE aone;
+ALTER SYSTEM RESET pg_peek.view_round_timeout;
+SELECT pg_reload_conf();
+
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;

@@ -17,7 +17,8 @@
  *	  round hydrates: it reads the inputs' whole shards, their history up
  *	  to the greatest of their sinces landing at it, and folds that into
  *	  the view's base.  Each round's work is counted by operator
- *	  (operators.c).
+ *	  (operators.c); a round that runs past pg_peek.view_round_timeout is
+ *	  cancelled, and the view fails.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,13 +29,16 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 
 #include "common/rows.h"
+#include "common/settings.h"
 #include "common/spi.h"
 #include "dataflow/dataflow.h"
 #include "ipc/registry.h"
@@ -78,6 +82,50 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
 	ResetExprContext(e->input.econtext);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(e->per_row);
+}
+
+/*
+ * A round's time limit, pg_peek.view_round_timeout: the maintenance
+ * runtime's other objects wait while a view's round runs (a slow function
+ * in its query, a huge hydration), so one that runs longer is cancelled as
+ * a statement is, and the view fails (dataflow_round_timer_stop tells
+ * object_work it was the limit, not a cancel to retry).
+ */
+static TimeoutId round_timeout = MAX_TIMEOUTS;
+static volatile sig_atomic_t round_timed_out = false;
+
+static void
+round_timeout_handler(void)
+{
+	round_timed_out = true;
+	QueryCancelPending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
+static void
+round_timer_start(void)
+{
+	if (setting_view_round_timeout_ms <= 0)
+		return;
+	if (round_timeout == MAX_TIMEOUTS)
+		round_timeout = RegisterTimeout(USER_TIMEOUT, round_timeout_handler);
+	round_timed_out = false;
+	enable_timeout_after(round_timeout, setting_view_round_timeout_ms);
+}
+
+/* The round's timer stopped; whether it ran out. */
+bool
+dataflow_round_timer_stop(void)
+{
+	bool		timed_out = round_timed_out;
+
+	if (round_timeout != MAX_TIMEOUTS)
+		disable_timeout(round_timeout, false);
+	if (timed_out)
+		QueryCancelPending = false; /* (ours: not acted on if the round ended) */
+	round_timed_out = false;
+	return timed_out;
 }
 
 /*
@@ -251,6 +299,7 @@ dataflow_round(DataflowView *view)
 	 * rights, never the runtime's.  The subtransaction's abort restores
 	 * the user and settings after an error.
 	 */
+	round_timer_start();
 	GetUserIdAndSecContext(&saved_user, &saved_context);
 	SetUserIdAndSecContext(view->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
@@ -283,6 +332,7 @@ dataflow_round(DataflowView *view)
 	dataflow_counts_end(plan);
 	AtEOXact_GUC(true, level);
 	SetUserIdAndSecContext(saved_user, saved_context);
+	(void) dataflow_round_timer_stop();
 
 	catalog_set_upper(view->id, end);
 	if (hydrating && since > 0)

@@ -1,15 +1,17 @@
 # Maintained views against an oracle through a crash restart of the
 # server in the middle of a workload, and on a streaming hot standby.
 # Views over a collection (grouped, filtered, DISTINCT, over the whole
-# input) and over a source (grouped and filtered, times that are commit
-# LSNs), each with an index.  The workload writes the collection and runs
+# input), joins of two collections (inner, left with an extra condition,
+# grouped by the join key; NULL keys) and views over a source (grouped and
+# filtered, times that are commit LSNs), each with an index.  The workload
+# writes the collections and runs
 # transactions on the captured table (updates of the grouping column,
 # deletes, rollbacks, a TRUNCATE); half-way the server is stopped
 # immediately, with views' rounds still to run, and started again.  At
-# every time from a view's since to its input's upper, on the primary and
+# every time from a view's since to its inputs' upper, on the primary and
 # then on the standby (replay alone: no runtime there owns the views), the
 # view read by persist_peek and by index_peek equals PostgreSQL's own
-# evaluation of the query over the input's persist peek at that time, as
+# evaluation of the query over the inputs' persist peeks at that time, as
 # multisets: nothing lost or counted twice by the crash.
 use strict;
 use warnings;
@@ -28,6 +30,8 @@ $primary->safe_psql('postgres', q{
 	CREATE EXTENSION pg_peek;
 	CREATE TYPE orow AS (k int, v text, n numeric);
 	SELECT peek.create_collection('c', 'orow');
+	CREATE TYPE drow AS (k int, w text);
+	SELECT peek.create_collection('dd', 'drow');
 	CREATE TABLE st (id int PRIMARY KEY, g int, x numeric);
 	INSERT INTO st SELECT i, i % 4, i * 1.5 FROM generate_series(1, 40) i;
 	SELECT peek.create_source('st_src', 'st');
@@ -39,8 +43,11 @@ ok(poll_until($primary, "SELECT state = 'ready' FROM peek.collections WHERE name
 my $src_type = $primary->safe_psql('postgres',
 	"SELECT row_type FROM peek.collections WHERE name = 'st_src'");
 
-# name => [input, query over the input with @IN@ for its peek's arguments]
+# name => [inputs, query over them with @IN@ for their peeks' arguments]
 my %views = (
+	vj => [ [ 'c', 'dd' ], "SELECT c.k, c.v, d.w FROM peek.persist_peek(NULL::orow, 'c'\@IN\@) c JOIN peek.persist_peek(NULL::drow, 'dd'\@IN\@) d ON d.k = c.k" ],
+	vl => [ [ 'c', 'dd' ], "SELECT d.k, d.w, c.n FROM peek.persist_peek(NULL::drow, 'dd'\@IN\@) d LEFT JOIN peek.persist_peek(NULL::orow, 'c'\@IN\@) c ON c.k = d.k AND c.n > 0" ],
+	vjg => [ [ 'c', 'dd' ], "SELECT c.k, count(*) AS n, max(d.w) AS w, sum(c.n) AS s FROM peek.persist_peek(NULL::orow, 'c'\@IN\@) c JOIN peek.persist_peek(NULL::drow, 'dd'\@IN\@) d ON d.k = c.k GROUP BY c.k" ],
 	vg => [ 'c', "SELECT k % 3 AS g, count(*) AS n, sum(n) AS s, min(v) AS lo, max(n) AS hi FROM peek.persist_peek(NULL::orow, 'c'\@IN\@) GROUP BY k % 3" ],
 	vf => [ 'c', "SELECT k, upper(v) AS u, n * 2 AS n2 FROM peek.persist_peek(NULL::orow, 'c'\@IN\@) WHERE k > 3 OR v IS NULL" ],
 	vd => [ 'c', "SELECT DISTINCT v FROM peek.persist_peek(NULL::orow, 'c'\@IN\@)" ],
@@ -50,7 +57,7 @@ my %views = (
 );
 for my $name (sort keys %views)
 {
-	(my $query = $views{$name}[1]) =~ s/\@IN\@//;
+	(my $query = $views{$name}[1]) =~ s/\@IN\@//g;
 	$primary->safe_psql('postgres', "SELECT peek.create_view('$name', \$q\$$query\$q\$)");
 	my $first = $primary->safe_psql('postgres',
 		"SELECT attname FROM pg_attribute WHERE attrelid = '$name'::regclass AND attnum = 1");
@@ -64,27 +71,39 @@ $standby->init_from_backup($primary, 'b', has_streaming => 1);
 $standby->start;
 
 # ---- the workload ----
-my %live;    # the collection's rows: literal => count
+my %live;    # the collection c's rows: literal => count
 my @vs = ("'a'", "'b'", "'ab'", 'NULL');
 my @ns = ('0', '1', '1.5', '2.50', '-3', 'NULL');
 
-sub write_c
+# a random write of a collection: a few new rows (by $row), a few of its
+# live rows retracted (%$live keeps their counts)
+sub write_random
 {
+	my ($name, $type, $live, $row) = @_;
 	my (@ins, @del);
-	push @ins, '(' . int(rand(10)) . ', ' . $vs[ int(rand(@vs)) ] . ', ' . $ns[ int(rand(@ns)) ] . ')'
-	  for 1 .. int(rand(4));
-	my @rows = grep { $live{$_} > 0 } sort keys %live;
+	push @ins, $row->() for 1 .. int(rand(4));
+	my @rows = grep { $live->{$_} > 0 } sort keys %$live;
 	for (1 .. int(rand(3)))
 	{
 		last unless @rows;
 		my $r = $rows[ int(rand(@rows)) ];
-		next if $live{$r} == 0;
-		$live{$r}--;
+		next if $live->{$r} == 0;
+		$live->{$r}--;
 		push @del, $r;
 	}
-	$live{$_}++ for @ins;
-	my $arr = sub { @_ ? 'ARRAY[' . join(', ', @_) . ']::orow[]' : "'{}'::orow[]" };
-	$primary->safe_psql('postgres', "SELECT peek.write('c', " . $arr->(@ins) . ', ' . $arr->(@del) . ')');
+	$live->{$_}++ for @ins;
+	my $arr = sub { @_ ? 'ARRAY[' . join(', ', @_) . "]::${type}[]" : "'{}'::${type}[]" };
+	$primary->safe_psql('postgres', "SELECT peek.write('$name', " . $arr->(@ins) . ', ' . $arr->(@del) . ')');
+}
+
+my %live_d;
+
+sub write_c
+{
+	write_random('c', 'orow', \%live,
+		sub { '(' . int(rand(10)) . ', ' . $vs[ int(rand(@vs)) ] . ', ' . $ns[ int(rand(@ns)) ] . ')' });
+	write_random('dd', 'drow', \%live_d,
+		sub { '(' . (rand() < 0.1 ? 'NULL' : int(rand(10))) . ', ' . $vs[ int(rand(@vs)) ] . ')' });
 }
 
 my $next_id = 41;
@@ -138,31 +157,32 @@ sub check_views
 	my ($node, $label) = @_;
 	for my $name (sort keys %views)
 	{
-		my ($input, $template) = @{ $views{$name} };
+		my ($inputs, $template) = @{ $views{$name} };
+		my @inputs = ref $inputs ? @$inputs : ($inputs);
+		my $in_list = join(', ', map { "'$_'" } @inputs);
+		my $shards = join(' UNION ALL ', map { "SELECT ts FROM shard_of('$_')" } @inputs);
 		my $upper = $primary->safe_psql('postgres',
-			"SELECT upper FROM peek.collections WHERE name = '$input'");
+			"SELECT min(upper) FROM peek.collections WHERE name IN ($in_list)");
 		ok(poll_until($node,
 			"SELECT upper >= $upper AND state = 'ready' FROM peek.views WHERE name = '$name'", 't', 90),
-			"$label: $name caught up to its input's upper $upper")
+			"$label: $name caught up to its inputs' upper $upper")
 		  or diag $node->safe_psql('postgres', 'SELECT name, state, failure, since, upper FROM peek.views');
 		ok(poll_until($node,
 			"SELECT upper >= $upper AND state = 'ready' FROM peek.indexes WHERE name = '${name}_i'", 't', 90),
 			"$label: its index caught up");
+		my $since = qq{(SELECT greatest(v.since, (SELECT max(since) FROM peek.collections WHERE name IN ($in_list)))
+		                  FROM peek.views v WHERE v.name = '$name')};
 		my $times = $node->safe_psql('postgres', qq{
 			SELECT array_agg(t ORDER BY t) FROM (
-				SELECT DISTINCT ts AS t FROM shard_of('$input')
-				 WHERE ts >= (SELECT greatest(v.since, i.since) FROM peek.views v, peek.collections i
-				                 WHERE v.name = '$name' AND i.name = '$input')
-				   AND ts < $upper
-				UNION SELECT greatest(v.since, i.since) FROM peek.views v, peek.collections i
-				 WHERE v.name = '$name' AND i.name = '$input') s});
-		(my $oracle = $template) =~ s/\@IN\@/, as_of => \@T\@/;
+				SELECT DISTINCT ts AS t FROM ($shards) s WHERE ts >= $since AND ts < $upper
+				UNION SELECT $since) s});
+		(my $oracle = $template) =~ s/\@IN\@/, as_of => \@T\@/g;
 		my $n = () = $times =~ /,/g;
 		my $rows = $node->safe_psql('postgres', "SELECT count(*) FROM $name");
 		is($node->safe_psql('postgres',
 			"SELECT view_mismatches(\$g\$SELECT * FROM peek.persist_peek(NULL::$name, '$name', as_of => \@T\@)\$g\$, "
 			  . "\$w\$$oracle\$w\$, '$times')"),
-			'', "$label: $name by persist_peek equals its query at each of its input's " . ($n + 1)
+			'', "$label: $name by persist_peek equals its query at each of its inputs' " . ($n + 1)
 			  . " times ($rows rows now)");
 		is($node->safe_psql('postgres',
 			"SELECT view_mismatches(\$g\$SELECT * FROM peek.index_peek(NULL::$name, '${name}_i', as_of => \@T\@)\$g\$, "
@@ -196,7 +216,7 @@ my $views_behind = $primary->safe_psql('postgres', q{
 note "at the crash, $views_behind views behind their inputs";
 $primary->stop('immediate');
 $primary->start;
-ok(poll_until($primary, "SELECT count(*) = 6 FROM peek.views WHERE state = 'ready'", 't', 60),
+ok(poll_until($primary, "SELECT count(*) = 9 FROM peek.views WHERE state = 'ready'", 't', 60),
 	'after the crash restart the views are ready');
 workload(20);
 check_views($primary, 'after the crash');

@@ -32,10 +32,10 @@ SELECT peek.create_view('gitems', $$
     SELECT DISTINCT item, qty > 1 AS many FROM peek.persist_peek(NULL::gline, 'glines')$$);
 SELECT wait_for($$SELECT count(*) = 4 FROM peek.views WHERE state = 'ready' AND upper = 1$$);
 SELECT name, inputs, state, since, upper, rows FROM peek.views ORDER BY name;
-SELECT * FROM gtotals ORDER BY cust;
-SELECT * FROM gbig ORDER BY item;
-SELECT * FROM gall;
-SELECT * FROM gitems ORDER BY item, many;
+SELECT * FROM peek.persist_peek(NULL::gtotals, 'gtotals', as_of => 0) ORDER BY cust;
+SELECT * FROM peek.persist_peek(NULL::gbig, 'gbig', as_of => 0) ORDER BY item;
+SELECT * FROM peek.persist_peek(NULL::gall, 'gall', as_of => 0);
+SELECT * FROM peek.persist_peek(NULL::gitems, 'gitems', as_of => 0) ORDER BY item, many;
 
 -- the top price retracted, a group emptied, then back; a new group
 SELECT peek.write('glines', ARRAY[(4, 'd', 1, 9)]::gline[], ARRAY[(1, 'b', 1, 4)]::gline[]);
@@ -43,10 +43,10 @@ SELECT peek.write('glines', '{}'::gline[], ARRAY[(3, 'c', 0, NULL)]::gline[]);
 SELECT peek.write('glines', '{}'::gline[], ARRAY[(2, 'a', 5, 2)]::gline[]);
 SELECT peek.write('glines', ARRAY[(3, 'c', 2, 1)]::gline[], ARRAY[(4, 'd', 1, 9)]::gline[]);
 SELECT wait_for($$SELECT count(*) = 4 FROM peek.views WHERE state = 'ready' AND upper = 5$$);
-SELECT * FROM gtotals ORDER BY cust;
+SELECT * FROM peek.persist_peek(NULL::gtotals, 'gtotals', as_of => 4) ORDER BY cust;
 SELECT * FROM peek.persist_peek(NULL::gtotals, 'gtotals', as_of => 1) ORDER BY cust;
-SELECT * FROM gbig ORDER BY item;
-SELECT * FROM gall;
+SELECT * FROM peek.persist_peek(NULL::gbig, 'gbig', as_of => 4) ORDER BY item;
+SELECT * FROM peek.persist_peek(NULL::gall, 'gall', as_of => 4);
 SELECT * FROM peek.persist_peek(NULL::gall, 'gall', as_of => 2);
 
 -- every view at every time equals its query over the input at that time

@@ -422,11 +422,19 @@ expr_input(ViewPlan *plan, Node *expr)
 	return found;
 }
 
-/* An equality between expressions over two inputs, of one type. */
+/*
+ * An equality between expressions over two inputs, of one type.  One in a
+ * left join's ON holds only where its nullable side has a row: it joins a
+ * preserved input's key to a nullable one's, never two preserved inputs'
+ * keys through a nullable one (a JOIN b ON a.j = b.j LEFT JOIN c ON c.k =
+ * a.k AND c.k = b.k pairs rows of a and b of different k), so it adds no
+ * member of its preserved side to a class.
+ */
 typedef struct KeyEdge
 {
 	int			input[2];
 	Node	   *expr[2];
+	bool		adds[2];		/* may add this side's member to a class */
 	Oid			opno;
 	Oid			collation;
 } KeyEdge;
@@ -474,6 +482,7 @@ key_class(KeyEdge *edges, int nedges, KeyEdge *seed)
 		for (int e = 0; e < nedges; e++)
 			for (int side = 0; side < 2; side++)
 				if (edges[e].opno == seed->opno && edges[e].collation == seed->collation &&
+					edges[e].adds[1 - side] &&
 					key_member(members, edges[e].input[side], edges[e].expr[side]) &&
 					!key_member(members, edges[e].input[1 - side], edges[e].expr[1 - side]))
 				{
@@ -527,8 +536,11 @@ join_keys(Query *query, ViewPlan *plan, List *equalities)
 		type = exprType(edge->expr[0]);
 		if (edge->input[0] < 0 || edge->input[1] < 0 || edge->input[0] == edge->input[1])
 			continue;
-		if (bms_is_member(list_nth_node(ViewPlanInput, plan->inputs, edge->input[0])->rtindex, eq->preserved) &&
-			bms_is_member(list_nth_node(ViewPlanInput, plan->inputs, edge->input[1])->rtindex, eq->preserved))
+		for (int side = 0; side < 2; side++)
+			edge->adds[side] =
+				!bms_is_member(list_nth_node(ViewPlanInput, plan->inputs, edge->input[side])->rtindex,
+							   eq->preserved);
+		if (!edge->adds[0] && !edge->adds[1])
 			continue;
 		if (type != exprType(edge->expr[1]))
 		{

@@ -117,7 +117,9 @@ INSERT INTO slines VALUES (15, 0, 50);
 SET ROLE peek_vs_owner;
 SELECT wait_for($$SELECT count(*) = 5 FROM sowned$$);
 SELECT * FROM sowned ORDER BY id;
-SELECT * FROM peek.index_peek(NULL::sowned, 'sowned_cust', ROW(0)) ORDER BY id;
+-- (at the view's time: a peek at a time waits for the index to reach it)
+SELECT * FROM peek.index_peek(NULL::sowned, 'sowned_cust', ROW(0),
+    as_of => (SELECT upper - 1 FROM peek.views WHERE name = 'sowned')) ORDER BY id;
 SELECT name, owner, state FROM peek.views ORDER BY name;
 -- peek.dataflow_operators shows what peek.views shows
 SELECT view, operator, kind FROM peek.dataflow_operators ORDER BY view, operator;

@@ -33,6 +33,10 @@ SELECT try($$SELECT peek.create_view('x', 'SELECT a.id AS a, b.id AS b, c.id AS 
 SELECT try($$SELECT peek.create_view('x', 'SELECT a.id AS a, b.id AS b, c.id AS c FROM peek.persist_peek(NULL::kr, ''ka'') a
     LEFT JOIN peek.persist_peek(NULL::kr, ''kb'') b ON a.j = b.j
     LEFT JOIN peek.persist_peek(NULL::kr, ''kc'') c ON c.k = a.k AND c.k = b.k')$$);
+-- refused: a.j = b.k in a left join's ON does not make a.j the key (it
+-- holds only where b has a row): grouped by a.j, groups would mix keys
+SELECT try($$SELECT peek.create_view('x', 'SELECT a.j, count(*) AS n, count(b.id) AS m FROM peek.persist_peek(NULL::kr, ''ka'') a
+    LEFT JOIN peek.persist_peek(NULL::kr, ''kb'') b ON a.k = b.k AND a.j = b.k GROUP BY a.j')$$);
 SELECT count(*) FROM peek.views WHERE name = 'x';
 
 -- kept: the preserved inputs are joined on the key themselves, or an

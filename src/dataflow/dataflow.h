@@ -104,6 +104,7 @@ extern Query *dataflow_read_sources(Query *query);
 extern void dataflow_reset(void);
 extern void dataflow_note_view(CatalogObject *obj);
 extern void dataflow_forget(PeekObjectId id);
+extern DataflowView *dataflow_view(PeekObjectId id);
 extern List *dataflow_due_views(void);
 extern int64 dataflow_input_hold(PeekObjectId input);
 

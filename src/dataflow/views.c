@@ -141,6 +141,13 @@ dataflow_forget(PeekObjectId id)
 	hash_search(views, &id, HASH_REMOVE, NULL);
 }
 
+/* A view kept current, by id, or NULL. */
+DataflowView *
+dataflow_view(PeekObjectId id)
+{
+	return views != NULL ? hash_search(views, &id, HASH_FIND, NULL) : NULL;
+}
+
 /*
  * The views whose inputs have all published times they have not taken yet,
  * and those with an input failed.

@@ -7,8 +7,10 @@
  *	  a fold is FOLD_BUSY_MS ago, so that a peek at a recent time sums at
  *	  most about a second's updates past the base.  At most FOLD_STEP_ROWS
  *	  updates a step, whole times only, each step its own transaction (the
- *	  caller's FoldFn), so that no step holds the runtime's other work (its
- *	  seals) back for long; a time with more updates of its own stops the
+ *	  caller's FoldFn), one base's step per step of the runtime (the due
+ *	  base folded least recently first), so that no step holds the
+ *	  runtime's other work (its seals, captures and views' rounds) back
+ *	  for long; a time with more updates of its own stops the
  *	  base before it until compaction's fold takes it in.  Only what
  *	  the runtime learns from the catalog notices (the durable uppers) and
  *	  the folds' own results: nothing is polled.
@@ -100,52 +102,51 @@ fold_due(BaseFold *bf, TimestampTz now)
 }
 
 /*
- * Move on the bases that are due, a step each.  Returns whether a base is
- * left behind its upper after a bounded step (a big load: go on without
- * waiting).
+ * Move on one of the bases that are due, a step: the one that moved on
+ * least recently, so that a step of the runtime holds at most one fold's
+ * work (its captures and views' rounds wait for no more) and every base
+ * comes in turn.  Returns whether a base is left due (a bounded step left
+ * it behind its upper under a big load, or another waits its turn: go on
+ * without waiting).
  */
 bool
 folds_run(FoldFn fold)
 {
 	HASH_SEQ_STATUS status;
 	BaseFold   *bf;
-	PeekObjectId *ids;
+	BaseFold   *next = NULL;
 	TimestampTz now = GetCurrentTimestamp();
-	bool		more = false;
-	int			n = 0;
+	PeekObjectId id;
+	int64		base_time;
+	bool		folded;
+	int			due = 0;
 
 	if (hash_get_num_entries(base_folds) == 0)
 		return false;
-	/* collect first: the folds' work may forget an entry */
-	ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(base_folds));
 	hash_seq_init(&status, base_folds);
 	while ((bf = hash_seq_search(&status)) != NULL)
 		if (fold_due(bf, now))
-			ids[n++] = bf->id;
-	for (int i = 0; i < n; i++)
-	{
-		int64		base_time;
-		bool		folded;
-
-		bf = hash_search(base_folds, &ids[i], HASH_FIND, NULL);
-		if (bf == NULL)
-			continue;
-		folded = fold(bf->id, bf->shard, bf->upper - 1, FOLD_STEP_ROWS, &base_time);
-		/* failed by its work */
-		bf = hash_search(base_folds, &ids[i], HASH_FIND, NULL);
-		if (bf == NULL)
-			continue;
-		bf->folded_at = GetCurrentTimestamp();
-		if (!folded)
-			continue;			/* a transient error: again in a while */
-		bf->stepping = base_time > bf->base_time && base_time < bf->upper - 1;
-		bf->base_time = base_time;
-		if (!bf->stepping)
-			bf->folded_upper = bf->upper;
-		more |= bf->stepping;
-	}
-	pfree(ids);
-	return more;
+		{
+			due++;
+			if (next == NULL || bf->folded_at < next->folded_at)
+				next = bf;
+		}
+	if (next == NULL)
+		return false;
+	id = next->id;
+	folded = fold(next->id, next->shard, next->upper - 1, FOLD_STEP_ROWS, &base_time);
+	/* failed by its work: forgotten */
+	bf = hash_search(base_folds, &id, HASH_FIND, NULL);
+	if (bf == NULL)
+		return due > 1;
+	bf->folded_at = GetCurrentTimestamp();
+	if (!folded)
+		return due > 1;			/* a transient error: again in a while */
+	bf->stepping = base_time > bf->base_time && base_time < bf->upper - 1;
+	bf->base_time = base_time;
+	if (!bf->stepping)
+		bf->folded_upper = bf->upper;
+	return bf->stepping || due > 1;
 }
 
 /*

@@ -16,10 +16,11 @@
  *	  is then published like a changed
  *	  catalog row, its indexes arranging the updates the round kept
  *	  (capture_feed), which are let go of once the publications are done.
- *	  After the publications, each maintained view whose input published
- *	  new times runs a round (dataflow/round.c), and is published with its
- *	  indexes by the next round, which follows at once; an input compacts
- *	  only below the uppers of the views reading it.
+ *	  After the publications, each maintained view whose inputs published
+ *	  new times runs a round (dataflow/round.c) in a transaction of its
+ *	  own, and is published with its indexes as soon as it commits (a view
+ *	  over it is due by the next round, which follows at once); an input
+ *	  compacts only below the uppers of the views reading it.
  *	  An error in one object's work fails that object (durably, with the
  *	  reason), never the runtime.
  *
@@ -760,43 +761,79 @@ view_round(void *arg)
 {
 	DataflowView *view = arg;
 
-	/* published with its indexes by the next round's catalog changes */
+	/* published with its indexes once its transaction commits */
 	if (dataflow_round(view))
 		hash_search(changed_ids, &view->id, HASH_ENTER, NULL);
 }
 
+/* A view's round, in a transaction of its own */
 static void
-view_rounds(void *arg)
+view_round_alone(void *arg)
 {
-	ListCell   *lc;
+	DataflowView *view = arg;
 
-	if (!catalog_lock_extension())
-		return;
-	foreach(lc, (List *) arg)
-	{
-		DataflowView *view = lfirst(lc);
-
+	if (catalog_lock_extension())
 		(void) object_work(view->id, view_round, view);
-	}
 }
 
 /*
- * A round of each view whose input published times it has not taken
- * (never on a standby: replay brings the primary's rounds).  Returns
- * whether a view's upper rose, to be published without waiting.
+ * Publish the changed catalog rows (or all, after a reconcile is asked
+ * for) and what the sources and views did since the last publication.
+ */
+static void
+publish_changes(void)
+{
+	HTAB	   *ids = changed_ids;
+
+	if (!reread_all && hash_get_num_entries(changed_ids) == 0)
+		return;
+	/* what this publication learns of goes to the next one */
+	changed_ids = id_table_create("pg_peek changed objects", sizeof(PeekObjectId));
+	retry_all = false;
+	spi_run_in_transaction(apply_catalog_changes, ids);
+	reread_all = retry_all;
+	hash_destroy(ids);
+}
+
+/*
+ * A round of each view whose inputs published times it has not taken
+ * (never on a standby: replay brings the primary's rounds), each in a
+ * transaction of its own and published as soon as it commits: a view is
+ * visible without waiting for the other views' rounds nor for the next
+ * capture.  Returns whether a view's upper rose (it may still be behind,
+ * or a view over it due: the next step follows without waiting).
  */
 static bool
 run_view_rounds(void)
 {
 	List	   *due;
+	PeekObjectId *ids;
+	int			n = 0;
+	bool		rose = false;
+	ListCell   *lc;
 
 	if (standby_active())
 		return false;
+	/* by id: a publication may forget a view (dropped) */
 	due = dataflow_due_views();
-	if (due == NIL)
-		return false;
-	spi_run_in_transaction(view_rounds, due);
-	return hash_get_num_entries(changed_ids) > 0;
+	ids = palloc(sizeof(PeekObjectId) * Max(1, list_length(due)));
+	foreach(lc, due)
+		ids[n++] = ((DataflowView *) lfirst(lc))->id;
+	for (int i = 0; i < n; i++)
+	{
+		DataflowView *view = dataflow_view(ids[i]);
+
+		if (view == NULL)
+			continue;
+		spi_run_in_transaction(view_round_alone, view);
+		rose |= hash_get_num_entries(changed_ids) > 0;
+		/* (a reconcile waits for the next step's start, with capture's) */
+		if (!reread_all)
+			publish_changes();
+	}
+	pfree(ids);
+	list_free(due);
+	return rose;
 }
 
 /*
@@ -816,17 +853,7 @@ maintenance_step(void)
 	 */
 	foreach(lc, standby_active() ? standby_replayed_changes() : capture_step())
 		hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
-	if (reread_all || hash_get_num_entries(changed_ids) > 0)
-	{
-		HTAB	   *ids = changed_ids;
-
-		/* what this round learns of goes to the next one */
-		changed_ids = id_table_create("pg_peek changed objects", sizeof(PeekObjectId));
-		retry_all = false;
-		spi_run_in_transaction(apply_catalog_changes, ids);
-		reread_all = retry_all;
-		hash_destroy(ids);
-	}
+	publish_changes();
 	capture_release_rounds();
 	/* after the publications: merge what seals' fuel left, a step a round */
 	more = spine_merge_round();

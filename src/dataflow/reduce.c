@@ -72,6 +72,7 @@ typedef struct ViewGroup
 {
 	MinimalTuple key;			/* the table's copy; NULL: the only group */
 	bool		emptied;		/* in its round's list of emptied groups */
+	int			nupdates;		/* updates_by_group's count, then place */
 	GroupRows	inputs[FLEXIBLE_ARRAY_MEMBER];	/* each input's */
 } ViewGroup;
 
@@ -375,41 +376,71 @@ update_time_cmp(const void *a, const void *b)
 	return ta < tb ? -1 : ta > tb ? 1 : 0;
 }
 
-/* Updates by group, then by input, then by row image (group_merge's order). */
+/* A group's updates by input, then by row image (group_merge's order). */
 static int
-update_group_cmp(const void *a, const void *b)
+update_row_cmp(const void *a, const void *b)
 {
 	const GroupUpdate *ua = a;
 	const GroupUpdate *ub = b;
 
-	if (ua->group != ub->group)
-		return (uintptr_t) ua->group < (uintptr_t) ub->group ? -1 : 1;
 	if (ua->input != ub->input)
 		return ua->input < ub->input ? -1 : 1;
 	return row_image_cmp(DatumGetPointer(ua->row), DatumGetPointer(ub->row));
 }
 
 /*
- * The updates [first, last) sorted by group; their groups, each once, in
- * groups (when not NULL): returns how many.
+ * The updates [first, last) put together by group, the groups in the order
+ * they first come in (a pass counts each group's updates, one places
+ * them), each group's sorted by update_row_cmp: a hydration's updates cost
+ * sorts of their groups' sizes, not one sort of them all.  Their groups,
+ * each once, in groups (when not NULL): returns how many.
  */
 static int
 updates_by_group(ReduceRound *r, int first, int last, ViewGroup **groups)
 {
-	int			n = 0;
+	int			n = last - first;
+	ViewGroup **order;
+	GroupUpdate *placed;
+	int			ngroups = 0;
+	int			at = 0;
 
-	qsort(r->updates + first, last - first, sizeof(GroupUpdate), update_group_cmp);
+	if (n == 0)
+		return 0;
+	order = palloc(sizeof(ViewGroup *) * n);
 	for (int i = first; i < last; i++)
-		if (i == first || r->updates[i].group != r->updates[i - 1].group)
-		{
-			if (groups != NULL)
-				groups[n] = r->updates[i].group;
-			n++;
-		}
-	return n;
+		if (r->updates[i].group->nupdates++ == 0)
+			order[ngroups++] = r->updates[i].group;
+	/* each group's count becomes where its updates start */
+	for (int g = 0; g < ngroups; g++)
+	{
+		int			count = order[g]->nupdates;
+
+		order[g]->nupdates = at;
+		at += count;
+	}
+	placed = palloc(sizeof(GroupUpdate) * n);
+	for (int i = first; i < last; i++)
+		placed[r->updates[i].group->nupdates++] = r->updates[i];
+	memcpy(r->updates + first, placed, sizeof(GroupUpdate) * n);
+	pfree(placed);
+	/* each group's place is now where its updates end */
+	at = 0;
+	for (int g = 0; g < ngroups; g++)
+	{
+		int			end = order[g]->nupdates;
+
+		if (end - at > 1)
+			qsort(r->updates + first + at, end - at, sizeof(GroupUpdate), update_row_cmp);
+		at = end;
+		order[g]->nupdates = 0;
+		if (groups != NULL)
+			groups[g] = order[g];
+	}
+	pfree(order);
+	return ngroups;
 }
 
-/* The updates [first, last), sorted by group, into their groups. */
+/* The updates [first, last), put together by group, into their groups. */
 static void
 merge_updates(ReduceRound *r, int first, int last)
 {

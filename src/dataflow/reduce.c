@@ -832,10 +832,16 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 			persist_scan_range(in[rounds[0].current]->shard, 0, start, collect_update, &rounds[0]);
 		for (int i = 0; i < nstages; i++)
 		{
+			if (i > 0)
+			{
+				/* (what the stage before gives is its output) */
+				dataflow_count_stage(i - 1);
+				INSTR_TIME_SET_CURRENT(work);
+				emit_all(&rounds[i - 1], 0);
+				dataflow_count_work(work);
+			}
 			dataflow_count_stage(i);
 			INSTR_TIME_SET_CURRENT(work);
-			if (i > 0)
-				emit_all(&rounds[i - 1], 0);
 			absorb_updates(&rounds[i]);
 			dataflow_count_work(work);
 		}

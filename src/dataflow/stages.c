@@ -135,6 +135,7 @@ dataflow_plan_stages(Query *query, ViewPlan *plan)
 	/* the join, by its key */
 	jq->targetList = columns;
 	jq->groupClause = NIL;
+	jq->groupDistinct = false;
 	jq->distinctClause = NIL;
 	jq->havingQual = NULL;
 	jq->hasAggs = false;

@@ -40,8 +40,10 @@
 /* One input of a view's query: a peek.persist_peek in its FROM (plan.c). */
 typedef struct ViewPlanInput
 {
-	char	   *name;			/* the collection or view it reads */
-	Oid			row_type;		/* the row type it reads it as */
+	char	   *name;			/* the collection or view it reads; NULL: the
+								 * stage before's rows */
+	Oid			row_type;		/* the row type it reads it as (RECORDOID: the
+								 * stage before's anonymous record) */
 	Index		rtindex;		/* its entry in the query's range table */
 	List	   *keys;			/* Expr over it: its rows' key (reduce.c) */
 } ViewPlanInput;
@@ -56,6 +58,11 @@ typedef struct ViewPlan
 	List	   *targetlist;		/* TargetEntry: the view's columns */
 	Node	   *qual;			/* one input's WHERE, as it is read, or NULL */
 	bool		reduces;		/* grouped, DISTINCT or a join: reduce.c runs it */
+	const char *kind;			/* its operator's (peek.dataflow_operators) */
+	List	   *stages;			/* ViewPlan: its stages, each fed by the one
+								 * before's differences (the first reads its
+								 * inputs, the last's select list is its); NIL:
+								 * it is one */
 	List	   *key_eqops;		/* OID: the equality telling keys apart */
 	List	   *key_collations; /* OID: the collation it compares them under */
 	List	   *branches;		/* ViewPlan: a UNION ALL's branches, else NIL */
@@ -97,6 +104,11 @@ extern List *dataflow_plan_branches(ViewPlan *plan);
 extern List *dataflow_plan_input_names(ViewPlan *plan);
 extern void dataflow_plan_expressions(ViewPlan *plan);
 
+/* stages.c */
+extern List *dataflow_plan_columns(List *targetlist);
+extern Oid	dataflow_plan_group_keys(Query *query, ViewPlan *plan);
+extern Oid	dataflow_plan_stages(Query *query, ViewPlan *plan);
+
 /* sources.c */
 extern Query *dataflow_read_sources(Query *query);
 
@@ -109,8 +121,9 @@ extern List *dataflow_due_views(void);
 extern int64 dataflow_input_hold(PeekObjectId input);
 
 /* input.c */
-extern void view_input_begin(ViewInput *input, Node *qual, Oid row_type);
+extern void view_input_begin(ViewInput *input, Node *qual, TupleDesc desc);
 extern bool view_input_row(ViewInput *input, Datum stored, Datum *row);
+extern void view_input_put(ViewInput *input, Datum row);
 extern void view_input_end(ViewInput *input);
 
 /* round.c */
@@ -118,12 +131,14 @@ extern bool dataflow_round(DataflowView *view);
 extern bool dataflow_round_timer_stop(void);
 
 /* operators.c: a round's counts by operator, and a hydration's progress */
-extern void dataflow_counts_begin(PeekObjectId view, List *inputs, bool hydrating);
+extern void dataflow_counts_begin(PeekObjectId view, ViewPlan *plan, List *inputs,
+								  bool hydrating);
+extern void dataflow_count_stage(int stage);
 extern void dataflow_count_input(bool passed);
 extern void dataflow_count_output(int64 n);
 extern void dataflow_count_work(instr_time start);
 extern void dataflow_count_state(int64 bytes);
-extern void dataflow_counts_end(ViewPlan *plan);
+extern void dataflow_counts_end(void);
 
 /* reduce.c */
 extern void dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan,

@@ -6,7 +6,8 @@
  *	  view's WHERE (a view of one input) by PostgreSQL's expression
  *	  executor, and counted as its input operator's (operators.c).  Both
  *	  kinds of round (round.c's filter and map, reduce.c's rows by key)
- *	  read each input through it.
+ *	  read each input through it, and a later stage of reduce.c the rows
+ *	  of the stage before it.
  *
  *	  Must not write: the rounds decide what the rows become.
  *
@@ -21,9 +22,9 @@
 #include "dataflow/dataflow.h"
 
 void
-view_input_begin(ViewInput *input, Node *qual, Oid row_type)
+view_input_begin(ViewInput *input, Node *qual, TupleDesc desc)
 {
-	input->desc = row_desc(row_type);
+	input->desc = desc;
 	input->template = row_header_template(input->desc);
 	input->slot = MakeSingleTupleTableSlot(input->desc, &TTSOpsHeapTuple);
 	input->econtext = CreateStandaloneExprContext();
@@ -42,12 +43,22 @@ view_input_row(ViewInput *input, Datum stored, Datum *row)
 	bool		passed;
 
 	*row = row_from_shard(input->desc, input->template, stored);
-	row_tuple(DatumGetHeapTupleHeader(*row), &input->tuple);
-	ExecStoreHeapTuple(&input->tuple, input->slot, false);
-	input->econtext->ecxt_scantuple = input->slot;
+	view_input_put(input, *row);
 	passed = ExecQual(input->qual, input->econtext);
 	dataflow_count_input(passed);
 	return passed;
+}
+
+/*
+ * A row of the input's type (a stage's row, reduce.c) in the input slot
+ * and as the econtext's scan tuple, as view_input_row leaves it.
+ */
+void
+view_input_put(ViewInput *input, Datum row)
+{
+	row_tuple(DatumGetHeapTupleHeader(row), &input->tuple);
+	ExecStoreHeapTuple(&input->tuple, input->slot, false);
+	input->econtext->ecxt_scantuple = input->slot;
 }
 
 void

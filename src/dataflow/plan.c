@@ -9,11 +9,14 @@
  *	  equality key across all of them, filtered by WHERE, mapped and
  *	  projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
- *	  HAVING) or made DISTINCT (over a join, only by keys that include its
- *	  join key); or a UNION ALL of such queries; with immutable expressions
- *	  only and no function or type of a temporary schema.  The keys by
- *	  which reduce.c keeps each input's rows are found here (a grouping's
- *	  keys, or a join's key), with the operator that tells them apart.
+ *	  HAVING) or made DISTINCT; or a UNION ALL of such queries; with
+ *	  immutable expressions only and no function or type of a temporary
+ *	  schema.  The keys by which reduce.c keeps each input's rows are found
+ *	  here (a grouping's keys, or a join's key), with the operator that
+ *	  tells them apart, and each operator's kind.  A join grouped by other
+ *	  keys than its join key (or by none) is two stages: the join, its
+ *	  rows projected to the columns the rest reads, and the grouping of
+ *	  those rows (stages.c).
  *	  Anything else is refused with 0A000 naming the construct.  The
  *	  backend plans the user's text at create_view (in the user's
  *	  search_path and privileges) and keeps it written out schema-qualified
@@ -493,20 +496,6 @@ key_class(KeyEdge *edges, int nedges, KeyEdge *seed)
 	return members;
 }
 
-/* An expression of a join key as a message names it. */
-static char *
-key_name(Query *query, Node *expr)
-{
-	Var		   *var = (Var *) expr;
-	RangeTblEntry *rte;
-
-	if (!IsA(expr, Var))
-		return "(an expression)";
-	rte = rt_fetch(var->varno, query->rtable);
-	return psprintf("%s.%s", rte->eref->aliasname,
-					strVal(list_nth(rte->eref->colnames, var->varattno - 1)));
-}
-
 /*
  * The key each input's rows are kept by in a join: one class of
  * expressions the join's equalities make equal, one of each input, so
@@ -588,13 +577,15 @@ join_keys(Query *query, ViewPlan *plan, List *equalities)
 }
 
 /*
- * GROUP BY or DISTINCT over a join: a group's rows must all have one join
- * key, so that its output depends on that key's rows only: one of the
- * keys is the join key of an input that no left join NULL-extends (the
- * NULL-extended rows of all keys would share a group).
+ * GROUP BY or DISTINCT over a join: whether the join's own stage can
+ * group it, its groups' rows each of one join key so that a group's
+ * output depends on that key's rows only: one of the keys is the join key
+ * of an input that no left join NULL-extends (the NULL-extended rows of
+ * all keys would share a group).  Else a stage of its own groups the
+ * join's rows (plan_stages).
  */
-static void
-check_grouped_join(Query *query, ViewPlan *plan, List *members)
+static bool
+grouped_by_join_key(Query *query, ViewPlan *plan, List *members)
 {
 	Relids		nullable = nullable_under((Node *) query->jointree);
 	List	   *preserved = NIL;
@@ -604,19 +595,24 @@ check_grouped_join(Query *query, ViewPlan *plan, List *members)
 		if (!bms_is_member(list_nth_node(ViewPlanInput, plan->inputs,
 										 ((KeyMember *) lfirst(lc))->input)->rtindex, nullable))
 			preserved = lappend(preserved, ((KeyMember *) lfirst(lc))->expr);
-	if (query->groupClause == NIL && query->distinctClause == NIL)
-		refuse(psprintf("aggregates over a join without GROUP BY its join key %s (aggregate a view of the join instead)",
-						key_name(query, linitial(preserved))));
 	foreach(lc, query->groupClause != NIL ? query->groupClause : query->distinctClause)
 	{
 		Node	   *key = flatten_join_alias_vars(query,
 												  (Node *) get_sortgroupclause_expr(lfirst(lc), query->targetList));
 
 		if (list_member(preserved, key))
-			return;
+			return true;
 	}
-	refuse(psprintf("GROUP BY or DISTINCT over a join without its join key %s among the keys (group a view of the join instead)",
-					key_name(query, linitial(preserved))));
+	return false;
+}
+
+/* A grouping of one input by a type that no hash operator class compares. */
+static void
+refuse_unhashable(Oid type)
+{
+	if (OidIsValid(type))
+		refuse(psprintf("grouping by type %s, which has no hash operator class",
+						format_type_be(type)));
 }
 
 static ViewPlan *plan_query(Query *query);
@@ -659,41 +655,31 @@ plan_select(Query *query, ViewPlan *plan)
 {
 	List	   *equalities = NIL;
 	bool		grouped;
-	ListCell   *lc;
+	bool		aggregates;
 
 	if (query->rtable == NIL || query->jointree->fromlist == NIL)
 		refuse("a query without an input in FROM");
 	walk_from(query, (Node *) query->jointree, plan, &equalities);
 	check_expressions((Node *) query->targetList);
 	check_expressions(query->havingQual);
-	grouped = query->hasAggs || query->groupClause != NIL ||
-		query->distinctClause != NIL || query->havingQual != NULL;
+	aggregates = query->hasAggs || query->groupClause != NIL || query->havingQual != NULL;
+	grouped = aggregates || query->distinctClause != NIL;
+	plan->reduces = grouped || list_length(plan->inputs) > 1;
 	if (list_length(plan->inputs) > 1)
 	{
 		/* joined: each input's rows by the join key, WHERE in the query */
 		List	   *members = join_keys(query, plan, equalities);
 
-		if (grouped)
-			check_grouped_join(query, plan, members);
-		plan->reduces = true;
+		plan->kind = !grouped ? "join" : aggregates ? "join-reduce" : "join-distinct";
+		if (grouped && ((query->groupClause == NIL && query->distinctClause == NIL) ||
+						!grouped_by_join_key(query, plan, members)))
+			refuse_unhashable(dataflow_plan_stages(query, plan));
 		return;
 	}
 	/* one input: WHERE filters it as it is read, rows by group */
 	plan->qual = query->jointree->quals;
-	plan->reduces = grouped;
-	foreach(lc, query->groupClause != NIL ? query->groupClause : query->distinctClause)
-	{
-		SortGroupClause *key = lfirst_node(SortGroupClause, lc);
-		ViewPlanInput *input = linitial(plan->inputs);
-		Node	   *expr = (Node *) get_sortgroupclause_expr(key, query->targetList);
-
-		if (!key->hashable)
-			refuse(psprintf("grouping by type %s, which has no hash operator class",
-							format_type_be(exprType(expr))));
-		input->keys = lappend(input->keys, expr);
-		plan->key_eqops = lappend_oid(plan->key_eqops, key->eqop);
-		plan->key_collations = lappend_oid(plan->key_collations, exprCollation(expr));
-	}
+	plan->kind = !grouped ? "map-project" : aggregates ? "reduce" : "distinct";
+	refuse_unhashable(dataflow_plan_group_keys(query, plan));
 }
 
 /* An analyzed query (the view's, or a UNION ALL's branch), checked. */
@@ -701,7 +687,6 @@ static ViewPlan *
 plan_query(Query *query)
 {
 	ViewPlan   *plan = palloc0(sizeof(ViewPlan));
-	ListCell   *lc;
 
 	{
 		/* what the query has that no operator supports yet, in order */
@@ -732,17 +717,14 @@ plan_query(Query *query)
 	}
 
 	/* (junk columns: GROUP BY keys that are not selected) */
-	foreach(lc, query->targetList)
-	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-
-		if (!tle->resjunk)
-			plan->targetlist = lappend(plan->targetlist, tle);
-	}
+	plan->targetlist = dataflow_plan_columns(query->targetList);
 	if (plan->targetlist == NIL)
 		refuse("a select list without columns");
 	if (query->setOperations != NULL)
+	{
+		plan->kind = "union-all";
 		plan_union(query, query->setOperations, plan);
+	}
 	else
 		plan_select(query, plan);
 	plan->query = query;
@@ -834,15 +816,22 @@ dataflow_plan_expressions(ViewPlan *plan)
 	plan->targetlist = targetlist;
 	if (plan->qual != NULL)
 		plan->qual = (Node *) expression_planner((Expr *) plan->qual);
-	foreach(lc, plan->inputs)
+	/* its inputs' keys, and its later stages' (the first reads its inputs) */
+	foreach(lc, list_concat(list_make1(plan),
+							list_delete_first(list_copy(plan->stages))))
 	{
-		ViewPlanInput *input = lfirst(lc);
-		List	   *keys = NIL;
-		ListCell   *lk;
+		ListCell   *li;
 
-		foreach(lk, input->keys)
-			keys = lappend(keys, expression_planner(lfirst(lk)));
-		input->keys = keys;
+		foreach(li, ((ViewPlan *) lfirst(lc))->inputs)
+		{
+			ViewPlanInput *input = lfirst(li);
+			List	   *keys = NIL;
+			ListCell   *lk;
+
+			foreach(lk, input->keys)
+				keys = lappend(keys, expression_planner(lfirst(lk)));
+			input->keys = keys;
+		}
 	}
 }
 

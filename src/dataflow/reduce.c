@@ -23,10 +23,18 @@
  *	  the rows that pass WHERE; a join keeps them all and its query applies
  *	  WHERE.
  *
+ *	  A join grouped by other keys than its join key (or by none) runs as
+ *	  a chain of such stages (stages.c): the join's, whose differences at
+ *	  each time are the next stage's updates at that time (its rows, of an
+ *	  anonymous record type blessed for the round, kept by the grouping's
+ *	  keys), and the last's go to the view's shard.  Each stage is this
+ *	  same walk.
+ *
  *	  The groups hold the inputs' updates before their upper.  They are
  *	  built again from the inputs' contents when they are not known to be
  *	  those at the view's upper (the runtime restarted, a round failed or
- *	  did not commit); the view's rows are never recomputed.
+ *	  did not commit), each stage's from all that the stage before gives
+ *	  over its rebuilt groups; the view's rows are never recomputed.
  *
  *	  Must not touch the catalog (round.c does) nor publish.
  *
@@ -36,6 +44,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -49,6 +58,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/typcache.h"
 
 #include "common/int.h"
 #include "dataflow/dataflow.h"
@@ -85,6 +95,7 @@ struct ReduceState
 	ViewGroup  *whole;			/* the only group without GROUP BY */
 	TupleTableSlot *key_slot;	/* a row's key, as a round projects it */
 	TupleTableSlot *found_slot; /* a group's stored key, to find it again */
+	ReduceState *next;			/* the next stage's, or NULL */
 };
 
 /* One of a round's updates, its group found. */
@@ -114,16 +125,20 @@ typedef struct ReduceInput
 	Oid			row_type;
 } ReduceInput;
 
+/* A round's work in one of the view's stages. */
 typedef struct ReduceRound
 {
 	ReduceState *state;
 	ReduceInput *inputs;
+	int			ninputs;
 	int			current;		/* the input being read */
+	int			stage;			/* its place in the view's stages */
 	const char *text;
 	PlannedStmt *stmt;			/* the query over parameters' rows */
 	ParamListInfo params;
 	OutputRows	output;
-	ShardWriter *writer;
+	ShardWriter *writer;		/* the last stage's: the view's shard */
+	struct ReduceRound *next;	/* the stage its differences feed, or NULL */
 	GroupUpdate *updates;
 	int			nupdates;
 	int			room;
@@ -181,11 +196,17 @@ state_create(ViewPlan *plan)
 	return state;
 }
 
+/* A view's groups, each of its stages'. */
 void
 dataflow_reduce_free(ReduceState *state)
 {
-	if (state != NULL)
+	while (state != NULL)
+	{
+		ReduceState *next = state->next;
+
 		MemoryContextDelete(state->cxt);
+		state = next;
+	}
 }
 
 /* The group of the row in the current input's slot, made if it is new. */
@@ -334,7 +355,32 @@ drop_emptied(ReduceRound *r)
 	r->emptied = NIL;
 }
 
-/* An update of the current input of the round, kept with its group. */
+/*
+ * An update of the current input of the round, its row in the input's
+ * slot, kept (a copy in the round's memory) with its group.
+ */
+static void
+add_update(ReduceRound *r, int64 time, int64 diff, Datum row)
+{
+	MemoryContext old = MemoryContextSwitchTo(r->cxt);
+	GroupUpdate *u;
+
+	if (r->nupdates == r->room)
+	{
+		r->room = Max(64, r->room * 2);
+		r->updates = r->updates == NULL ? palloc(sizeof(GroupUpdate) * r->room) :
+			repalloc(r->updates, sizeof(GroupUpdate) * r->room);
+	}
+	u = &r->updates[r->nupdates++];
+	u->time = time;
+	u->diff = diff;
+	u->row = datumCopy(row, false, -1);
+	u->group = group_of(r);
+	u->input = r->current;
+	MemoryContextSwitchTo(old);
+}
+
+/* An update of the current input read from its shard (the first stage). */
 static void
 collect_update(int64 time, int64 diff, Datum stored, void *arg)
 {
@@ -344,27 +390,34 @@ collect_update(int64 time, int64 diff, Datum stored, void *arg)
 	Datum		row;
 
 	if (diff != 0 && view_input_row(input, stored, &row))
-	{
-		GroupUpdate *u;
-
-		MemoryContextSwitchTo(old);
-		if (r->nupdates == r->room)
-		{
-			r->room = Max(64, r->room * 2);
-			r->updates = r->updates == NULL ? palloc(sizeof(GroupUpdate) * r->room) :
-				repalloc(r->updates, sizeof(GroupUpdate) * r->room);
-		}
-		u = &r->updates[r->nupdates++];
-		u->time = time;
-		u->diff = diff;
-		u->row = datumCopy(row, false, -1);
-		u->group = group_of(r);
-		u->input = r->current;
-	}
+		add_update(r, time, diff, row);
 	ExecClearTuple(input->slot);
 	ResetExprContext(input->econtext);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(r->per_step);
+}
+
+/*
+ * One of a stage's differences: appended to the view's shard (the last
+ * stage), or an update of the next stage's one input at the same time.
+ */
+static void
+emit(ReduceRound *r, int64 time, int64 diff, Datum row)
+{
+	ReduceRound *next = r->next;
+	ViewInput  *input;
+
+	dataflow_count_output(1);
+	if (next == NULL)
+	{
+		persist_writer_add(r->writer, time, diff, row);
+		return;
+	}
+	input = &next->inputs[0].input;
+	view_input_put(input, row);
+	add_update(next, time, diff, row);
+	ExecClearTuple(input->slot);
+	ResetExprContext(input->econtext);
 }
 
 static int
@@ -451,6 +504,15 @@ merge_updates(ReduceRound *r, int first, int last)
 			;
 		group_merge(r, r->updates[i].group, r->updates + i, end - i);
 	}
+}
+
+/* The round's updates so far into the groups, whatever their times (a rebuild). */
+static void
+absorb_updates(ReduceRound *r)
+{
+	(void) updates_by_group(r, 0, r->nupdates, NULL);
+	merge_updates(r, 0, r->nupdates);
+	r->nupdates = 0;
 }
 
 static bool
@@ -555,7 +617,7 @@ run_over(ReduceRound *r, ViewGroup **groups, int ngroups)
 {
 	QueryDesc  *qd;
 
-	for (int in = 0; in < r->state->ninputs; in++)
+	for (int in = 0; in < r->ninputs; in++)
 	{
 		int64		nrows = 0;
 		int			n = 0;
@@ -619,21 +681,18 @@ emit_difference(ReduceRound *r, int64 time, List *before, List *after)
 			row_cell_cmp(&before->elements[b], &after->elements[a]);
 
 		if (cmp < 0)
-			persist_writer_add(r->writer, time, -1,
-							   PointerGetDatum(list_nth(before, b++)));
+			emit(r, time, -1, PointerGetDatum(list_nth(before, b++)));
 		else if (cmp > 0)
-			persist_writer_add(r->writer, time, 1,
-							   PointerGetDatum(list_nth(after, a++)));
+			emit(r, time, 1, PointerGetDatum(list_nth(after, a++)));
 		else
-		{
 			b++, a++;
-			continue;
-		}
-		dataflow_count_output(1);
 	}
 }
 
-/* Every group's output, added at the since (hydration). */
+/*
+ * Every group's output, added at the since: the view's hydration (the last
+ * stage), or the next stage's rebuild.
+ */
 static void
 emit_all(ReduceRound *r, int64 since)
 {
@@ -692,21 +751,82 @@ run_steps(ReduceRound *r)
 }
 
 /*
+ * A stage's round begins: its inputs read as desc (NULL: each as its row
+ * type; the stage before's anonymous record), its query planned over
+ * their rows, its output rows of out_desc.
+ */
+static void
+round_begin(ReduceRound *r, ReduceState *state, ViewPlan *plan, const char *text,
+			TupleDesc desc, TupleDesc out_desc)
+{
+	ListCell   *lc;
+
+	r->state = state;
+	r->text = text;
+	r->ninputs = list_length(plan->inputs);
+	r->inputs = palloc0(sizeof(ReduceInput) * r->ninputs);
+	foreach(lc, plan->inputs)
+	{
+		ViewPlanInput *pin = lfirst(lc);
+		ReduceInput *input = &r->inputs[foreach_current_index(lc)];
+		List	   *keys = NIL;
+		ListCell   *lk;
+
+		view_input_begin(&input->input, plan->qual,
+						 pin->name != NULL ? lookup_rowtype_tupdesc_copy(pin->row_type, -1) : desc);
+		input->row_type = pin->row_type;
+		foreach(lk, pin->keys)
+			keys = lappend(keys, makeTargetEntry(lfirst(lk), foreach_current_index(lk) + 1,
+												 NULL, false));
+		if (keys != NIL)
+			input->keys = ExecBuildProjectionInfo(keys, input->input.econtext,
+												  state->key_slot, NULL, input->input.desc);
+	}
+	plan_over_rows(r, plan);
+	r->output.pub.receiveSlot = output_receive;
+	r->output.pub.rStartup = output_startup;
+	r->output.pub.rShutdown = output_shutdown;
+	r->output.pub.rDestroy = output_destroy;
+	r->output.pub.mydest = DestNone;
+	r->output.out = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
+	r->cxt = CurrentMemoryContext;
+	r->per_step = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view step",
+										ALLOCSET_DEFAULT_SIZES);
+}
+
+static void
+round_end(ReduceRound *r)
+{
+	MemoryContextDelete(r->per_step);
+	ExecDropSingleTupleTableSlot(r->output.out);
+	for (int i = 0; i < r->ninputs; i++)
+		view_input_end(&r->inputs[i].input);
+}
+
+/*
  * A round of a view that groups or joins (text: its query's; plan: the
  * branch it runs, in: its inputs' objects in its order): the inputs'
- * updates in [start, end) into the view at their times.  since >= 0: the
- * view hydrates, its groups built from the inputs' contents at the since
- * and their output added there.  *groups keeps the rows by key from one
- * round to the next.  Runs as the view's owner in round.c's
- * subtransaction and writes the view's shard; round.c raises its upper.
+ * updates in [start, end) into the view at their times, through each of
+ * the branch's stages in turn (a stage's differences at a time are the
+ * next's updates at that time; the last's go to the view's shard).
+ * since >= 0: the view hydrates, its groups built from the inputs'
+ * contents at the since and their output added there.  *groups keeps the
+ * stages' rows by key from one round to the next; built again, each
+ * stage's are built from what the stage before gives over its own.  Runs
+ * as the view's owner in round.c's subtransaction and writes the view's
+ * shard; round.c raises its upper.
  */
 void
 dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogObject *v,
 				CatalogObject **in, TupleDesc out_desc, int64 start, int64 end, int64 since)
 {
-	ReduceRound r = {0};
+	List	   *stages = plan->stages != NIL ? plan->stages : list_make1(plan);
+	int			nstages = list_length(stages);
+	ReduceRound *rounds = palloc0(sizeof(ReduceRound) * nstages);
+	ReduceRound *last = &rounds[nstages - 1];
+	TupleDesc	desc = NULL;
+	bool		rebuild;
 	instr_time	work;
-	int			ninputs = list_length(plan->inputs);
 	ListCell   *lc;
 
 	if (*groups != NULL && (since >= 0 || (*groups)->upper != start))
@@ -714,68 +834,72 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 		dataflow_reduce_free(*groups);
 		*groups = NULL;
 	}
-	if (*groups == NULL)
-		*groups = state_create(plan);
-	r.state = *groups;
-	r.text = text;
-	r.inputs = palloc0(sizeof(ReduceInput) * ninputs);
-	foreach(lc, plan->inputs)
+	rebuild = *groups == NULL;
+	foreach(lc, stages)
 	{
-		ViewPlanInput *pin = lfirst(lc);
-		ReduceInput *input = &r.inputs[foreach_current_index(lc)];
-		List	   *keys = NIL;
-		ListCell   *lk;
+		ViewPlan   *stage = lfirst(lc);
+		int			i = foreach_current_index(lc);
+		ReduceState **state = i == 0 ? groups : &rounds[i - 1].state->next;
+		TupleDesc	stage_desc = out_desc;
 
-		view_input_begin(&input->input, plan->qual, pin->row_type);
-		input->row_type = pin->row_type;
-		foreach(lk, pin->keys)
-			keys = lappend(keys, makeTargetEntry(lfirst(lk), foreach_current_index(lk) + 1,
-												 NULL, false));
-		if (keys != NIL)
-			input->keys = ExecBuildProjectionInfo(keys, input->input.econtext,
-												  r.state->key_slot, NULL, input->input.desc);
+		if (rebuild)
+			*state = state_create(stage);
+		else if (*state == NULL)
+			elog(ERROR, "a view's stage %d has no groups", i + 1);
+		if (i < nstages - 1)
+			stage_desc = BlessTupleDesc(ExecTypeFromTL(stage->targetlist));
+		round_begin(&rounds[i], *state, stage, text, desc, stage_desc);
+		rounds[i].stage = i;
+		if (i > 0)
+			rounds[i - 1].next = &rounds[i];
+		desc = stage_desc;
 	}
-	plan_over_rows(&r, plan);
-	r.output.pub.receiveSlot = output_receive;
-	r.output.pub.rStartup = output_startup;
-	r.output.pub.rShutdown = output_shutdown;
-	r.output.pub.rDestroy = output_destroy;
-	r.output.pub.mydest = DestNone;
-	r.output.out = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
-	r.cxt = CurrentMemoryContext;
-	r.per_step = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view step",
-									   ALLOCSET_DEFAULT_SIZES);
-	r.writer = persist_writer_open(v->shard);
+	last->writer = persist_writer_open(v->shard);
 
 	/* from here until the round's end the groups match no upper */
-	if (r.state->upper < 0)
+	if (rebuild)
 	{
-		for (r.current = 0; r.current < ninputs; r.current++)
-			persist_scan_range(in[r.current]->shard, 0, start, collect_update, &r);
-		INSTR_TIME_SET_CURRENT(work);
-		(void) updates_by_group(&r, 0, r.nupdates, NULL);
-		merge_updates(&r, 0, r.nupdates);
-		r.nupdates = 0;
-		dataflow_count_work(work);
+		for (rounds[0].current = 0; rounds[0].current < rounds[0].ninputs; rounds[0].current++)
+			persist_scan_range(in[rounds[0].current]->shard, 0, start, collect_update, &rounds[0]);
+		for (int i = 0; i < nstages; i++)
+		{
+			if (i > 0)
+			{
+				/* (what the stage before gives is its output) */
+				dataflow_count_stage(i - 1);
+				INSTR_TIME_SET_CURRENT(work);
+				emit_all(&rounds[i - 1], 0);
+				dataflow_count_work(work);
+			}
+			dataflow_count_stage(i);
+			INSTR_TIME_SET_CURRENT(work);
+			absorb_updates(&rounds[i]);
+			dataflow_count_work(work);
+		}
 	}
-	r.state->upper = -1;
+	for (int i = 0; i < nstages; i++)
+		rounds[i].state->upper = -1;
+	dataflow_count_stage(nstages - 1);
 	INSTR_TIME_SET_CURRENT(work);
 	if (since >= 0)
-		emit_all(&r, since);
+		emit_all(last, since);
 	dataflow_count_work(work);
-	for (r.current = 0; r.current < ninputs; r.current++)
-		persist_scan_range(in[r.current]->shard, start, end, collect_update, &r);
-	INSTR_TIME_SET_CURRENT(work);
-	run_steps(&r);
-	drop_emptied(&r);
-	dataflow_count_work(work);
-	r.state->upper = end;
-	/* the groups' memory: their rows, keys and table */
-	dataflow_count_state((int64) MemoryContextMemAllocated(r.state->cxt, true));
+	for (rounds[0].current = 0; rounds[0].current < rounds[0].ninputs; rounds[0].current++)
+		persist_scan_range(in[rounds[0].current]->shard, start, end, collect_update, &rounds[0]);
+	for (int i = 0; i < nstages; i++)
+	{
+		dataflow_count_stage(i);
+		INSTR_TIME_SET_CURRENT(work);
+		run_steps(&rounds[i]);
+		drop_emptied(&rounds[i]);
+		dataflow_count_work(work);
+		/* the groups' memory: their rows, keys and table */
+		dataflow_count_state((int64) MemoryContextMemAllocated(rounds[i].state->cxt, true));
+	}
+	for (int i = 0; i < nstages; i++)
+		rounds[i].state->upper = end;
 
-	persist_writer_close(r.writer);
-	MemoryContextDelete(r.per_step);
-	ExecDropSingleTupleTableSlot(r.output.out);
-	for (int i = 0; i < ninputs; i++)
-		view_input_end(&r.inputs[i].input);
+	persist_writer_close(last->writer);
+	for (int i = 0; i < nstages; i++)
+		round_end(&rounds[i]);
 }

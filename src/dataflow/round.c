@@ -203,7 +203,7 @@ run_plan(ViewPlan *plan, CatalogObject *v, CatalogObject *in, TupleDesc out_desc
 	RoundEval	e;
 	TupleTableSlot *out_slot = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
 
-	view_input_begin(&e.input, plan->qual, in->row_type);
+	view_input_begin(&e.input, plan->qual, row_desc(in->row_type));
 	e.project = ExecBuildProjectionInfo(plan->targetlist, e.input.econtext, out_slot, NULL,
 										e.input.desc);
 	e.since = since;
@@ -311,7 +311,7 @@ dataflow_round(DataflowView *view)
 		catalog_check_reader(lfirst(lc));
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, inputs, out_desc, &branch_inputs);
-	dataflow_counts_begin(view->id, inputs, hydrating);
+	dataflow_counts_begin(view->id, plan, inputs, hydrating);
 	if (view->groups == NULL)
 	{
 		view->nbranches = list_length(branch_inputs);
@@ -329,7 +329,7 @@ dataflow_round(DataflowView *view)
 		else
 			run_plan(branch, v, in[0], out_desc, lower, end, hydrating ? since : -1);
 	}
-	dataflow_counts_end(plan);
+	dataflow_counts_end();
 	AtEOXact_GUC(true, level);
 	SetUserIdAndSecContext(saved_user, saved_context);
 	(void) dataflow_round_timer_stop();

@@ -1,9 +1,10 @@
 # Maintained views against an oracle (seeded, reproducible): generated
 # queries over a collection c (filter/map/project; GROUP BY with aggregates
 # and HAVING; aggregates over the whole input; DISTINCT) and over c and a
-# second collection d (inner and left joins on a key, grouped by it or
-# not; UNION ALL), kept current by the maintenance runtime under random
-# inserts, retractions, updates of the join key and rolled-back writes at
+# second collection d (inner and left joins on a key, grouped by it, by
+# other columns (two stages) or by none, DISTINCT or not; UNION ALL), kept
+# current by the maintenance runtime under random inserts, retractions,
+# updates of the join key and of other columns and rolled-back writes at
 # many times (c and d written at the same times).  At every time at or
 # after a view's since, the view read by persist_peek (as_of => t) and by
 # index_peek (an index on the view) equals PostgreSQL's own evaluation of
@@ -60,16 +61,20 @@ my @havings = ('count(*) > 1', 'sum(k) > @', 'min(n) IS NOT NULL', 'max(k) < @')
 sub pick { return $_[ int(rand(@_)) ]; }
 
 # the shapes over c and d: inner and left joins on a key (a.k = b.k or an
-# expression of it), grouped by the key or not; UNION ALL of a query over
-# each
+# expression of it), grouped by the key, by other columns (with HAVING at
+# times), by none, DISTINCT over other columns, or not grouped; UNION ALL
+# of a query over each
 my @jcols = ('a.k', 'a.v', 'a.n', 'b.w', 'b.k', 'a.n + b.k', "coalesce(b.w, 'none')",
 	"a.v || b.w", 'b.k IS NULL');
 my @jaggs = ('count(*)', 'count(b.w)', 'sum(a.n)', 'max(b.w)', 'min(a.v)', 'sum(b.k)');
 my @jpreds = ('a.k > @', "b.w <> 'x'", 'a.n < @', 'b.w IS NULL', "a.v LIKE 'a%'");
+my @jkeys = ('b.w', 'a.v', 'a.n', 'b.k IS NULL', "coalesce(b.w, a.v)", 'a.n + b.k');
+my @jhavings = ('count(*) > 1', 'sum(a.n) > @', 'max(b.w) IS NOT NULL');
 
 sub random_join_query
 {
-	my $shape = shift // pick('join', 'left', 'union', 'joingroup');
+	my $shape = shift // pick('join', 'left', 'union', 'joingroup', 'joinby', 'joinwhole',
+		'joindistinct');
 	my $c = "peek.persist_peek(NULL::orow, 'c'\@AS\@)";
 	my $d = "peek.persist_peek(NULL::drow, 'd'\@AS\@)";
 	if ($shape eq 'union')
@@ -83,11 +88,24 @@ sub random_join_query
 	$on .= " AND b.w <> 'y'" if rand() < 0.3;
 	my $join = ($shape eq 'join' ? 'JOIN' : 'LEFT JOIN');
 	my @cols;
-	if ($shape eq 'joingroup')
+	my $group = '';
+	if ($shape eq 'joingroup' || $shape eq 'joinby' || $shape eq 'joinwhole')
 	{
 		$join = pick('JOIN', 'LEFT JOIN');
-		push @cols, $key;
+		$key = pick(@jkeys) if $shape eq 'joinby';
+		push @cols, $key unless $shape eq 'joinwhole';
 		push @cols, pick(@jaggs) for 1 .. 1 + int(rand(3));
+		$group = " GROUP BY $key" unless $shape eq 'joinwhole';
+		if ($shape eq 'joinby' && rand() < 0.4)
+		{
+			(my $h = pick(@jhavings)) =~ s/@/int(rand(8))/ge;
+			$group .= " HAVING $h";
+		}
+	}
+	elsif ($shape eq 'joindistinct')
+	{
+		$join = pick('JOIN', 'LEFT JOIN');
+		push @cols, pick(@jkeys) for 1 .. 1 + int(rand(2));
 	}
 	else
 	{
@@ -100,8 +118,8 @@ sub random_join_query
 	{
 		($where = ' WHERE ' . pick(@jpreds)) =~ s/@/int(rand(8))/ge;
 	}
-	return 'SELECT ' . join(', ', @cols) . " FROM $c a $join $d b ON $on$where"
-	  . ($shape eq 'joingroup' ? " GROUP BY $key" : '');
+	return 'SELECT ' . ($shape eq 'joindistinct' ? 'DISTINCT ' : '') . join(', ', @cols)
+	  . " FROM $c a $join $d b ON $on$where$group";
 }
 
 # the shapes: plain, grouped (with HAVING at times), aggregates over the
@@ -212,7 +230,8 @@ sub random_row
 }
 
 # One collection's write: inserts, retractions, and updates of the key (a
-# row retracted and inserted again with another k); the model follows
+# row retracted and inserted again with another k) or of its other
+# columns (the same k, the rest drawn again); the model follows
 # unless the write is to be rolled back.
 sub write_sql
 {
@@ -227,7 +246,16 @@ sub write_sql
 		my $r = $rows[ int(rand(@rows)) ];
 		next if $live->{$r} - grep({ $_ eq $r } @del) <= 0;
 		push @del, $r;
-		(my $moved = $r) =~ s/^\(\d+/'(' . int(rand(10))/e;
+		my $moved = $r;
+		if (rand() < 0.5)
+		{
+			$moved =~ s/^\(\d+/'(' . int(rand(10))/e;
+		}
+		else
+		{
+			my ($k) = $r =~ /^\((\d+)/;
+			($moved = random_row($coll)) =~ s/^\(\d+/($k/;
+		}
 		push @ins, $moved if rand() < 0.5;
 	}
 	unless ($rollback)
@@ -259,8 +287,9 @@ write_step() for 1 .. 5;
 my @shapes = ('plain', 'group', 'group', 'whole', 'distinct', 'group', 'plain', undef);
 create_view("v$_", random_query($shapes[ $_ - 1 ])) for 1 .. 8;
 # each join shape at least once, twice the joins
-my @jshapes = ('join', 'left', 'union', 'joingroup', 'join', 'left', undef);
-create_view("j$_", random_join_query($jshapes[ $_ - 1 ])) for 1 .. 7;
+my @jshapes = ('join', 'left', 'union', 'joingroup', 'join', 'left', 'joinby', 'joinby',
+	'joinwhole', 'joindistinct', 'joinby', undef);
+create_view("j$_", random_join_query($jshapes[ $_ - 1 ])) for 1 .. @jshapes;
 $node->safe_psql('postgres',
 	"SELECT peek.create_view('vv', 'SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, ''v1'') WHERE c1 IS NOT NULL')");
 $views{vv} = { oracle => "SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, 'v1', as_of => \@T\@) WHERE c1 IS NOT NULL" };

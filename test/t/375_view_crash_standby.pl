@@ -2,8 +2,10 @@
 # server in the middle of a workload, and on a streaming hot standby.
 # Views over a collection (grouped, filtered, DISTINCT, over the whole
 # input), joins of two collections (inner, left with an extra condition,
-# grouped by the join key; NULL keys) and views over a source (grouped and
-# filtered, times that are commit LSNs), each with an index.  The workload
+# grouped by the join key, grouped by another column or by none: two
+# stages; NULL keys) and views over a source (grouped and filtered, and a
+# self-join grouped by another column; times that are commit LSNs), each
+# with an index.  The workload
 # writes the collections and runs
 # transactions on the captured table (updates of the grouping column,
 # deletes, rollbacks, a TRUNCATE); half-way the server is stopped
@@ -54,6 +56,9 @@ my %views = (
 	vw => [ 'c', "SELECT count(*) AS n, sum(k) AS s, max(v) AS hi FROM peek.persist_peek(NULL::orow, 'c'\@IN\@)" ],
 	sg => [ 'st_src', "SELECT g, count(*) AS n, sum(x) AS s, max(x) AS hi FROM peek.persist_peek(NULL::$src_type, 'st_src'\@IN\@) GROUP BY g" ],
 	sf => [ 'st_src', "SELECT id, x FROM peek.persist_peek(NULL::$src_type, 'st_src'\@IN\@) WHERE x > 20" ],
+	vjr => [ [ 'c', 'dd' ], "SELECT d.w, count(*) AS n, sum(c.n) AS s, min(c.v) AS lo FROM peek.persist_peek(NULL::orow, 'c'\@IN\@) c JOIN peek.persist_peek(NULL::drow, 'dd'\@IN\@) d ON d.k = c.k GROUP BY d.w" ],
+	vlw => [ [ 'c', 'dd' ], "SELECT count(*) AS n, count(c.k) AS m, max(c.n) AS hi FROM peek.persist_peek(NULL::drow, 'dd'\@IN\@) d LEFT JOIN peek.persist_peek(NULL::orow, 'c'\@IN\@) c ON c.k = d.k" ],
+	sjg => [ 'st_src', "SELECT a.g, count(*) AS n, sum(b.x) AS s, max(b.x) AS hi FROM peek.persist_peek(NULL::$src_type, 'st_src'\@IN\@) a JOIN peek.persist_peek(NULL::$src_type, 'st_src'\@IN\@) b ON a.id = b.id GROUP BY a.g" ],
 );
 for my $name (sort keys %views)
 {
@@ -216,7 +221,7 @@ my $views_behind = $primary->safe_psql('postgres', q{
 note "at the crash, $views_behind views behind their inputs";
 $primary->stop('immediate');
 $primary->start;
-ok(poll_until($primary, "SELECT count(*) = 9 FROM peek.views WHERE state = 'ready'", 't', 60),
+ok(poll_until($primary, "SELECT count(*) = " . scalar(keys %views) . " FROM peek.views WHERE state = 'ready'", 't', 60),
 	'after the crash restart the views are ready');
 workload(20);
 check_views($primary, 'after the crash');

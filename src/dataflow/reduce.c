@@ -42,7 +42,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -54,7 +53,6 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -442,11 +440,10 @@ update_row_cmp(const void *a, const void *b)
 }
 
 /*
- * The updates [first, last) put together by group, the groups in the order
- * they first come in (a pass counts each group's updates, one places
- * them), each group's sorted by update_row_cmp: a hydration's updates cost
- * sorts of their groups' sizes, not one sort of them all.  Their groups,
- * each once, in groups (when not NULL): returns how many.
+ * The updates [first, last) put together by group in the order the groups
+ * first come in (a pass counts each group's, one places them), each group's
+ * sorted by update_row_cmp: a hydration sorts its groups, not all updates.
+ * Their groups, each once, in groups (when not NULL): returns how many.
  */
 static int
 updates_by_group(ReduceRound *r, int first, int last, ViewGroup **groups)
@@ -457,9 +454,7 @@ updates_by_group(ReduceRound *r, int first, int last, ViewGroup **groups)
 	int			ngroups = 0;
 	int			at = 0;
 
-	if (n == 0)
-		return 0;
-	order = palloc(sizeof(ViewGroup *) * n);
+	order = groups != NULL ? groups : palloc(sizeof(ViewGroup *) * n);
 	for (int i = first; i < last; i++)
 		if (r->updates[i].group->nupdates++ == 0)
 			order[ngroups++] = r->updates[i].group;
@@ -486,10 +481,9 @@ updates_by_group(ReduceRound *r, int first, int last, ViewGroup **groups)
 			qsort(r->updates + first + at, end - at, sizeof(GroupUpdate), update_row_cmp);
 		at = end;
 		order[g]->nupdates = 0;
-		if (groups != NULL)
-			groups[g] = order[g];
 	}
-	pfree(order);
+	if (groups == NULL)
+		pfree(order);
 	return ngroups;
 }
 

@@ -114,6 +114,7 @@ extern void view_input_end(ViewInput *input);
 
 /* round.c */
 extern bool dataflow_round(DataflowView *view);
+extern bool dataflow_round_outlived_cancel(PeekObjectId view);
 extern bool dataflow_round_timer_stop(void);
 
 /* operators.c: a round's counts by operator, and a hydration's progress */

@@ -776,6 +776,16 @@ view_rounds(void *arg)
 	{
 		DataflowView *view = lfirst(lc);
 
+		if (dataflow_round_outlived_cancel(view->id))
+		{
+			char	   *reason = psprintf("its round ran longer than pg_peek.view_round_timeout (%d ms) and went on when cancelled",
+										  setting_view_round_timeout_ms);
+
+			ereport(LOG,
+					(errmsg("pg_peek object " INT64_FORMAT " failed: %s", view->id, reason)));
+			fail_object(view->id, reason);
+			continue;
+		}
 		(void) object_work(view->id, view_round, view);
 	}
 }

@@ -110,6 +110,28 @@ SELECT peek.write('aother', ARRAY[ROW(1)]::aone[]) AS t \gset
 SELECT count(*) FROM peek.persist_peek(NULL::aone, 'aother', as_of => :t);
 SELECT try($$SELECT * FROM peek.persist_peek(NULL::aslowv, 'aslowv')$$);
 SELECT peek.drop_view('aslowv');
+-- one whose function catches the round's cancel and goes on: the round is
+-- ended (the runtime exits and starts again) and the view fails alone
+CREATE FUNCTION astubborn(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    LOOP
+        BEGIN
+            PERFORM pg_sleep(0.05);
+        EXCEPTION WHEN query_canceled THEN
+            NULL;
+        END;
+    END LOOP;
+END$$;
+SELECT peek.create_view('astubv', $$SELECT astubborn(x) AS x FROM peek.persist_peek(NULL::aone, 'aslows')$$);
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'astubv'$$, 60);
+SELECT state, failure FROM peek.views WHERE name = 'astubv';
+SET statement_timeout = '30s';
+SELECT peek.write('aother', ARRAY[ROW(2)]::aone[]) AS t \gset
+SELECT count(*) FROM peek.persist_peek(NULL::aone, 'aother', as_of => :t);
+RESET statement_timeout;
+SELECT try($$SELECT * FROM peek.persist_peek(NULL::astubv, 'astubv')$$);
+SELECT peek.drop_view('astubv');
+DROP FUNCTION astubborn(int);
 SELECT peek.drop_collection('aslows'), peek.drop_collection('aother');
 DROP FUNCTION aslow(int);
 DROP TYPE aone;

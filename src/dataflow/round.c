@@ -18,7 +18,8 @@
  *	  to the greatest of their sinces landing at it, and folds that into
  *	  the view's base.  Each round's work is counted by operator
  *	  (operators.c); a round that runs past pg_peek.view_round_timeout is
- *	  cancelled, and the view fails.
+ *	  cancelled, and the view fails (one that goes on when cancelled ends
+ *	  the runtime, and the view fails when it starts again).
  *
  *-------------------------------------------------------------------------
  */
@@ -42,6 +43,7 @@
 #include "common/spi.h"
 #include "dataflow/dataflow.h"
 #include "ipc/registry.h"
+#include "ipc/runtime_slots.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 
@@ -89,10 +91,16 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
  * runtime's other objects wait while a view's round runs (a slow function
  * in its query, a huge hydration), so one that runs longer is cancelled as
  * a statement is, and the view fails (dataflow_round_timer_stop tells
- * object_work it was the limit, not a cancel to retry).
+ * object_work it was the limit, not a cancel to retry).  A round that goes
+ * on when cancelled (a function that catches query_canceled and loops) is
+ * ended as the runtime is by SIGTERM once the limit has passed again, and
+ * the view named in the runtime's slot, so that the runtime started again
+ * fails it (round_outlived_cancel) rather than run it again.
  */
 static TimeoutId round_timeout = MAX_TIMEOUTS;
+static TimeoutId round_kill = MAX_TIMEOUTS;
 static volatile sig_atomic_t round_timed_out = false;
+static PeekObjectId round_view = 0;
 
 static void
 round_timeout_handler(void)
@@ -104,14 +112,43 @@ round_timeout_handler(void)
 }
 
 static void
-round_timer_start(void)
+round_kill_handler(void)
+{
+	pg_atomic_write_u64(&runtime_slot(PEEK_RUNTIME_MAINTENANCE)->stuck_view, (uint64) round_view);
+	ProcDiePending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
+static void
+round_timer_start(PeekObjectId view)
 {
 	if (setting_view_round_timeout_ms <= 0)
 		return;
 	if (round_timeout == MAX_TIMEOUTS)
+	{
 		round_timeout = RegisterTimeout(USER_TIMEOUT, round_timeout_handler);
+		round_kill = RegisterTimeout(USER_TIMEOUT, round_kill_handler);
+	}
 	round_timed_out = false;
+	round_view = view;
 	enable_timeout_after(round_timeout, setting_view_round_timeout_ms);
+	enable_timeout_after(round_kill, setting_view_round_timeout_ms > INT_MAX / 2 ?
+						 INT_MAX : setting_view_round_timeout_ms * 2);
+}
+
+/*
+ * Whether a view's round outlived its cancel before the runtime's last
+ * exit (the slot forgets it: were failing the view to fail, its next
+ * round would be ended again).
+ */
+static bool
+round_outlived_cancel(PeekObjectId view)
+{
+	uint64		expected = (uint64) view;
+
+	return pg_atomic_compare_exchange_u64(&runtime_slot(PEEK_RUNTIME_MAINTENANCE)->stuck_view,
+										  &expected, 0);
 }
 
 /* The round's timer stopped; whether it ran out. */
@@ -121,7 +158,10 @@ dataflow_round_timer_stop(void)
 	bool		timed_out = round_timed_out;
 
 	if (round_timeout != MAX_TIMEOUTS)
+	{
 		disable_timeout(round_timeout, false);
+		disable_timeout(round_kill, false);
+	}
 	if (timed_out)
 		QueryCancelPending = false; /* (ours: not acted on if the round ended) */
 	round_timed_out = false;
@@ -253,6 +293,11 @@ dataflow_round(DataflowView *view)
 	v = catalog_object_in(objects, view->id);
 	if (v == NULL || v->failure != NULL)
 		return false;
+	if (round_outlived_cancel(view->id))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("its round ran longer than pg_peek.view_round_timeout (%d ms) and went on when cancelled",
+						setting_view_round_timeout_ms)));
 	for (int i = 0; i < view->ninputs; i++)
 	{
 		CatalogObject *in = catalog_object_in(objects, view->inputs[i]);
@@ -299,7 +344,7 @@ dataflow_round(DataflowView *view)
 	 * rights, never the runtime's.  The subtransaction's abort restores
 	 * the user and settings after an error.
 	 */
-	round_timer_start();
+	round_timer_start(view->id);
 	GetUserIdAndSecContext(&saved_user, &saved_context);
 	SetUserIdAndSecContext(view->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);

@@ -62,6 +62,7 @@ runtime_slots_shmem_init(void)
 		for (int k = 0; k < PEEK_DURATION_KINDS; k++)
 			for (int b = 0; b < PEEK_DURATION_BUCKETS; b++)
 				pg_atomic_init_u64(&rt->durations[k][b], 0);
+		pg_atomic_init_u64(&rt->stuck_view, 0);
 	}
 }
 

@@ -82,6 +82,8 @@ typedef struct RuntimeSlot
 	PeekQueue  *commands;		/* PeekCommand from committed transactions */
 	pg_atomic_uint64 counters[RC_NUM_COUNTERS];
 	pg_atomic_uint64 durations[PEEK_DURATION_KINDS][PEEK_DURATION_BUCKETS];
+	/* maintenance: the view whose round went on when cancelled, or 0 */
+	pg_atomic_uint64 stuck_view;
 } RuntimeSlot;
 
 extern Size runtime_slots_shmem_size(void);

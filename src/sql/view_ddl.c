@@ -120,8 +120,10 @@ times_are_lsns(CatalogObject *obj)
 
 /*
  * A view's inputs, each checked (it exists, the user may read it, the
- * query reads it as its row type) and row-locked (a drop of it waits for
- * this transaction, or it for the drop); they share one time line.
+ * query reads it as its row type) and row-locked against drops (a drop of
+ * it waits for this transaction, or it for the drop), not against writers:
+ * a transaction that made a view and is still open holds up neither the
+ * inputs' writers nor a source's capture; they share one time line.
  */
 static void
 check_inputs(ViewPlan *plan, List *names)
@@ -132,7 +134,7 @@ check_inputs(ViewPlan *plan, List *names)
 
 	foreach(lc, names)
 	{
-		CatalogObject *input = catalog_lookup(lfirst(lc), PEEK_KIND_COLLECTION, CATALOG_WRITE);
+		CatalogObject *input = catalog_lookup(lfirst(lc), PEEK_KIND_COLLECTION, CATALOG_KEEP);
 
 		catalog_check_reader(input);
 		if (first == NULL)

@@ -486,6 +486,9 @@ catalog_lookup(const char *name, char kind, CatalogLock lock)
 
 	switch (lock)
 	{
+		case CATALOG_KEEP:
+			query = "SELECT " OBJECT_COLUMNS " FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1 FOR KEY SHARE";
+			break;
 		case CATALOG_WRITE:
 			query = "SELECT " OBJECT_COLUMNS " FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE";
 			break;

@@ -38,6 +38,7 @@ typedef struct CatalogObject
 typedef enum CatalogLock
 {
 	CATALOG_READ,				/* no lock */
+	CATALOG_KEEP,				/* kept from drops; writers go on */
 	CATALOG_WRITE,				/* writers of one collection serialize */
 	CATALOG_DROP				/* conflicts with writers and compaction */
 } CatalogLock;

@@ -275,7 +275,7 @@ compact_whole(ShardWriter *w, ShardBase *b, int64 since, int64 new_base_time)
 	shard_tid_list_init(&tids);
 	shard_cursor_open_heap(&c, b, PG_INT64_MIN, since);
 	while (shard_cursor_next(&c, &time, &diff, &row))
-		shard_tid_list_add(&tids, &b->slot->tts_tid);
+		shard_tid_list_add(&tids, c.tid);
 	shard_cursor_close(&c);
 	for (int64 i = 0; i < tids.n; i++)
 		delete_replaced(w->rel, &tids.tids[i], b->snapshot);

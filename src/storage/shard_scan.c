@@ -11,7 +11,6 @@
 #include "postgres.h"
 
 #include "access/heapam.h"
-#include "access/nbtree.h"
 #include "miscadmin.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -94,58 +93,6 @@ shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 	c->heap = table_beginscan(b->rel, b->snapshot, 0, NULL);
 	c->lower = lower;
 	c->upto = upto;
-}
-
-/*
- * The block of the first or the last base row the time index has (in
- * direction dir): of equal times it orders the rows by their tids, the
- * heap's order.  false if the snapshot sees no base row.
- */
-static bool
-base_block_edge(ShardBase *b, ScanDirection dir, BlockNumber *block)
-{
-	ScanKeyData key;
-	IndexScanDesc scan;
-	bool		found;
-
-	ScanKeyInit(&key, 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(BASE_TIME));
-	scan = index_beginscan(b->rel, b->time_index, b->snapshot, 1, 0);
-	index_rescan(scan, &key, 1, NULL, 0);
-	found = index_getnext_slot(scan, dir, b->slot);
-	if (found)
-		*block = ItemPointerGetBlockNumber(&b->slot->tts_tid);
-	index_endscan(scan);
-	return found;
-}
-
-/*
- * The base rows, by a heap scan of the blocks from the first base row to
- * the last (the time index tells where they are): a fold writes them
- * together, after the history and the space the rows it replaced free, and
- * the scan reads neither.  With a time index that does not order equal
- * times by tid (one from before btree version 4) every block is read.
- */
-void
-shard_cursor_open_base(ShardCursor *c, ShardBase *b)
-{
-	bool		heapkeyspace;
-	bool		allequalimage;
-	BlockNumber first;
-	BlockNumber last;
-
-	memset(c, 0, sizeof(ShardCursor));
-	c->b = b;
-	/* not a synchronized scan: it starts at the first base row's block */
-	c->heap = table_beginscan_strat(b->rel, b->snapshot, 0, NULL, true, false);
-	c->lower = PG_INT64_MIN;
-	c->upto = BASE_TIME;
-	_bt_metaversion(b->time_index, &heapkeyspace, &allequalimage);
-	if (!heapkeyspace)
-		return;
-	if (!base_block_edge(b, ForwardScanDirection, &first))
-		heap_setscanlimits(c->heap, 0, 0);
-	else if (base_block_edge(b, BackwardScanDirection, &last) && last >= first)
-		heap_setscanlimits(c->heap, first, last - first + 1);
 }
 
 /* The rows an index scan with these keys finds, in index order. */

@@ -145,8 +145,7 @@ uncount_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, vo
  * before the base's, the history rows after it taken out; a row with flagged base rows -- a negative count or one out of
  * bigint's range, stored in parts -- gets its whole count from the base now
  * (flagged).  Then the base is streamed (a limited walk through the time
- * index, a full one through the heap blocks between its first and last
- * rows): a row with recent updates is
+ * index, a full one through the heap): a row with recent updates is
  * emitted with its count at time, a flagged one once with its whole
  * count, any other -- nearly all -- as its base row says (see touch_base
  * for how they are told apart).
@@ -196,7 +195,7 @@ walk_base_begin(PersistWalk *w, Oid row_type, int64 time, int64 limit)
 		shard_cursor_open_times(&w->base, b, b->time_index, 1, &strategy, &bound);
 	}
 	else if (limit < 0)
-		shard_cursor_open_base(&w->base, b);
+		shard_cursor_open_heap(&w->base, b, PG_INT64_MIN, BASE_TIME);
 }
 
 /* A base row's count at the walk's time: as stored, or adjusted. */

@@ -154,7 +154,9 @@ RETURNS void AS 'MODULE_PATHNAME', 'peek_create_view' LANGUAGE C;
 CREATE FUNCTION peek.drop_view(name text)
 RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_view' LANGUAGE C;
 
--- lag: how many times the view trails its input's upper
+-- lag: how many times the view trails the least of its inputs' uppers;
+-- while it hydrates, how many of its inputs' rows it has read and how
+-- many there are (estimated from their shards until all are read)
 CREATE VIEW peek.views WITH (security_barrier) AS
 SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
@@ -164,17 +166,39 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        peek.collection_rows(o.name) AS rows,
        greatest(r.since, o.since) AS since, greatest(r.upper, u.upper) AS upper,
        greatest(i.upper OPERATOR(pg_catalog.-) greatest(r.upper, u.upper), 0) AS lag,
-       o.allowed_since, o.shard, o.created_at
+       o.allowed_since, o.shard, o.created_at,
+       CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
+            THEN r.hydrated_rows END AS hydration_rows_read,
+       CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
+            THEN r.hydration_total END AS hydration_rows_total
   FROM peek.objects o
   CROSS JOIN LATERAL (SELECT coalesce(max(x.upper), 0) AS upper FROM peek.uppers x
                        WHERE x.object = o.id OPERATOR(pg_catalog.&) 4294967295) u
-  CROSS JOIN LATERAL (SELECT coalesce(max(x.upper), 0) AS upper
-                        FROM peek.objects c JOIN peek.uppers x
-                          ON x.object = c.id OPERATOR(pg_catalog.&) 4294967295
-                       WHERE c.name OPERATOR(pg_catalog.=) ANY (o.inputs)) i
+  CROSS JOIN LATERAL (SELECT coalesce(min(m.upper), 0) AS upper
+                        FROM (SELECT max(x.upper) AS upper
+                                FROM peek.objects c JOIN peek.uppers x
+                                  ON x.object = c.id OPERATOR(pg_catalog.&) 4294967295
+                               WHERE c.name OPERATOR(pg_catalog.=) ANY (o.inputs)
+                               GROUP BY c.id) m) i
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
  WHERE o.kind = 'v' AND peek.visible(o.owner);
 GRANT SELECT ON peek.views TO PUBLIC;
+
+-- what each maintained view's operators did: the rows into and out of
+-- each, the state it keeps (a grouped view's groups), the time spent in
+-- it; counted by the maintenance runtime since the view was made or the
+-- server started
+CREATE FUNCTION peek.operator_status(
+    OUT id bigint, OUT operator integer, OUT kind text, OUT rows_in bigint,
+    OUT rows_out bigint, OUT bytes bigint, OUT time_ms double precision)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_operator_status' LANGUAGE C;
+
+CREATE VIEW peek.dataflow_operators WITH (security_barrier) AS
+SELECT o.name AS view, s.operator, s.kind, s.rows_in, s.rows_out, s.bytes, s.time_ms
+  FROM peek.operator_status() s
+  JOIN peek.objects o ON o.id = s.id
+ WHERE o.kind = 'v' AND peek.visible(o.owner);
+GRANT SELECT ON peek.dataflow_operators TO PUBLIC;
 
 -- the views that name an object's kind know views (peek.replication's
 -- is above)

@@ -43,3 +43,33 @@ BEGIN
                    (SELECT since FROM peek.collections WHERE name = coll)) INTO n;
     RETURN n;
 END $$;
+
+-- view_mismatches(got, want, times): the times in the array at which two
+-- queries (@T@ in them: the time) give different multisets of rows
+-- (EXCEPT ALL both ways); the maintained views' tests compare a view with
+-- its query over its inputs at each time.  view_mismatches(got, want, t0,
+-- t1): at every time in [t0, t1].  TAP 370_view_oracle and
+-- 375_view_crash_standby run this file too.
+CREATE FUNCTION view_mismatches(got text, want text, times bigint[])
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    bad text := '';
+    g text;
+    w text;
+    n bigint;
+    t bigint;
+BEGIN
+    FOREACH t IN ARRAY times LOOP
+        g := replace(got, '@T@', t::text);
+        w := replace(want, '@T@', t::text);
+        EXECUTE format('SELECT count(*) FROM (((%s) EXCEPT ALL (%s)) UNION ALL ((%s) EXCEPT ALL (%s))) d',
+                       g, w, w, g) INTO n;
+        IF n > 0 THEN
+            bad := bad || t || ' ';
+        END IF;
+    END LOOP;
+    RETURN bad;
+END $$;
+CREATE FUNCTION view_mismatches(got text, want text, t0 bigint, t1 bigint)
+RETURNS text LANGUAGE sql
+RETURN view_mismatches(got, want, ARRAY(SELECT generate_series(t0, t1)));

@@ -142,7 +142,7 @@ SELECT count(*) FROM peek.persist_peek(NULL::tx_row, 'tx', as_of => 0);
 
 -- dropped objects leave no registry entries behind
 SELECT peek.drop_collection('tx');
-SELECT wait_for($$SELECT count(*) = 0 FROM peek.registry_status() WHERE dropped$$);
+SELECT wait_for($$SELECT count(*) = 0 FROM peek.registry_status()$$);
 SELECT count(*) FROM peek.registry_status();
 
 -- a query cancel does not stop a runtime

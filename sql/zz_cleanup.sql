@@ -1,2 +1,3 @@
 -- Drop what sql/00_helpers.sql made.
-DROP FUNCTION try(text), wait_for(text, int), shard_rows(text), shard_updates(text);
+DROP FUNCTION try(text), wait_for(text, int), shard_rows(text), shard_updates(text),
+    view_mismatches(text, text, bigint, bigint), view_mismatches(text, text, bigint[]);

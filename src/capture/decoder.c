@@ -189,12 +189,15 @@ decoder_undecodable(Form_pg_class rel)
 	return NULL;
 }
 
-/* The source fails at this transaction: none of its updates are kept. */
+/*
+ * The source fails at this transaction: none of its updates are kept.  The
+ * reason is kept with them (the callback's memory does not outlast it).
+ */
 static void
 fail_at(DecodedChanges *changes, ReorderBufferTXN *txn, char *failure)
 {
 	changes->n = changes->txn_start;
-	changes->failure = failure;
+	changes->failure = MemoryContextStrdup(changes->cxt, failure);
 	changes->failed_at = (int64) txn->final_lsn;
 }
 

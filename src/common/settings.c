@@ -27,6 +27,7 @@ bool		setting_interactive = true;
 int			setting_max_memory_kb = 1024 * 1024;
 int			setting_max_result_kb = 256 * 1024;
 int			setting_runtime_wait_ms = 10000;
+int			setting_view_round_timeout_ms = 60000;
 int			setting_isolation = PEEK_ISOLATION_SERIALIZABLE;
 bool		setting_fast_path = true;
 int			setting_maintenance_nice = 5;
@@ -91,6 +92,20 @@ settings_define(void)
 							0,
 							INT_MAX,
 							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_peek.view_round_timeout",
+							"How long one round of a maintained view may run before the view fails.",
+							"A round runs the view's query over its inputs' new updates in the maintenance "
+							"runtime, ahead of every other object's maintenance: a view whose round runs "
+							"longer (a slow function in its query, a hydration of a very large input) "
+							"fails alone instead of holding the others back. 0: no limit.",
+							&setting_view_round_timeout_ms,
+							60000,
+							0,
+							INT_MAX,
+							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 

@@ -46,6 +46,7 @@ extern bool setting_interactive;
 extern int	setting_max_memory_kb;
 extern int	setting_max_result_kb;
 extern int	setting_runtime_wait_ms;
+extern int	setting_view_round_timeout_ms;
 extern int	setting_isolation;
 extern bool setting_fast_path;
 extern int	setting_maintenance_nice;

@@ -3,8 +3,10 @@
  * input.c
  *	  A view's input rows as a round reads them: each update as its shard
  *	  stores it, unpacked into the input's row type and put through the
- *	  view's WHERE by PostgreSQL's expression executor.  Both kinds of
- *	  round (round.c's filter and map, reduce.c's groups) read through it.
+ *	  view's WHERE (a view of one input) by PostgreSQL's expression
+ *	  executor, and counted as its input operator's (operators.c).  Both
+ *	  kinds of round (round.c's filter and map, reduce.c's rows by key)
+ *	  read each input through it.
  *
  *	  Must not write: the rounds decide what the rows become.
  *
@@ -19,14 +21,13 @@
 #include "dataflow/dataflow.h"
 
 void
-view_input_begin(ViewInput *input, ViewPlan *plan, Oid row_type)
+view_input_begin(ViewInput *input, Node *qual, Oid row_type)
 {
 	input->desc = row_desc(row_type);
 	input->template = row_header_template(input->desc);
 	input->slot = MakeSingleTupleTableSlot(input->desc, &TTSOpsHeapTuple);
 	input->econtext = CreateStandaloneExprContext();
-	input->qual = ExecInitQual(plan->qual ? make_ands_implicit((Expr *) plan->qual) : NIL,
-							   NULL);
+	input->qual = ExecInitQual(qual ? make_ands_implicit((Expr *) qual) : NIL, NULL);
 }
 
 /*
@@ -38,11 +39,15 @@ view_input_begin(ViewInput *input, ViewPlan *plan, Oid row_type)
 bool
 view_input_row(ViewInput *input, Datum stored, Datum *row)
 {
+	bool		passed;
+
 	*row = row_from_shard(input->desc, input->template, stored);
 	row_tuple(DatumGetHeapTupleHeader(*row), &input->tuple);
 	ExecStoreHeapTuple(&input->tuple, input->slot, false);
 	input->econtext->ecxt_scantuple = input->slot;
-	return ExecQual(input->qual, input->econtext);
+	passed = ExecQual(input->qual, input->econtext);
+	dataflow_count_input(passed);
+	return passed;
 }
 
 void

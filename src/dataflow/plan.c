@@ -2,19 +2,24 @@
  *
  * plan.c
  *	  A maintained view's query, analyzed by PostgreSQL and checked against
- *	  what the operators support: one input, peek.persist_peek(NULL::t,
- *	  'name') in FROM (a collection or a view, its columns under its row
- *	  type's attribute names), filtered by WHERE, mapped
- *	  and projected by the select list, and either grouped (GROUP BY, the
+ *	  what the operators support: inputs peek.persist_peek(NULL::t, 'name')
+ *	  in FROM (a collection or a view, its columns under its row type's
+ *	  attribute names) or captured tables (read as their sources:
+ *	  sources.c), one or several joined by inner and left joins on one
+ *	  equality key across all of them, filtered by WHERE, mapped and
+ *	  projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
- *	  HAVING) or made DISTINCT, with immutable expressions only and no
- *	  function or type of a temporary schema.  The grouping keys are found
- *	  here with the operators that tell groups apart (reduce.c keeps the
- *	  groups).  Anything else is refused with 0A000 naming the construct.  The
+ *	  HAVING) or made DISTINCT (over a join, only by keys that include its
+ *	  join key); or a UNION ALL of such queries; with immutable expressions
+ *	  only and no function or type of a temporary schema.  The keys by
+ *	  which reduce.c keeps each input's rows are found here (a grouping's
+ *	  keys, or a join's key), with the operator that tells them apart.
+ *	  Anything else is refused with 0A000 naming the construct.  The
  *	  backend plans the user's text at create_view (in the user's
  *	  search_path and privileges) and keeps it written out schema-qualified
  *	  (dataflow_plan_text); the maintenance runtime plans that text again
- *	  for each round, under the view owner's privileges.
+ *	  for each round, under the view owner's privileges, and plans its
+ *	  expressions for the executor (dataflow_plan_expressions).
  *
  *	  Must not read or write tables: round.c runs the plan.
  *
@@ -29,10 +34,12 @@
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/pathnodes.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parse_func.h"
 #include "parser/parser.h"
+#include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -49,10 +56,11 @@ refuse(const char *construct)
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("maintained views do not support %s", construct),
-			 errdetail("A maintained view reads one input, peek.persist_peek(NULL::t, 'name') in FROM, "
+			 errdetail("A maintained view reads inputs peek.persist_peek(NULL::t, 'name') in FROM, "
+					   "joined by inner or left joins on one equality key across all of them, "
 					   "filters (WHERE), maps and projects its rows with immutable expressions, "
 					   "and may group them (GROUP BY, count, sum, avg, min, max, bool_and, bool_or, every, HAVING) "
-					   "or make them DISTINCT.")));
+					   "or make them DISTINCT; or is a UNION ALL of such queries.")));
 }
 
 /* peek.persist_peek(anyelement, text, bigint, bigint), or InvalidOid */
@@ -223,21 +231,16 @@ check_input_columns(RangeTblEntry *rte, Oid row_type)
 	ReleaseTupleDesc(desc);
 }
 
-/* The input call in FROM: peek.persist_peek(NULL::t, 'name'). */
+/* An input in FROM: peek.persist_peek(NULL::t, 'name'). */
 static void
-check_input(Query *query, ViewPlan *plan)
+check_input(RangeTblEntry *rte, Index rtindex, ViewPlan *plan)
 {
-	RangeTblEntry *rte;
 	RangeTblFunction *rtfunc;
 	FuncExpr   *call;
 	Const	   *args[2] = {NULL, NULL};
+	ViewPlanInput *input = palloc0(sizeof(ViewPlanInput));
 	ListCell   *lc;
 
-	if (query->rtable == NIL || query->jointree->fromlist == NIL)
-		refuse("a query without an input in FROM");
-	if (list_length(query->rtable) != 1 || list_length(query->jointree->fromlist) != 1)
-		refuse("joins (a view reads one input)");
-	rte = linitial_node(RangeTblEntry, query->rtable);
 	switch (rte->rtekind)
 	{
 		case RTE_FUNCTION:
@@ -280,35 +283,425 @@ check_input(Query *query, ViewPlan *plan)
 	if (args[0] == NULL || args[1] == NULL || args[1]->constisnull ||
 		args[1]->consttype != TEXTOID)
 		refuse("an input named by an expression (name it with constants: peek.persist_peek(NULL::t, 'name'))");
-	plan->input = TextDatumGetCString(args[1]->constvalue);
-	plan->input_type = args[0]->consttype;
-	check_input_columns(rte, plan->input_type);
+	input->name = TextDatumGetCString(args[1]->constvalue);
+	input->row_type = args[0]->consttype;
+	input->rtindex = rtindex;
+	check_input_columns(rte, input->row_type);
+	plan->inputs = lappend(plan->inputs, input);
+}
+
+/* An equality in a join's ON or in WHERE, a candidate join key. */
+typedef struct JoinEquality
+{
+	OpExpr	   *op;
+	Relids		preserved;		/* a left join's ON: its preserved side */
+} JoinEquality;
+
+/* A join condition or WHERE: checked, its equalities collected. */
+static void
+walk_quals(Node *quals, Relids preserved, List **equalities)
+{
+	ListCell   *lc;
+
+	check_expressions(quals);
+	foreach(lc, make_ands_implicit((Expr *) quals))
+	{
+		JoinEquality *eq;
+
+		if (!IsA(lfirst(lc), OpExpr) || list_length(((OpExpr *) lfirst(lc))->args) != 2)
+			continue;
+		eq = palloc(sizeof(JoinEquality));
+		eq->op = lfirst(lc);
+		eq->preserved = preserved;
+		*equalities = lappend(*equalities, eq);
+	}
+}
+
+/* The range table indexes of the inputs under a FROM item. */
+static Relids
+inputs_under(Node *node)
+{
+	Relids		inputs = NULL;
+	ListCell   *lc;
+
+	if (IsA(node, RangeTblRef))
+		return bms_make_singleton(((RangeTblRef *) node)->rtindex);
+	if (IsA(node, JoinExpr))
+		return bms_union(inputs_under(((JoinExpr *) node)->larg),
+						 inputs_under(((JoinExpr *) node)->rarg));
+	foreach(lc, castNode(FromExpr, node)->fromlist)
+		inputs = bms_add_members(inputs, inputs_under(lfirst(lc)));
+	return inputs;
+}
+
+/* The range table indexes of the inputs a left join under a FROM item may NULL-extend. */
+static Relids
+nullable_under(Node *node)
+{
+	Relids		inputs = NULL;
+	ListCell   *lc;
+
+	if (IsA(node, RangeTblRef))
+		return NULL;
+	if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *join = (JoinExpr *) node;
+
+		return bms_union(nullable_under(join->larg),
+						 join->jointype == JOIN_LEFT ? inputs_under(join->rarg) :
+						 nullable_under(join->rarg));
+	}
+	foreach(lc, castNode(FromExpr, node)->fromlist)
+		inputs = bms_add_members(inputs, nullable_under(lfirst(lc)));
+	return inputs;
 }
 
 /*
- * Parse and analyze a view's query in the current search_path and
- * privileges, and check it; raises 0A000 naming what is not supported.
+ * FROM: its inputs, in inner and left joins, their conditions and WHERE
+ * checked and their equalities collected.  An equality in a left join's
+ * ON between two inputs of its preserved side joins nothing (the rows of
+ * that side stay either way), so it is kept with that side to be left
+ * out of the join key.
  */
-ViewPlan *
-dataflow_plan(const char *text)
+static void
+walk_from(Query *query, Node *node, ViewPlan *plan, List **equalities)
 {
-	List	   *raw = raw_parser(text, RAW_PARSE_DEFAULT);
-	RawStmt    *stmt;
-	Query	   *query;
-	ViewPlan   *plan = palloc0(sizeof(ViewPlan));
 	ListCell   *lc;
 
-	if (list_length(raw) != 1)
-		refuse("more than one statement");
-	stmt = linitial_node(RawStmt, raw);
-	if (!IsA(stmt->stmt, SelectStmt))
-		refuse("statements other than SELECT");
-	if (((SelectStmt *) stmt->stmt)->intoClause != NULL)
-		refuse("SELECT INTO");
-	/* (analysis keeps no row mark for a function in FROM) */
-	if (((SelectStmt *) stmt->stmt)->lockingClause != NIL)
-		refuse("FOR UPDATE or FOR SHARE");
-	query = parse_analyze_fixedparams(stmt, text, NULL, 0, NULL);
+	if (IsA(node, RangeTblRef))
+	{
+		Index		rtindex = ((RangeTblRef *) node)->rtindex;
+
+		check_input(rt_fetch(rtindex, query->rtable), rtindex, plan);
+	}
+	else if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *join = (JoinExpr *) node;
+
+		if (join->jointype == JOIN_FULL)
+			refuse("FULL JOIN");
+		if (join->jointype == JOIN_RIGHT)
+			refuse("RIGHT JOIN (write it as a LEFT JOIN)");
+		if (join->jointype != JOIN_INNER && join->jointype != JOIN_LEFT)
+			refuse("this kind of join");
+		walk_from(query, join->larg, plan, equalities);
+		walk_from(query, join->rarg, plan, equalities);
+		walk_quals(join->quals, join->jointype == JOIN_LEFT ? inputs_under(join->larg) : NULL,
+				   equalities);
+	}
+	else if (IsA(node, FromExpr))
+	{
+		foreach(lc, ((FromExpr *) node)->fromlist)
+			walk_from(query, lfirst(lc), plan, equalities);
+		walk_quals(((FromExpr *) node)->quals, NULL, equalities);
+	}
+	else
+		refuse("this kind of FROM item");
+}
+
+/* The input an expression reads (its place in plan->inputs), or -1: none or several. */
+static int
+expr_input(ViewPlan *plan, Node *expr)
+{
+	int			found = -1;
+	ListCell   *lc;
+
+	foreach(lc, pull_var_clause(expr, 0))
+	{
+		Var		   *var = lfirst_node(Var, lc);
+		int			input = -1;
+		ListCell   *li;
+
+		foreach(li, plan->inputs)
+			if (((ViewPlanInput *) lfirst(li))->rtindex == var->varno)
+				input = foreach_current_index(li);
+		if (input < 0 || (found >= 0 && input != found))
+			return -1;
+		found = input;
+	}
+	return found;
+}
+
+/*
+ * An equality between expressions over two inputs, of one type.  One in a
+ * left join's ON holds only where its nullable side has a row: it joins a
+ * preserved input's key to a nullable one's, never two preserved inputs'
+ * keys through a nullable one (a JOIN b ON a.j = b.j LEFT JOIN c ON c.k =
+ * a.k AND c.k = b.k pairs rows of a and b of different k), so it adds no
+ * member of its preserved side to a class.
+ */
+typedef struct KeyEdge
+{
+	int			input[2];
+	Node	   *expr[2];
+	bool		adds[2];		/* may add this side's member to a class */
+	Oid			opno;
+	Oid			collation;
+} KeyEdge;
+
+/* A key of a join: an input's expression in a class of equal ones. */
+typedef struct KeyMember
+{
+	int			input;
+	Node	   *expr;
+} KeyMember;
+
+static bool
+key_member(List *members, int input, Node *expr)
+{
+	ListCell   *lc;
+
+	foreach(lc, members)
+		if (((KeyMember *) lfirst(lc))->input == input &&
+			equal(((KeyMember *) lfirst(lc))->expr, expr))
+			return true;
+	return false;
+}
+
+static List *
+key_add(List *members, int input, Node *expr)
+{
+	KeyMember  *m = palloc(sizeof(KeyMember));
+
+	m->input = input;
+	m->expr = expr;
+	return lappend(members, m);
+}
+
+/* The expressions its seed's equalities under the same operator make equal. */
+static List *
+key_class(KeyEdge *edges, int nedges, KeyEdge *seed)
+{
+	List	   *members = key_add(key_add(NIL, seed->input[0], seed->expr[0]),
+								  seed->input[1], seed->expr[1]);
+	bool		grew = true;
+
+	while (grew)
+	{
+		grew = false;
+		for (int e = 0; e < nedges; e++)
+			for (int side = 0; side < 2; side++)
+				if (edges[e].opno == seed->opno && edges[e].collation == seed->collation &&
+					edges[e].adds[1 - side] &&
+					key_member(members, edges[e].input[side], edges[e].expr[side]) &&
+					!key_member(members, edges[e].input[1 - side], edges[e].expr[1 - side]))
+				{
+					members = key_add(members, edges[e].input[1 - side], edges[e].expr[1 - side]);
+					grew = true;
+				}
+	}
+	return members;
+}
+
+/* An expression of a join key as a message names it. */
+static char *
+key_name(Query *query, Node *expr)
+{
+	Var		   *var = (Var *) expr;
+	RangeTblEntry *rte;
+
+	if (!IsA(expr, Var))
+		return "(an expression)";
+	rte = rt_fetch(var->varno, query->rtable);
+	return psprintf("%s.%s", rte->eref->aliasname,
+					strVal(list_nth(rte->eref->colnames, var->varattno - 1)));
+}
+
+/*
+ * The key each input's rows are kept by in a join: one class of
+ * expressions the join's equalities make equal, one of each input, so
+ * that an output row depends only on the inputs' rows with its key
+ * (reduce.c runs the query over the rows of the keys a time touches).
+ * Returns the class's expressions.
+ */
+static List *
+join_keys(Query *query, ViewPlan *plan, List *equalities)
+{
+	KeyEdge    *edges = palloc(sizeof(KeyEdge) * Max(1, list_length(equalities)));
+	int			nedges = 0;
+	char	   *mismatch = NULL;
+	ListCell   *lc;
+
+	foreach(lc, equalities)
+	{
+		JoinEquality *eq = lfirst(lc);
+		KeyEdge    *edge = &edges[nedges];
+		Oid			type;
+
+		for (int side = 0; side < 2; side++)
+		{
+			edge->expr[side] = flatten_join_alias_vars(query, list_nth(eq->op->args, side));
+			edge->input[side] = expr_input(plan, edge->expr[side]);
+		}
+		type = exprType(edge->expr[0]);
+		if (edge->input[0] < 0 || edge->input[1] < 0 || edge->input[0] == edge->input[1])
+			continue;
+		for (int side = 0; side < 2; side++)
+			edge->adds[side] =
+				!bms_is_member(list_nth_node(ViewPlanInput, plan->inputs, edge->input[side])->rtindex,
+							   eq->preserved);
+		if (!edge->adds[0] && !edge->adds[1])
+			continue;
+		if (type != exprType(edge->expr[1]))
+		{
+			mismatch = psprintf("a join condition between types %s and %s (cast one side)",
+								format_type_be(type), format_type_be(exprType(edge->expr[1])));
+			continue;
+		}
+		if (!op_hashjoinable(eq->op->opno, type))
+			continue;
+		edge->opno = eq->op->opno;
+		edge->collation = eq->op->inputcollid;
+		nedges++;
+	}
+	for (int seed = 0; seed < nedges; seed++)
+	{
+		List	   *members = key_class(edges, nedges, &edges[seed]);
+		ListCell   *li;
+		bool		covers = true;
+
+		foreach(li, plan->inputs)
+		{
+			ViewPlanInput *input = lfirst(li);
+			ListCell   *lm;
+
+			input->keys = NIL;
+			foreach(lm, members)
+				if (input->keys == NIL &&
+					((KeyMember *) lfirst(lm))->input == foreach_current_index(li))
+					input->keys = list_make1(((KeyMember *) lfirst(lm))->expr);
+			covers &= input->keys != NIL;
+		}
+		if (covers)
+		{
+			plan->key_eqops = list_make1_oid(edges[seed].opno);
+			plan->key_collations = list_make1_oid(edges[seed].collation);
+			return members;
+		}
+	}
+	if (mismatch != NULL)
+		refuse(mismatch);
+	refuse(nedges == 0 ?
+		   "joins without an equality between their inputs (cross joins, conditions other than =)" :
+		   "joins on more than one key (every input must be joined on one key: a.k = b.k = c.k)");
+	return NIL;
+}
+
+/*
+ * GROUP BY or DISTINCT over a join: a group's rows must all have one join
+ * key, so that its output depends on that key's rows only: one of the
+ * keys is the join key of an input that no left join NULL-extends (the
+ * NULL-extended rows of all keys would share a group).
+ */
+static void
+check_grouped_join(Query *query, ViewPlan *plan, List *members)
+{
+	Relids		nullable = nullable_under((Node *) query->jointree);
+	List	   *preserved = NIL;
+	ListCell   *lc;
+
+	foreach(lc, members)
+		if (!bms_is_member(list_nth_node(ViewPlanInput, plan->inputs,
+										 ((KeyMember *) lfirst(lc))->input)->rtindex, nullable))
+			preserved = lappend(preserved, ((KeyMember *) lfirst(lc))->expr);
+	if (query->groupClause == NIL && query->distinctClause == NIL)
+		refuse(psprintf("aggregates over a join without GROUP BY its join key %s (aggregate a view of the join instead)",
+						key_name(query, linitial(preserved))));
+	foreach(lc, query->groupClause != NIL ? query->groupClause : query->distinctClause)
+	{
+		Node	   *key = flatten_join_alias_vars(query,
+												  (Node *) get_sortgroupclause_expr(lfirst(lc), query->targetList));
+
+		if (list_member(preserved, key))
+			return;
+	}
+	refuse(psprintf("GROUP BY or DISTINCT over a join without its join key %s among the keys (group a view of the join instead)",
+					key_name(query, linitial(preserved))));
+}
+
+static ViewPlan *plan_query(Query *query);
+
+/*
+ * A UNION ALL's branches, each a query of its own (not a UNION ALL: its
+ * branches come in its place), of the union's column types.
+ */
+static void
+plan_union(Query *query, Node *node, ViewPlan *plan)
+{
+	SetOperationStmt *op;
+
+	if (IsA(node, RangeTblRef))
+	{
+		Query	   *sub = rt_fetch(((RangeTblRef *) node)->rtindex, query->rtable)->subquery;
+		ViewPlan   *branch = plan_query(sub);
+		List	   *types = castNode(SetOperationStmt, query->setOperations)->colTypes;
+		ListCell   *lc;
+
+		foreach(lc, branch->targetlist)
+			if (exprType((Node *) lfirst_node(TargetEntry, lc)->expr) !=
+				list_nth_oid(types, foreach_current_index(lc)))
+				refuse(psprintf("UNION ALL branches whose column %d is not of the union's type %s (cast it)",
+								foreach_current_index(lc) + 1,
+								format_type_be(list_nth_oid(types, foreach_current_index(lc)))));
+		plan->branches = list_concat(plan->branches, dataflow_plan_branches(branch));
+		return;
+	}
+	op = castNode(SetOperationStmt, node);
+	if (op->op != SETOP_UNION || !op->all)
+		refuse("UNION, INTERSECT or EXCEPT (UNION ALL is supported)");
+	plan_union(query, op->larg, plan);
+	plan_union(query, op->rarg, plan);
+}
+
+/* A SELECT over inputs: its FROM, select list, keys. */
+static void
+plan_select(Query *query, ViewPlan *plan)
+{
+	List	   *equalities = NIL;
+	bool		grouped;
+	ListCell   *lc;
+
+	if (query->rtable == NIL || query->jointree->fromlist == NIL)
+		refuse("a query without an input in FROM");
+	walk_from(query, (Node *) query->jointree, plan, &equalities);
+	check_expressions((Node *) query->targetList);
+	check_expressions(query->havingQual);
+	grouped = query->hasAggs || query->groupClause != NIL ||
+		query->distinctClause != NIL || query->havingQual != NULL;
+	if (list_length(plan->inputs) > 1)
+	{
+		/* joined: each input's rows by the join key, WHERE in the query */
+		List	   *members = join_keys(query, plan, equalities);
+
+		if (grouped)
+			check_grouped_join(query, plan, members);
+		plan->reduces = true;
+		return;
+	}
+	/* one input: WHERE filters it as it is read, rows by group */
+	plan->qual = query->jointree->quals;
+	plan->reduces = grouped;
+	foreach(lc, query->groupClause != NIL ? query->groupClause : query->distinctClause)
+	{
+		SortGroupClause *key = lfirst_node(SortGroupClause, lc);
+		ViewPlanInput *input = linitial(plan->inputs);
+		Node	   *expr = (Node *) get_sortgroupclause_expr(key, query->targetList);
+
+		if (!key->hashable)
+			refuse(psprintf("grouping by type %s, which has no hash operator class",
+							format_type_be(exprType(expr))));
+		input->keys = lappend(input->keys, expr);
+		plan->key_eqops = lappend_oid(plan->key_eqops, key->eqop);
+		plan->key_collations = lappend_oid(plan->key_collations, exprCollation(expr));
+	}
+}
+
+/* An analyzed query (the view's, or a UNION ALL's branch), checked. */
+static ViewPlan *
+plan_query(Query *query)
+{
+	ViewPlan   *plan = palloc0(sizeof(ViewPlan));
+	ListCell   *lc;
 
 	{
 		/* what the query has that no operator supports yet, in order */
@@ -321,7 +714,6 @@ dataflow_plan(const char *text)
 			"statements other than SELECT"},
 			{query->hasRecursive, "WITH RECURSIVE"},
 			{query->cteList != NIL, "WITH (common table expressions)"},
-			{query->setOperations != NULL, "UNION, INTERSECT or EXCEPT"},
 			{query->groupingSets != NIL, "GROUPING SETS, ROLLUP or CUBE"},
 			{query->hasWindowFuncs, "window functions"},
 			{query->hasTargetSRFs, "set-returning functions in the select list"},
@@ -338,7 +730,6 @@ dataflow_plan(const char *text)
 			if (refused[i].has)
 				refuse(refused[i].construct);
 	}
-	check_input(query, plan);
 
 	/* (junk columns: GROUP BY keys that are not selected) */
 	foreach(lc, query->targetList)
@@ -350,25 +741,109 @@ dataflow_plan(const char *text)
 	}
 	if (plan->targetlist == NIL)
 		refuse("a select list without columns");
-	plan->qual = query->jointree->quals;
-	check_expressions((Node *) query->targetList);
-	check_expressions(plan->qual);
-	check_expressions(query->havingQual);
-	plan->reduces = query->hasAggs || query->groupClause != NIL ||
-		query->distinctClause != NIL || query->havingQual != NULL;
-	foreach(lc, query->groupClause != NIL ? query->groupClause : query->distinctClause)
-	{
-		SortGroupClause *key = lfirst_node(SortGroupClause, lc);
-
-		if (!key->hashable)
-			refuse(psprintf("grouping by type %s, which has no hash operator class",
-							format_type_be(exprType((Node *) get_sortgroupclause_expr(key, query->targetList)))));
-		plan->group_keys = lappend(plan->group_keys,
-								   get_sortgroupclause_expr(key, query->targetList));
-		plan->group_eqops = lappend_oid(plan->group_eqops, key->eqop);
-	}
+	if (query->setOperations != NULL)
+		plan_union(query, query->setOperations, plan);
+	else
+		plan_select(query, plan);
 	plan->query = query;
 	return plan;
+}
+
+/*
+ * Parse and analyze a view's query in the current search_path and
+ * privileges, and check it; raises 0A000 naming what is not supported.
+ */
+ViewPlan *
+dataflow_plan(const char *text)
+{
+	List	   *raw = raw_parser(text, RAW_PARSE_DEFAULT);
+	RawStmt    *stmt;
+	Query	   *query;
+	ViewPlan   *plan;
+
+	if (list_length(raw) != 1)
+		refuse("more than one statement");
+	stmt = linitial_node(RawStmt, raw);
+	if (!IsA(stmt->stmt, SelectStmt))
+		refuse("statements other than SELECT");
+	if (((SelectStmt *) stmt->stmt)->intoClause != NULL)
+		refuse("SELECT INTO");
+	/* (analysis keeps no row mark for a function in FROM) */
+	if (((SelectStmt *) stmt->stmt)->lockingClause != NIL)
+		refuse("FOR UPDATE or FOR SHARE");
+	query = parse_analyze_fixedparams(stmt, text, NULL, 0, NULL);
+	plan = plan_query(dataflow_read_sources(query));
+	plan->written = query;
+	return plan;
+}
+
+/* The SELECTs a view's rounds run: a UNION ALL's branches, or the one. */
+List *
+dataflow_plan_branches(ViewPlan *plan)
+{
+	return plan->branches != NIL ? plan->branches : list_make1(plan);
+}
+
+/* The names of the objects a view reads, each once, in the query's order. */
+List *
+dataflow_plan_input_names(ViewPlan *plan)
+{
+	List	   *names = NIL;
+	ListCell   *lb;
+
+	foreach(lb, dataflow_plan_branches(plan))
+	{
+		ListCell   *li;
+
+		foreach(li, ((ViewPlan *) lfirst(lb))->inputs)
+		{
+			char	   *name = ((ViewPlanInput *) lfirst(li))->name;
+			ListCell   *ln;
+			bool		known = false;
+
+			foreach(ln, names)
+				known |= strcmp(lfirst(ln), name) == 0;
+			if (!known)
+				names = lappend(names, name);
+		}
+	}
+	return names;
+}
+
+/*
+ * The plan's expressions (WHERE, the select list, the inputs' keys) made
+ * ready for the expression executor, as the planner makes a query's: a
+ * function's named arguments put in order and its defaults filled in, a
+ * COLLATE clause made a relabeling, constants folded.  The query itself is
+ * left as analyzed (reduce.c plans it whole).  Errors of constant folding
+ * are the view's, as its expressions' are: called by the rounds only.
+ */
+void
+dataflow_plan_expressions(ViewPlan *plan)
+{
+	List	   *targetlist = NIL;
+	ListCell   *lc;
+
+	foreach(lc, plan->targetlist)
+	{
+		TargetEntry *tle = flatCopyTargetEntry(lfirst_node(TargetEntry, lc));
+
+		tle->expr = expression_planner(tle->expr);
+		targetlist = lappend(targetlist, tle);
+	}
+	plan->targetlist = targetlist;
+	if (plan->qual != NULL)
+		plan->qual = (Node *) expression_planner((Expr *) plan->qual);
+	foreach(lc, plan->inputs)
+	{
+		ViewPlanInput *input = lfirst(lc);
+		List	   *keys = NIL;
+		ListCell   *lk;
+
+		foreach(lk, input->keys)
+			keys = lappend(keys, expression_planner(lfirst(lk)));
+		input->keys = keys;
+	}
 }
 
 /*

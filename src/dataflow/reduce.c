@@ -1,24 +1,30 @@
 /*-------------------------------------------------------------------------
  *
  * reduce.c
- *	  The rounds of a view that groups: GROUP BY with aggregates and
- *	  HAVING, aggregates over the whole input, or DISTINCT.  The input's
- *	  rows that pass WHERE are kept by group, in the maintenance runtime's
- *	  memory: each group under its key as the grouping's own equality and
- *	  hash tell keys apart (PostgreSQL's hash aggregation's table), each
- *	  distinct row with its count, in the order of the rows' images (so
- *	  what the query gives for a group depends on its rows alone, not on
- *	  the order they came in).  At each of a round's times the view's
- *	  query runs in PostgreSQL's executor over the rows of the groups that
- *	  the time's updates touch, once before they apply and once after: what
- *	  it gave before is retracted and what it gives after is added, at that
- *	  time.  So a time costs the size of the groups it touches, never the
- *	  input's (a view without GROUP BY has one group, the whole input), and
+ *	  The rounds of a view that groups or joins: GROUP BY with aggregates
+ *	  and HAVING, aggregates over the whole input, DISTINCT, or inner and
+ *	  left joins of several inputs on one key (grouped or not).  The
+ *	  inputs' rows are kept by key (a grouping's keys; a join's key), in
+ *	  the maintenance runtime's memory: each group under its key as the
+ *	  key's own equality and hash tell keys apart (PostgreSQL's hash
+ *	  aggregation's table), holding each input's distinct rows with that
+ *	  key with their counts, in the order of the rows' images (so what the
+ *	  query gives for a group depends on its rows alone, not on the order
+ *	  they came in).  A group's output rows depend on its rows only (plan.c
+ *	  sees to it).  At each of a round's times the view's query runs in
+ *	  PostgreSQL's executor over the rows of the groups that the time's
+ *	  updates touch (each input read as unnest of an array of its rows),
+ *	  once before they apply and once after: what it gave before is
+ *	  retracted and what it gives after is added, at that time.  So a time
+ *	  costs the size of the groups it touches, never the inputs' (a view
+ *	  of one input without GROUP BY has one group, the whole input), and
  *	  every aggregate, min and max included, stays exact under deletions:
- *	  a group is aggregated from its rows.
+ *	  a group is aggregated from its rows.  A view of one input keeps only
+ *	  the rows that pass WHERE; a join keeps them all and its query applies
+ *	  WHERE.
  *
- *	  The groups hold the input's updates before their upper.  They are
- *	  built again from the input's contents when they are not known to be
+ *	  The groups hold the inputs' updates before their upper.  They are
+ *	  built again from the inputs' contents when they are not known to be
  *	  those at the view's upper (the runtime restarted, a round failed or
  *	  did not commit); the view's rows are never recomputed.
  *
@@ -33,11 +39,13 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -53,17 +61,24 @@ typedef struct GroupRow
 	int64		count;
 } GroupRow;
 
+/* One input's rows in a group. */
+typedef struct GroupRows
+{
+	GroupRow   *rows;			/* in row_image_cmp's order */
+	int			nrows;
+} GroupRows;
+
 typedef struct ViewGroup
 {
 	MinimalTuple key;			/* the table's copy; NULL: the only group */
-	GroupRow   *rows;			/* in row_image_cmp's order */
-	int			nrows;
 	bool		emptied;		/* in its round's list of emptied groups */
+	GroupRows	inputs[FLEXIBLE_ARRAY_MEMBER];	/* each input's */
 } ViewGroup;
 
 struct ReduceState
 {
 	MemoryContext cxt;			/* all of it */
+	int			ninputs;
 	int64		upper;			/* holds the updates before it; -1: unknown */
 	TupleHashTable table;		/* the groups by key; NULL without GROUP BY */
 	ViewGroup  *whole;			/* the only group without GROUP BY */
@@ -78,6 +93,7 @@ typedef struct GroupUpdate
 	int64		diff;
 	Datum		row;
 	ViewGroup  *group;
+	int			input;
 } GroupUpdate;
 
 /* The query's output rows, as rows of the view's type. */
@@ -89,15 +105,22 @@ typedef struct OutputRows
 	List	   *rows;
 } OutputRows;
 
+/* A round's reading of one input. */
+typedef struct ReduceInput
+{
+	ViewInput	input;
+	ProjectionInfo *keys;		/* its rows' key; NULL without GROUP BY */
+	Oid			row_type;
+} ReduceInput;
+
 typedef struct ReduceRound
 {
 	ReduceState *state;
-	ViewInput	input;
-	ProjectionInfo *keys;		/* NULL without GROUP BY */
+	ReduceInput *inputs;
+	int			current;		/* the input being read */
 	const char *text;
-	PlannedStmt *stmt;			/* the query over a parameter's rows */
+	PlannedStmt *stmt;			/* the query over parameters' rows */
 	ParamListInfo params;
-	Oid			input_type;
 	OutputRows	output;
 	ShardWriter *writer;
 	GroupUpdate *updates;
@@ -115,12 +138,14 @@ state_create(ViewPlan *plan)
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	ReduceState *state = palloc0(sizeof(ReduceState));
-	int			nkeys = list_length(plan->group_keys);
+	List	   *keys = linitial_node(ViewPlanInput, plan->inputs)->keys;
+	int			nkeys = list_length(keys);
 
 	state->cxt = cxt;
+	state->ninputs = list_length(plan->inputs);
 	state->upper = -1;
 	if (nkeys == 0)
-		state->whole = palloc0(sizeof(ViewGroup));
+		state->whole = palloc0(offsetof(ViewGroup, inputs) + sizeof(GroupRows) * state->ninputs);
 	else
 	{
 		TupleDesc	desc = CreateTemplateTupleDesc(nkeys);
@@ -131,16 +156,16 @@ state_create(ViewPlan *plan)
 		FmgrInfo   *hashfuncs;
 		ListCell   *lc;
 
-		foreach(lc, plan->group_keys)
+		foreach(lc, keys)
 		{
 			Node	   *key = lfirst(lc);
 			int			i = foreach_current_index(lc);
 
-			TupleDescInitEntry(desc, i + 1, NULL, exprType(key), exprTypmod(key), 0);
-			TupleDescInitEntryCollation(desc, i + 1, exprCollation(key));
+			collations[i] = list_nth_oid(plan->key_collations, i);
+			TupleDescInitEntry(desc, i + 1, NULL, exprType(key), -1, 0);
+			TupleDescInitEntryCollation(desc, i + 1, collations[i]);
 			columns[i] = i + 1;
-			eqops[i] = list_nth_oid(plan->group_eqops, i);
-			collations[i] = exprCollation(key);
+			eqops[i] = list_nth_oid(plan->key_eqops, i);
 		}
 		execTuplesHashPrepare(nkeys, eqops, &eqfuncs, &hashfuncs);
 		state->table = BuildTupleHashTableExt(NULL, desc, nkeys, columns, eqfuncs,
@@ -162,7 +187,7 @@ dataflow_reduce_free(ReduceState *state)
 		MemoryContextDelete(state->cxt);
 }
 
-/* The group of the row in the input slot, made if it is new. */
+/* The group of the row in the current input's slot, made if it is new. */
 static ViewGroup *
 group_of(ReduceRound *r)
 {
@@ -172,11 +197,13 @@ group_of(ReduceRound *r)
 
 	if (state->table == NULL)
 		return state->whole;
-	ExecProject(r->keys);
+	ExecProject(r->inputs[r->current].keys);
 	entry = LookupTupleHashEntry(state->table, state->key_slot, &isnew, NULL);
 	if (isnew)
 	{
-		ViewGroup  *group = MemoryContextAllocZero(state->cxt, sizeof(ViewGroup));
+		ViewGroup  *group = MemoryContextAllocZero(state->cxt,
+												   offsetof(ViewGroup, inputs) +
+												   sizeof(GroupRows) * state->ninputs);
 
 		group->key = entry->firstTuple;
 		entry->additional = group;
@@ -196,8 +223,18 @@ row_image_cmp(const char *ra, const char *rb)
 	return memcmp(ra, rb, la);
 }
 
+/* Whether a group has no rows of any input. */
+static bool
+group_empty(ReduceState *state, ViewGroup *group)
+{
+	for (int i = 0; i < state->ninputs; i++)
+		if (group->inputs[i].nrows > 0)
+			return false;
+	return true;
+}
+
 /*
- * A group's rows changed by its updates, sorted by row image: merged in
+ * A group's rows of one input changed by its updates, sorted by row image: merged in
  * one pass, so a step costs the group's size however many updates it has,
  * and the rows stay in the order of their images, whatever the order they
  * came in.  The executor sees a group's rows in that order, so its output
@@ -208,30 +245,31 @@ row_image_cmp(const char *ra, const char *rb)
 static void
 group_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 {
+	GroupRows  *rows = &group->inputs[updates[0].input];
 	GroupRow   *merged = MemoryContextAlloc(r->state->cxt,
-											sizeof(GroupRow) * (group->nrows + n));
+											sizeof(GroupRow) * (rows->nrows + n));
 	int			m = 0;
 	int			i = 0;
 	int			u = 0;
 
-	while (i < group->nrows || u < n)
+	while (i < rows->nrows || u < n)
 	{
-		int			cmp = i == group->nrows ? 1 : u == n ? -1 :
-			row_image_cmp(DatumGetPointer(group->rows[i].row),
+		int			cmp = i == rows->nrows ? 1 : u == n ? -1 :
+			row_image_cmp(DatumGetPointer(rows->rows[i].row),
 						  DatumGetPointer(updates[u].row));
 		GroupRow	row;
 		Datum		image;
 
 		if (cmp < 0)
 		{
-			merged[m++] = group->rows[i++];
+			merged[m++] = rows->rows[i++];
 			continue;
 		}
 		image = updates[u].row;
 		row.row = image;
 		row.count = 0;
 		if (cmp == 0)
-			row = group->rows[i++];
+			row = rows->rows[i++];
 		for (; u < n && row_image_cmp(DatumGetPointer(updates[u].row),
 									  DatumGetPointer(image)) == 0; u++)
 			if (pg_add_s64_overflow(row.count, updates[u].diff, &row.count))
@@ -250,11 +288,11 @@ group_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 		else if (cmp == 0)
 			pfree(DatumGetPointer(row.row));
 	}
-	if (group->rows != NULL)
-		pfree(group->rows);
-	group->rows = merged;
-	group->nrows = m;
-	if (group->nrows == 0 && group->key != NULL && !group->emptied)
+	if (rows->rows != NULL)
+		pfree(rows->rows);
+	rows->rows = merged;
+	rows->nrows = m;
+	if (group->key != NULL && !group->emptied && group_empty(r->state, group))
 	{
 		MemoryContext old = MemoryContextSwitchTo(r->cxt);
 
@@ -277,7 +315,7 @@ drop_emptied(ReduceRound *r)
 		TupleHashEntry entry;
 
 		group->emptied = false;
-		if (group->nrows > 0)
+		if (!group_empty(state, group))
 			continue;
 		ExecStoreMinimalTuple(group->key, state->found_slot, false);
 		entry = LookupTupleHashEntry(state->table, state->found_slot, NULL, NULL);
@@ -286,23 +324,25 @@ drop_emptied(ReduceRound *r)
 		tuplehash_delete_item(state->table->hashtab, entry);
 		ExecClearTuple(state->found_slot);
 		pfree(group->key);
-		if (group->rows != NULL)
-			pfree(group->rows);
+		for (int i = 0; i < state->ninputs; i++)
+			if (group->inputs[i].rows != NULL)
+				pfree(group->inputs[i].rows);
 		pfree(group);
 	}
 	list_free(r->emptied);
 	r->emptied = NIL;
 }
 
-/* An input update of the round, kept with its group. */
+/* An update of the current input of the round, kept with its group. */
 static void
 collect_update(int64 time, int64 diff, Datum stored, void *arg)
 {
 	ReduceRound *r = arg;
+	ViewInput  *input = &r->inputs[r->current].input;
 	MemoryContext old = MemoryContextSwitchTo(r->per_step);
 	Datum		row;
 
-	if (diff != 0 && view_input_row(&r->input, stored, &row))
+	if (diff != 0 && view_input_row(input, stored, &row))
 	{
 		GroupUpdate *u;
 
@@ -318,9 +358,10 @@ collect_update(int64 time, int64 diff, Datum stored, void *arg)
 		u->diff = diff;
 		u->row = datumCopy(row, false, -1);
 		u->group = group_of(r);
+		u->input = r->current;
 	}
-	ExecClearTuple(r->input.slot);
-	ResetExprContext(r->input.econtext);
+	ExecClearTuple(input->slot);
+	ResetExprContext(input->econtext);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(r->per_step);
 }
@@ -334,7 +375,7 @@ update_time_cmp(const void *a, const void *b)
 	return ta < tb ? -1 : ta > tb ? 1 : 0;
 }
 
-/* Updates by group, then by row image (group_merge's order). */
+/* Updates by group, then by input, then by row image (group_merge's order). */
 static int
 update_group_cmp(const void *a, const void *b)
 {
@@ -343,6 +384,8 @@ update_group_cmp(const void *a, const void *b)
 
 	if (ua->group != ub->group)
 		return (uintptr_t) ua->group < (uintptr_t) ub->group ? -1 : 1;
+	if (ua->input != ub->input)
+		return ua->input < ub->input ? -1 : 1;
 	return row_image_cmp(DatumGetPointer(ua->row), DatumGetPointer(ub->row));
 }
 
@@ -372,7 +415,8 @@ merge_updates(ReduceRound *r, int first, int last)
 {
 	for (int i = first, end; i < last; i = end)
 	{
-		for (end = i; end < last && r->updates[end].group == r->updates[i].group; end++)
+		for (end = i; end < last && r->updates[end].group == r->updates[i].group &&
+			 r->updates[end].input == r->updates[i].input; end++)
 			;
 		group_merge(r, r->updates[i].group, r->updates + i, end - i);
 	}
@@ -416,68 +460,95 @@ output_destroy(DestReceiver *self)
 }
 
 /*
- * The view's query planned over the rows of a parameter, an array of the
- * input's type, instead of its input: FROM unnest($1), without WHERE
- * (the groups hold only the rows that pass it).
+ * The view's query planned over the rows of parameters, one an array of
+ * each input's type, instead of its inputs: FROM unnest($1) (, unnest($2)
+ * ...), without WHERE over one input (the groups hold only the rows that
+ * pass it).
  */
 static void
 plan_over_rows(ReduceRound *r, ViewPlan *plan)
 {
 	Query	   *query = copyObject(plan->query);
-	RangeTblEntry *rte = linitial_node(RangeTblEntry, query->rtable);
-	RangeTblFunction *rtfunc = linitial_node(RangeTblFunction, rte->functions);
-	Param	   *rows = makeNode(Param);
-	FuncExpr   *unnest;
+	int			ninputs = list_length(plan->inputs);
+	int			level;
+	ListCell   *lc;
 
-	rows->paramkind = PARAM_EXTERN;
-	rows->paramid = 1;
-	rows->paramtype = get_array_type(plan->input_type);
-	rows->paramtypmod = -1;
-	rows->paramcollid = InvalidOid;
-	rows->location = -1;
-	if (!OidIsValid(rows->paramtype))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("type %s has no array type", format_type_be(plan->input_type))));
-	unnest = makeFuncExpr(F_UNNEST_ANYARRAY, plan->input_type, list_make1(rows),
-						  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
-	unnest->funcretset = true;
-	rtfunc->funcexpr = (Node *) unnest;
-	query->jointree->quals = NULL;
+	r->params = makeParamList(ninputs);
+	r->params->numParams = ninputs;
+	foreach(lc, plan->inputs)
+	{
+		ViewPlanInput *input = lfirst(lc);
+		RangeTblEntry *rte = rt_fetch(input->rtindex, query->rtable);
+		RangeTblFunction *rtfunc = linitial_node(RangeTblFunction, rte->functions);
+		Param	   *rows = makeNode(Param);
+		FuncExpr   *unnest;
+
+		rows->paramkind = PARAM_EXTERN;
+		rows->paramid = foreach_current_index(lc) + 1;
+		rows->paramtype = get_array_type(input->row_type);
+		rows->paramtypmod = -1;
+		rows->paramcollid = InvalidOid;
+		rows->location = -1;
+		if (!OidIsValid(rows->paramtype))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("type %s has no array type", format_type_be(input->row_type))));
+		unnest = makeFuncExpr(F_UNNEST_ANYARRAY, input->row_type, list_make1(rows),
+							  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+		unnest->funcretset = true;
+		rtfunc->funcexpr = (Node *) unnest;
+		r->params->params[foreach_current_index(lc)].ptype = rows->paramtype;
+		r->params->params[foreach_current_index(lc)].pflags = PARAM_FLAG_CONST;
+	}
+	if (plan->qual != NULL)
+		query->jointree->quals = NULL;
+
+	/*
+	 * Hashed, not sorted, grouping and DISTINCT where the planner can: a
+	 * hash table's group takes its key from the first of its rows, which
+	 * the groups hold in the order of their images, whatever other groups
+	 * the run reads; a sort of keys equal but not binary-equal (numeric
+	 * 2.5 and 2.50) may put either first depending on the rows around
+	 * them, so that what a view held and what it retracts could differ.
+	 */
+	level = NewGUCNestLevel();
+	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	r->stmt = pg_plan_query(query, r->text, 0, NULL);
-	r->params = makeParamList(1);
-	r->params->numParams = 1;
-	r->params->params[0].ptype = rows->paramtype;
-	r->params->params[0].pflags = PARAM_FLAG_CONST;
-	r->input_type = plan->input_type;
+	AtEOXact_GUC(true, level);
 }
 
 /* The query's rows over the groups' rows, in the step's memory. */
 static List *
 run_over(ReduceRound *r, ViewGroup **groups, int ngroups)
 {
-	int64		nrows = 0;
-	int			n = 0;
-	Datum	   *elems;
 	QueryDesc  *qd;
 
-	for (int g = 0; g < ngroups; g++)
-		for (int i = 0; i < groups[g]->nrows; i++)
-			if (groups[g]->rows[i].count > 0)
-				nrows += Min(groups[g]->rows[i].count, MaxArraySize);
-	if (nrows > MaxArraySize)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("the groups to aggregate hold more than %d rows",
-						(int) MaxArraySize)));
-	elems = palloc(sizeof(Datum) * Max(nrows, 1));
-	for (int g = 0; g < ngroups; g++)
-		for (int i = 0; i < groups[g]->nrows; i++)
-			for (int64 c = 0; c < groups[g]->rows[i].count; c++)
-				elems[n++] = groups[g]->rows[i].row;
-	r->params->params[0].value =
-		PointerGetDatum(construct_array(elems, n, r->input_type, -1, false, TYPALIGN_DOUBLE));
-	r->params->params[0].isnull = false;
+	for (int in = 0; in < r->state->ninputs; in++)
+	{
+		int64		nrows = 0;
+		int			n = 0;
+		Datum	   *elems;
+
+		for (int g = 0; g < ngroups; g++)
+			for (int i = 0; i < groups[g]->inputs[in].nrows; i++)
+				if (groups[g]->inputs[in].rows[i].count > 0)
+					nrows += Min(groups[g]->inputs[in].rows[i].count, MaxArraySize);
+		if (nrows > MaxArraySize)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("the groups to aggregate hold more than %d rows",
+							(int) MaxArraySize)));
+		elems = palloc(sizeof(Datum) * Max(nrows, 1));
+		for (int g = 0; g < ngroups; g++)
+			for (int i = 0; i < groups[g]->inputs[in].nrows; i++)
+				for (int64 c = 0; c < groups[g]->inputs[in].rows[i].count; c++)
+					elems[n++] = groups[g]->inputs[in].rows[i].row;
+		r->params->params[in].value =
+			PointerGetDatum(construct_array(elems, n, r->inputs[in].row_type, -1, false,
+											TYPALIGN_DOUBLE));
+		r->params->params[in].isnull = false;
+	}
 
 	r->output.rows = NIL;
 	r->output.cxt = CurrentMemoryContext;
@@ -523,7 +594,11 @@ emit_difference(ReduceRound *r, int64 time, List *before, List *after)
 			persist_writer_add(r->writer, time, 1,
 							   PointerGetDatum(list_nth(after, a++)));
 		else
+		{
 			b++, a++;
+			continue;
+		}
+		dataflow_count_output(1);
 	}
 }
 
@@ -586,36 +661,49 @@ run_steps(ReduceRound *r)
 }
 
 /*
- * A round of a grouped view: the input's updates in [start, end) into the
- * view at their times.  since >= 0: the view hydrates, its groups built
- * from the input's contents at the since and their output added there.
- * Runs as the view's owner in round.c's subtransaction and writes the
- * view's shard; round.c raises its upper.
+ * A round of a view that groups or joins (text: its query's; plan: the
+ * branch it runs, in: its inputs' objects in its order): the inputs'
+ * updates in [start, end) into the view at their times.  since >= 0: the
+ * view hydrates, its groups built from the inputs' contents at the since
+ * and their output added there.  *groups keeps the rows by key from one
+ * round to the next.  Runs as the view's owner in round.c's
+ * subtransaction and writes the view's shard; round.c raises its upper.
  */
 void
-dataflow_reduce(DataflowView *view, ViewPlan *plan, CatalogObject *v, CatalogObject *in,
-				TupleDesc out_desc, int64 start, int64 end, int64 since)
+dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogObject *v,
+				CatalogObject **in, TupleDesc out_desc, int64 start, int64 end, int64 since)
 {
 	ReduceRound r = {0};
-	List	   *keys = NIL;
+	instr_time	work;
+	int			ninputs = list_length(plan->inputs);
 	ListCell   *lc;
 
-	if (view->groups != NULL && (since >= 0 || view->groups->upper != start))
+	if (*groups != NULL && (since >= 0 || (*groups)->upper != start))
 	{
-		dataflow_reduce_free(view->groups);
-		view->groups = NULL;
+		dataflow_reduce_free(*groups);
+		*groups = NULL;
 	}
-	if (view->groups == NULL)
-		view->groups = state_create(plan);
-	r.state = view->groups;
-	r.text = view->query;
-	view_input_begin(&r.input, plan, in->row_type);
-	foreach(lc, plan->group_keys)
-		keys = lappend(keys, makeTargetEntry(lfirst(lc), foreach_current_index(lc) + 1,
-											 NULL, false));
-	if (keys != NIL)
-		r.keys = ExecBuildProjectionInfo(keys, r.input.econtext, r.state->key_slot, NULL,
-										 r.input.desc);
+	if (*groups == NULL)
+		*groups = state_create(plan);
+	r.state = *groups;
+	r.text = text;
+	r.inputs = palloc0(sizeof(ReduceInput) * ninputs);
+	foreach(lc, plan->inputs)
+	{
+		ViewPlanInput *pin = lfirst(lc);
+		ReduceInput *input = &r.inputs[foreach_current_index(lc)];
+		List	   *keys = NIL;
+		ListCell   *lk;
+
+		view_input_begin(&input->input, plan->qual, pin->row_type);
+		input->row_type = pin->row_type;
+		foreach(lk, pin->keys)
+			keys = lappend(keys, makeTargetEntry(lfirst(lk), foreach_current_index(lk) + 1,
+												 NULL, false));
+		if (keys != NIL)
+			input->keys = ExecBuildProjectionInfo(keys, input->input.econtext,
+												  r.state->key_slot, NULL, input->input.desc);
+	}
 	plan_over_rows(&r, plan);
 	r.output.pub.receiveSlot = output_receive;
 	r.output.pub.rStartup = output_startup;
@@ -631,21 +719,32 @@ dataflow_reduce(DataflowView *view, ViewPlan *plan, CatalogObject *v, CatalogObj
 	/* from here until the round's end the groups match no upper */
 	if (r.state->upper < 0)
 	{
-		persist_scan_range(in->shard, 0, start, collect_update, &r);
+		for (r.current = 0; r.current < ninputs; r.current++)
+			persist_scan_range(in[r.current]->shard, 0, start, collect_update, &r);
+		INSTR_TIME_SET_CURRENT(work);
 		(void) updates_by_group(&r, 0, r.nupdates, NULL);
 		merge_updates(&r, 0, r.nupdates);
 		r.nupdates = 0;
+		dataflow_count_work(work);
 	}
 	r.state->upper = -1;
+	INSTR_TIME_SET_CURRENT(work);
 	if (since >= 0)
 		emit_all(&r, since);
-	persist_scan_range(in->shard, start, end, collect_update, &r);
+	dataflow_count_work(work);
+	for (r.current = 0; r.current < ninputs; r.current++)
+		persist_scan_range(in[r.current]->shard, start, end, collect_update, &r);
+	INSTR_TIME_SET_CURRENT(work);
 	run_steps(&r);
 	drop_emptied(&r);
+	dataflow_count_work(work);
 	r.state->upper = end;
+	/* the groups' memory: their rows, keys and table */
+	dataflow_count_state((int64) MemoryContextMemAllocated(r.state->cxt, true));
 
 	persist_writer_close(r.writer);
 	MemoryContextDelete(r.per_step);
 	ExecDropSingleTupleTableSlot(r.output.out);
-	view_input_end(&r.input);
+	for (int i = 0; i < ninputs; i++)
+		view_input_end(&r.inputs[i].input);
 }

@@ -3,16 +3,22 @@
  * round.c
  *	  One round of one maintained view, in the maintenance runtime's
  *	  transaction (a subtransaction of its own: an error fails the view
- *	  alone).  Reads the view's and its input's frontiers, takes the
- *	  input's updates in [view upper, end) from its shard, evaluates the
- *	  view's WHERE and select list over each with PostgreSQL's expression
- *	  executor, as the view's owner (who must still have the right to read
- *	  the input), and appends each result at the same time with the same
- *	  diff to the view's shard (a view that groups goes through reduce.c
- *	  instead), with the view's upper raised to end, all in the caller's
- *	  transaction.  The first round
- *	  hydrates: it reads the whole shard, the input's history up to its
- *	  since landing at the since, and folds that into the view's base.
+ *	  alone).  Reads the view's and its inputs' frontiers (end: the least
+ *	  of the inputs' uppers, each the greater of its catalog row's and the
+ *	  one this runtime published: a source's upper moves on in the catalog
+ *	  only with its changes), takes an input's updates in [view upper,
+ *	  end) from its shard, evaluates the view's WHERE and select list over
+ *	  each with PostgreSQL's expression executor, as the view's owner (who
+ *	  must still have the right to read every input), and appends each
+ *	  result at the same time with the same diff to the view's shard (a
+ *	  view that groups or joins goes through reduce.c instead; each branch
+ *	  of a UNION ALL goes its own way into the same shard), with the view's
+ *	  upper raised to end, all in the caller's transaction.  The first
+ *	  round hydrates: it reads the inputs' whole shards, their history up
+ *	  to the greatest of their sinces landing at it, and folds that into
+ *	  the view's base.  Each round's work is counted by operator
+ *	  (operators.c); a round that runs past pg_peek.view_round_timeout is
+ *	  cancelled, and the view fails.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,15 +29,19 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 
 #include "common/rows.h"
+#include "common/settings.h"
 #include "common/spi.h"
 #include "dataflow/dataflow.h"
+#include "ipc/registry.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 
@@ -58,10 +68,15 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
 	old = MemoryContextSwitchTo(e->per_row);
 	if (view_input_row(&e->input, stored, &row))
 	{
-		TupleTableSlot *out = ExecProject(e->project);
+		instr_time	start;
+		TupleTableSlot *out;
 
+		INSTR_TIME_SET_CURRENT(start);
+		out = ExecProject(e->project);
 		persist_writer_add(e->writer, Max(time, e->since), diff,
 						   ExecFetchSlotHeapTupleDatum(out));
+		dataflow_count_output(1);
+		dataflow_count_work(start);
 	}
 	ExecClearTuple(e->input.slot);
 	ResetExprContext(e->input.econtext);
@@ -70,39 +85,113 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
 }
 
 /*
+ * A round's time limit, pg_peek.view_round_timeout: the maintenance
+ * runtime's other objects wait while a view's round runs (a slow function
+ * in its query, a huge hydration), so one that runs longer is cancelled as
+ * a statement is, and the view fails (dataflow_round_timer_stop tells
+ * object_work it was the limit, not a cancel to retry).
+ */
+static TimeoutId round_timeout = MAX_TIMEOUTS;
+static volatile sig_atomic_t round_timed_out = false;
+
+static void
+round_timeout_handler(void)
+{
+	round_timed_out = true;
+	QueryCancelPending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
+static void
+round_timer_start(void)
+{
+	if (setting_view_round_timeout_ms <= 0)
+		return;
+	if (round_timeout == MAX_TIMEOUTS)
+		round_timeout = RegisterTimeout(USER_TIMEOUT, round_timeout_handler);
+	round_timed_out = false;
+	enable_timeout_after(round_timeout, setting_view_round_timeout_ms);
+}
+
+/* The round's timer stopped; whether it ran out. */
+bool
+dataflow_round_timer_stop(void)
+{
+	bool		timed_out = round_timed_out;
+
+	if (round_timeout != MAX_TIMEOUTS)
+		disable_timeout(round_timeout, false);
+	if (timed_out)
+		QueryCancelPending = false; /* (ours: not acted on if the round ended) */
+	round_timed_out = false;
+	return timed_out;
+}
+
+/*
  * The view's plan, made again from its text, checked against what the
- * view was made with: its input's row type and its own columns.
+ * view was made with: its inputs' row types and its own columns; its
+ * expressions planned for the executor.  branch_inputs gets, for each
+ * branch, its inputs' objects in its order.
  */
 static ViewPlan *
-replan(DataflowView *view, CatalogObject *v, CatalogObject *in, TupleDesc out_desc)
+replan(DataflowView *view, CatalogObject *v, List *inputs, TupleDesc out_desc,
+	   List **branch_inputs)
 {
 	ViewPlan   *plan = dataflow_plan(view->query);
-	int			natts = 0;
-	ListCell   *lc;
+	ListCell   *lb;
 
-	if (plan->input_type != in->row_type)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("its query reads \"%s\" as %s, but it holds rows of type %s",
-						in->name, format_type_be(plan->input_type), format_type_be(in->row_type))));
-	for (int i = 0; i < out_desc->natts; i++)
-		if (!TupleDescAttr(out_desc, i)->attisdropped)
-			natts++;
-	foreach(lc, plan->targetlist)
+	*branch_inputs = NIL;
+	foreach(lb, dataflow_plan_branches(plan))
 	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-		Form_pg_attribute att = tle->resno <= out_desc->natts ?
-			TupleDescAttr(out_desc, tle->resno - 1) : NULL;
+		ViewPlan   *branch = lfirst(lb);
+		CatalogObject **objects = palloc(sizeof(CatalogObject *) * list_length(branch->inputs));
+		int			natts = 0;
+		ListCell   *lc;
 
-		if (att == NULL || att->attisdropped ||
-			att->atttypid != exprType((Node *) tle->expr))
-			natts = -1;
+		foreach(lc, branch->inputs)
+		{
+			ViewPlanInput *input = lfirst(lc);
+			CatalogObject *in = NULL;
+			ListCell   *lo;
+
+			foreach(lo, inputs)
+				if (strcmp(((CatalogObject *) lfirst(lo))->name, input->name) == 0)
+					in = lfirst(lo);
+			if (in == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("its query reads \"%s\", which is not one of its inputs", input->name)));
+			if (input->row_type != in->row_type)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("its query reads \"%s\" as %s, but it holds rows of type %s",
+								in->name, format_type_be(input->row_type),
+								format_type_be(in->row_type))));
+			objects[foreach_current_index(lc)] = in;
+		}
+		*branch_inputs = lappend(*branch_inputs, objects);
+		for (int i = 0; i < out_desc->natts; i++)
+			if (!TupleDescAttr(out_desc, i)->attisdropped)
+				natts++;
+		foreach(lc, branch->targetlist)
+		{
+			TargetEntry *tle = lfirst_node(TargetEntry, lc);
+			Form_pg_attribute att = tle->resno <= out_desc->natts ?
+				TupleDescAttr(out_desc, tle->resno - 1) : NULL;
+
+			if (att == NULL || att->attisdropped ||
+				att->atttypid != exprType((Node *) tle->expr))
+				natts = -1;
+		}
+		if (natts != list_length(branch->targetlist))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("its query's columns no longer match its row type %s",
+							format_type_be(v->row_type))));
 	}
-	if (natts != list_length(plan->targetlist))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("its query's columns no longer match its row type %s",
-						format_type_be(v->row_type))));
+	foreach(lb, dataflow_plan_branches(plan))
+		dataflow_plan_expressions(lfirst(lb));
 	return plan;
 }
 
@@ -114,7 +203,7 @@ run_plan(ViewPlan *plan, CatalogObject *v, CatalogObject *in, TupleDesc out_desc
 	RoundEval	e;
 	TupleTableSlot *out_slot = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
 
-	view_input_begin(&e.input, plan, in->row_type);
+	view_input_begin(&e.input, plan->qual, in->row_type);
 	e.project = ExecBuildProjectionInfo(plan->targetlist, e.input.econtext, out_slot, NULL,
 										e.input.desc);
 	e.since = since;
@@ -137,10 +226,13 @@ run_plan(ViewPlan *plan, CatalogObject *v, CatalogObject *in, TupleDesc out_desc
 bool
 dataflow_round(DataflowView *view)
 {
-	PeekObjectId ids[2] = {view->id, view->input};
+	PeekObjectId *ids = palloc(sizeof(PeekObjectId) * (view->ninputs + 1));
 	CatalogObject *v;
-	CatalogObject *in;
+	List	   *inputs = NIL;
 	List	   *objects;
+	List	   *branch_inputs;
+	int64		upper = PG_INT64_MAX;
+	int64		since = 0;
 	int64		lower;
 	int64		start;
 	int64		end;
@@ -150,39 +242,56 @@ dataflow_round(DataflowView *view)
 	int			level;
 	ViewPlan   *plan;
 	TupleDesc	out_desc;
+	ListCell   *lc;
 
 	/* a drop_view waits for the round, or the round for the drop */
 	if (!catalog_lock_row(view->id, false))
 		return false;
-	objects = catalog_read(ids, 2);
+	ids[0] = view->id;
+	memcpy(ids + 1, view->inputs, sizeof(PeekObjectId) * view->ninputs);
+	objects = catalog_read(ids, view->ninputs + 1);
 	v = catalog_object_in(objects, view->id);
-	in = catalog_object_in(objects, view->input);
 	if (v == NULL || v->failure != NULL)
 		return false;
-	if (in == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("its input (object " INT64_FORMAT ") does not exist", view->input)));
-	if (in->failure != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("its input %s \"%s\" is failed: %s",
-						catalog_kind_noun(in->kind), in->name, in->failure)));
+	for (int i = 0; i < view->ninputs; i++)
+	{
+		CatalogObject *in = catalog_object_in(objects, view->inputs[i]);
+
+		if (in == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("its input (object " INT64_FORMAT ") does not exist", view->inputs[i])));
+		if (in->failure != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("its input %s \"%s\" is failed: %s",
+							catalog_kind_noun(in->kind), in->name, in->failure)));
+		inputs = lappend(inputs, in);
+		/* (a source idle since its last change is published past it) */
+		upper = Min(upper, Max(in->upper, registry_published_upper(in->id)));
+		since = Max(since, in->since);
+	}
 	view->upper = Max(view->upper, v->upper);
-	if (in->upper <= v->upper)
+	if (upper <= v->upper)
 		return false;
 
-	/* the first round reads the input's history from its start */
+	/* the first round reads the inputs' history from their start */
 	hydrating = v->upper == 0;
 	lower = hydrating ? 0 : v->upper;
-	start = hydrating ? in->since + 1 : v->upper;
-	if (!hydrating && in->since >= v->upper)
-		ereport(ERROR,
-				(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
-				 errmsg("its input \"%s\" is compacted to since " INT64_FORMAT ", past the view's upper " INT64_FORMAT,
-						in->name, in->since, v->upper)));
-	end = in->upper - start > DATAFLOW_ROUND_TIMES ?
-		persist_times_end(in->shard, start, in->upper, DATAFLOW_ROUND_TIMES) : in->upper;
+	start = hydrating ? since + 1 : v->upper;
+	end = upper;
+	foreach(lc, inputs)
+	{
+		CatalogObject *in = lfirst(lc);
+
+		if (!hydrating && in->since >= v->upper)
+			ereport(ERROR,
+					(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
+					 errmsg("its input \"%s\" is compacted to since " INT64_FORMAT ", past the view's upper " INT64_FORMAT,
+							in->name, in->since, v->upper)));
+		if (end - start > DATAFLOW_ROUND_TIMES)
+			end = persist_times_end(in->shard, start, end, DATAFLOW_ROUND_TIMES);
+	}
 
 	/*
 	 * Planned and evaluated as the view's owner, as REFRESH MATERIALIZED
@@ -190,25 +299,43 @@ dataflow_round(DataflowView *view)
 	 * rights, never the runtime's.  The subtransaction's abort restores
 	 * the user and settings after an error.
 	 */
+	round_timer_start();
 	GetUserIdAndSecContext(&saved_user, &saved_context);
 	SetUserIdAndSecContext(view->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	level = NewGUCNestLevel();
 	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	/* the owner may read the input still (a revoked right stops the view) */
-	catalog_check_reader(in);
+	/* the owner may read the inputs still (a revoked right stops the view) */
+	foreach(lc, inputs)
+		catalog_check_reader(lfirst(lc));
 	out_desc = row_desc(v->row_type);
-	plan = replan(view, v, in, out_desc);
-	if (plan->reduces)
-		dataflow_reduce(view, plan, v, in, out_desc, start, end, hydrating ? in->since : -1);
-	else
-		run_plan(plan, v, in, out_desc, lower, end, hydrating ? in->since : -1);
+	plan = replan(view, v, inputs, out_desc, &branch_inputs);
+	dataflow_counts_begin(view->id, inputs, hydrating);
+	if (view->groups == NULL)
+	{
+		view->nbranches = list_length(branch_inputs);
+		view->groups = MemoryContextAllocZero(TopMemoryContext,
+											  sizeof(ReduceState *) * view->nbranches);
+	}
+	foreach(lc, dataflow_plan_branches(plan))
+	{
+		ViewPlan   *branch = lfirst(lc);
+		CatalogObject **in = list_nth(branch_inputs, foreach_current_index(lc));
+
+		if (branch->reduces)
+			dataflow_reduce(&view->groups[foreach_current_index(lc)], view->query, branch,
+							v, in, out_desc, start, end, hydrating ? since : -1);
+		else
+			run_plan(branch, v, in[0], out_desc, lower, end, hydrating ? since : -1);
+	}
+	dataflow_counts_end(plan);
 	AtEOXact_GUC(true, level);
 	SetUserIdAndSecContext(saved_user, saved_context);
+	(void) dataflow_round_timer_stop();
 
 	catalog_set_upper(view->id, end);
-	if (hydrating && in->since > 0)
+	if (hydrating && since > 0)
 	{
 		/*
 		 * What landed at the since goes into the base, and the since and
@@ -219,7 +346,7 @@ dataflow_round(DataflowView *view)
 		 */
 		PushCopiedSnapshot(GetActiveSnapshot());
 		UpdateActiveSnapshotCommandId();
-		(void) persist_fold(view->id, v->shard, in->since, in->since, -1, false);
+		(void) persist_fold(view->id, v->shard, since, since, -1, false);
 		PopActiveSnapshot();
 	}
 	view->upper = end;

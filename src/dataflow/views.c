@@ -3,9 +3,10 @@
  * views.c
  *	  The views the maintenance runtime keeps current: learned from the
  *	  catalog rows it reads (dataflow_note_view), forgotten when dropped or
- *	  failed, due for a round once their input's published upper passes
- *	  theirs, and the hold they put on their inputs' compaction: never to
- *	  or past the least upper of the views reading an input (a failed view
+ *	  failed, due for a round once each of their inputs' published uppers
+ *	  passes theirs (or one of them failed: the round fails the view), and
+ *	  the hold they put on their inputs' compaction:
+ *	  never to or past the least upper of the views reading an input (a failed view
  *	  holds nothing: it never resumes).  Local to the maintenance runtime;
  *	  rebuilt from the catalog when it restarts, where each view's upper is
  *	  durable, so the hold survives the restart.
@@ -24,6 +25,18 @@
 static HTAB *views = NULL;
 static MemoryContext views_cxt = NULL;	/* the table and the queries */
 
+/* A view's rows by key, each branch's. */
+static void
+free_groups(DataflowView *view)
+{
+	for (int b = 0; b < view->nbranches; b++)
+		dataflow_reduce_free(view->groups[b]);
+	if (view->groups != NULL)
+		pfree(view->groups);
+	view->groups = NULL;
+	view->nbranches = 0;
+}
+
 void
 dataflow_reset(void)
 {
@@ -36,7 +49,7 @@ dataflow_reset(void)
 
 		hash_seq_init(&status, views);
 		while ((view = hash_seq_search(&status)) != NULL)
-			dataflow_reduce_free(view->groups);
+			free_groups(view);
 	}
 	if (views_cxt == NULL)
 		views_cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek views",
@@ -50,17 +63,19 @@ dataflow_reset(void)
 
 /*
  * A view's catalog row, read in the runtime's transaction: kept current
- * from now on, or forgotten if it failed.  Its input is found by name (it
- * cannot be dropped while the view reads it).
+ * from now on, or forgotten if it failed.  Its inputs are found by name
+ * (none can be dropped while the view reads it).
  */
 void
 dataflow_note_view(CatalogObject *obj)
 {
 	DataflowView *view;
 	char	   *query;
-	char	   *input_name;
-	CatalogObject *input;
+	List	   *input_names;
+	PeekObjectId *inputs;
+	ListCell   *lc;
 	bool		found;
+	bool		failed_input = false;
 
 	if (obj->failure != NULL)
 	{
@@ -73,34 +88,63 @@ dataflow_note_view(CatalogObject *obj)
 		view->upper = Max(view->upper, obj->upper);
 		return;
 	}
-	if (!catalog_view_definition(obj->id, &query, &input_name))
+	if (!catalog_view_definition(obj->id, &query, &input_names))
 		return;
-	input = catalog_find(input_name);
-	if (input == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("its input \"%s\" does not exist", input_name)));
+	inputs = MemoryContextAlloc(views_cxt, sizeof(PeekObjectId) * Max(1, list_length(input_names)));
+	foreach(lc, input_names)
+	{
+		CatalogObject *input = catalog_find(lfirst(lc));
+
+		if (input == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("its input \"%s\" does not exist", (char *) lfirst(lc))));
+		inputs[foreach_current_index(lc)] = input->id;
+		failed_input |= input->failure != NULL;
+	}
 	view = hash_search(views, &obj->id, HASH_ENTER, &found);
-	view->input = input->id;
+	view->inputs = inputs;
+	view->ninputs = list_length(input_names);
 	view->owner = obj->owner;
 	view->upper = obj->upper;
 	view->query = MemoryContextStrdup(views_cxt, query);
 	view->groups = NULL;
+	view->nbranches = 0;
+	view->input_failed = failed_input;
 }
 
+/*
+ * A view, or an input of views, failed or dropped: a view is forgotten; the
+ * views reading an input are due, so that their next round fails them
+ * naming it (a failed input publishes no more times to make them due).
+ */
 void
 dataflow_forget(PeekObjectId id)
 {
 	DataflowView *view = views ? hash_search(views, &id, HASH_FIND, NULL) : NULL;
 
 	if (view == NULL)
+	{
+		HASH_SEQ_STATUS status;
+
+		if (views == NULL)
+			return;
+		hash_seq_init(&status, views);
+		while ((view = hash_seq_search(&status)) != NULL)
+			for (int i = 0; i < view->ninputs; i++)
+				view->input_failed |= view->inputs[i] == id;
 		return;
+	}
 	pfree(view->query);
-	dataflow_reduce_free(view->groups);
+	pfree(view->inputs);
+	free_groups(view);
 	hash_search(views, &id, HASH_REMOVE, NULL);
 }
 
-/* The views whose input has published times they have not taken yet. */
+/*
+ * The views whose inputs have all published times they have not taken yet,
+ * and those with an input failed.
+ */
 List *
 dataflow_due_views(void)
 {
@@ -110,8 +154,14 @@ dataflow_due_views(void)
 
 	hash_seq_init(&status, views);
 	while ((view = hash_seq_search(&status)) != NULL)
-		if (registry_published_upper(view->input) > view->upper)
+	{
+		bool		ready = true;
+
+		for (int i = 0; i < view->ninputs; i++)
+			ready &= registry_published_upper(view->inputs[i]) > view->upper;
+		if (ready || view->input_failed)
 			due = lappend(due, view);
+	}
 	return due;
 }
 
@@ -129,7 +179,8 @@ dataflow_input_hold(PeekObjectId input)
 
 	hash_seq_init(&status, views);
 	while ((view = hash_seq_search(&status)) != NULL)
-		if (view->input == input)
-			hold = Min(hold, view->upper);
+		for (int i = 0; i < view->ninputs; i++)
+			if (view->inputs[i] == input)
+				hold = Min(hold, view->upper);
 	return hold;
 }

@@ -818,7 +818,31 @@ registry_release_handle(PeekHandle *handle)
 	handle->nbatches = 0;
 }
 
-/* Progress of an index's hydration (total < 0: hydration is over). */
+/*
+ * A view's round's work through its operators, added to the counts of
+ * each (its kind and the bytes it keeps are the round's).
+ */
+void
+registry_add_operators(PeekObjectId id, int noperators, const OperatorStats *round)
+{
+	RegistryEntry *entry = registry_lock(id, true, NULL);
+
+	Assert(noperators <= PEEK_MAX_OPERATORS);
+	entry->noperators = noperators;
+	for (int i = 0; i < noperators; i++)
+	{
+		OperatorStats *op = &entry->operators[i];
+
+		strlcpy(op->kind, round[i].kind, sizeof(op->kind));
+		op->rows_in += round[i].rows_in;
+		op->rows_out += round[i].rows_out;
+		op->bytes = round[i].bytes;
+		op->time_us += round[i].time_us;
+	}
+	registry_unlock(entry);
+}
+
+/* Progress of an index's or a view's hydration (total < 0: it is over). */
 void
 registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total)
 {

@@ -3,7 +3,8 @@
  * registry.h
  *	  The sharing registry: a dshash in the DSA keyed by object id, holding
  *	  per published object its frontiers, holds, waiter counts and dirty
- *	  marks.
+ *	  marks, an index's or a view's hydration and a view's operators'
+ *	  counts.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +32,18 @@ typedef struct UpperSample
 	TimestampTz clock;			/* the wall clock of a publication */
 	int64		upper;			/* the upper it published */
 } UpperSample;
+
+/* A maintained view's operators, for peek.dataflow_operators. */
+#define PEEK_MAX_OPERATORS	8
+
+typedef struct OperatorStats
+{
+	char		kind[32];		/* what it does (dataflow/ names it) */
+	int64		rows_in;
+	int64		rows_out;
+	int64		bytes;			/* the state it keeps now */
+	int64		time_us;		/* spent in it */
+} OperatorStats;
 
 typedef struct RegistryEntry
 {
@@ -61,6 +74,9 @@ typedef struct RegistryEntry
 	bool		hydrating;
 	int64		hydrated_rows;
 	int64		hydration_total;
+	/* a maintained view's operators: counts since it was published */
+	int32		noperators;
+	OperatorStats operators[PEEK_MAX_OPERATORS];
 	/* shared handles, per runtime */
 	pg_atomic_uint32 live_handles[PEEK_MAX_RUNTIMES];
 	pg_atomic_uint64 pins[PEEK_MAX_RUNTIMES];
@@ -110,6 +126,7 @@ extern bool registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, 
 								int64 upper, int64 since);
 extern void registry_mark_failed(PeekObjectId id);
 extern void registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total);
+extern void registry_add_operators(PeekObjectId id, int noperators, const OperatorStats *round);
 extern void registry_pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches,
 						int nbatches, bool shared, int runtime);
 extern void registry_resolve_shared_handle(RegistryEntry *entry, int runtime, PeekHandle *handle);

@@ -262,7 +262,11 @@ object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
 
 	if (edata == NULL)
 		return NULL;
-	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || error_is_transient(edata->sqlerrcode))
+	/* a view's round that ran out of time fails the view, not retried */
+	if (dataflow_round_timer_stop() && edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		edata->message = psprintf("its round ran longer than pg_peek.view_round_timeout (%d ms)",
+								  setting_view_round_timeout_ms);
+	else if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || error_is_transient(edata->sqlerrcode))
 	{
 		error_log_isolated(edata, psprintf("pg_peek object " INT64_FORMAT " will be retried", id));
 		retry_all = true;
@@ -306,6 +310,7 @@ adopt_collection(void *arg)
 	if (obj->failure != NULL)
 	{
 		registry_mark_failed(obj->id);
+		dataflow_forget(obj->id);	/* (the views reading it fail) */
 		return;
 	}
 	persist_check_shard(obj->shard, obj->row_type);
@@ -689,12 +694,14 @@ typedef struct PruneWork
 static bool
 no_old_snapshot(TransactionId *mark)
 {
+	Oid			uppers = catalog_uppers_relid();
 	Relation	rel;
 	TransactionId horizon;
 
-	if (!TransactionIdIsValid(prune_mark))
+	/* (a catalog before 0.3, or one an ALTER EXTENSION UPDATE is making) */
+	if (!TransactionIdIsValid(prune_mark) || !OidIsValid(uppers))
 		return false;
-	rel = table_open(catalog_uppers_relid(), AccessShareLock);
+	rel = table_open(uppers, AccessShareLock);
 	horizon = GetOldestNonRemovableTransactionId(rel);
 	table_close(rel, AccessShareLock);
 	if (TransactionIdPrecedes(prune_mark, horizon))

@@ -32,6 +32,7 @@ PEEK_SQL_FUNCTION(peek_peek_hold_status);
 PEEK_SQL_FUNCTION(peek_duration_status);
 PEEK_SQL_FUNCTION(peek_collection_rows);
 PEEK_SQL_FUNCTION(peek_since_status);
+PEEK_SQL_FUNCTION(peek_operator_status);
 
 static const char *
 runtime_state_name(RuntimeState state)
@@ -202,6 +203,39 @@ peek_registry_status(PG_FUNCTION_ARGS)
 		values[12] = Int64GetDatum(e->hydrated_rows);
 		values[13] = Int64GetDatum(e->hydration_total);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* A row of peek.operator_status(): the view's operator i (from 0). */
+static void
+put_operator(ReturnSetInfo *rsinfo, PeekObjectId view, int i, const OperatorStats *op)
+{
+	Datum		values[7] = {
+		Int64GetDatum(view), Int32GetDatum(i + 1), CStringGetTextDatum(op->kind),
+		Int64GetDatum(op->rows_in), Int64GetDatum(op->rows_out), Int64GetDatum(op->bytes),
+		Float8GetDatum(op->time_us / 1000.0)
+	};
+	bool		nulls[7] = {0};
+
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * One row per operator of each maintained view in the registry: what its
+ * rounds did in it (peek.dataflow_operators).
+ */
+Datum
+peek_operator_status(PG_FUNCTION_ARGS)
+{
+	ListCell   *lc;
+
+	foreach(lc, visible_entries(fcinfo))
+	{
+		RegistryEntry *e = lfirst(lc);
+
+		for (int i = 0; !e->dropped && i < e->noperators; i++)
+			put_operator((ReturnSetInfo *) fcinfo->resultinfo, e->id, i, &e->operators[i]);
 	}
 	return (Datum) 0;
 }

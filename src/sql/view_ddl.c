@@ -3,7 +3,7 @@
  * view_ddl.c
  *	  peek.create_view and peek.drop_view.  A view is a collection of kind
  *	  view: its catalog row keeps its query (dataflow/plan.c's
- *	  schema-qualified text) and its input's name, its shard its rows, and
+ *	  schema-qualified text) and its inputs' names, its shard its rows, and
  *	  the maintenance runtime fills the shard (dataflow/round.c).  Beside it
  *	  stands a PostgreSQL view of the same name in the creator's current
  *	  schema, owned by the creator, whose body is the view's own persist
@@ -11,7 +11,8 @@
  *	  its row type (the shard's too, so that the PostgreSQL view cannot be
  *	  dropped or changed behind the view's back); it depends on what the
  *	  query uses, so that none of it is dropped from under the view.
- *	  Checks first, then the changes in the caller's transaction.
+ *	  Its inputs share one time line (sources' commit LSNs, or logical
+ *	  times).  Checks first, then the changes in the caller's transaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,9 +21,11 @@
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_rewrite.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "rewrite/rewriteSupport.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
@@ -50,18 +53,25 @@ run_as_user(const char *statement)
 
 /*
  * The PostgreSQL view beside a view, in the creator's current schema, made
- * first from the query (its columns are the query's) and then replaced by
- * the view's persist peek of its own row type.  It depends on what the
- * query uses, as a view of the query would (its functions, operators and
- * types), so that these cannot be dropped from under the view's rounds;
- * the dependencies are the relation's, not its rule's, so that replacing
- * its body keeps them.  Returns its row type.
+ * first from the query as the user wrote it (its columns are the query's;
+ * a captured table in it, not the source's row type, which the user may
+ * not use) and then replaced by the view's persist peek of its own row
+ * type.  It depends on what the query uses, as a view of the query would
+ * (its functions, operators and types, the tables and columns it reads),
+ * so that these cannot be dropped from under the view's rounds.  Those of
+ * the query the rounds run (functions, operators, types, a source's row
+ * type) are the relation's, not its rule's, so that replacing its body
+ * keeps them; those of the query as written, with the tables and columns
+ * it reads, are its rule's, as a PostgreSQL view's are: ALTER COLUMN TYPE
+ * of such a column is refused as under a view (0A000), where a relation's
+ * dependency on a column would be an internal error.  Returns its row
+ * type.
  */
 static Oid
 create_pg_view(const char *name, const char *query, ViewPlan *plan)
 {
 	ObjectAddress view;
-
+	ObjectAddress rule;
 	Oid			nsp = RangeVarGetCreationNamespace(makeRangeVar(NULL, pstrdup(name), -1));
 	char	   *qualified;
 	Oid			relid;
@@ -80,7 +90,79 @@ create_pg_view(const char *name, const char *query, ViewPlan *plan)
 		elog(ERROR, "view \"%s\" was not created", qualified);
 	ObjectAddressSet(view, RelationRelationId, relid);
 	recordDependencyOnExpr(&view, (Node *) plan->query, NIL, DEPENDENCY_NORMAL);
+	if (plan->written != plan->query)
+	{
+		ObjectAddressSet(rule, RewriteRelationId,
+						 get_rewrite_oid(relid, ViewSelectRuleName, false));
+		recordDependencyOnExpr(&rule, (Node *) plan->written, NIL, DEPENDENCY_NORMAL);
+	}
 	return get_rel_type_id(relid);
+}
+
+/*
+ * Whether an object's times are commit LSNs: a source's, or a view's whose
+ * inputs are sources (or views of them); else logical times.
+ */
+static bool
+times_are_lsns(CatalogObject *obj)
+{
+	char	   *query;
+	List	   *inputs;
+	CatalogObject *input;
+
+	if (OidIsValid(obj->source))
+		return true;
+	if (obj->kind != PEEK_KIND_VIEW || !catalog_view_definition(obj->id, &query, &inputs) ||
+		inputs == NIL || (input = catalog_find(linitial(inputs))) == NULL)
+		return false;
+	return times_are_lsns(input);
+}
+
+/*
+ * A view's inputs, each checked (it exists, the user may read it, the
+ * query reads it as its row type) and row-locked (a drop of it waits for
+ * this transaction, or it for the drop); they share one time line.
+ */
+static void
+check_inputs(ViewPlan *plan, List *names)
+{
+	CatalogObject *first = NULL;
+	ListCell   *lb;
+	ListCell   *lc;
+
+	foreach(lc, names)
+	{
+		CatalogObject *input = catalog_lookup(lfirst(lc), PEEK_KIND_COLLECTION, CATALOG_WRITE);
+
+		catalog_check_reader(input);
+		if (first == NULL)
+			first = input;
+		else if (times_are_lsns(first) != times_are_lsns(input))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("maintained views do not support inputs on different time lines: \"%s\" (%s) and \"%s\" (%s)",
+							first->name, times_are_lsns(first) ? "commit LSNs" : "logical times",
+							input->name, times_are_lsns(input) ? "commit LSNs" : "logical times"),
+					 errdetail("A view's inputs are all sources (and views of sources), or all collections (and views of collections).")));
+		foreach(lb, dataflow_plan_branches(plan))
+		{
+			ListCell   *li;
+
+			foreach(li, ((ViewPlan *) lfirst(lb))->inputs)
+			{
+				ViewPlanInput *pin = lfirst(li);
+
+				if (strcmp(pin->name, input->name) == 0 && pin->row_type != input->row_type)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATATYPE_MISMATCH),
+							 errmsg("%s \"%s\" holds rows of type %s, not %s",
+									catalog_kind_noun(input->kind), input->name,
+									format_type_be(input->row_type), format_type_be(pin->row_type)),
+							 errhint("Read it as peek.persist_peek(NULL::%s, %s).",
+									 format_type_be(input->row_type), quote_literal_cstr(input->name))));
+			}
+		}
+	}
 }
 
 /* create_view(name, query) */
@@ -90,7 +172,7 @@ peek_create_view(PG_FUNCTION_ARGS)
 	char	   *name = arg_new_name(fcinfo, 0, "view name");
 	char	   *text = arg_text(fcinfo, 1, "query");
 	ViewPlan   *plan;
-	CatalogObject *input;
+	List	   *inputs;
 	CatalogObject obj = {0};
 	char	   *query;
 	int32		seq;
@@ -98,28 +180,19 @@ peek_create_view(PG_FUNCTION_ARGS)
 	standby_refuse_writes("create_view");
 	/* analyzed in the user's search_path, with the user's privileges */
 	plan = dataflow_plan(text);
-	/* a drop of the input waits for this transaction, or it for the drop */
-	input = catalog_lookup(plan->input, PEEK_KIND_COLLECTION, CATALOG_WRITE);
-	catalog_check_reader(input);
-	if (plan->input_type != input->row_type)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("%s \"%s\" holds rows of type %s, not %s",
-						catalog_kind_noun(input->kind), input->name,
-						format_type_be(input->row_type), format_type_be(plan->input_type)),
-				 errhint("Read it as peek.persist_peek(NULL::%s, %s).",
-						 format_type_be(input->row_type), quote_literal_cstr(input->name))));
+	inputs = dataflow_plan_input_names(plan);
+	check_inputs(plan, inputs);
 	arg_check_name_free(name);
 
 	query = dataflow_plan_text(plan);
 	obj.id = catalog_new_id(&seq);
 	obj.name = name;
 	obj.kind = PEEK_KIND_VIEW;
-	obj.row_type = create_pg_view(name, query, plan);
+	obj.row_type = create_pg_view(name, text, plan);
 	obj.owner = GetUserId();
 	obj.shard = persist_create_shard(seq, obj.row_type);
 	catalog_insert(&obj, (Datum) 0);
-	catalog_set_view(obj.id, query, input->name);
+	catalog_set_view(obj.id, query, inputs);
 	notify_created(obj.id);
 	PG_RETURN_VOID();
 }

@@ -4,8 +4,9 @@
  *	  What the catalog keeps of a maintained view besides an object's row:
  *	  its query (analyzed and written out schema-qualified, so that it reads
  *	  the same under any search_path, in a dump too) and the names of its
- *	  inputs (names, not ids: a restore keeps them), and which views read an
- *	  object (its drop is refused while one does).  Through SPI as the
+ *	  inputs (names, not ids: a restore keeps them), which views read an
+ *	  object (its drop is refused while one does), and which sources
+ *	  capture a table (a view's query reads them for it).  Through SPI as the
  *	  extension's owner, in the caller's transaction.
  *
  *-------------------------------------------------------------------------
@@ -14,6 +15,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
@@ -22,25 +24,32 @@
 #include "storage/catalog_internal.h"
 #include "storage/catalog_views.h"
 
-/* Record a new view's query and its one input, on its row. */
+/* Record a new view's query and its inputs' names, on its row. */
 void
-catalog_set_view(PeekObjectId id, const char *query, const char *input)
+catalog_set_view(PeekObjectId id, const char *query, List *inputs)
 {
-	Oid			argtypes[3] = {INT8OID, TEXTOID, TEXTOID};
-	Datum		args[3] = {Int64GetDatum(id), CStringGetTextDatum(query),
-	CStringGetTextDatum(input)};
+	Oid			argtypes[3] = {INT8OID, TEXTOID, TEXTARRAYOID};
+	Datum	   *names = palloc(sizeof(Datum) * list_length(inputs));
+	Datum		args[3];
+	ListCell   *lc;
 
-	catalog_exec("UPDATE peek.objects SET query = $2, inputs = ARRAY[$3] "
+	foreach(lc, inputs)
+		names[foreach_current_index(lc)] = CStringGetTextDatum(lfirst(lc));
+	args[0] = Int64GetDatum(id);
+	args[1] = CStringGetTextDatum(query);
+	args[2] = PointerGetDatum(construct_array(names, list_length(inputs), TEXTOID, -1,
+											  false, TYPALIGN_INT));
+	catalog_exec("UPDATE peek.objects SET query = $2, inputs = $3 "
 				 "WHERE id OPERATOR(pg_catalog.=) $1",
 				 3, argtypes, args, SPI_OK_UPDATE);
 }
 
 /*
- * A view's query and its input's name, in the caller's memory context;
- * false if the view's row is gone.
+ * A view's query and its inputs' names (a List of strings), in the
+ * caller's memory context; false if the view's row is gone.
  */
 bool
-catalog_view_definition(PeekObjectId id, char **query, char **input)
+catalog_view_definition(PeekObjectId id, char **query, List **inputs)
 {
 	Oid			argtype = INT8OID;
 	Datum		arg = Int64GetDatum(id);
@@ -49,7 +58,7 @@ catalog_view_definition(PeekObjectId id, char **query, char **input)
 	bool		found;
 
 	spi_connect_as_owner(&saved);
-	spi_check(catalog_execute_saved("SELECT query, inputs[1] FROM peek.objects "
+	spi_check(catalog_execute_saved("SELECT query, inputs FROM peek.objects "
 									"WHERE id OPERATOR(pg_catalog.=) $1 AND query IS NOT NULL",
 									1, &argtype, &arg, NULL, true),
 			  SPI_OK_SELECT, "view lookup");
@@ -60,9 +69,15 @@ catalog_view_definition(PeekObjectId id, char **query, char **input)
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		MemoryContext spi = MemoryContextSwitchTo(caller);
+		Datum	   *names;
+		int			n;
 
 		*query = TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull));
-		*input = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
+		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 2, &isnull)),
+						  TEXTOID, -1, false, TYPALIGN_INT, &names, NULL, &n);
+		*inputs = NIL;
+		for (int i = 0; i < n; i++)
+			*inputs = lappend(*inputs, TextDatumGetCString(names[i]));
 		MemoryContextSwitchTo(spi);
 	}
 	spi_finish_as_owner(&saved);
@@ -103,4 +118,17 @@ catalog_view_reading(const char *name)
 	}
 	spi_finish_as_owner(&saved);
 	return view;
+}
+
+/*
+ * The sources that capture a table, by name (their indexes name the table
+ * too, but are not sources).
+ */
+List *
+catalog_sources_of(Oid table)
+{
+	return catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+								 "WHERE source OPERATOR(pg_catalog.=) $1 "
+								 "AND kind OPERATOR(pg_catalog.=) 'c' ORDER BY name",
+								 1, OIDOID, ObjectIdGetDatum(table), true);
 }

@@ -8,10 +8,14 @@
 #ifndef PEEK_STORAGE_CATALOG_VIEWS_H
 #define PEEK_STORAGE_CATALOG_VIEWS_H
 
-#include "common/ids.h"
+#include "nodes/pg_list.h"
 
-extern void catalog_set_view(PeekObjectId id, const char *query, const char *input);
-extern bool catalog_view_definition(PeekObjectId id, char **query, char **input);
+#include "common/ids.h"
+#include "nodes/pg_list.h"
+
+extern void catalog_set_view(PeekObjectId id, const char *query, List *inputs);
+extern bool catalog_view_definition(PeekObjectId id, char **query, List **inputs);
 extern char *catalog_view_reading(const char *name);
+extern List *catalog_sources_of(Oid table);
 
 #endif							/* PEEK_STORAGE_CATALOG_VIEWS_H */

@@ -79,13 +79,6 @@ END $$;
 SQL
 }
 
-# "p50 p99 samples" of the probe latencies recorded under LABEL.
-vis_percentiles() {
-    psql_q -F' ' -c "SELECT round(percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 3),
-                            round(percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 3), count(*)
-                       FROM bench_vis WHERE label = '$1'"
-}
-
 # "updates secs" of the run recorded under LABEL.
 run_result() { psql_q -F' ' -c "SELECT updates, secs FROM bench_runs WHERE label = '$1'"; }
 

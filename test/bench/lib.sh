@@ -124,7 +124,8 @@ percentiles() {
 }
 
 # pgb NAME CLIENTS SCRIPT [PGBENCH_ARG...]: a prepared pgbench run of SECS
-# seconds with per-transaction logs in $WORK/pgb/NAME; prints "tps p50 p99".
+# seconds with per-transaction logs in $WORK/pgb/NAME, on the database
+# $PGB_DB (default postgres); prints "tps p50 p99".
 pgb() {
     local name=$1 clients=$2 script=$3 dir=$WORK/pgb/$1 out
     shift 3
@@ -133,7 +134,7 @@ pgb() {
     chown postgres: "$dir" 2>/dev/null || true
     if ! out=$(cd "$dir" && "${AS_PG[@]}" "$PG_BIN/pgbench" -h "$SOCK" -p "$PORT" -U postgres \
         -n -M prepared -c "$clients" -j "$clients" -T "$SECS" -f "$script" \
-        --log --log-prefix="$dir/tx" "$@" postgres 2>&1); then
+        --log --log-prefix="$dir/tx" "$@" "${PGB_DB:-postgres}" 2>&1); then
         printf 'ERROR: pgbench %s failed:\n%s\n' "$name" "$out" >&2
         return 1
     fi
@@ -142,6 +143,14 @@ pgb() {
 
 # The per-transaction logs of a pgb run.
 pgb_logs() { printf '%s\n' "$WORK/pgb/$1"/tx*; }
+
+# vis_percentiles LABEL [TABLE]: "p50 p99 samples" of the probe latencies
+# (column ms) recorded under LABEL in TABLE (default bench_vis).
+vis_percentiles() {
+    psql_q -F' ' -c "SELECT round(percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 3),
+                            round(percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 3), count(*)
+                       FROM ${2:-bench_vis} WHERE label = '$1'"
+}
 
 # ---- CSVs and statistics -------------------------------------------------
 

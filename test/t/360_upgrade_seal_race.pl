@@ -10,6 +10,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use PgPeekTest;
 
 my $mode = interactive_mode();
@@ -25,6 +26,12 @@ $node->safe_psql('postgres', q{
 ok(poll_until($node,
 		"SELECT count(*) = $nruntimes AND bool_and(state = 'running') FROM peek.runtimes"),
 	'the runtimes are running');
+# the 0.3 library on the old catalog, not updated yet, for a few of the
+# maintenance runtime's upper prunings (one a second): there is no
+# peek.uppers to prune, and it does not fail looking for it
+usleep(2_500_000);
+unlike(slurp_file($node->logfile), qr/exited with exit code|could not open relation/,
+	'the runtimes run on the old catalog');
 
 my $w = bg_session($node);
 $w->query_safe('BEGIN');

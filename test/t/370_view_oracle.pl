@@ -1,15 +1,18 @@
 # Maintained views against an oracle (seeded, reproducible): generated
-# queries over a collection (filter/map/project; GROUP BY with aggregates
-# and HAVING; aggregates over the whole input; DISTINCT), kept current by the
-# maintenance runtime under random inserts and retractions at many times.
-# At every time at or after a view's since, the view read by persist_peek
-# (as_of => t) and by index_peek (an index on the view) equals PostgreSQL's
-# own evaluation of the query over peek.persist_peek(NULL::orow, 'c',
-# as_of => t), as multisets (EXCEPT ALL both ways).  Half-way the
-# collection compacts and one more view is created over it (hydrated from
-# the since); then the maintenance runtime is terminated and restarted
-# while writes go on: the views resume at their uppers, nothing lost or
-# counted twice.  A view over a view is checked against its input view.
+# queries over a collection c (filter/map/project; GROUP BY with aggregates
+# and HAVING; aggregates over the whole input; DISTINCT) and over c and a
+# second collection d (inner and left joins on a key, grouped by it or
+# not; UNION ALL), kept current by the maintenance runtime under random
+# inserts, retractions, updates of the join key and rolled-back writes at
+# many times (c and d written at the same times).  At every time at or
+# after a view's since, the view read by persist_peek (as_of => t) and by
+# index_peek (an index on the view) equals PostgreSQL's own evaluation of
+# the query over peek.persist_peek(NULL::orow, 'c', as_of => t) (and d's),
+# as multisets (EXCEPT ALL both ways).  Half-way the collections compact
+# and one more view is created over them (hydrated from the since); then
+# the maintenance runtime is terminated and restarted while writes go on:
+# the views resume at their uppers, nothing lost or counted twice.  A view
+# over a view is checked against its input view.
 #
 # Seed: $PG_PEEK_VIEW_SEED, or a fixed default.
 use strict;
@@ -32,32 +35,17 @@ my $node = new_node('view_oracle');
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION pg_peek;
 	CREATE TYPE orow AS (k int, v text, n numeric);
+	CREATE TYPE drow AS (k int, w text);
 	SELECT peek.create_collection('c', 'orow');
-	-- the times in [t0, t1] where the two queries (@T@: the time) differ
-	CREATE FUNCTION mismatches(got text, want text, t0 bigint, t1 bigint)
-	RETURNS text LANGUAGE plpgsql AS $f$
-	DECLARE
-		bad text := '';
-		g text;
-		w text;
-		n bigint;
-	BEGIN
-		FOR t IN t0 .. t1 LOOP
-			g := replace(got, '@T@', t::text);
-			w := replace(want, '@T@', t::text);
-			EXECUTE format('SELECT count(*) FROM ((%s EXCEPT ALL %s) UNION ALL (%s EXCEPT ALL %s)) d',
-			               g, w, w, g) INTO n;
-			IF n > 0 THEN
-				bad := bad || t || ' ';
-			END IF;
-		END LOOP;
-		RETURN bad;
-	END $f$;
+	SELECT peek.create_collection('d', 'drow');
 });
+# view_mismatches(got, want, t0, t1): the times in [t0, t1] where the two
+# queries (@T@: the time) differ, as the regression tests have it
+$node->safe_psql('postgres', slurp_file('../sql/00_helpers.sql'));
 
 # ---- generated queries ----
 my @exprs = ('k', 'v', 'n', 'k * 2', 'k + n', 'upper(v)', 'length(v)',
-	'n / 2', "coalesce(v, 'none')", 'k % 3', 'abs(n - 1)', "v || '-' || k",
+	'n / 2', "coalesce(v, 'none')", 'k % 3', 'abs(n - 1)', "v || '-' || k::text",
 	'round(n)', 'k > 4');
 my @preds = ('k > @', 'k % 2 = 0', 'n < @', "v LIKE 'a%'", 'v IS NULL',
 	'k BETWEEN @ AND @ + 3', 'n IS NOT NULL AND n <> @', "v = 'b'",
@@ -70,6 +58,51 @@ my @aggs = ('count(*)', 'count(v)', 'sum(n)', 'sum(k)', 'avg(n)', 'avg(k)',
 my @havings = ('count(*) > 1', 'sum(k) > @', 'min(n) IS NOT NULL', 'max(k) < @');
 
 sub pick { return $_[ int(rand(@_)) ]; }
+
+# the shapes over c and d: inner and left joins on a key (a.k = b.k or an
+# expression of it), grouped by the key or not; UNION ALL of a query over
+# each
+my @jcols = ('a.k', 'a.v', 'a.n', 'b.w', 'b.k', 'a.n + b.k', "coalesce(b.w, 'none')",
+	"a.v || b.w", 'b.k IS NULL');
+my @jaggs = ('count(*)', 'count(b.w)', 'sum(a.n)', 'max(b.w)', 'min(a.v)', 'sum(b.k)');
+my @jpreds = ('a.k > @', "b.w <> 'x'", 'a.n < @', 'b.w IS NULL', "a.v LIKE 'a%'");
+
+sub random_join_query
+{
+	my $shape = shift // pick('join', 'left', 'union', 'joingroup');
+	my $c = "peek.persist_peek(NULL::orow, 'c'\@AS\@)";
+	my $d = "peek.persist_peek(NULL::drow, 'd'\@AS\@)";
+	if ($shape eq 'union')
+	{
+		(my $p = pick(@preds)) =~ s/@/int(rand(8))/ge;
+		return "SELECT k AS c1, v AS c2 FROM $c WHERE $p UNION ALL "
+		  . "SELECT k % 4, w FROM $d" . (rand() < 0.5 ? " WHERE w <> 'x'" : '');
+	}
+	my ($on, $key) = @{ pick(['a.k = b.k', 'a.k'], ['a.k % 3 = b.k % 3', 'a.k % 3'],
+		['b.k = a.k', 'a.k']) };
+	$on .= " AND b.w <> 'y'" if rand() < 0.3;
+	my $join = ($shape eq 'join' ? 'JOIN' : 'LEFT JOIN');
+	my @cols;
+	if ($shape eq 'joingroup')
+	{
+		$join = pick('JOIN', 'LEFT JOIN');
+		push @cols, $key;
+		push @cols, pick(@jaggs) for 1 .. 1 + int(rand(3));
+	}
+	else
+	{
+		push @cols, pick(@jcols) for 1 .. 1 + int(rand(4));
+	}
+	my $i = 0;
+	@cols = map { $_ . ' AS c' . ++$i } @cols;
+	my $where = '';
+	if (rand() < 0.5)
+	{
+		($where = ' WHERE ' . pick(@jpreds)) =~ s/@/int(rand(8))/ge;
+	}
+	return 'SELECT ' . join(', ', @cols) . " FROM $c a $join $d b ON $on$where"
+	  . ($shape eq 'joingroup' ? " GROUP BY $key" : '');
+}
 
 # the shapes: plain, grouped (with HAVING at times), aggregates over the
 # whole input, DISTINCT
@@ -114,8 +147,8 @@ my %views;
 sub create_view
 {
 	my ($name, $template) = @_;
-	(my $query = $template) =~ s/\@AS\@//;
-	(my $oracle = $template) =~ s/\@AS\@/, as_of => \@T\@/;
+	(my $query = $template) =~ s/\@AS\@//g;
+	(my $oracle = $template) =~ s/\@AS\@/, as_of => \@T\@/g;
 	$node->safe_psql('postgres',
 		"SELECT peek.create_view('$name', \$q\$$query\$q\$)");
 	$views{$name} = { oracle => $oracle };
@@ -147,56 +180,87 @@ sub check_views
 	for my $name (sort keys %views)
 	{
 		my $since = $node->safe_psql('postgres',
-			"SELECT greatest(v.since, c.since) FROM peek.views v, peek.collections c "
-			  . "WHERE v.name = '$name' AND c.name = 'c'");
+			"SELECT greatest(v.since, max(c.since)) FROM peek.views v, peek.collections c "
+			  . "WHERE v.name = '$name' AND c.name IN ('c', 'd') GROUP BY v.since");
 		my $oracle = $views{$name}{oracle};
 		my $rows = $node->safe_psql('postgres',
 			"SELECT count(*) FROM peek.persist_peek(NULL::$name, '$name')");
 		is($node->safe_psql('postgres',
-			"SELECT mismatches(\$g\$SELECT * FROM peek.persist_peek(NULL::$name, '$name', as_of => \@T\@)\$g\$, "
+			"SELECT view_mismatches(\$g\$SELECT * FROM peek.persist_peek(NULL::$name, '$name', as_of => \@T\@)\$g\$, "
 			  . "\$w\$$oracle\$w\$, $since, $last)"),
 			'', "$label: $name by persist_peek equals the query at every time $since..$last ($rows rows now)");
 		is($node->safe_psql('postgres',
-			"SELECT mismatches(\$g\$SELECT * FROM peek.index_peek(NULL::$name, '${name}_i', as_of => \@T\@)\$g\$, "
+			"SELECT view_mismatches(\$g\$SELECT * FROM peek.index_peek(NULL::$name, '${name}_i', as_of => \@T\@)\$g\$, "
 			  . "\$w\$$oracle\$w\$, $since, $last)"),
 			'', "$label: $name by index_peek equals the query at every time $since..$last");
 	}
 }
 
-# ---- workload: a Perl model of the collection's rows keeps counts >= 0 ----
-my %live;    # row literal => count
+# ---- workload: a Perl model of each collection's rows keeps counts >= 0 ----
+my %live = (c => {}, d => {});    # collection => row literal => count
 my @vs = ("'a'", "'b'", "'ab'", "'ba'", 'NULL');
 my @ns = ('0', '1', '1.5', '2.50', '-3', 'NULL');
+my @ws = ("'x'", "'y'", "'z'", 'NULL');
+my %type = (c => 'orow', d => 'drow');
 
 sub random_row
 {
+	my $coll = shift;
+	return '(' . int(rand(10)) . ', ' . $ws[ int(rand(@ws)) ] . ')' if $coll eq 'd';
 	return '(' . int(rand(10)) . ', ' . $vs[ int(rand(@vs)) ] . ', '
 	  . $ns[ int(rand(@ns)) ] . ')';
 }
 
-sub write_step
+# One collection's write: inserts, retractions, and updates of the key (a
+# row retracted and inserted again with another k); the model follows
+# unless the write is to be rolled back.
+sub write_sql
 {
+	my ($coll, $rollback) = @_;
+	my $live = $live{$coll};
 	my (@ins, @del);
-	push @ins, random_row() for 1 .. int(rand(4));
-	my @rows = grep { $live{$_} > 0 } sort keys %live;
-	for (1 .. int(rand(3)))
+	push @ins, random_row($coll) for 1 .. int(rand(4));
+	my @rows = grep { $live->{$_} > 0 } sort keys %$live;
+	for (1 .. int(rand(4)))
 	{
 		last unless @rows;
 		my $r = $rows[ int(rand(@rows)) ];
-		next if $live{$r} == 0;
-		$live{$r}--;
+		next if $live->{$r} - grep({ $_ eq $r } @del) <= 0;
 		push @del, $r;
+		(my $moved = $r) =~ s/^\(\d+/'(' . int(rand(10))/e;
+		push @ins, $moved if rand() < 0.5;
 	}
-	$live{$_}++ for @ins;
-	my $arr = sub { @_ ? 'ARRAY[' . join(', ', @_) . ']::orow[]' : "'{}'::orow[]" };
-	return $node->safe_psql('postgres',
-		'SELECT peek.write(\'c\', ' . $arr->(@ins) . ', ' . $arr->(@del) . ')');
+	unless ($rollback)
+	{
+		$live->{$_}-- for @del;
+		$live->{$_}++ for @ins;
+	}
+	my $arr = sub { @_ ? 'ARRAY[' . join(', ', @_) . "]::$type{$coll}\[]" : "'{}'::$type{$coll}\[]" };
+	return "SELECT peek.write('$coll', " . $arr->(@ins) . ', ' . $arr->(@del) . ');';
+}
+
+# c and d written at the same time (their uppers move together); at times
+# a write to both rolled back first
+sub write_step
+{
+	if (rand() < 0.15)
+	{
+		$node->safe_psql('postgres',
+			'BEGIN; ' . write_sql('c', 1) . ' ' . write_sql('d', 1) . ' ROLLBACK;');
+	}
+	my $times = $node->safe_psql('postgres', write_sql('c') . ' ' . write_sql('d'));
+	my ($tc, $td) = split /\n/, $times;
+	die "c and d written at different times ($tc, $td)" unless $tc == $td;
+	return $tc;
 }
 
 write_step() for 1 .. 5;
 # each shape at least once
 my @shapes = ('plain', 'group', 'group', 'whole', 'distinct', 'group', 'plain', undef);
 create_view("v$_", random_query($shapes[ $_ - 1 ])) for 1 .. 8;
+# each join shape at least once, twice the joins
+my @jshapes = ('join', 'left', 'union', 'joingroup', 'join', 'left', undef);
+create_view("j$_", random_join_query($jshapes[ $_ - 1 ])) for 1 .. 7;
 $node->safe_psql('postgres',
 	"SELECT peek.create_view('vv', 'SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, ''v1'') WHERE c1 IS NOT NULL')");
 $views{vv} = { oracle => "SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, 'v1', as_of => \@T\@) WHERE c1 IS NOT NULL" };
@@ -212,10 +276,12 @@ for my $step (1 .. $STEPS)
 		# compaction up to near the upper; a view created now hydrates
 		# from the since
 		$node->safe_psql('postgres', "SELECT peek.allow_compaction('c', $last - 2)");
+		$node->safe_psql('postgres', "SELECT peek.allow_compaction('d', $last - 3)");
 		ok(poll_until($node,
-			"SELECT since >= $last - 2 - 2 FROM peek.collections WHERE name = 'c'"),
-			'the collection compacts, the views reading it caught up');
+			"SELECT bool_and(since >= $last - 3 - 2) FROM peek.collections WHERE name IN ('c', 'd')"),
+			'the collections compact, the views reading them caught up');
 		create_view('vlate', random_query());
+		create_view('jlate', random_join_query());
 	}
 	if ($step == int(2 * $STEPS / 3))
 	{
@@ -231,6 +297,8 @@ is($node->safe_psql('postgres',
 	'1', 'the maintenance runtime was restarted');
 is($node->safe_psql('postgres', "SELECT since > 0 FROM peek.views WHERE name = 'vlate'"),
 	't', 'the late view was hydrated from a compacted since');
+is($node->safe_psql('postgres', "SELECT since > 0 FROM peek.views WHERE name = 'jlate'"),
+	't', 'the late join was hydrated from a compacted since');
 isnt($node->safe_psql('postgres',
 	"SELECT sum(rows) FROM peek.views"), '0', 'the views are not all empty');
 

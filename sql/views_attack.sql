@@ -1,0 +1,121 @@
+-- Maintained views attacked as a hostile user would: a captured table's
+-- columns renamed since its source was made (read by position, as capture
+-- and a peek read them, not by name), ALTER COLUMN TYPE of a column a view
+-- reads (0A000, as under a PostgreSQL view), and expressions the executor
+-- takes only once planned (a function's default and named arguments, a
+-- COLLATE clause in a group key), each view against its query.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS pg_peek CASCADE;
+CREATE EXTENSION pg_peek;
+RESET client_min_messages;
+
+-- two columns' names swapped after the source was made (and a column
+-- dropped before it): FROM the table reads the table's column a, which the
+-- source holds under the name b
+CREATE TABLE aswap (id int PRIMARY KEY, gone int, a int, b int);
+ALTER TABLE aswap DROP COLUMN gone;
+INSERT INTO aswap VALUES (1, 10, 20);
+SET client_min_messages = warning;
+SELECT peek.create_source('aswap_src', 'aswap');
+RESET client_min_messages;
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'aswap_src'$$);
+ALTER TABLE aswap RENAME a TO tmp;
+ALTER TABLE aswap RENAME b TO a;
+ALTER TABLE aswap RENAME tmp TO b;
+INSERT INTO aswap VALUES (2, 30, 40), (3, 50, 40);
+SELECT peek.create_view('aswap_a', 'SELECT id, a FROM aswap WHERE b > 5');
+SELECT peek.create_view('aswap_g', 'SELECT a, count(*) AS n, sum(b) AS b FROM aswap GROUP BY a');
+SELECT wait_for($$SELECT (SELECT array_agg((id, a) ORDER BY id) FROM aswap_a) =
+                         (SELECT array_agg((id, a) ORDER BY id) FROM aswap WHERE b > 5)
+                     AND (SELECT array_agg((a, n, b) ORDER BY a) FROM aswap_g) =
+                         (SELECT array_agg((a, n, b) ORDER BY a)
+                            FROM (SELECT a, count(*) AS n, sum(b) AS b FROM aswap GROUP BY a) s)$$);
+SELECT * FROM aswap_a ORDER BY id;
+SELECT * FROM aswap_g ORDER BY a;
+-- the kept query reads the source's columns by their names
+SELECT name, regexp_replace(query, 'source_[0-9]+', 'source_N', 'g') AS query
+  FROM peek.views ORDER BY name;
+
+-- ALTER COLUMN TYPE of a column a view reads is refused as under a
+-- PostgreSQL view (not an internal error); DROP COLUMN is 2BP01
+SELECT try('ALTER TABLE aswap ALTER COLUMN a TYPE bigint');
+SELECT try('ALTER TABLE aswap ALTER COLUMN b TYPE bigint');
+SELECT try('ALTER TABLE aswap DROP COLUMN a');
+SELECT peek.drop_view('aswap_a');
+SELECT peek.drop_view('aswap_g');
+SELECT peek.drop_source('aswap_src');
+DROP TABLE aswap;
+
+-- a partitioned table, with ONLY or not, is refused as such (no source
+-- captures one: its rows are its partitions')
+CREATE TABLE apart (id int) PARTITION BY RANGE (id);
+CREATE TABLE apart_1 PARTITION OF apart FOR VALUES FROM (0) TO (10);
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM apart')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM ONLY apart')$$);
+DROP TABLE apart;
+
+-- a function's default and named arguments, and a COLLATE clause in a
+-- group key and in WHERE, evaluated as PostgreSQL evaluates the query
+CREATE FUNCTION aplus(a int, b int DEFAULT 10) RETURNS int LANGUAGE plpgsql IMMUTABLE
+    AS 'BEGIN RETURN a + b; END';
+CREATE FUNCTION aplus_sql(a int, b int DEFAULT 100) RETURNS int LANGUAGE sql IMMUTABLE
+    AS 'SELECT a + b';
+CREATE TYPE aitem AS (x int, k text);
+SELECT peek.create_collection('aitems', 'aitem');
+SELECT peek.create_view('adefault', $$SELECT x, aplus(x) AS y, aplus_sql(x) AS z
+    FROM peek.persist_peek(NULL::aitem, 'aitems') WHERE aplus(x) > 12$$);
+SELECT peek.create_view('anamed', $$SELECT x, aplus(b => 1, a => x) AS y
+    FROM peek.persist_peek(NULL::aitem, 'aitems')$$);
+SELECT peek.create_view('acollate', $$SELECT k COLLATE "C" AS k, count(*) AS n
+    FROM peek.persist_peek(NULL::aitem, 'aitems') WHERE k COLLATE "C" > 'B' GROUP BY k COLLATE "C"$$);
+SELECT peek.write('aitems', ARRAY[(1, 'a'), (5, 'b'), (7, 'B'), (9, 'b')]::aitem[]);
+SELECT peek.write('aitems', ARRAY[(3, 'c')]::aitem[], ARRAY[(9, 'b')]::aitem[]);
+-- (read at the time: a view's upper in the catalog may be ahead of what
+-- the runtime has published yet)
+SELECT wait_for($$SELECT count(*) = 3 FROM peek.views WHERE upper = 2$$);
+SELECT name, state, failure FROM peek.views ORDER BY name;
+SELECT * FROM peek.persist_peek(NULL::adefault, 'adefault', as_of => 1) ORDER BY x;
+SELECT * FROM peek.persist_peek(NULL::anamed, 'anamed', as_of => 1) ORDER BY x;
+SELECT * FROM peek.persist_peek(NULL::acollate, 'acollate', as_of => 1) ORDER BY k;
+-- at every time, each view equals its query over the input at that time
+SELECT name, view_mismatches(format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', name, name),
+                             replace(query, '''aitems''::text', '''aitems''::text, as_of => @T@'), 0, upper - 1) AS bad_times
+  FROM peek.views ORDER BY name;
+SELECT peek.drop_view('adefault');
+SELECT peek.drop_view('anamed');
+SELECT peek.drop_view('acollate');
+SELECT peek.drop_collection('aitems');
+DROP FUNCTION aplus(int, int);
+DROP FUNCTION aplus_sql(int, int);
+DROP TYPE aitem;
+
+-- a view whose query is slow (an "immutable" function that sleeps) holds
+-- the maintenance runtime back while its round runs: past
+-- pg_peek.view_round_timeout the round is cancelled and the view fails
+-- alone; other collections' writes are read again promptly, and the view
+-- can be dropped
+ALTER SYSTEM SET pg_peek.view_round_timeout = '500ms';
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+CREATE FUNCTION aslow(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE
+    AS $$BEGIN PERFORM pg_sleep(0.2); RETURN x; END$$;
+CREATE TYPE aone AS (x int);
+SELECT peek.create_collection('aslows', 'aone');
+SELECT peek.create_collection('aother', 'aone');
+SELECT peek.write('aslows', array_agg(ROW(i)::aone)) FROM generate_series(1, 20) i;
+SELECT peek.create_view('aslowv', $$SELECT aslow(x) AS x FROM peek.persist_peek(NULL::aone, 'aslows')$$);
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'aslowv'$$);
+SELECT state, failure FROM peek.views WHERE name = 'aslowv';
+SELECT peek.write('aother', ARRAY[ROW(1)]::aone[]) AS t \gset
+SELECT count(*) FROM peek.persist_peek(NULL::aone, 'aother', as_of => :t);
+SELECT try($$SELECT * FROM peek.persist_peek(NULL::aslowv, 'aslowv')$$);
+SELECT peek.drop_view('aslowv');
+SELECT peek.drop_collection('aslows'), peek.drop_collection('aother');
+DROP FUNCTION aslow(int);
+DROP TYPE aone;
+ALTER SYSTEM RESET pg_peek.view_round_timeout;
+SELECT pg_reload_conf();
+
+SET client_min_messages = warning;
+DROP EXTENSION pg_peek CASCADE;
+RESET client_min_messages;

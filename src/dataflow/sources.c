@@ -1,0 +1,313 @@
+/*-------------------------------------------------------------------------
+ *
+ * sources.c
+ *	  A captured table standing for its source in a view's query: FROM t,
+ *	  where a source captures the table t, reads that source as
+ *	  peek.persist_peek(NULL::<the source's row type>, '<source>') does,
+ *	  the query's names of the table's columns resolved as the table's;
+ *	  so does peek.persist_peek(NULL::t,
+ *	  '<source>'), the source read as its table's row type, as a peek may
+ *	  read it.  The source's row type is a copy of
+ *	  the table's without its dropped columns, made when the source was
+ *	  (a column renamed since keeps its place), so the query's references
+ *	  to the table's columns are renumbered for it by position (its Vars,
+ *	  and the columns a join of it lists), in a UNION ALL's branches too,
+ *	  and refused (42804) if the types no longer match.
+ *	  A table that no source
+ *	  captures, or that more than one does, is refused (0A000, naming it),
+ *	  as are its inheritance children (its source has its own rows only),
+ *	  a partitioned table (no source captures one) and TABLESAMPLE; one the user may not SELECT from is 42501.
+ *	  Done on the analyzed query, before plan.c checks it: the kept text
+ *	  names the source, so the maintenance runtime plans it again the same
+ *	  whatever sources are made later; the query as written (with the
+ *	  table) is what the PostgreSQL view beside the view depends on, so the
+ *	  table and its columns the view reads cannot be dropped (2BP01).
+ *
+ *	  Reads the catalog only (which sources capture a table).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/attmap.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "common/rows.h"
+#include "dataflow/dataflow.h"
+#include "storage/catalog_views.h"
+
+/* The function a source is read through. */
+static Oid
+persist_peek_function(void)
+{
+	return DatumGetObjectId(DirectFunctionCall1(regprocedurein,
+												CStringGetDatum(PEEK_SCHEMA ".persist_peek(pg_catalog.anyelement, pg_catalog.text, pg_catalog.int8, pg_catalog.int8)")));
+}
+
+/*
+ * The one source that captures the table of rte, which the user may read
+ * (first: nothing is told of its sources otherwise).
+ */
+static CatalogObject *
+table_source(RangeTblEntry *rte)
+{
+	List	   *sources;
+	char	   *table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+												   get_rel_name(rte->relid));
+
+	if (pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(rte->relid));
+	/* a source has the table's own rows: a partitioned table has none */
+	if (rte->relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("maintained views do not support reading partitioned table %s", table),
+				 errdetail("A source captures a table's own rows; a partitioned table's are its partitions'."),
+				 errhint("Read a partition's source.")));
+	/* ... not its children's */
+	if (rte->inh && find_inheritance_children(rte->relid, NoLock) != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("maintained views do not support reading table %s with its inheritance children", table),
+				 errdetail("A table's source captures the table's own rows, not its children's."),
+				 errhint("Read its own rows with FROM ONLY %s.", table)));
+	if (rte->tablesample != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("maintained views do not support TABLESAMPLE")));
+	sources = catalog_sources_of(rte->relid);
+	if (sources == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("maintained views do not support reading table %s: no source captures it", table),
+				 errdetail("A table in a view's query stands for the source that captures it."),
+				 errhint("Create a source for it with peek.create_source('name', %s).",
+						 quote_literal_cstr(table))));
+	if (list_length(sources) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("maintained views do not support reading table %s: sources \"%s\" and \"%s\" both capture it",
+						table, ((CatalogObject *) linitial(sources))->name,
+						((CatalogObject *) lsecond(sources))->name),
+				 errdetail("A table in a view's query stands for the one source that captures it."),
+				 errhint("Read one of them by name: peek.persist_peek(NULL::%s, %s).",
+						 table, quote_literal_cstr(((CatalogObject *) linitial(sources))->name))));
+	return linitial(sources);
+}
+
+/*
+ * A join of the table rtindex lists the table's columns it merges by
+ * number (joinleftcols, joinrightcols: ruleutils names the join's columns
+ * by them): renumbered as the Vars are.
+ */
+static void
+renumber_join_columns(Query *query, Node *node, int rtindex, AttrMap *map)
+{
+	JoinExpr   *join;
+	RangeTblEntry *rte;
+
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+			renumber_join_columns(query, lfirst(lc), rtindex, map);
+		return;
+	}
+	if (!IsA(node, JoinExpr))
+		return;
+	join = (JoinExpr *) node;
+	renumber_join_columns(query, join->larg, rtindex, map);
+	renumber_join_columns(query, join->rarg, rtindex, map);
+	rte = rt_fetch(join->rtindex, query->rtable);
+	for (int side = 0; side < 2; side++)
+	{
+		Node	   *arg = side == 0 ? join->larg : join->rarg;
+		List	   *cols = side == 0 ? rte->joinleftcols : rte->joinrightcols;
+		List	   *renumbered = NIL;
+		ListCell   *lc;
+
+		if (!IsA(arg, RangeTblRef) || ((RangeTblRef *) arg)->rtindex != rtindex)
+			continue;
+		foreach(lc, cols)
+			renumbered = lappend_int(renumbered, lfirst_int(lc) > 0 ? map->attnums[lfirst_int(lc) - 1] : 0);
+		if (side == 0)
+			rte->joinleftcols = renumbered;
+		else
+			rte->joinrightcols = renumbered;
+	}
+}
+
+/*
+ * The map from the table's columns to the source's: its live columns in
+ * order, as capture copies a row (decoder.c) and a peek reads the source as
+ * the table's row type (by position: a column renamed since the source was
+ * made keeps its place, not its name).  A table whose live columns no
+ * longer have the source's types is refused, as such a peek is.
+ */
+static AttrMap *
+source_columns(TupleDesc table_desc, TupleDesc source_desc, Oid from, CatalogObject *src)
+{
+	AttrMap    *map = make_attrmap(table_desc->natts);
+	int			live = 0;
+
+	if (!rows_match_table(table_desc, source_desc))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the row type of table %s no longer matches source \"%s\"",
+						format_type_be(from), src->name),
+				 errhint("Drop the source and create it again.")));
+	for (int i = 0; i < table_desc->natts; i++)
+		if (!TupleDescAttr(table_desc, i)->attisdropped)
+			map->attnums[i] = ++live;
+	return map;
+}
+
+/*
+ * Read the range table entry rtindex of the query, a table of row type
+ * from or a persist peek of the source as that row type, as the source
+ * src: references to the table's columns renumbered for the source's row
+ * type, the entry made its persist peek, its columns under the source's
+ * attribute names but where the query renamed them (an alias list, which
+ * plan.c refuses).  Returns the query, a copy.
+ */
+static Query *
+read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
+{
+	TupleDesc	table_desc = lookup_rowtype_tupdesc_copy(from, -1);
+	TupleDesc	source_desc = lookup_rowtype_tupdesc_copy(src->row_type, -1);
+	AttrMap    *map = source_columns(table_desc, source_desc, from, src);
+	bool		whole_row;
+	RangeTblEntry *rte;
+	RangeTblEntry *peek;
+	RangeTblFunction *rtfunc = makeNode(RangeTblFunction);
+	FuncExpr   *call;
+	List	   *names = NIL;
+
+	/* (a whole-row reference stays as it is: plan.c refuses it) */
+	query = (Query *) map_variable_attnos((Node *) query, rtindex, 0, map, InvalidOid,
+										  &whole_row);
+	renumber_join_columns(query, (Node *) query->jointree, rtindex, map);
+	rte = rt_fetch(rtindex, query->rtable);
+	rte->eref = copyObject(rte->eref);	/* (the copy shares it with the query) */
+
+	for (int i = 0; i < source_desc->natts; i++)
+	{
+		char	   *name = NameStr(TupleDescAttr(source_desc, i)->attname);
+
+		for (int j = 0; j < map->maplen; j++)
+		{
+			char	   *given = strVal(list_nth(rte->eref->colnames, j));
+
+			if (map->attnums[j] == i + 1 &&
+				strcmp(given, NameStr(TupleDescAttr(table_desc, j)->attname)) != 0)
+				name = given;
+		}
+		names = lappend(names, makeString(pstrdup(name)));
+	}
+	rte->eref->colnames = names;
+
+	if (rte->rtekind == RTE_FUNCTION)
+	{
+		/* (its other arguments stay, for plan.c to refuse) */
+		call = (FuncExpr *) copyObject(linitial_node(RangeTblFunction, rte->functions)->funcexpr);
+		linitial(call->args) = makeNullConst(src->row_type, -1, InvalidOid);
+		call->funcresulttype = src->row_type;
+	}
+	else
+	{
+		call = makeFuncExpr(persist_peek_function(), src->row_type,
+							list_make2(makeNullConst(src->row_type, -1, InvalidOid),
+									   makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+												 CStringGetTextDatum(src->name), false, false)),
+							InvalidOid, DEFAULT_COLLATION_OID, COERCE_EXPLICIT_CALL);
+		call->funcretset = true;
+	}
+	rtfunc->funcexpr = (Node *) call;
+	rtfunc->funccolcount = source_desc->natts;
+	/* (no permissions to check: a source's reader is checked as its own) */
+	peek = makeNode(RangeTblEntry);
+	peek->rtekind = RTE_FUNCTION;
+	peek->functions = list_make1(rtfunc);
+	peek->alias = rte->alias;
+	peek->eref = rte->eref;
+	peek->lateral = rte->lateral;
+	peek->inFromCl = rte->inFromCl;
+	list_nth_cell(query->rtable, rtindex - 1)->ptr_value = peek;
+	return query;
+}
+
+/*
+ * The source that a persist peek in FROM reads as its table's row type,
+ * peek.persist_peek(NULL::t, 'source'), as a peek may; else NULL.
+ */
+static CatalogObject *
+peeked_source(RangeTblEntry *rte)
+{
+	FuncExpr   *call;
+	Const	   *type;
+	Const	   *name;
+	CatalogObject *src;
+
+	if (list_length(rte->functions) != 1)
+		return NULL;
+	call = (FuncExpr *) linitial_node(RangeTblFunction, rte->functions)->funcexpr;
+	if (!IsA(call, FuncExpr) || call->funcid != persist_peek_function() ||
+		list_length(call->args) < 2 || !IsA(linitial(call->args), Const) ||
+		!IsA(lsecond(call->args), Const))
+		return NULL;
+	type = linitial(call->args);
+	name = lsecond(call->args);
+	if (name->constisnull || name->consttype != TEXTOID ||
+		!OidIsValid(get_typ_typrelid(type->consttype)))
+		return NULL;
+	src = catalog_find(TextDatumGetCString(name->constvalue));
+	if (src == NULL || src->kind != PEEK_KIND_COLLECTION ||
+		src->source != get_typ_typrelid(type->consttype))
+		return NULL;
+	return src;
+}
+
+/*
+ * The query with each table in its FROM that a source captures read as
+ * that source, and each persist peek of a source as its table's row type
+ * read as the source's (the query itself if it has neither).
+ */
+Query *
+dataflow_read_sources(Query *query)
+{
+	for (int rtindex = 1; rtindex <= list_length(query->rtable); rtindex++)
+	{
+		RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
+		CatalogObject *src;
+
+		if (rte->rtekind == RTE_SUBQUERY)
+		{
+			/* a UNION ALL's branch (plan.c refuses other subqueries) */
+			Query	   *sub = dataflow_read_sources(rte->subquery);
+
+			if (sub != rte->subquery)
+			{
+				query = copyObject(query);
+				rt_fetch(rtindex, query->rtable)->subquery = sub;
+			}
+		}
+		else if (rte->rtekind == RTE_RELATION &&
+				 (rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_PARTITIONED_TABLE))
+			query = read_as_source(query, rtindex, get_rel_type_id(rte->relid), table_source(rte));
+		else if (rte->rtekind == RTE_FUNCTION && (src = peeked_source(rte)) != NULL)
+			query = read_as_source(query, rtindex, get_rel_type_id(src->source), src);
+	}
+	return query;
+}

@@ -96,9 +96,29 @@ sub poll_until
 	$expected = 't' unless defined $expected;
 	$timeout_s //= 30;
 
-	# poll_query_until polls for about $timeout_default seconds.
-	local $PostgreSQL::Test::Utils::timeout_default = $timeout_s;
-	return $node->poll_query_until('postgres', $sql, $expected) ? 1 : 0;
+	# Not poll_query_until: it writes the query to psql's stdin, and a psql
+	# that exits before reading it (the server still recovering from a crash
+	# restart) makes that write fail with EPIPE, which kills the test. With
+	# -c psql has no stdin to write.
+	local %ENV = $node->_get_env();
+	my $cmd = [
+		$node->installed_command('psql'), '-XAt',
+		'-d', $node->connstr('postgres'), '-c', $sql
+	];
+	my ($stdout, $stderr) = ('', '');
+	my $deadline = time() + $timeout_s;
+	while (1)
+	{
+		IPC::Run::run($cmd, '<', \undef, '>', \$stdout, '2>', \$stderr);
+		chomp($stdout);
+		return 1 if $stdout eq $expected;
+		last if time() >= $deadline;
+		usleep(100_000);
+	}
+	chomp($stderr);
+	diag("poll_until timed out after ${timeout_s}s:\n$sql\n"
+		  . "expected: $expected\ngot: $stdout\nstderr: $stderr");
+	return 0;
 }
 
 # runtime_pid($node, $role): pid of the runtime with that role

@@ -17,6 +17,7 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -41,12 +42,21 @@
 static bool inserting = false;
 
 
+/*
+ * Whether an object has the name.  The name is locked first, until the
+ * transaction ends: two transactions creating one name take turns, and the
+ * later one (in READ COMMITTED) finds the earlier one's committed row here
+ * (42710) rather than fail on a unique index of peek.objects or, for a
+ * view, of pg_type (23505).  Names of one hash take turns too.
+ */
 bool
 catalog_name_taken(const char *name)
 {
 	Oid			argtype = TEXTOID;
 	Datum		arg = CStringGetTextDatum(name);
 
+	LockDatabaseObject(catalog_relid(), hash_bytes((const unsigned char *) name, strlen(name)),
+					   0, ExclusiveLock);
 	return catalog_exec("SELECT 1 FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1",
 						1, &argtype, &arg, SPI_OK_SELECT) > 0;
 }

@@ -26,6 +26,7 @@
 #include "peek/gate.h"
 #include "peek/peek.h"
 #include "storage/catalog.h"
+#include "storage/catalog_write.h"
 
 static bool peek_in_flight = false;
 static SubTransactionId peek_subid = InvalidSubTransactionId;	/* issued it */

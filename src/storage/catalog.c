@@ -680,22 +680,6 @@ catalog_failure(PeekObjectId id, const char **noun)
 }
 
 /*
- * Wait for the transaction that is recording an object's failure: the
- * maintenance runtime publishes the failure before it commits the reason
- * (on a standby, replay brings the reason: nothing to wait for).
- */
-void
-catalog_await_failure(PeekObjectId id)
-{
-	Oid			argtype = INT8OID;
-	Datum		arg = Int64GetDatum(id);
-
-	if (!RecoveryInProgress())
-		(void) catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 FOR SHARE",
-							1, &argtype, &arg, SPI_OK_SELECT);
-}
-
-/*
  * A peek of a failed object (or of an index of a failed collection) fails
  * with the reason.
  */

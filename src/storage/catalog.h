@@ -65,7 +65,6 @@ extern int64 catalog_read_shard_base(Oid shard, Snapshot snapshot);
 extern void catalog_raise_compacted(const char *noun, const char *name, int64 time,
 									int64 since) pg_attribute_noreturn();
 extern char *catalog_failure(PeekObjectId id, const char **noun);
-extern void catalog_await_failure(PeekObjectId id);
 extern void catalog_raise_if_failed(PeekObjectId object, char kind, const char *name);
 extern const char *catalog_kind_noun(char kind);
 extern bool catalog_kind_matches(char wanted, char kind);

@@ -4,8 +4,10 @@
  *	  Changes to the durable catalog: objects inserted and deleted, their
  *	  uppers sealed (inserted into peek.uppers) and pruned, their sinces,
  *	  allowances, retentions and failures set, and restored or upgraded
- *	  objects adopted.  In the caller's transaction, through SPI as the
- *	  extension's owner (callers check the user's privileges first).
+ *	  objects adopted; a new object's name locked while it is checked, and
+ *	  a peek's wait for a failure being recorded.  In the caller's
+ *	  transaction, through SPI as the extension's owner (callers check the
+ *	  user's privileges first).
  *
  *-------------------------------------------------------------------------
  */
@@ -13,6 +15,7 @@
 
 #include "access/genam.h"
 #include "access/table.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_extension.h"
@@ -59,6 +62,22 @@ catalog_name_taken(const char *name)
 					   0, ExclusiveLock);
 	return catalog_exec("SELECT 1 FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1",
 						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * Wait for the transaction that is recording an object's failure: the
+ * maintenance runtime publishes the failure before it commits the reason
+ * (on a standby, replay brings the reason: nothing to wait for).
+ */
+void
+catalog_await_failure(PeekObjectId id)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+
+	if (!RecoveryInProgress())
+		(void) catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 FOR SHARE",
+							1, &argtype, &arg, SPI_OK_SELECT);
 }
 
 /*

@@ -51,6 +51,27 @@ SELECT try('SELECT * FROM rfails');
 SELECT name, state, failure FROM peek.views WHERE name = 'rfails';
 SELECT peek.drop_view('rfails');
 
+-- A function of the view that changes a setting for the session (not
+-- LOCAL) changes it for its round only: the runtime's later rounds and
+-- its other work run with its own settings (before, the change stayed in
+-- the maintenance runtime: default_transaction_read_only made it fail
+-- other objects and exit).
+CREATE FUNCTION leak_setting(k int) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
+DECLARE
+    was text := coalesce(nullif(current_setting('va3.leak', true), ''), 'unset');
+BEGIN
+    PERFORM set_config('va3.leak', 'set by ' || k, false);
+    RETURN was;
+END $$;
+SELECT peek.create_view('rleak', $$SELECT k, leak_setting(k) AS was
+    FROM peek.persist_peek(NULL::ritem, 'ritems') WHERE k > 10$$);
+SELECT peek.write('ritems', ARRAY[(11, 1)]::ritem[]);
+SELECT wait_for($$SELECT count(*) = 1 FROM rleak$$);
+SELECT peek.write('ritems', ARRAY[(12, 1)]::ritem[]);
+SELECT wait_for($$SELECT count(*) = 2 FROM rleak$$);
+SELECT * FROM rleak ORDER BY k;
+SELECT peek.drop_view('rleak');
+
 -- Another role's function and operators of the same names, in a schema
 -- earlier in the owner's search_path (then the database's), do not replace
 -- the view's: its kept query names its own function, and the runtime plans
@@ -106,7 +127,7 @@ DROP TABLE rtrap;
 REVOKE USAGE ON SCHEMA peek FROM rowner;
 DROP ROLE rowner, rintruder;
 
-DROP FUNCTION slow_ten_by(int), connect_to(text);
+DROP FUNCTION slow_ten_by(int), connect_to(text), leak_setting(int);
 SELECT peek.drop_collection('ritems');
 DROP TYPE ritem;
 

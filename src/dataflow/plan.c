@@ -6,7 +6,8 @@
  *	  in FROM (a collection or a view, its columns under its row type's
  *	  attribute names) or captured tables (read as their sources:
  *	  sources.c), one or several joined by inner and left joins on one
- *	  equality key across all of them, filtered by WHERE, mapped and
+ *	  equality key across all of them (or on different keys: chain.c),
+ *	  filtered by WHERE, mapped and
  *	  projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
  *	  HAVING) or made DISTINCT; or a UNION ALL of such queries; with
@@ -14,9 +15,9 @@
  *	  schema.  The keys by which reduce.c keeps each input's rows are found
  *	  here (a grouping's keys, or a join's key), with the operator that
  *	  tells them apart, and each operator's kind.  A join grouped by other
- *	  keys than its join key (or by none) is two stages: the join, its
- *	  rows projected to the columns the rest reads, and the grouping of
- *	  those rows (stages.c).
+ *	  keys than its join key (or by none) is two stages: the join (or
+ *	  chain.c's chain of join stages), its rows projected to the columns
+ *	  the rest reads, and the grouping of those rows (stages.c).
  *	  Anything else is refused with 0A000 naming the construct.  The
  *	  backend plans the user's text at create_view (in the user's
  *	  search_path and privileges) and keeps it written out schema-qualified

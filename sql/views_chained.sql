@@ -42,10 +42,11 @@ SELECT peek.create_view('cinner', $$
       FROM peek.persist_peek(NULL::cline, 'clines') l
       JOIN peek.persist_peek(NULL::cord, 'cords') o ON l.ord = o.id
       JOIN peek.persist_peek(NULL::ccust, 'ccusts') c ON o.cust = c.id$$);
--- FROM a, b, c WHERE, with a filter on the last input and one across two
+-- FROM a, c, b WHERE: inner joins in the order their equalities allow
+-- (lines, orders, customers), a filter on the last input and one across two
 SELECT peek.create_view('ccomma', $$
     SELECT l.id, c.name FROM peek.persist_peek(NULL::cline, 'clines') l,
-           peek.persist_peek(NULL::cord, 'cords') o, peek.persist_peek(NULL::ccust, 'ccusts') c
+           peek.persist_peek(NULL::ccust, 'ccusts') c, peek.persist_peek(NULL::cord, 'cords') o
      WHERE l.ord = o.id AND c.id = o.cust AND c.name <> 'cy' AND l.qty * l.price > 2$$);
 -- left joins: a line without its order, an order without its customer
 SELECT peek.create_view('cleft', $$
@@ -137,8 +138,10 @@ SELECT * FROM peek.index_peek(NULL::cleft, 'cleft_line', key => ROW(4), as_of =>
 SELECT * FROM peek.index_peek(NULL::cleft, 'cleft_line', key => ROW(9), as_of => 5) ORDER BY ord;
 
 -- what chains do not support: 0A000, naming it
--- an input with no equality to the inputs before it in FROM
-SELECT try($$SELECT peek.create_view('x', 'SELECT l.id FROM peek.persist_peek(NULL::cline, ''clines'') l, peek.persist_peek(NULL::ccust, ''ccusts'') c, peek.persist_peek(NULL::cord, ''cords'') o WHERE l.ord = o.id AND o.cust = c.id')$$);
+-- an input with no equality to the others (or, with a left join, to the
+-- inputs before it in FROM)
+SELECT try($$SELECT peek.create_view('x', 'SELECT l.id FROM peek.persist_peek(NULL::cline, ''clines'') l, peek.persist_peek(NULL::ccust, ''ccusts'') c, peek.persist_peek(NULL::cord, ''cords'') o WHERE l.ord = o.id AND c.name = ''ann''')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT l.id FROM peek.persist_peek(NULL::cline, ''clines'') l CROSS JOIN peek.persist_peek(NULL::ccust, ''ccusts'') c JOIN peek.persist_peek(NULL::cord, ''cords'') o ON l.ord = o.id AND o.cust = c.id LEFT JOIN peek.persist_peek(NULL::cregion, ''cregions'') r ON r.region = c.region')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT l.id FROM peek.persist_peek(NULL::cline, ''clines'') l JOIN peek.persist_peek(NULL::cord, ''cords'') o ON l.ord = o.id JOIN peek.persist_peek(NULL::ccust, ''ccusts'') c ON o.cust < c.id')$$);
 -- a left join's nullable side a join, or joined by no equality
 SELECT try($$SELECT peek.create_view('x', 'SELECT l.id FROM peek.persist_peek(NULL::cline, ''clines'') l LEFT JOIN (peek.persist_peek(NULL::cord, ''cords'') o JOIN peek.persist_peek(NULL::ccust, ''ccusts'') c ON o.cust = c.id) ON l.ord = o.id')$$);

@@ -8,8 +8,9 @@
 # many times (c and d written at the same times); and over c, d and a
 # third collection e joined on different keys (a chain of join stages:
 # c and d on k, then e on a column of d, of c, or of both; or c and e
-# first), inner and left, grouped by other columns, by none, DISTINCT or
-# not, with numeric keys 2.5 and 2.50 and NULL keys.  At every time at or
+# first; or inner joins written in an order their equalities do not allow),
+# inner and left, grouped by other columns, by none, DISTINCT or not, with
+# numeric keys 2.5 and 2.50 and NULL keys.  At every time at or
 # after a view's since, the view read by persist_peek (as_of => t) and by
 # index_peek (an index on the view) equals PostgreSQL's own evaluation of
 # the query over peek.persist_peek(NULL::orow, 'c', as_of => t) (and d's),
@@ -142,13 +143,22 @@ my @cpreds = ('a.k > @', "x.w <> 'x'", 'x.t < @', 'x.m IS NULL', 'b.w IS NOT NUL
 
 sub random_chain_query
 {
-	my $shape = shift // pick('chain', 'chainmid', 'chaingroup', 'chainwhole', 'chaindistinct');
+	my $shape = shift // pick('chain', 'chainmid', 'chaincomma', 'chaingroup', 'chainwhole',
+		'chaindistinct');
 	my $c = "peek.persist_peek(NULL::orow, 'c'\@AS\@)";
 	my $d = "peek.persist_peek(NULL::drow, 'd'\@AS\@)";
 	my $e = "peek.persist_peek(NULL::erow, 'e'\@AS\@)";
 	my $join = sub { pick('JOIN', 'LEFT JOIN') };
 	my $from;
-	if ($shape eq 'chainmid')
+	my $where = '';
+	if ($shape eq 'chaincomma')
+	{
+		# inner joins written in an order their equalities do not allow
+		# (c and e first): run as c, d, e
+		$from = "$c a, $e x, $d b";
+		$where = ' WHERE a.k = b.k AND ' . pick('x.w = b.w', 'x.t = b.k % 4');
+	}
+	elsif ($shape eq 'chainmid')
 	{
 		# c and e first, then d on a key of both
 		$from = "$c a " . $join->() . " $e x ON x.m = a.n " . $join->()
@@ -180,10 +190,10 @@ sub random_chain_query
 	}
 	my $i = 0;
 	@cols = map { $_ . ' AS c' . ++$i } @cols;
-	my $where = '';
 	if (rand() < 0.5)
 	{
-		($where = ' WHERE ' . pick(@cpreds)) =~ s/@/int(rand(5))/ge;
+		(my $p = pick(@cpreds)) =~ s/@/int(rand(5))/ge;
+		$where .= ($where eq '' ? ' WHERE ' : ' AND ') . $p;
 	}
 	return 'SELECT ' . ($shape eq 'chaindistinct' ? 'DISTINCT ' : '') . join(', ', @cols)
 	  . " FROM $from$where$group";
@@ -361,7 +371,8 @@ my @jshapes = ('join', 'left', 'union', 'joingroup', 'join', 'left', 'joinby', '
 	'joinwhole', 'joindistinct', 'joinby', undef);
 create_view("j$_", random_join_query($jshapes[ $_ - 1 ])) for 1 .. @jshapes;
 # each chain shape at least once, the plain chain twice
-my @cshapes = ('chain', 'chain', 'chainmid', 'chaingroup', 'chainwhole', 'chaindistinct', undef);
+my @cshapes = ('chain', 'chain', 'chainmid', 'chaincomma', 'chaingroup', 'chainwhole',
+	'chaindistinct', undef);
 create_view("k$_", random_chain_query($cshapes[ $_ - 1 ])) for 1 .. @cshapes;
 $node->safe_psql('postgres',
 	"SELECT peek.create_view('vv', 'SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, ''v1'') WHERE c1 IS NOT NULL')");

@@ -241,8 +241,10 @@ for my $signal ('TERM', 'KILL')
 	ok(poll_until($node, "SELECT o.base_time >= (SELECT min(time) FROM $shard WHERE time >= 0) "
 			. "FROM peek.objects o WHERE name = '$src'", 't', 60),
 		"$src: the base took the load in, the history keeps it");
-	is(sql("SELECT count(DISTINCT time) || ' ' || count(*) FROM $shard WHERE time >= 0 AND diff > 0 AND (data).k >= 0"),
-		'1 20000', "$src: the table was loaded once, at one time");
+	# (every row the table still has: the reload may be taken after the delete)
+	is( sql("SELECT count(DISTINCT time) || ' ' || (count(*) BETWEEN (SELECT count(*) FROM $src WHERE k >= 0) AND 20000) "
+			  . "FROM $shard WHERE time >= 0 AND diff > 0 AND (data).k >= 0"),
+		'1 t', "$src: the table was loaded once, at one time");
 	is(sql("SELECT coalesce(max(abs(c)), 0) FROM (SELECT sum(diff) AS c FROM $shard GROUP BY time, data) d"),
 		'1', "$src: no row is in the shard twice");
 	is(slots($slot), '1', "$src: one slot");

@@ -392,7 +392,7 @@ dataflow_round(DataflowView *view)
 		 */
 		PushCopiedSnapshot(GetActiveSnapshot());
 		UpdateActiveSnapshotCommandId();
-		(void) persist_fold(view->id, v->shard, since, since, -1);
+		(void) persist_fold(view->id, v->shard, since, since, -1, false);
 		PopActiveSnapshot();
 	}
 	view->upper = end;

@@ -22,7 +22,9 @@
  *	  the base time and t (the recent ones up to t added, or the history
  *	  after t taken out), resolves the rows that may be negative, then
  *	  streams the base adjusting those rows and stops at the limit: it reads
- *	  what changed between the base and t, not the history.  A fold
+ *	  what changed between the base and t, not the history (a full walk's
+ *	  heap scan covers only the blocks from the base's first row to its
+ *	  last, past the history a big write folded alone left before them).  A fold
  *	  (persist_fold) moves the base on over the recent updates, keeping
  *	  them as history, and deletes the history the since passed, row by
  *	  row, in the runtime's transaction, without a lock a writer waits for,
@@ -72,7 +74,7 @@ extern PersistWalk *persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type,
 extern bool persist_walk_next(PersistWalk *w, Datum *row, int64 *count);
 extern void persist_walk_end(PersistWalk *w);
 extern int64 persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target,
-						  int64 max_rows);
+						  int64 max_rows, bool first_alone);
 extern int64 persist_sum_diffs(Oid shard, int64 upper);
 extern int64 persist_estimate_rows(Oid shard);
 extern int64 persist_times_end(Oid shard, int64 lower, int64 upper, int n);

@@ -83,8 +83,9 @@ typedef struct TidList
 } TidList;
 
 /*
- * A stream of shard rows, each with its tid (in b->slot): a heap scan or an
- * index scan.  One loop reads every scan's rows (shard_cursor_next).
+ * A stream of shard rows, each with its tid: a heap scan (its rows read in
+ * its pinned page, as stored) or an index scan (its rows in b->slot).  One
+ * loop reads every scan's rows (shard_cursor_next).
  */
 typedef struct ShardCursor
 {
@@ -93,6 +94,7 @@ typedef struct ShardCursor
 	IndexScanDesc index;
 	int64		lower;			/* a heap scan's rows: lower <= time <= upto */
 	int64		upto;
+	ItemPointer tid;			/* the current row's */
 } ShardCursor;
 
 extern Oid shard_row_type(Relation rel);
@@ -105,6 +107,7 @@ extern void shard_base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot, 
 extern bool shard_base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 base_time, LOCKMODE lock);
 extern void shard_base_close(ShardBase *b, LOCKMODE lock);
 extern void shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto);
+extern void shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b);
 extern void shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds);
 extern bool shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row);
 extern void shard_cursor_close(ShardCursor *c);

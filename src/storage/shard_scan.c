@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "access/heapam.h"
+#include "access/nbtree.h"
 #include "miscadmin.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -95,6 +96,80 @@ shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 	c->upto = upto;
 }
 
+/*
+ * The heap block of the first or the last entry of the time index at or
+ * below BASE_TIME, in the direction given; false if there is none.
+ * *block is InvalidBlockNumber if that entry is not at BASE_TIME.
+ */
+static bool
+base_edge_block(ShardBase *b, ScanDirection direction, BlockNumber *block)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	ItemPointer tid;
+
+	ScanKeyInit(&key, 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(BASE_TIME));
+	scan = index_beginscan(b->rel, b->time_index, b->snapshot, 1, 0);
+	scan->xs_want_itup = true;
+	index_rescan(scan, &key, 1, NULL, 0);
+	tid = index_getnext_tid(scan, direction);
+	*block = InvalidBlockNumber;
+	if (tid != NULL)
+	{
+		bool		isnull;
+		Datum		time = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+
+		if (!isnull && DatumGetInt64(time) == BASE_TIME)
+			*block = ItemPointerGetBlockNumber(tid);
+	}
+	index_endscan(scan);
+	return tid != NULL;
+}
+
+/*
+ * A heap scan of the base rows (time BASE_TIME), in heap order, over the
+ * blocks from the first base row's to the last's only: after a big write
+ * folded alone, the history that the base counts (as many rows) lies
+ * before them.  The time index orders a time's entries by heap tid (a
+ * btree with heap keys, as every index PostgreSQL 12 or later builds): its
+ * first and last entries at BASE_TIME bound every base row the snapshot
+ * sees (dead ones only widen the range; none at all: no base row), and
+ * each row read is still checked for its time.  Not synchronized with
+ * other scans, which would start it anywhere in the range.
+ */
+void
+shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
+{
+	bool		heapkeyspace;
+	bool		allequalimage;
+	BlockNumber first;
+	BlockNumber last;
+	BlockNumber nblocks;
+
+	memset(c, 0, sizeof(ShardCursor));
+	c->b = b;
+	c->heap = table_beginscan_strat(b->rel, b->snapshot, 0, NULL, true, false);
+	c->lower = PG_INT64_MIN;
+	c->upto = BASE_TIME;
+	_bt_metaversion(b->time_index, &heapkeyspace, &allequalimage);
+	if (!heapkeyspace)
+		return;
+
+	/*
+	 * The rows the snapshot sees are in the blocks the scan counted when
+	 * it began; a fold's later rows may be past them (their entries are
+	 * found all the same).
+	 */
+	nblocks = ((HeapScanDesc) c->heap)->rs_nblocks;
+	if (!base_edge_block(b, ForwardScanDirection, &first) ||
+		(first != InvalidBlockNumber && first >= nblocks))
+		heap_setscanlimits(c->heap, 0, 0);
+	else if (first != InvalidBlockNumber &&
+			 base_edge_block(b, BackwardScanDirection, &last) &&
+			 last != InvalidBlockNumber && last >= first)
+		heap_setscanlimits(c->heap, first, Min(last, nblocks - 1) - first + 1);
+}
+
 /* The rows an index scan with these keys finds, in index order. */
 static void
 shard_cursor_open_index(ShardCursor *c, ShardBase *b, Relation index, ScanKey keys, int nkeys)
@@ -126,24 +201,45 @@ shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys,
 	shard_cursor_open_index(c, b, index, keys, nkeys);
 }
 
-/* The next row's fields (its tid is b->slot's); false at the end. */
+/*
+ * The next row's fields (its tid is c->tid); false at the end.  A heap
+ * scan's row is read where its page holds it (pinned by the scan until
+ * the next call), without a slot; an index scan's in b->slot.
+ */
 bool
 shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
 {
-	TupleTableSlot *slot = c->b->slot;
+	TupleDesc	desc = RelationGetDescr(c->b->rel);
 	bool		isnull;
 
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		if (c->heap != NULL ? !table_scan_getnextslot(c->heap, ForwardScanDirection, slot) :
-			!index_getnext_slot(c->index, ForwardScanDirection, slot))
-			return false;
-		*time = DatumGetInt64(slot_getattr(slot, SHARD_TIME, &isnull));
-		if (c->heap != NULL && (*time < c->lower || *time > c->upto))
-			continue;
-		*diff = DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull));
-		*row = slot_getattr(slot, SHARD_DATA, &isnull);
+		if (c->heap != NULL)
+		{
+			HeapTuple	tuple = heap_getnext(c->heap, ForwardScanDirection);
+
+			if (tuple == NULL)
+				return false;
+			*time = DatumGetInt64(heap_getattr(tuple, SHARD_TIME, desc, &isnull));
+			if (*time < c->lower || *time > c->upto)
+				continue;
+			*diff = DatumGetInt64(heap_getattr(tuple, SHARD_DIFF, desc, &isnull));
+			*row = heap_getattr(tuple, SHARD_DATA, desc, &isnull);
+			c->tid = &tuple->t_self;
+		}
+		else
+		{
+			TupleTableSlot *slot = c->b->slot;
+
+			if (!index_getnext_slot(c->index, ForwardScanDirection, slot))
+				return false;
+			slot_getsomeattrs(slot, SHARD_DATA);
+			*time = DatumGetInt64(slot->tts_values[SHARD_TIME - 1]);
+			*diff = DatumGetInt64(slot->tts_values[SHARD_DIFF - 1]);
+			*row = slot->tts_values[SHARD_DATA - 1];
+			c->tid = &slot->tts_tid;
+		}
 		return true;
 	}
 }
@@ -166,7 +262,7 @@ shard_scan_cursor(ShardCursor *c, ShardRowFn fn, void *arg)
 	Datum		row;
 
 	while (shard_cursor_next(c, &time, &diff, &row))
-		if (!fn(c->b, &c->b->slot->tts_tid, time, diff, row, arg))
+		if (!fn(c->b, c->tid, time, diff, row, arg))
 			break;
 	shard_cursor_close(c);
 }
@@ -300,7 +396,7 @@ shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 	shard_cursor_open_index(&c, b, b->rows_index, &key, 1);
 	while (shard_cursor_next(&c, &time, &diff, &row))
 		if (time == BASE_TIME && row_counts_find(rows, row) != NULL &&
-			!fn(b, &b->slot->tts_tid, time, diff, row, arg))
+			!fn(b, c.tid, time, diff, row, arg))
 			break;
 	shard_cursor_close(&c);
 	pfree(hashes);

@@ -66,8 +66,7 @@ typedef struct ViewPlan
 	List	   *key_eqops;		/* OID: the equality telling keys apart */
 	List	   *key_collations; /* OID: the collation it compares them under */
 	List	   *branches;		/* ViewPlan: a UNION ALL's branches, else NIL */
-	Query	   *query;
-	Query	   *written;		/* as written: tables, not their sources */
+	Query	   *query;			/* a captured table read as its source */
 } ViewPlan;
 
 typedef struct ReduceState ReduceState;
@@ -103,6 +102,7 @@ extern char *dataflow_plan_text(ViewPlan *plan);
 extern List *dataflow_plan_branches(ViewPlan *plan);
 extern List *dataflow_plan_input_names(ViewPlan *plan);
 extern void dataflow_plan_expressions(ViewPlan *plan);
+extern Oid	dataflow_persist_peek_oid(void);
 
 /* stages.c */
 extern List *dataflow_plan_columns(List *targetlist);
@@ -111,6 +111,7 @@ extern Oid	dataflow_plan_stages(Query *query, ViewPlan *plan);
 
 /* sources.c */
 extern Query *dataflow_read_sources(Query *query);
+extern Query *dataflow_read_tables(Query *query);
 
 /* views.c: the maintenance runtime's views */
 extern void dataflow_reset(void);

@@ -66,9 +66,12 @@ refuse(const char *construct)
 					   "or make them DISTINCT; or is a UNION ALL of such queries.")));
 }
 
-/* peek.persist_peek(anyelement, text, bigint, bigint), or InvalidOid */
-static Oid
-persist_peek_oid(void)
+/*
+ * peek.persist_peek(anyelement, text, bigint, bigint), through which a view
+ * reads its inputs and its PostgreSQL view reads it; or InvalidOid
+ */
+Oid
+dataflow_persist_peek_oid(void)
 {
 	Oid			argtypes[4] = {ANYELEMENTOID, TEXTOID, INT8OID, INT8OID};
 
@@ -264,7 +267,7 @@ check_input(RangeTblEntry *rte, Index rtindex, ViewPlan *plan)
 		refuse("WITH ORDINALITY");
 	rtfunc = linitial_node(RangeTblFunction, rte->functions);
 	if (!IsA(rtfunc->funcexpr, FuncExpr) ||
-		((FuncExpr *) rtfunc->funcexpr)->funcid != persist_peek_oid())
+		((FuncExpr *) rtfunc->funcexpr)->funcid != dataflow_persist_peek_oid())
 		refuse("functions in FROM other than peek.persist_peek");
 	call = (FuncExpr *) rtfunc->funcexpr;
 	foreach(lc, call->args)
@@ -741,7 +744,6 @@ dataflow_plan(const char *text)
 	List	   *raw = raw_parser(text, RAW_PARSE_DEFAULT);
 	RawStmt    *stmt;
 	Query	   *query;
-	ViewPlan   *plan;
 
 	if (list_length(raw) != 1)
 		refuse("more than one statement");
@@ -754,9 +756,7 @@ dataflow_plan(const char *text)
 	if (((SelectStmt *) stmt->stmt)->lockingClause != NIL)
 		refuse("FOR UPDATE or FOR SHARE");
 	query = parse_analyze_fixedparams(stmt, text, NULL, 0, NULL);
-	plan = plan_query(dataflow_read_sources(query));
-	plan->written = query;
-	return plan;
+	return plan_query(dataflow_read_sources(query));
 }
 
 /* The SELECTs a view's rounds run: a UNION ALL's branches, or the one. */

@@ -86,6 +86,7 @@ dataflow_note_view(CatalogObject *obj)
 	if (view != NULL)
 	{
 		view->upper = Max(view->upper, obj->upper);
+		view->owner = obj->owner;	/* (ALTER VIEW ... OWNER TO) */
 		return;
 	}
 	if (!catalog_view_definition(obj->id, &query, &input_names))

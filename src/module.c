@@ -19,7 +19,7 @@
 #include "ipc/runtime_slots.h"
 #include "peek/peek.h"
 #include "peek/slots.h"
-#include "sql/ddl.h"
+#include "sql/view_guard.h"
 #include "sql/scan.h"
 #include "storage/persist.h"
 

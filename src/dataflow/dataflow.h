@@ -102,7 +102,6 @@ extern char *dataflow_plan_text(ViewPlan *plan);
 extern List *dataflow_plan_branches(ViewPlan *plan);
 extern List *dataflow_plan_input_names(ViewPlan *plan);
 extern void dataflow_plan_expressions(ViewPlan *plan);
-extern Oid	dataflow_persist_peek_oid(void);
 
 /* stages.c */
 extern List *dataflow_plan_columns(List *targetlist);
@@ -112,6 +111,7 @@ extern Oid	dataflow_plan_stages(Query *query, ViewPlan *plan);
 /* sources.c */
 extern Query *dataflow_read_sources(Query *query);
 extern Query *dataflow_read_tables(Query *query);
+extern Oid	dataflow_persist_peek_oid(void);
 
 /* views.c: the maintenance runtime's views */
 extern void dataflow_reset(void);

@@ -66,19 +66,6 @@ refuse(const char *construct)
 					   "or make them DISTINCT; or is a UNION ALL of such queries.")));
 }
 
-/*
- * peek.persist_peek(anyelement, text, bigint, bigint), through which a view
- * reads its inputs and its PostgreSQL view reads it; or InvalidOid
- */
-Oid
-dataflow_persist_peek_oid(void)
-{
-	Oid			argtypes[4] = {ANYELEMENTOID, TEXTOID, INT8OID, INT8OID};
-
-	return LookupFuncName(list_make2(makeString(PEEK_SCHEMA), makeString("persist_peek")),
-						  4, argtypes, true);
-}
-
 /* check_functions_in_node's callback: a function that is not immutable */
 static bool
 mutable_function(Oid func_id, void *context)

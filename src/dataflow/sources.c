@@ -36,6 +36,7 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/acl.h"
@@ -46,6 +47,19 @@
 #include "common/rows.h"
 #include "dataflow/dataflow.h"
 #include "storage/catalog_views.h"
+
+/*
+ * peek.persist_peek(anyelement, text, bigint, bigint), through which a view
+ * reads its inputs and its PostgreSQL view reads it; or InvalidOid
+ */
+Oid
+dataflow_persist_peek_oid(void)
+{
+	Oid			argtypes[4] = {ANYELEMENTOID, TEXTOID, INT8OID, INT8OID};
+
+	return LookupFuncName(list_make2(makeString(PEEK_SCHEMA), makeString("persist_peek")),
+						  4, argtypes, true);
+}
 
 /*
  * The one source that captures the table of rte, which the user may read

@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * ddl.h
- *	  What the view DDL (view_ddl.c) shares with the collections' (ddl.c)
- *	  and with the guard of the PostgreSQL views beside views (view_guard.c).
+ *	  What the view DDL (view_ddl.c) shares with the collections' (ddl.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -12,11 +11,5 @@
 #include "storage/catalog.h"
 
 extern void ddl_drop_collection_and_indexes(CatalogObject *coll);
-
-/* view_ddl.c */
-extern void view_record_dependencies_again(CatalogObject *view, Oid relid);
-
-/* view_guard.c */
-extern void view_guard_init(void);
 
 #endif							/* PEEK_SQL_DDL_H */

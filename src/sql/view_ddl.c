@@ -37,6 +37,7 @@
 #include "ipc/notify.h"
 #include "sql/arguments.h"
 #include "sql/ddl.h"
+#include "sql/view_ddl.h"
 #include "storage/catalog_views.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"

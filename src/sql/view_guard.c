@@ -38,7 +38,8 @@
 
 #include "dataflow/dataflow.h"
 #include "ipc/notify.h"
-#include "sql/ddl.h"
+#include "sql/view_ddl.h"
+#include "sql/view_guard.h"
 #include "storage/catalog_views.h"
 
 static ProcessUtility_hook_type prev_process_utility = NULL;

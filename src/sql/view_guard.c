@@ -170,7 +170,7 @@ owner_check_context(void *arg)
 {
 	OwnerCheck *check = arg;
 
-	errcontext("maintained view \"%s\" given to role \"%s\"",
+	errcontext("maintained view \"%s\", owned by role \"%s\"",
 			   check->view, GetUserNameFromId(check->owner, false));
 }
 

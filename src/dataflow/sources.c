@@ -19,9 +19,12 @@
  *	  a partitioned table (no source captures one) and TABLESAMPLE; one the user may not SELECT from is 42501.
  *	  Done on the analyzed query, before plan.c checks it: the kept text
  *	  names the source, so the maintenance runtime plans it again the same
- *	  whatever sources are made later; the query as written (with the
- *	  table) is what the PostgreSQL view beside the view depends on, so the
- *	  table and its columns the view reads cannot be dropped (2BP01).
+ *	  whatever sources are made later; the PostgreSQL view beside the view
+ *	  depends on the table and its columns the view reads, so that they
+ *	  cannot be dropped (2BP01).
+ *	  The other way, dataflow_read_tables reads a kept query's sources as
+ *	  their tables again, for those dependencies: at create_view and after
+ *	  a restore alike.
  *
  *	  Reads the catalog only (which sources capture a table).
  *

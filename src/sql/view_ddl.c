@@ -6,7 +6,8 @@
  *	  schema-qualified text) and its inputs' names, its shard its rows, and
  *	  the maintenance runtime fills the shard (dataflow/round.c).  Beside it
  *	  stands a PostgreSQL view of the same name in the creator's current
- *	  schema, owned by the creator, whose body is the view's own persist
+ *	  schema, owned by the view's owner (view_guard.c keeps the two in
+ *	  step and guards it against other DDL), whose body is the view's own persist
  *	  peek: SELECT * FROM name reads the latest contents, and NULL::name is
  *	  its row type (the shard's too, so that the PostgreSQL view cannot be
  *	  dropped or changed behind the view's back); it depends on what the
@@ -237,8 +238,8 @@ peek_drop_view(PG_FUNCTION_ARGS)
  * only once the restore's privileges are), in the search_path the rounds
  * plan it in.  A query that no longer plans (a function it calls was not
  * restored) leaves it depending on nothing with a WARNING, so that a
- * restore goes on; its rows stay, and its next round fails it with that
- * reason.
+ * restore goes on; its rows stay, and its next round (once an input moves
+ * on) fails it with that reason.
  */
 void
 view_record_dependencies_again(CatalogObject *view, Oid relid)

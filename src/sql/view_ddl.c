@@ -19,12 +19,12 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_rewrite.h"
 #include "executor/spi.h"
-#include "access/xact.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "rewrite/rewriteSupport.h"

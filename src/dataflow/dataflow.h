@@ -88,7 +88,6 @@ typedef struct DataflowView
 	PeekObjectId id;			/* key */
 	PeekObjectId *inputs;		/* the objects it reads, each once */
 	int			ninputs;
-	Oid			owner;
 	int64		upper;			/* durable: as last read or written */
 	char	   *query;			/* its plan's text */
 	ReduceState **groups;		/* per branch: its rows by key, or NULL */

@@ -86,7 +86,6 @@ dataflow_note_view(CatalogObject *obj)
 	if (view != NULL)
 	{
 		view->upper = Max(view->upper, obj->upper);
-		view->owner = obj->owner;	/* (ALTER VIEW ... OWNER TO) */
 		return;
 	}
 	if (!catalog_view_definition(obj->id, &query, &input_names))
@@ -106,7 +105,6 @@ dataflow_note_view(CatalogObject *obj)
 	view = hash_search(views, &obj->id, HASH_ENTER, &found);
 	view->inputs = inputs;
 	view->ninputs = list_length(input_names);
-	view->owner = obj->owner;
 	view->upper = obj->upper;
 	view->query = MemoryContextStrdup(views_cxt, query);
 	view->groups = NULL;

@@ -37,7 +37,6 @@
 #include "utils/syscache.h"
 
 #include "dataflow/dataflow.h"
-#include "ipc/notify.h"
 #include "sql/view_ddl.h"
 #include "sql/view_guard.h"
 #include "storage/catalog_views.h"
@@ -194,8 +193,8 @@ check_owner_reads(CatalogObject *view, CatalogObject *input)
 /*
  * After ALTER ... OWNER TO or REASSIGN OWNED: each view whose PostgreSQL
  * view changed owner is given, with its indexes, to the new owner, whose
- * rights its rounds take from now on (the maintenance runtime reads its
- * row again); refused (42501) if the new owner may not read one of its
+ * rights its rounds take from now on (each round reads its catalog row);
+ * refused (42501) if the new owner may not read one of its
  * inputs, or the owner of a view reading it may not read it.  Sessions
  * forget what they cached of the catalog (its owners).
  */
@@ -218,7 +217,6 @@ follow_owners(void)
 			elog(ERROR, "cache lookup failed for the PostgreSQL view of \"%s\"", view->name);
 		catalog_set_view_owner(view->id, ((Form_pg_class) GETSTRUCT(tup))->relowner);
 		ReleaseSysCache(tup);
-		notify_catalog_changed(view->id);
 	}
 	/* the checks read the catalog as given */
 	CommandCounterIncrement();

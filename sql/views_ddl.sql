@@ -42,6 +42,7 @@ SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'dtotals'$
    AND wait_for($$SELECT state = 'ready' FROM peek.indexes WHERE name = 'dtotals_cust'$$);
 SET ROLE peek_vd_alice;
 SELECT * FROM vd_alice.dtotals ORDER BY cust;
+SELECT count(*) FROM peek.persist_peek(NULL::vd_alice.dtotals, 'dtotals');
 RESET ROLE;
 
 -- carol may not read the source's table: refused, naming the input
@@ -60,6 +61,7 @@ SELECT c.relowner::regrole AS pg_owner, o.owner, o.name
  WHERE o.name IN ('dtotals', 'dtotals_cust') AND c.oid = 'vd_alice.dtotals'::regclass ORDER BY o.name;
 SET ROLE peek_vd_alice;
 SELECT try($$SELECT * FROM vd_alice.dtotals$$);
+SELECT try($$SELECT * FROM peek.persist_peek(NULL::vd_alice.dtotals, 'dtotals')$$);
 RESET ROLE;
 REVOKE SELECT ON dorders FROM peek_vd_alice;
 INSERT INTO dorders VALUES (10, 5, 1);

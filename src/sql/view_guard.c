@@ -254,7 +254,13 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	CatalogObject *view;
 	ListCell   *lc;
 
-	if (IsA(stmt, AlterTableStmt) &&
+	/*
+	 * An extension's script and pg_upgrade's schema restore change no
+	 * maintained view, and may run before the catalog is whole.
+	 */
+	if (creating_extension || IsBinaryUpgrade)
+		;
+	else if (IsA(stmt, AlterTableStmt) &&
 		(view = maintained_view_named(((AlterTableStmt *) stmt)->relation, &relid)) != NULL)
 	{
 		foreach(lc, ((AlterTableStmt *) stmt)->cmds)

@@ -19,6 +19,7 @@
 #include "ipc/runtime_slots.h"
 #include "peek/peek.h"
 #include "peek/slots.h"
+#include "sql/view_guard.h"
 #include "sql/scan.h"
 #include "storage/persist.h"
 
@@ -113,4 +114,5 @@ _PG_init(void)
 	notify_init();
 	persist_init();
 	scan_init();
+	view_guard_init();
 }

@@ -69,8 +69,7 @@ typedef struct ViewPlan
 	List	   *key_eqops;		/* OID: the equality telling keys apart */
 	List	   *key_collations; /* OID: the collation it compares them under */
 	List	   *branches;		/* ViewPlan: a UNION ALL's branches, else NIL */
-	Query	   *query;
-	Query	   *written;		/* as written: tables, not their sources */
+	Query	   *query;			/* a captured table read as its source */
 } ViewPlan;
 
 typedef struct ReduceState ReduceState;
@@ -92,7 +91,6 @@ typedef struct DataflowView
 	PeekObjectId id;			/* key */
 	PeekObjectId *inputs;		/* the objects it reads, each once */
 	int			ninputs;
-	Oid			owner;
 	int64		upper;			/* durable: as last read or written */
 	char	   *query;			/* its plan's text */
 	ReduceState **groups;		/* per branch: its rows by key, or NULL */
@@ -122,6 +120,8 @@ extern List *dataflow_plan_chain(Query *query, ViewPlan *plan, List *outputs);
 
 /* sources.c */
 extern Query *dataflow_read_sources(Query *query);
+extern Query *dataflow_read_tables(Query *query);
+extern Oid	dataflow_persist_peek_oid(void);
 
 /* views.c: the maintenance runtime's views */
 extern void dataflow_reset(void);

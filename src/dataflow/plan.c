@@ -55,16 +55,6 @@
 #include "dataflow/dataflow.h"
 #include "ipc/registry.h"
 
-/* peek.persist_peek(anyelement, text, bigint, bigint), or InvalidOid */
-static Oid
-persist_peek_oid(void)
-{
-	Oid			argtypes[4] = {ANYELEMENTOID, TEXTOID, INT8OID, INT8OID};
-
-	return LookupFuncName(list_make2(makeString(PEEK_SCHEMA), makeString("persist_peek")),
-						  4, argtypes, true);
-}
-
 /* check_functions_in_node's callback: a function that is not immutable */
 static bool
 mutable_function(Oid func_id, void *context)
@@ -253,7 +243,7 @@ check_input(RangeTblEntry *rte, Index rtindex, ViewPlan *plan)
 		dataflow_refuse("WITH ORDINALITY");
 	rtfunc = linitial_node(RangeTblFunction, rte->functions);
 	if (!IsA(rtfunc->funcexpr, FuncExpr) ||
-		((FuncExpr *) rtfunc->funcexpr)->funcid != persist_peek_oid())
+		((FuncExpr *) rtfunc->funcexpr)->funcid != dataflow_persist_peek_oid())
 		dataflow_refuse("functions in FROM other than peek.persist_peek");
 	call = (FuncExpr *) rtfunc->funcexpr;
 	foreach(lc, call->args)
@@ -736,7 +726,6 @@ dataflow_plan(const char *text)
 	List	   *raw = raw_parser(text, RAW_PARSE_DEFAULT);
 	RawStmt    *stmt;
 	Query	   *query;
-	ViewPlan   *plan;
 
 	if (list_length(raw) != 1)
 		dataflow_refuse("more than one statement");
@@ -749,9 +738,7 @@ dataflow_plan(const char *text)
 	if (((SelectStmt *) stmt->stmt)->lockingClause != NIL)
 		dataflow_refuse("FOR UPDATE or FOR SHARE");
 	query = parse_analyze_fixedparams(stmt, text, NULL, 0, NULL);
-	plan = plan_query(dataflow_read_sources(query));
-	plan->written = query;
-	return plan;
+	return plan_query(dataflow_read_sources(query));
 }
 
 /* The SELECTs a view's rounds run: a UNION ALL's branches, or the one. */

@@ -339,14 +339,15 @@ dataflow_round(DataflowView *view)
 	}
 
 	/*
-	 * Planned and evaluated as the view's owner, as REFRESH MATERIALIZED
-	 * VIEW runs a view's query: the owner's functions run with the owner's
-	 * rights, never the runtime's.  The subtransaction's abort restores
+	 * Planned and evaluated as the view's owner (its catalog row's: ALTER
+	 * VIEW ... OWNER TO gives it away), as REFRESH MATERIALIZED VIEW runs a
+	 * view's query: the owner's functions run with the owner's rights,
+	 * never the runtime's.  The subtransaction's abort restores
 	 * the user and settings after an error.
 	 */
 	round_timer_start(view->id);
 	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(view->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
+	SetUserIdAndSecContext(v->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	level = NewGUCNestLevel();
 	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,

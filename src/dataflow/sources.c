@@ -19,9 +19,12 @@
  *	  a partitioned table (no source captures one) and TABLESAMPLE; one the user may not SELECT from is 42501.
  *	  Done on the analyzed query, before plan.c checks it: the kept text
  *	  names the source, so the maintenance runtime plans it again the same
- *	  whatever sources are made later; the query as written (with the
- *	  table) is what the PostgreSQL view beside the view depends on, so the
- *	  table and its columns the view reads cannot be dropped (2BP01).
+ *	  whatever sources are made later; the PostgreSQL view beside the view
+ *	  depends on the table and its columns the view reads, so that they
+ *	  cannot be dropped (2BP01).
+ *	  The other way, dataflow_read_tables reads a kept query's sources as
+ *	  their tables again, for those dependencies: at create_view and after
+ *	  a restore alike.
  *
  *	  Reads the catalog only (which sources capture a table).
  *
@@ -36,6 +39,7 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/acl.h"
@@ -47,12 +51,17 @@
 #include "dataflow/dataflow.h"
 #include "storage/catalog_views.h"
 
-/* The function a source is read through. */
-static Oid
-persist_peek_function(void)
+/*
+ * peek.persist_peek(anyelement, text, bigint, bigint), through which a view
+ * reads its inputs and its PostgreSQL view reads it; or InvalidOid
+ */
+Oid
+dataflow_persist_peek_oid(void)
 {
-	return DatumGetObjectId(DirectFunctionCall1(regprocedurein,
-												CStringGetDatum(PEEK_SCHEMA ".persist_peek(pg_catalog.anyelement, pg_catalog.text, pg_catalog.int8, pg_catalog.int8)")));
+	Oid			argtypes[4] = {ANYELEMENTOID, TEXTOID, INT8OID, INT8OID};
+
+	return LookupFuncName(list_make2(makeString(PEEK_SCHEMA), makeString("persist_peek")),
+						  4, argtypes, true);
 }
 
 /*
@@ -227,7 +236,7 @@ read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
 	}
 	else
 	{
-		call = makeFuncExpr(persist_peek_function(), src->row_type,
+		call = makeFuncExpr(dataflow_persist_peek_oid(), src->row_type,
 							list_make2(makeNullConst(src->row_type, -1, InvalidOid),
 									   makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
 												 CStringGetTextDatum(src->name), false, false)),
@@ -249,32 +258,48 @@ read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
 }
 
 /*
+ * The collection that a persist peek in FROM reads by constants,
+ * peek.persist_peek(NULL::t, 'name'), with the row type t it reads it as;
+ * else NULL.
+ */
+static CatalogObject *
+peeked_collection(RangeTblEntry *rte, Oid *row_type)
+{
+	FuncExpr   *call;
+	Const	   *type;
+	Const	   *name;
+	CatalogObject *coll;
+
+	if (rte->rtekind != RTE_FUNCTION || list_length(rte->functions) != 1)
+		return NULL;
+	call = (FuncExpr *) linitial_node(RangeTblFunction, rte->functions)->funcexpr;
+	if (!IsA(call, FuncExpr) || call->funcid != dataflow_persist_peek_oid() ||
+		list_length(call->args) < 2 || !IsA(linitial(call->args), Const) ||
+		!IsA(lsecond(call->args), Const))
+		return NULL;
+	type = linitial(call->args);
+	name = lsecond(call->args);
+	if (name->constisnull || name->consttype != TEXTOID)
+		return NULL;
+	coll = catalog_find(TextDatumGetCString(name->constvalue));
+	if (coll == NULL || coll->kind != PEEK_KIND_COLLECTION)
+		return NULL;
+	*row_type = type->consttype;
+	return coll;
+}
+
+/*
  * The source that a persist peek in FROM reads as its table's row type,
  * peek.persist_peek(NULL::t, 'source'), as a peek may; else NULL.
  */
 static CatalogObject *
 peeked_source(RangeTblEntry *rte)
 {
-	FuncExpr   *call;
-	Const	   *type;
-	Const	   *name;
-	CatalogObject *src;
+	Oid			row_type;
+	CatalogObject *src = peeked_collection(rte, &row_type);
 
-	if (list_length(rte->functions) != 1)
-		return NULL;
-	call = (FuncExpr *) linitial_node(RangeTblFunction, rte->functions)->funcexpr;
-	if (!IsA(call, FuncExpr) || call->funcid != persist_peek_function() ||
-		list_length(call->args) < 2 || !IsA(linitial(call->args), Const) ||
-		!IsA(lsecond(call->args), Const))
-		return NULL;
-	type = linitial(call->args);
-	name = lsecond(call->args);
-	if (name->constisnull || name->consttype != TEXTOID ||
-		!OidIsValid(get_typ_typrelid(type->consttype)))
-		return NULL;
-	src = catalog_find(TextDatumGetCString(name->constvalue));
-	if (src == NULL || src->kind != PEEK_KIND_COLLECTION ||
-		src->source != get_typ_typrelid(type->consttype))
+	if (src == NULL || !OidIsValid(get_typ_typrelid(row_type)) ||
+		src->source != get_typ_typrelid(row_type))
 		return NULL;
 	return src;
 }
@@ -306,8 +331,87 @@ dataflow_read_sources(Query *query)
 		else if (rte->rtekind == RTE_RELATION &&
 				 (rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_PARTITIONED_TABLE))
 			query = read_as_source(query, rtindex, get_rel_type_id(rte->relid), table_source(rte));
-		else if (rte->rtekind == RTE_FUNCTION && (src = peeked_source(rte)) != NULL)
+		else if ((src = peeked_source(rte)) != NULL)
 			query = read_as_source(query, rtindex, get_rel_type_id(src->source), src);
+	}
+	return query;
+}
+
+/*
+ * Read the range table entry rtindex of the query, a persist peek of the
+ * source src as its own row type, as the table it captures: references to
+ * the source's columns renumbered for the table's (the inverse of
+ * read_as_source's map), the entry made the table.  Returns the query, a
+ * copy.
+ */
+static Query *
+read_as_table(Query *query, int rtindex, CatalogObject *src)
+{
+	Oid			from = get_rel_type_id(src->source);
+	TupleDesc	table_desc = lookup_rowtype_tupdesc_copy(from, -1);
+	TupleDesc	source_desc = lookup_rowtype_tupdesc_copy(src->row_type, -1);
+	AttrMap    *to_source = source_columns(table_desc, source_desc, from, src);
+	AttrMap    *to_table = make_attrmap(source_desc->natts);
+	RangeTblEntry *peek;
+	RangeTblEntry *table = makeNode(RangeTblEntry);
+	List	   *names = NIL;
+	bool		whole_row;
+
+	for (int i = 0; i < table_desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(table_desc, i);
+
+		if (to_source->attnums[i] > 0)
+			to_table->attnums[to_source->attnums[i] - 1] = i + 1;
+		names = lappend(names, makeString(att->attisdropped ? "" : pstrdup(NameStr(att->attname))));
+	}
+	query = (Query *) map_variable_attnos((Node *) query, rtindex, 0, to_table, InvalidOid,
+										  &whole_row);
+	renumber_join_columns(query, (Node *) query->jointree, rtindex, to_table);
+	peek = rt_fetch(rtindex, query->rtable);
+	table->rtekind = RTE_RELATION;
+	table->relid = src->source;
+	table->relkind = RELKIND_RELATION;
+	table->rellockmode = AccessShareLock;
+	table->alias = peek->alias;
+	table->eref = makeAlias(peek->eref->aliasname, names);
+	table->inFromCl = peek->inFromCl;
+	table->requiredPerms = ACL_SELECT;
+	list_nth_cell(query->rtable, rtindex - 1)->ptr_value = table;
+	return query;
+}
+
+/*
+ * The query with each persist peek of a source as the source's row type
+ * read as the table the source captures (the query itself if it has none):
+ * what a view's kept query, which names sources (dataflow_read_sources),
+ * reads of tables, for the PostgreSQL view to depend on the tables and
+ * columns it reads, at create_view and again after a restore.  The table
+ * is the source's catalog row's (a restore names it again).
+ */
+Query *
+dataflow_read_tables(Query *query)
+{
+	for (int rtindex = 1; rtindex <= list_length(query->rtable); rtindex++)
+	{
+		RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
+		CatalogObject *src;
+		Oid			row_type;
+
+		if (rte->rtekind == RTE_SUBQUERY)
+		{
+			Query	   *sub = dataflow_read_tables(rte->subquery);
+
+			if (sub != rte->subquery)
+			{
+				query = copyObject(query);
+				rt_fetch(rtindex, query->rtable)->subquery = sub;
+			}
+		}
+		else if ((src = peeked_collection(rte, &row_type)) != NULL &&
+				 OidIsValid(src->source) && row_type == src->row_type &&
+				 OidIsValid(get_rel_type_id(src->source)))
+			query = read_as_table(query, rtindex, src);
 	}
 	return query;
 }

@@ -105,7 +105,6 @@ dataflow_note_view(CatalogObject *obj)
 	view = hash_search(views, &obj->id, HASH_ENTER, &found);
 	view->inputs = inputs;
 	view->ninputs = list_length(input_names);
-	view->owner = obj->owner;
 	view->upper = obj->upper;
 	view->query = MemoryContextStrdup(views_cxt, query);
 	view->groups = NULL;

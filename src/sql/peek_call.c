@@ -136,7 +136,9 @@ convert_rows(Tuplestorestate *from, ReturnSetInfo *rsinfo, TupleConversionMap *m
 /*
  * Peeked objects (PeekedObject), cached by name for this backend's later
  * peeks, so that a peek does not query the catalog.  What is cached never
- * changes for an object's life (id, row type, owner, shard, key); a dropped
+ * changes for an object's life (id, row type, shard, key; an owner changes
+ * only when a view is given away, which resets every session's cache:
+ * view_guard.c); a dropped
  * object is forgotten by the session that drops it (drop_object), noticed
  * by others before the peek (its id is no longer live in the registry) or
  * by the peek's gate, and the name is looked up again.  Only objects a peek

@@ -6,7 +6,8 @@
  *	  schema-qualified text) and its inputs' names, its shard its rows, and
  *	  the maintenance runtime fills the shard (dataflow/round.c).  Beside it
  *	  stands a PostgreSQL view of the same name in the creator's current
- *	  schema, owned by the creator, whose body is the view's own persist
+ *	  schema, owned by the view's owner (view_guard.c keeps the two in
+ *	  step and guards it against other DDL), whose body is the view's own persist
  *	  peek: SELECT * FROM name reads the latest contents, and NULL::name is
  *	  its row type (the shard's too, so that the PostgreSQL view cannot be
  *	  dropped or changed behind the view's back); it depends on what the
@@ -18,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -27,13 +29,16 @@
 #include "nodes/makefuncs.h"
 #include "rewrite/rewriteSupport.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 
 #include "common/spi.h"
 #include "dataflow/dataflow.h"
 #include "ipc/notify.h"
 #include "sql/arguments.h"
 #include "sql/ddl.h"
+#include "sql/view_ddl.h"
 #include "storage/catalog_views.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
@@ -52,26 +57,39 @@ run_as_user(const char *statement)
 }
 
 /*
+ * What the PostgreSQL view beside a view depends on: what its query uses,
+ * as a view of the query would (its functions, operators and types, a
+ * source's row type, and each captured table it reads with the columns it
+ * reads: dataflow_read_tables), so that none of it is dropped from under
+ * the view's rounds.  Its rule's, as a PostgreSQL view's are: ALTER COLUMN
+ * TYPE of such a column is refused as under a view (0A000), where a
+ * relation's dependency on a column would be an internal error.  Replacing
+ * the body drops them, so they are recorded again whenever the body is
+ * (view_guard.c), from the kept query: the same after a restore as at
+ * create_view.
+ */
+static void
+view_record_dependencies(Oid relid, ViewPlan *plan)
+{
+	ObjectAddress rule;
+	Query	   *tables = dataflow_read_tables(plan->query);
+
+	ObjectAddressSet(rule, RewriteRelationId, get_rewrite_oid(relid, ViewSelectRuleName, false));
+	/* (one call, so that what both use is recorded once) */
+	recordDependencyOnExpr(&rule, (Node *) list_make2(plan->query, tables), NIL,
+						   DEPENDENCY_NORMAL);
+}
+
+/*
  * The PostgreSQL view beside a view, in the creator's current schema, made
  * first from the query as the user wrote it (its columns are the query's;
  * a captured table in it, not the source's row type, which the user may
  * not use) and then replaced by the view's persist peek of its own row
- * type.  It depends on what the query uses, as a view of the query would
- * (its functions, operators and types, the tables and columns it reads),
- * so that these cannot be dropped from under the view's rounds.  Those of
- * the query the rounds run (functions, operators, types, a source's row
- * type) are the relation's, not its rule's, so that replacing its body
- * keeps them; those of the query as written, with the tables and columns
- * it reads, are its rule's, as a PostgreSQL view's are: ALTER COLUMN TYPE
- * of such a column is refused as under a view (0A000), where a relation's
- * dependency on a column would be an internal error.  Returns its row
- * type.
+ * type, with its dependencies.  Returns its row type.
  */
 static Oid
 create_pg_view(const char *name, const char *query, ViewPlan *plan)
 {
-	ObjectAddress view;
-	ObjectAddress rule;
 	Oid			nsp = RangeVarGetCreationNamespace(makeRangeVar(NULL, pstrdup(name), -1));
 	char	   *qualified;
 	Oid			relid;
@@ -88,14 +106,7 @@ create_pg_view(const char *name, const char *query, ViewPlan *plan)
 	relid = get_relname_relid(name, nsp);
 	if (!OidIsValid(relid))
 		elog(ERROR, "view \"%s\" was not created", qualified);
-	ObjectAddressSet(view, RelationRelationId, relid);
-	recordDependencyOnExpr(&view, (Node *) plan->query, NIL, DEPENDENCY_NORMAL);
-	if (plan->written != plan->query)
-	{
-		ObjectAddressSet(rule, RewriteRelationId,
-						 get_rewrite_oid(relid, ViewSelectRuleName, false));
-		recordDependencyOnExpr(&rule, (Node *) plan->written, NIL, DEPENDENCY_NORMAL);
-	}
+	view_record_dependencies(relid, plan);
 	return get_rel_type_id(relid);
 }
 
@@ -216,4 +227,57 @@ peek_drop_view(PG_FUNCTION_ARGS)
 							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 														get_rel_name(relid))));
 	PG_RETURN_VOID();
+}
+
+/*
+ * The dependencies of a view's PostgreSQL view recorded again from its
+ * kept query once its body has been replaced by itself: by pg_restore,
+ * which restores the body after the catalog's rows and without the
+ * dependencies, or by its owner.  Planned as the current user (the one
+ * replacing the body: during a restore, the view's owner has its rights
+ * only once the restore's privileges are), in the search_path the rounds
+ * plan it in.  A query that no longer plans (a function it calls was not
+ * restored) leaves it depending on nothing with a WARNING, so that a
+ * restore goes on; its rows stay, and its next round (once an input moves
+ * on) fails it with that reason.
+ */
+void
+view_record_dependencies_again(CatalogObject *view, Oid relid)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner resowner = CurrentResourceOwner;
+	char	   *query;
+	List	   *inputs;
+
+	if (!catalog_view_definition(view->id, &query, &inputs))
+		return;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller);
+	PG_TRY();
+	{
+		int			level = NewGUCNestLevel();
+
+		(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		view_record_dependencies(relid, dataflow_plan(query));
+		AtEOXact_GUC(true, level);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error;
+
+		MemoryContextSwitchTo(caller);
+		error = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		ereport(WARNING,
+				(errmsg("the query of maintained view \"%s\" no longer plans: %s",
+						view->name, error->message),
+				 errdetail("Its PostgreSQL view depends on nothing its query uses; its rows are kept, and its next round fails it with this reason."),
+				 errhint("Drop it with peek.drop_view and create it again.")));
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(caller);
+	CurrentResourceOwner = resowner;
 }

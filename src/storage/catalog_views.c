@@ -132,3 +132,57 @@ catalog_sources_of(Oid table)
 								 "AND kind OPERATOR(pg_catalog.=) 'c' ORDER BY name",
 								 1, OIDOID, ObjectIdGetDatum(table), true);
 }
+
+/* The view whose PostgreSQL view has this row type, or NULL. */
+CatalogObject *
+catalog_view_of_row_type(Oid row_type)
+{
+	List	   *views;
+
+	/* a catalog from before 0.3 has no views */
+	if (get_attnum(catalog_relid(), "inputs") == InvalidAttrNumber)
+		return NULL;
+	views = catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+								  "WHERE row_type OPERATOR(pg_catalog.=) $1 "
+								  "AND kind OPERATOR(pg_catalog.=) 'v'",
+								  1, OIDOID, ObjectIdGetDatum(row_type), true);
+	return views != NIL ? linitial(views) : NULL;
+}
+
+/*
+ * The views whose PostgreSQL view another role owns now (ALTER VIEW ...
+ * OWNER TO, REASSIGN OWNED), as the catalog has them.  Sees the caller's
+ * changes up to its last command.
+ */
+List *
+catalog_views_given_away(void)
+{
+	if (get_attnum(catalog_relid(), "inputs") == InvalidAttrNumber)
+		return NIL;
+	return catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+								 "WHERE kind OPERATOR(pg_catalog.=) 'v' AND owner OPERATOR(pg_catalog.<>) "
+								 "(SELECT c.relowner FROM pg_catalog.pg_class c "
+								 "WHERE c.reltype OPERATOR(pg_catalog.=) row_type) ORDER BY name",
+								 0, InvalidOid, (Datum) 0, false);
+}
+
+/* The views that read an object, by name. */
+List *
+catalog_views_reading(const char *name)
+{
+	return catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+								 "WHERE $1 OPERATOR(pg_catalog.=) ANY (inputs) ORDER BY name",
+								 1, TEXTOID, CStringGetTextDatum(name), true);
+}
+
+/* Give a view and its indexes to another owner. */
+void
+catalog_set_view_owner(PeekObjectId id, Oid owner)
+{
+	Oid			argtypes[2] = {INT8OID, OIDOID};
+	Datum		args[2] = {Int64GetDatum(id), ObjectIdGetDatum(owner)};
+
+	catalog_exec("UPDATE peek.objects SET owner = $2 "
+				 "WHERE id OPERATOR(pg_catalog.=) $1 OR collection OPERATOR(pg_catalog.=) $1",
+				 2, argtypes, args, SPI_OK_UPDATE);
+}

@@ -11,11 +11,15 @@
 #include "nodes/pg_list.h"
 
 #include "common/ids.h"
-#include "nodes/pg_list.h"
+#include "storage/catalog.h"
 
 extern void catalog_set_view(PeekObjectId id, const char *query, List *inputs);
 extern bool catalog_view_definition(PeekObjectId id, char **query, List **inputs);
 extern char *catalog_view_reading(const char *name);
 extern List *catalog_sources_of(Oid table);
+extern CatalogObject *catalog_view_of_row_type(Oid row_type);
+extern List *catalog_views_given_away(void);
+extern List *catalog_views_reading(const char *name);
+extern void catalog_set_view_owner(PeekObjectId id, Oid owner);
 
 #endif							/* PEEK_STORAGE_CATALOG_VIEWS_H */

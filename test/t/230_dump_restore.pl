@@ -10,7 +10,16 @@
 #  * writes and new objects go on, with fresh ids;
 #  * the source, restored without its replication slot, is failed with a
 #    reason that names the remedy, and peeks on it and its index fail with
-#    55000; dropping and creating it again captures the table.
+#    55000; dropping and creating it again captures the table;
+#  * maintained views (one over a collection; one over a captured table,
+#    made by a role that is no superuser in its own schema) come back with
+#    their owners and rows, and what their queries use cannot be dropped or
+#    changed after the restore as before it: DROP FUNCTION, DROP TABLE,
+#    DROP COLUMN and ALTER COLUMN TYPE fail with the same errors;
+#  * restored without a function its query calls (pg_restore -L), a view
+#    gets a WARNING, the restore goes on, and the view serves its rows
+#    until its next round (its input moves on) fails it, naming what is
+#    missing.
 use strict;
 use warnings;
 
@@ -44,6 +53,18 @@ sql($old, q{
 	INSERT INTO src VALUES (1, 'one'), (2, 'two');
 	SELECT peek.create_source('s', 'src');
 	SELECT peek.create_index('s_by_id', 's', '{id}');
+	CREATE ROLE vowner;
+	GRANT USAGE ON SCHEMA peek TO vowner;
+	CREATE SCHEMA vowner AUTHORIZATION vowner;
+	CREATE TABLE vsrc (id int PRIMARY KEY, gone int, cust int, amount int);
+	ALTER TABLE vsrc DROP COLUMN gone;
+	ALTER TABLE vsrc REPLICA IDENTITY FULL;
+	INSERT INTO vsrc SELECT g, g % 3, g FROM generate_series(1, 9) g;
+	SELECT peek.create_source('vs', 'vsrc');
+	GRANT SELECT ON vsrc TO vowner;
+	CREATE FUNCTION vdouble(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 * 2';
+	CREATE FUNCTION vlabel(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT upper($1)';
+	SELECT peek.create_view('vc', 'SELECT k, public.vlabel(v) AS label FROM peek.persist_peek(NULL::kv, ''c'')');
 });
 my $all_ready =
     "SELECT bool_and(state = 'ready') FROM (SELECT state FROM peek.collections "
@@ -51,6 +72,38 @@ my $all_ready =
 ok(poll_until($old, $all_ready), 'collections, indexes and the source are ready');
 ok(poll_until($old, "SELECT since = 1 FROM peek.collections WHERE name = 'w'"),
 	'w is compacted to 1');
+sql($old, q{
+	SET ROLE vowner;
+	SET search_path = vowner;
+	SELECT peek.create_view('vt', 'SELECT cust, sum(public.vdouble(amount)) AS total FROM public.vsrc GROUP BY cust');
+});
+ok(poll_until($old, "SELECT bool_and(state = 'ready') FROM peek.views"), 'the views are ready');
+
+# What the views' queries use, dropped or changed: each error, before the
+# dump and after the restore.
+my @ddl = (
+	'DROP FUNCTION vdouble(int)',
+	'DROP FUNCTION vlabel(text)',
+	'DROP TABLE vsrc',
+	'ALTER TABLE vsrc DROP COLUMN amount',
+	'ALTER TABLE vsrc DROP COLUMN cust',
+	'ALTER TABLE vsrc ALTER COLUMN amount TYPE bigint');
+sub ddl_error
+{
+	my ($node, $stmt) = @_;
+	my ($rc, $out, $err) = $node->psql('postgres', "BEGIN; $stmt; ROLLBACK;");
+	return $err;
+}
+my %ddl_before = map { $_ => ddl_error($old, $_) } @ddl;
+like($ddl_before{ $ddl[0] }, qr/view vowner\.vt depends on function vdouble/,
+	'before the dump, a function the view over the table calls cannot be dropped');
+like($ddl_before{ $ddl[2] }, qr/view vowner\.vt depends on (table|column \w+ of table) vsrc/,
+	'... nor the table it reads');
+my $views_sql = "SELECT string_agg(format('%s %s %s', o.name, o.owner, c.relowner::regrole), ', ' ORDER BY o.name) "
+  . "FROM peek.objects o JOIN pg_class c ON c.reltype = o.row_type WHERE o.kind = 'v'";
+my $views_before = sql($old, $views_sql);
+is($views_before, 'vc postgres postgres, vt vowner vowner', 'the views and their owners');
+my $vc_before = sql($old, 'SELECT * FROM vc ORDER BY k, label');
 
 my @peeks = (
 	(map { "SELECT * FROM peek.persist_peek(NULL::kv, 'c', as_of => $_)" } 1 .. 5),
@@ -72,8 +125,9 @@ $old->command_ok([ 'pg_dump', '-Fc', '-d', $old->connstr('postgres'), '-f', $dum
 	'pg_dump -Fc');
 
 my $new = new_node('restored');
-# (a fresh cluster would give the new extension the OID of the old one)
-sql($new, 'CREATE TABLE shift_oids (a int); DROP TABLE shift_oids');
+# (a fresh cluster would give the new extension the OID of the old one; the
+# roles come first, as from pg_dumpall --globals-only)
+sql($new, 'CREATE TABLE shift_oids (a int); DROP TABLE shift_oids; CREATE ROLE vowner');
 $new->command_ok([ 'pg_restore', '--exit-on-error', '-d', $new->connstr('postgres'), $dump ],
 	'pg_restore into the database the runtimes serve');
 $new->restart;
@@ -85,6 +139,24 @@ for my $q (@peeks)
 	is(sql($new, "$q ORDER BY 1, 2"), $before{$q}, "same answer after the restore: $q");
 }
 is(sql($new, $frontiers_sql), $frontiers, 'the same since, upper and allowed_since');
+
+# The views: their owners, rows and dependencies.  The view over the
+# source's table fails with its source.
+is(sql($new, $views_sql), $views_before, 'the views keep their owners');
+ok(poll_until($new, "SELECT state FROM peek.views WHERE name = 'vc'", 'ready'),
+	'the view over a collection is ready');
+is(sql($new, 'SELECT * FROM vc ORDER BY k, label'), $vc_before, '... with the same rows');
+ok(poll_until($new, "SELECT state || ': ' || failure FROM peek.views WHERE name = 'vt'",
+		'failed: its input collection "vs" is failed: restored from a dump without its replication slot: drop the source and create it again'),
+	'the view over the restored source fails with it');
+for my $stmt (@ddl)
+{
+	is(ddl_error($new, $stmt), $ddl_before{$stmt}, "the same error after the restore: $stmt");
+}
+is((sql_error($new, "BEGIN; $ddl[0]; ROLLBACK"))[0], '2BP01', 'DROP FUNCTION: 2BP01');
+is((sql_error($new, "BEGIN; $ddl[2]; ROLLBACK"))[0], '2BP01', 'DROP TABLE: 2BP01');
+is((sql_error($new, "BEGIN; $ddl[3]; ROLLBACK"))[0], '2BP01', 'DROP COLUMN: 2BP01');
+is((sql_error($new, "BEGIN; $ddl[5]; ROLLBACK"))[0], '0A000', 'ALTER COLUMN TYPE: 0A000');
 
 my $ext_oid = "SELECT oid FROM pg_extension WHERE extname = 'pg_peek'";
 isnt(sql($new, $ext_oid), sql($old, $ext_oid), 'the new extension has another OID');
@@ -99,7 +171,7 @@ is( sql(
 		  ON d.classid = 'pg_class'::regclass AND d.objid = o.shard AND d.objsubid = 0
 		 AND d.refclassid = 'pg_type'::regclass AND d.refobjid = o.row_type
 		 WHERE o.kind = 'c'}),
-	'3',
+	'4',
 	'every restored shard depends on its row type');
 my $type_acls = q{SELECT string_agg(format('%s %s', t.typname, t.typacl), ', ' ORDER BY t.typname)
 	  FROM pg_type t WHERE t.typnamespace = 'peek'::regnamespace AND t.typname ~ '^(shard|source)_'};
@@ -123,7 +195,7 @@ ok(poll_until($new, "SELECT count(*) = 3 FROM peek.index_peek(NULL::kv, 'w_by_k'
 	'a write after the restore is peekable');
 ok(poll_until($new, "SELECT count(*) = 1 FROM peek.index_peek(NULL::kv, 'n_by_k', ROW(7))"),
 	'a new collection and index serve peeks');
-is(sql($new, "SELECT count(DISTINCT id) FROM peek.objects"), '9', 'new objects get fresh ids');
+is(sql($new, "SELECT count(DISTINCT id) FROM peek.objects"), '12', 'new objects get fresh ids');
 
 # The source: failed, with the remedy.
 my $reason = 'restored from a dump without its replication slot: drop the source and create it again';
@@ -148,5 +220,33 @@ ok(poll_until($new, "SELECT count(*) = 3 FROM peek.index_peek(NULL::src, 's_by_i
 sql($new, "INSERT INTO src VALUES (4, 'four')");
 ok(poll_until($new, "SELECT count(*) = 1 FROM peek.index_peek(NULL::src, 's_by_id', ROW(4))"),
 	'... and its changes');
+
+# Restored without a function a view's query calls: a WARNING, the restore
+# goes on, and the view fails at its next round, naming the function.
+my $partial = new_node('partial');
+sql($partial, 'CREATE ROLE vowner');
+my ($list) = run_command([ 'pg_restore', '-l', $dump ]);
+my $list_file = PostgreSQL::Test::Utils::tempdir() . '/partial.list';
+open(my $fh, '>', $list_file) or die "could not write $list_file: $!";
+print $fh join("\n", grep { !/ FUNCTION public vlabel\(/ } split /\n/, $list), "\n";
+close($fh);
+my ($restore_out, $restore_err) =
+  run_command([ 'pg_restore', '--verbose', '-L', $list_file, '-d', $partial->connstr('postgres'), $dump ]);
+like($restore_err, qr/WARNING:  the query of maintained view "vc" no longer plans: function public\.vlabel\(text\) does not exist/,
+	'a view whose function was not restored: a WARNING');
+is(sql($partial, "SELECT count(*) FROM peek.views"), '2', 'the restore went on');
+$partial->restart;
+ok(poll_until($partial, "SELECT state FROM peek.views WHERE name = 'vc'", 'ready'),
+	'until its input moves on, the view serves its restored rows');
+is(sql($partial, 'SELECT * FROM vc ORDER BY k, label'), $vc_before, '... as they were');
+sql($partial, q{
+	SELECT peek.append('c', ARRAY[(9, 'z')]::kv[], 6);
+	SELECT peek.advance('c', 7);
+});
+ok(poll_until($partial,
+		"SELECT state = 'failed' AND failure ~ 'function public\\.vlabel\\(text\\) does not exist' FROM peek.views WHERE name = 'vc'"),
+	'then its next round fails it, naming the function');
+is((sql_error($partial, 'BEGIN; DROP FUNCTION vdouble(int); ROLLBACK'))[0], '2BP01',
+	'the other view keeps its dependencies');
 
 done_testing();

@@ -1,0 +1,315 @@
+/*-------------------------------------------------------------------------
+ *
+ * view_guard.c
+ *	  What PostgreSQL's own DDL may do to the PostgreSQL view beside a
+ *	  maintained view (view_ddl.c), through a ProcessUtility hook:
+ *	  * its owner may change (ALTER VIEW or ALTER TABLE ... OWNER TO,
+ *	    REASSIGN OWNED): the view and its indexes follow in the catalog,
+ *	    once the new owner is found to read every input of the view (and
+ *	    the owners of the views that read it, to read it), else 42501;
+ *	  * its body may be replaced by itself (pg_restore does, after the
+ *	    catalog's rows): its dependencies are recorded again from the kept
+ *	    query (view_record_dependencies_again);
+ *	  * anything else that would change it (RENAME, SET SCHEMA, another
+ *	    ALTER, another body) is refused with 0A000, and DROP VIEW without
+ *	    CASCADE with 2BP01, pointing to peek.drop_view.
+ *	  Writes nothing but the catalog rows of views given to another owner.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteHandler.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "dataflow/dataflow.h"
+#include "sql/view_ddl.h"
+#include "sql/view_guard.h"
+#include "storage/catalog_views.h"
+
+static ProcessUtility_hook_type prev_process_utility = NULL;
+
+/* The maintained view whose PostgreSQL view is relid, or NULL. */
+static CatalogObject *
+maintained_view_of(Oid relid)
+{
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_VIEW ||
+		!OidIsValid(get_extension_oid("pg_peek", true)))
+		return NULL;
+	return catalog_view_of_row_type(get_rel_type_id(relid));
+}
+
+static CatalogObject *
+maintained_view_named(RangeVar *name, Oid *relid)
+{
+	*relid = RangeVarGetRelid(name, NoLock, true);
+	return maintained_view_of(*relid);
+}
+
+static char *
+qualified_relation_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+static void
+refuse_change(CatalogObject *view, Oid relid, const char *change)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot %s view %s: it is the PostgreSQL view of maintained view \"%s\"",
+					change, qualified_relation_name(relid), view->name),
+			 errdetail("Its name, schema, columns and body are the maintained view's; only its owner can be changed (ALTER VIEW ... OWNER TO)."),
+			 errhint("Drop it with peek.drop_view(%s) and create it again with peek.create_view.",
+					 quote_literal_cstr(view->name))));
+}
+
+/*
+ * Whether a view's body is its own persist peek, as create_view makes it:
+ * SELECT * FROM peek.persist_peek(NULL::<its row type>, '<its name>').
+ */
+static bool
+body_is_own_peek(Query *body, CatalogObject *view)
+{
+	RangeTblEntry *rte;
+	FuncExpr   *call;
+	Const	   *type;
+	Const	   *name;
+	ListCell   *lc;
+	int			varno;
+
+	/* (PostgreSQL 15 keeps a view's OLD and NEW entries first) */
+	varno = list_length(body->rtable);
+	if (varno == 0 || list_length(body->jointree->fromlist) != 1 ||
+		!IsA(linitial(body->jointree->fromlist), RangeTblRef) ||
+		((RangeTblRef *) linitial(body->jointree->fromlist))->rtindex != varno ||
+		body->jointree->quals != NULL || body->setOperations != NULL || body->cteList != NIL ||
+		body->hasAggs || body->hasWindowFuncs || body->hasTargetSRFs || body->hasSubLinks ||
+		body->groupClause != NIL || body->havingQual != NULL || body->distinctClause != NIL ||
+		body->sortClause != NIL || body->limitCount != NULL || body->limitOffset != NULL ||
+		body->rowMarks != NIL)
+		return false;
+	rte = rt_fetch(varno, body->rtable);
+	if (rte->rtekind != RTE_FUNCTION || list_length(rte->functions) != 1 || rte->funcordinality)
+		return false;
+	call = (FuncExpr *) linitial_node(RangeTblFunction, rte->functions)->funcexpr;
+	if (!IsA(call, FuncExpr) || call->funcid != dataflow_persist_peek_oid() ||
+		list_length(call->args) != 2 || !IsA(linitial(call->args), Const) ||
+		!IsA(lsecond(call->args), Const))
+		return false;
+	type = linitial(call->args);
+	name = lsecond(call->args);
+	if (type->consttype != view->row_type || name->consttype != TEXTOID || name->constisnull ||
+		strcmp(TextDatumGetCString(name->constvalue), view->name) != 0)
+		return false;
+	foreach(lc, body->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		Var		   *var = (Var *) tle->expr;
+
+		if (tle->resjunk || !IsA(var, Var) || var->varno != varno || var->varlevelsup != 0 ||
+			var->varattno != foreach_current_index(lc) + 1)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A view's PostgreSQL view replaced: by itself, its dependencies are
+ * recorded again; by anything else, refused.
+ */
+static void
+view_replaced(CatalogObject *view, Oid relid)
+{
+	Relation	rel;
+	bool		own;
+
+	CommandCounterIncrement();
+	rel = table_open(relid, AccessShareLock);
+	own = RelationGetDescr(rel)->natts == list_length(get_view_query(rel)->targetList) &&
+		body_is_own_peek(get_view_query(rel), view);
+	table_close(rel, AccessShareLock);
+	if (!own)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot replace the body of view %s: it is the PostgreSQL view of maintained view \"%s\"",
+						qualified_relation_name(relid), view->name),
+				 errdetail("Its body is the maintained view's persist peek: SELECT * FROM peek.persist_peek(NULL::%s, %s).",
+						   qualified_relation_name(relid), quote_literal_cstr(view->name)),
+				 errhint("Drop it with peek.drop_view(%s) and create it again with peek.create_view.",
+						 quote_literal_cstr(view->name))));
+	view_record_dependencies_again(view, relid);
+}
+
+/* ---- owners ---- */
+
+typedef struct OwnerCheck
+{
+	const char *view;
+	Oid			owner;
+} OwnerCheck;
+
+static void
+owner_check_context(void *arg)
+{
+	OwnerCheck *check = arg;
+
+	errcontext("maintained view \"%s\", owned by role \"%s\"",
+			   check->view, GetUserNameFromId(check->owner, false));
+}
+
+/* Raise 42501 unless the owner of view may read input (as its rounds do). */
+static void
+check_owner_reads(CatalogObject *view, CatalogObject *input)
+{
+	OwnerCheck	check = {view->name, view->owner};
+	ErrorContextCallback context = {error_context_stack, owner_check_context, &check};
+	Oid			saved_user;
+	int			saved_context;
+
+	error_context_stack = &context;
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(view->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
+	catalog_check_reader(input);
+	SetUserIdAndSecContext(saved_user, saved_context);
+	error_context_stack = context.previous;
+}
+
+/*
+ * After ALTER ... OWNER TO or REASSIGN OWNED: each view whose PostgreSQL
+ * view changed owner is given, with its indexes, to the new owner, whose
+ * rights its rounds take from now on (each round reads its catalog row);
+ * refused (42501) if the new owner may not read one of its
+ * inputs, or the owner of a view reading it may not read it.  Sessions
+ * forget what they cached of the catalog (its owners).
+ */
+static void
+follow_owners(void)
+{
+	List	   *given;
+	ListCell   *lc;
+
+	if (!OidIsValid(get_extension_oid("pg_peek", true)))
+		return;
+	CommandCounterIncrement();
+	given = catalog_views_given_away();
+	foreach(lc, given)
+	{
+		CatalogObject *view = lfirst(lc);
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(get_typ_typrelid(view->row_type)));
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for the PostgreSQL view of \"%s\"", view->name);
+		catalog_set_view_owner(view->id, ((Form_pg_class) GETSTRUCT(tup))->relowner);
+		ReleaseSysCache(tup);
+	}
+	/* the checks read the catalog as given */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	foreach(lc, given)
+	{
+		CatalogObject *view = catalog_find(((CatalogObject *) lfirst(lc))->name);
+		char	   *query;
+		List	   *inputs;
+		ListCell   *li;
+
+		if (catalog_view_definition(view->id, &query, &inputs))
+			foreach(li, inputs)
+				check_owner_reads(view, catalog_find(lfirst(li)));
+		foreach(li, catalog_views_reading(view->name))
+			check_owner_reads(lfirst(li), view);
+	}
+	PopActiveSnapshot();
+	if (given != NIL)
+		CacheInvalidateRelcacheByRelid(catalog_relid());
+}
+
+/* ---- the hook ---- */
+
+static void
+view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+		   ProcessUtilityContext context, ParamListInfo params,
+		   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	CatalogObject *replaced = NULL;
+	bool		owners = false;
+	Oid			relid = InvalidOid;
+	CatalogObject *view;
+	ListCell   *lc;
+
+	/*
+	 * An extension's script and pg_upgrade's schema restore change no
+	 * maintained view, and may run before the catalog is whole.
+	 */
+	if (creating_extension || IsBinaryUpgrade)
+		;
+	else if (IsA(stmt, AlterTableStmt) &&
+		(view = maintained_view_named(((AlterTableStmt *) stmt)->relation, &relid)) != NULL)
+	{
+		foreach(lc, ((AlterTableStmt *) stmt)->cmds)
+			if (lfirst_node(AlterTableCmd, lc)->subtype != AT_ChangeOwner)
+				refuse_change(view, relid, "alter");
+		owners = true;
+	}
+	else if (IsA(stmt, ReassignOwnedStmt))
+		owners = true;
+	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->relation != NULL &&
+			 (view = maintained_view_named(((RenameStmt *) stmt)->relation, &relid)) != NULL)
+		refuse_change(view, relid, "rename");
+	else if (IsA(stmt, AlterObjectSchemaStmt) && ((AlterObjectSchemaStmt *) stmt)->relation != NULL &&
+			 (view = maintained_view_named(((AlterObjectSchemaStmt *) stmt)->relation, &relid)) != NULL)
+		refuse_change(view, relid, "move");
+	else if (IsA(stmt, ViewStmt) && ((ViewStmt *) stmt)->replace)
+	{
+		RangeVar   *name = ((ViewStmt *) stmt)->view;
+
+		relid = get_relname_relid(name->relname, RangeVarGetCreationNamespace(name));
+		replaced = maintained_view_of(relid);
+	}
+	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_VIEW &&
+			 ((DropStmt *) stmt)->behavior != DROP_CASCADE)
+	{
+		foreach(lc, ((DropStmt *) stmt)->objects)
+			if ((view = maintained_view_named(makeRangeVarFromNameList(lfirst(lc)), &relid)) != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+						 errmsg("cannot drop view %s because maintained view \"%s\" is kept in it",
+								qualified_relation_name(relid), view->name),
+						 errhint("Drop the maintained view, with its PostgreSQL view, with peek.drop_view(%s).",
+								 quote_literal_cstr(view->name))));
+	}
+
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+
+	if (owners)
+		follow_owners();
+	if (replaced != NULL)
+		view_replaced(replaced, relid);
+}
+
+void
+view_guard_init(void)
+{
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = view_guard;
+}

@@ -1,19 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * outputs.c
- *	  A grouped or joined view's query run by PostgreSQL's executor over
- *	  some of its groups' rows (reduce.c keeps them), each output row
- *	  attributed to its group, and each group's kept output: the rows it
- *	  last emitted, as the images emitted (numeric 2.5 and 2.50, strings
- *	  equal under a collation, stay what the view holds).  A step runs the
- *	  query once, over the groups its updates touched after they apply,
- *	  and emits the difference against their kept output, which it then
- *	  replaces.  Groups built again (after a restart or a failed round)
- *	  know no output until a step first touches them: that step runs the
- *	  query over them before its updates apply too, their output being a
- *	  function of their rows (reduce.c sees to it).  A hydration, and a
- *	  stage's output rebuilding the next stage's groups, keep every
- *	  group's.
+ *	  Each group's kept output, for a grouped or joined view's rounds
+ *	  (reduce.c): the rows the group last gave, as the images appended
+ *	  (numeric 2.5 and 2.50, strings equal under a collation, stay what
+ *	  the view holds), against which a step's one run of the query over
+ *	  the groups its updates touched is diffed, and which that run's rows
+ *	  then replace.  Groups built again (after a restart or a failed
+ *	  round) know no output (reduce.c runs the query over them before the
+ *	  updates of the first time that touches them, their output being a
+ *	  function of their rows); a hydration, and a stage's output that
+ *	  rebuilds the next stage's groups, keep every group's.  The kept rows
+ *	  are in the groups' memory, counted as their operator's state bytes.
  *
  *	  A row finds its group by key: the query's select list is given the
  *	  first input's key expressions as extra columns (a grouping's keys;
@@ -21,8 +19,8 @@
  *	  the first input being on the left of every join), looked up in the
  *	  groups' table; without GROUP BY there is one group.
  *
- *	  Must not change the groups' rows (reduce.c does) nor touch the
- *	  catalog.
+ *	  Must not change the groups' rows nor run the query (reduce.c does),
+ *	  nor touch the catalog.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,9 +28,7 @@
 
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
-#include "utils/array.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 
 #include "dataflow/reduce_internal.h"
 

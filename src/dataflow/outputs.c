@@ -13,10 +13,9 @@
  *	  rebuilds the next stage's groups, keep every group's.  The kept rows
  *	  are in the groups' memory, counted as their operator's state bytes.
  *
- *	  A row finds its group by key: the query's select list is given the
- *	  first input's key expressions as extra columns (a grouping's keys;
- *	  a join's key of its first input, which no left join NULL-extends,
- *	  the first input being on the left of every join), looked up in the
+ *	  A row finds its group by key: the query's select list is given its
+ *	  rows' key expressions as extra columns (a grouping's keys; a join's
+ *	  key, the first of its inputs' that is not NULL), looked up in the
  *	  groups' table; without GROUP BY there is one group.
  *
  *	  Must not change the groups' rows nor run the query (reduce.c does),
@@ -28,17 +27,37 @@
 
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/memutils.h"
 
 #include "dataflow/reduce_internal.h"
 
-/* The query's select list given its first input's keys, to find a row's group. */
+/*
+ * The query's select list given its rows' keys, to find a row's group: a
+ * grouping's keys; a join's key, the first of its inputs' that is not
+ * NULL (a row of a join's group has that group's key in each input it
+ * holds a row of, NULL only where a join NULL-extended it or in the group
+ * of the NULL key).
+ */
 void
 outputs_key_columns(Query *query, ViewPlan *plan)
 {
+	List	   *keys = linitial_node(ViewPlanInput, plan->inputs)->keys;
 	ListCell   *lc;
 
-	foreach(lc, linitial_node(ViewPlanInput, plan->inputs)->keys)
+	if (list_length(plan->inputs) > 1)
+	{
+		CoalesceExpr *first = makeNode(CoalesceExpr);
+
+		first->coalescetype = exprType(linitial(keys));
+		first->coalescecollid = exprCollation(linitial(keys));
+		foreach(lc, plan->inputs)
+			first->args = lappend(first->args,
+								  copyObject(linitial(lfirst_node(ViewPlanInput, lc)->keys)));
+		first->location = -1;
+		keys = list_make1(first);
+	}
+	foreach(lc, keys)
 		query->targetList = lappend(query->targetList,
 									makeTargetEntry(copyObject(lfirst(lc)),
 													list_length(query->targetList) + 1,

@@ -142,7 +142,7 @@ SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM peek.persist_peek(NU
 SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM peek.persist_peek(NULL::jorder, ''jorders'') o JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c ON o.cust < c.id')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM peek.persist_peek(NULL::jorder, ''jorders'') o, peek.persist_peek(NULL::jcust, ''jcusts'') c')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM peek.persist_peek(NULL::jorder, ''jorders'') o JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c ON o.cust = c.id OR o.id = c.id')$$);
-SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM peek.persist_peek(NULL::jorder, ''jorders'') o JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c ON o.cust = c.id JOIN peek.persist_peek(NULL::jnote, ''jnotes'') n ON n.note = c.name')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM peek.persist_peek(NULL::jorder, ''jorders'') o JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c ON o.cust = c.id JOIN peek.persist_peek(NULL::jnote, ''jnotes'') n ON n.note < c.name')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM peek.persist_peek(NULL::jorder, ''jorders'') o JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c ON o.cust::bigint = c.id')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT o.id FROM (peek.persist_peek(NULL::jorder, ''jorders'') o CROSS JOIN peek.persist_peek(NULL::jcust, ''jcusts'') c) LEFT JOIN peek.persist_peek(NULL::jnote, ''jnotes'') n ON o.cust = c.id AND n.cust = c.id')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::jorder, ''jorders'') UNION SELECT id FROM peek.persist_peek(NULL::jcust, ''jcusts'')')$$);

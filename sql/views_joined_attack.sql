@@ -5,8 +5,9 @@
 -- of different k: kept by k, a time that touched only a's key ran the
 -- query without b's rows (a row changed in a stayed in the view with
 -- its old values; a left join of a and b retracted a row it never had:
--- multiplicity -1).  Such a join is refused (0A000); the same shapes
--- whose equalities do make every input's key equal are kept, and agree
+-- multiplicity -1).  Such a join runs as a chain of stages (a and b by
+-- j, then c by (a.k, b.k)); the same shapes whose equalities do make
+-- every input's key equal run on one key; all agree
 -- with their queries at every time through updates that move rows
 -- between keys; so do joins grouped by other keys than their join key or
 -- by none (two stages) from empty inputs, with NULL group keys, numeric
@@ -29,14 +30,17 @@ SELECT kstep(ARRAY[(1, 1, 5), (2, NULL, 5)]::kr[], '{}',
              ARRAY[(11, 2, 5), (12, 1, 6)]::kr[], '{}',
              ARRAY[(21, 9, 9), (22, 1, 5)]::kr[], '{}');
 
--- refused: the key class reaches b only through c, which may be NULL
-SELECT try($$SELECT peek.create_view('x', 'SELECT a.id AS a, b.id AS b, c.id AS c FROM peek.persist_peek(NULL::kr, ''ka'') a
-    JOIN peek.persist_peek(NULL::kr, ''kb'') b ON a.j = b.j
-    LEFT JOIN peek.persist_peek(NULL::kr, ''kc'') c ON c.k = a.k AND c.k = b.k')$$);
-SELECT try($$SELECT peek.create_view('x', 'SELECT a.id AS a, b.id AS b, c.id AS c FROM peek.persist_peek(NULL::kr, ''ka'') a
-    LEFT JOIN peek.persist_peek(NULL::kr, ''kb'') b ON a.j = b.j
-    LEFT JOIN peek.persist_peek(NULL::kr, ''kc'') c ON c.k = a.k AND c.k = b.k')$$);
-SELECT count(*) FROM peek.views WHERE name = 'x';
+-- no one key: a chain of stages (a and b by j, then their rows and c by
+-- the pair (a.k, b.k) against (c.k, c.k)), so a time that touches only
+-- a's key still joins b's rows
+SELECT peek.create_view('kchain', $$
+    SELECT a.id AS a, b.id AS b, c.id AS c FROM peek.persist_peek(NULL::kr, 'ka') a
+      JOIN peek.persist_peek(NULL::kr, 'kb') b ON a.j = b.j
+      LEFT JOIN peek.persist_peek(NULL::kr, 'kc') c ON c.k = a.k AND c.k = b.k$$);
+SELECT peek.create_view('kchainleft', $$
+    SELECT a.id AS a, b.id AS b, c.id AS c FROM peek.persist_peek(NULL::kr, 'ka') a
+      LEFT JOIN peek.persist_peek(NULL::kr, 'kb') b ON a.j = b.j
+      LEFT JOIN peek.persist_peek(NULL::kr, 'kc') c ON c.k = a.k AND c.k = b.k$$);
 
 -- kept: the preserved inputs are joined on the key themselves, or an
 -- inner join's ON makes the keys equal
@@ -57,7 +61,7 @@ SELECT peek.create_view('knull', $$
 SELECT peek.create_view('kgroupj', $$
     SELECT a.j, count(*) AS n, count(b.id) AS m FROM peek.persist_peek(NULL::kr, 'ka') a
       LEFT JOIN peek.persist_peek(NULL::kr, 'kb') b ON a.k = b.k AND a.j = b.k GROUP BY a.j$$);
-SELECT wait_for($$SELECT count(*) = 4 FROM peek.views WHERE state = 'ready' AND upper = 1$$);
+SELECT wait_for($$SELECT count(*) = 6 FROM peek.views WHERE state = 'ready' AND upper = 1$$);
 
 -- a's row changes alone; b's row moves between keys; c's last match of
 -- a goes and comes back; a NULL key gets a value
@@ -66,12 +70,13 @@ SELECT kstep('{}', '{}', ARRAY[(11, 1, 5)]::kr[], ARRAY[(11, 2, 5)]::kr[], '{}',
 SELECT kstep('{}', '{}', '{}', '{}', '{}', ARRAY[(22, 1, 5)]::kr[]);
 SELECT kstep('{}', '{}', '{}', '{}', ARRAY[(22, 1, 7), (23, 1, 7)]::kr[], '{}');
 SELECT kstep(ARRAY[(2, 1, 6)]::kr[], ARRAY[(2, NULL, 5)]::kr[], '{}', '{}', '{}', '{}');
-SELECT wait_for($$SELECT count(*) = 4 FROM peek.views WHERE state = 'ready' AND upper = 6$$);
+SELECT wait_for($$SELECT count(*) = 6 FROM peek.views WHERE state = 'ready' AND upper = 6$$);
 SELECT name, view_mismatches(format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', name, name),
                              regexp_replace(query, '(''k[abc]''::text)', '\1, as_of => @T@', 'g'),
                              0, 5) AS bad_times
   FROM peek.views ORDER BY name;
 SELECT * FROM peek.persist_peek(NULL::kleft3, 'kleft3', as_of => 5) ORDER BY a, b, c;
+SELECT * FROM peek.persist_peek(NULL::kchain, 'kchain', as_of => 5) ORDER BY a, b, c;
 
 SELECT peek.drop_view(name) FROM peek.views ORDER BY name;
 SELECT peek.drop_collection('kc');

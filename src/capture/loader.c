@@ -78,7 +78,7 @@ compact_to_reload(CaptureStream *s, int64 time)
 {
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetLatestSnapshot());
-	(void) persist_fold(s->id, s->shard, time, time, -1);
+	(void) persist_fold(s->id, s->shard, time, time, -1, false);
 	PopActiveSnapshot();
 }
 

@@ -45,6 +45,9 @@ typedef struct ViewPlanInput
 	Oid			row_type;		/* the row type it reads it as (RECORDOID: the
 								 * stage before's anonymous record) */
 	Index		rtindex;		/* its entry in the query's range table */
+	int			object;			/* its place in the branch's inputs (the
+								 * objects a round reads); -1: the stage
+								 * before's rows */
 	List	   *keys;			/* Expr over it: its rows' key (reduce.c) */
 } ViewPlanInput;
 
@@ -107,7 +110,15 @@ extern void dataflow_plan_expressions(ViewPlan *plan);
 /* stages.c */
 extern List *dataflow_plan_columns(List *targetlist);
 extern Oid	dataflow_plan_group_keys(Query *query, ViewPlan *plan);
-extern Oid	dataflow_plan_stages(Query *query, ViewPlan *plan);
+extern void dataflow_refuse(const char *construct) pg_attribute_noreturn();
+extern List *dataflow_plan_join_columns(Query *query);
+extern ViewPlan *dataflow_plan_join(Query *query, ViewPlan *plan, List *columns);
+extern Oid	dataflow_plan_grouping(Query *query, ViewPlan *plan, List *columns);
+extern RangeTblEntry *dataflow_stage_rows(List *projected, List **columns);
+extern ViewPlanInput *dataflow_stage_rows_input(void);
+
+/* chain.c */
+extern List *dataflow_plan_chain(Query *query, ViewPlan *plan, List *outputs);
 
 /* sources.c */
 extern Query *dataflow_read_sources(Query *query);

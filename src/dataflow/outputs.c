@@ -15,8 +15,8 @@
  *
  *	  A row finds its group by key: the query's select list is given its
  *	  rows' key expressions as extra columns (a grouping's keys; a join's
- *	  key, the first of its inputs' that is not NULL), looked up in the
- *	  groups' table; without GROUP BY there is one group.
+ *	  key, each column the first of its inputs' that is not NULL), looked
+ *	  up in the groups' table; without GROUP BY there is one group.
  *
  *	  Must not change the groups' rows nor run the query (reduce.c does),
  *	  nor touch the catalog.
@@ -34,10 +34,10 @@
 
 /*
  * The query's select list given its rows' keys, to find a row's group: a
- * grouping's keys; a join's key, the first of its inputs' that is not
- * NULL (a row of a join's group has that group's key in each input it
- * holds a row of, NULL only where a join NULL-extended it or in the group
- * of the NULL key).
+ * grouping's keys; a join's, each column the first of its inputs' that
+ * is not NULL (a row of a join's group has that group's key in each input
+ * it holds a row of, NULL only where a join NULL-extended it or where the
+ * group's key is NULL).
  */
 void
 outputs_key_columns(Query *query, ViewPlan *plan)
@@ -45,23 +45,29 @@ outputs_key_columns(Query *query, ViewPlan *plan)
 	List	   *keys = linitial_node(ViewPlanInput, plan->inputs)->keys;
 	ListCell   *lc;
 
-	if (list_length(plan->inputs) > 1)
-	{
-		CoalesceExpr *first = makeNode(CoalesceExpr);
-
-		first->coalescetype = exprType(linitial(keys));
-		first->coalescecollid = exprCollation(linitial(keys));
-		foreach(lc, plan->inputs)
-			first->args = lappend(first->args,
-								  copyObject(linitial(lfirst_node(ViewPlanInput, lc)->keys)));
-		first->location = -1;
-		keys = list_make1(first);
-	}
 	foreach(lc, keys)
+	{
+		Node	   *key = copyObject(lfirst(lc));
+
+		if (list_length(plan->inputs) > 1)
+		{
+			CoalesceExpr *first = makeNode(CoalesceExpr);
+			ListCell   *li;
+
+			first->coalescetype = exprType(key);
+			first->coalescecollid = exprCollation(key);
+			foreach(li, plan->inputs)
+				first->args = lappend(first->args,
+									  copyObject(list_nth(lfirst_node(ViewPlanInput, li)->keys,
+														  foreach_current_index(lc))));
+			first->location = -1;
+			key = (Node *) first;
+		}
 		query->targetList = lappend(query->targetList,
-									makeTargetEntry(copyObject(lfirst(lc)),
+									makeTargetEntry((Expr *) key,
 													list_length(query->targetList) + 1,
 													NULL, false));
+	}
 }
 
 static bool

@@ -6,7 +6,8 @@
  *	  in FROM (a collection or a view, its columns under its row type's
  *	  attribute names) or captured tables (read as their sources:
  *	  sources.c), one or several joined by inner and left joins on one
- *	  equality key across all of them, filtered by WHERE, mapped and
+ *	  equality key across all of them (or on different keys: chain.c),
+ *	  filtered by WHERE, mapped and
  *	  projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
  *	  HAVING) or made DISTINCT; or a UNION ALL of such queries; with
@@ -14,9 +15,9 @@
  *	  schema.  The keys by which reduce.c keeps each input's rows are found
  *	  here (a grouping's keys, or a join's key), with the operator that
  *	  tells them apart, and each operator's kind.  A join grouped by other
- *	  keys than its join key (or by none) is two stages: the join, its
- *	  rows projected to the columns the rest reads, and the grouping of
- *	  those rows (stages.c).
+ *	  keys than its join key (or by none) is two stages: the join (or
+ *	  chain.c's chain of join stages), its rows projected to the columns
+ *	  the rest reads, and the grouping of those rows (stages.c).
  *	  Anything else is refused with 0A000 naming the construct.  The
  *	  backend plans the user's text at create_view (in the user's
  *	  search_path and privileges) and keeps it written out schema-qualified
@@ -52,19 +53,7 @@
 #include "utils/typcache.h"
 
 #include "dataflow/dataflow.h"
-
-static void
-refuse(const char *construct)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("maintained views do not support %s", construct),
-			 errdetail("A maintained view reads inputs peek.persist_peek(NULL::t, 'name') in FROM, "
-					   "joined by inner or left joins on one equality key across all of them, "
-					   "filters (WHERE), maps and projects its rows with immutable expressions, "
-					   "and may group them (GROUP BY, count, sum, avg, min, max, bool_and, bool_or, every, HAVING) "
-					   "or make them DISTINCT; or is a UNION ALL of such queries.")));
-}
+#include "ipc/registry.h"
 
 /* peek.persist_peek(anyelement, text, bigint, bigint), or InvalidOid */
 static Oid
@@ -167,14 +156,14 @@ refuse_temporary_objects(Node *node, void *context)
 	if (node == NULL)
 		return false;
 	if (check_functions_in_node(node, temporary_function, &func))
-		refuse(psprintf("function %s: it is temporary", get_func_name(func)));
+		dataflow_refuse(psprintf("function %s: it is temporary", get_func_name(func)));
 	/* (the nodes in an expression that have no type of their own) */
 	if (IsA(node, SortGroupClause))
 		return false;			/* an aggregate's DISTINCT or ORDER BY */
 	if (IsA(node, List) || IsA(node, TargetEntry) || IsA(node, CaseWhen))
 		return expression_tree_walker(node, refuse_temporary_objects, context);
 	if (temporary_type(exprType(node)))
-		refuse(psprintf("type %s: it is temporary", format_type_be(exprType(node))));
+		dataflow_refuse(psprintf("type %s: it is temporary", format_type_be(exprType(node))));
 	return expression_tree_walker(node, refuse_temporary_objects, context);
 }
 
@@ -186,12 +175,12 @@ check_expressions(Node *exprs)
 	ListCell   *lc;
 
 	if (find_mutable_function(exprs, &func))
-		refuse(psprintf("function %s: it is not immutable",
+		dataflow_refuse(psprintf("function %s: it is not immutable",
 						format_procedure(func)));
 	if (contain_mutable_functions(exprs))
-		refuse("expressions that are not immutable");
+		dataflow_refuse("expressions that are not immutable");
 	if (unsupported_aggregate(exprs, &func))
-		refuse(OidIsValid(func) ?
+		dataflow_refuse(OidIsValid(func) ?
 			   psprintf("aggregate function %s", format_procedure(func)) :
 			   "GROUPING");
 	(void) refuse_temporary_objects(exprs, NULL);
@@ -200,7 +189,7 @@ check_expressions(Node *exprs)
 		Var		   *var = lfirst_node(Var, lc);
 
 		if (var->varattno <= 0)
-			refuse("whole-row references to the input");
+			dataflow_refuse("whole-row references to the input");
 	}
 }
 
@@ -226,7 +215,7 @@ check_input_columns(RangeTblEntry *rte, Oid row_type)
 		if (!att->attisdropped && strcmp(strVal(list_nth(names, i)), NameStr(att->attname)) != 0)
 		{
 			ReleaseTupleDesc(desc);
-			refuse(psprintf("input column aliases other than the input's attribute names (\"%s\" names attribute \"%s\" of %s: the type was changed, or the column renamed)",
+			dataflow_refuse(psprintf("input column aliases other than the input's attribute names (\"%s\" names attribute \"%s\" of %s: the type was changed, or the column renamed)",
 							strVal(list_nth(names, i)), NameStr(att->attname),
 							format_type_be(row_type)));
 		}
@@ -249,23 +238,23 @@ check_input(RangeTblEntry *rte, Index rtindex, ViewPlan *plan)
 		case RTE_FUNCTION:
 			break;
 		case RTE_RELATION:
-			refuse("reading a table or view directly (read a collection or view with peek.persist_peek(NULL::t, 'name'))");
+			dataflow_refuse("reading a table or view directly (read a collection or view with peek.persist_peek(NULL::t, 'name'))");
 			break;
 		case RTE_SUBQUERY:
-			refuse("subqueries in FROM");
+			dataflow_refuse("subqueries in FROM");
 			break;
 		default:
-			refuse("this kind of FROM item");
+			dataflow_refuse("this kind of FROM item");
 			break;
 	}
 	if (list_length(rte->functions) != 1)
-		refuse("ROWS FROM");
+		dataflow_refuse("ROWS FROM");
 	if (rte->funcordinality)
-		refuse("WITH ORDINALITY");
+		dataflow_refuse("WITH ORDINALITY");
 	rtfunc = linitial_node(RangeTblFunction, rte->functions);
 	if (!IsA(rtfunc->funcexpr, FuncExpr) ||
 		((FuncExpr *) rtfunc->funcexpr)->funcid != persist_peek_oid())
-		refuse("functions in FROM other than peek.persist_peek");
+		dataflow_refuse("functions in FROM other than peek.persist_peek");
 	call = (FuncExpr *) rtfunc->funcexpr;
 	foreach(lc, call->args)
 	{
@@ -278,17 +267,18 @@ check_input(RangeTblEntry *rte, Index rtindex, ViewPlan *plan)
 			arg = (Node *) ((NamedArgExpr *) arg)->arg;
 		}
 		if (n >= 2)
-			refuse("as_of or limit in the input's peek.persist_peek");
+			dataflow_refuse("as_of or limit in the input's peek.persist_peek");
 		if (!IsA(arg, Const))
-			refuse("an input named by an expression (name it with constants: peek.persist_peek(NULL::t, 'name'))");
+			dataflow_refuse("an input named by an expression (name it with constants: peek.persist_peek(NULL::t, 'name'))");
 		args[n] = (Const *) arg;
 	}
 	if (args[0] == NULL || args[1] == NULL || args[1]->constisnull ||
 		args[1]->consttype != TEXTOID)
-		refuse("an input named by an expression (name it with constants: peek.persist_peek(NULL::t, 'name'))");
+		dataflow_refuse("an input named by an expression (name it with constants: peek.persist_peek(NULL::t, 'name'))");
 	input->name = TextDatumGetCString(args[1]->constvalue);
 	input->row_type = args[0]->consttype;
 	input->rtindex = rtindex;
+	input->object = list_length(plan->inputs);
 	check_input_columns(rte, input->row_type);
 	plan->inputs = lappend(plan->inputs, input);
 }
@@ -382,11 +372,11 @@ walk_from(Query *query, Node *node, ViewPlan *plan, List **equalities)
 		JoinExpr   *join = (JoinExpr *) node;
 
 		if (join->jointype == JOIN_FULL)
-			refuse("FULL JOIN");
+			dataflow_refuse("FULL JOIN");
 		if (join->jointype == JOIN_RIGHT)
-			refuse("RIGHT JOIN (write it as a LEFT JOIN)");
+			dataflow_refuse("RIGHT JOIN (write it as a LEFT JOIN)");
 		if (join->jointype != JOIN_INNER && join->jointype != JOIN_LEFT)
-			refuse("this kind of join");
+			dataflow_refuse("this kind of join");
 		walk_from(query, join->larg, plan, equalities);
 		walk_from(query, join->rarg, plan, equalities);
 		walk_quals(join->quals, join->jointype == JOIN_LEFT ? inputs_under(join->larg) : NULL,
@@ -399,7 +389,7 @@ walk_from(Query *query, Node *node, ViewPlan *plan, List **equalities)
 		walk_quals(((FromExpr *) node)->quals, NULL, equalities);
 	}
 	else
-		refuse("this kind of FROM item");
+		dataflow_refuse("this kind of FROM item");
 }
 
 /* The input an expression reads (its place in plan->inputs), or -1: none or several. */
@@ -501,14 +491,14 @@ key_class(KeyEdge *edges, int nedges, KeyEdge *seed)
  * expressions the join's equalities make equal, one of each input, so
  * that an output row depends only on the inputs' rows with its key
  * (reduce.c runs the query over the rows of the keys a time touches).
- * Returns the class's expressions.
+ * Returns the class's expressions; NIL: no one key joins them all (chain.c
+ * joins them a stage at a time, and refuses what it cannot).
  */
 static List *
 join_keys(Query *query, ViewPlan *plan, List *equalities)
 {
 	KeyEdge    *edges = palloc(sizeof(KeyEdge) * Max(1, list_length(equalities)));
 	int			nedges = 0;
-	char	   *mismatch = NULL;
 	ListCell   *lc;
 
 	foreach(lc, equalities)
@@ -531,13 +521,7 @@ join_keys(Query *query, ViewPlan *plan, List *equalities)
 							   eq->preserved);
 		if (!edge->adds[0] && !edge->adds[1])
 			continue;
-		if (type != exprType(edge->expr[1]))
-		{
-			mismatch = psprintf("a join condition between types %s and %s (cast one side)",
-								format_type_be(type), format_type_be(exprType(edge->expr[1])));
-			continue;
-		}
-		if (!op_hashjoinable(eq->op->opno, type))
+		if (type != exprType(edge->expr[1]) || !op_hashjoinable(eq->op->opno, type))
 			continue;
 		edge->opno = eq->op->opno;
 		edge->collation = eq->op->inputcollid;
@@ -568,11 +552,8 @@ join_keys(Query *query, ViewPlan *plan, List *equalities)
 			return members;
 		}
 	}
-	if (mismatch != NULL)
-		refuse(mismatch);
-	refuse(nedges == 0 ?
-		   "joins without an equality between their inputs (cross joins, conditions other than =)" :
-		   "joins on more than one key (every input must be joined on one key: a.k = b.k = c.k)");
+	foreach(lc, plan->inputs)
+		lfirst_node(ViewPlanInput, lc)->keys = NIL;
 	return NIL;
 }
 
@@ -582,7 +563,7 @@ join_keys(Query *query, ViewPlan *plan, List *equalities)
  * output depends on that key's rows only: one of the keys is the join key
  * of an input that no left join NULL-extends (the NULL-extended rows of
  * all keys would share a group).  Else a stage of its own groups the
- * join's rows (plan_stages).
+ * join's rows (stages.c).
  */
 static bool
 grouped_by_join_key(Query *query, ViewPlan *plan, List *members)
@@ -611,7 +592,7 @@ static void
 refuse_unhashable(Oid type)
 {
 	if (OidIsValid(type))
-		refuse(psprintf("grouping by type %s, which has no hash operator class",
+		dataflow_refuse(psprintf("grouping by type %s, which has no hash operator class",
 						format_type_be(type)));
 }
 
@@ -636,7 +617,7 @@ plan_union(Query *query, Node *node, ViewPlan *plan)
 		foreach(lc, branch->targetlist)
 			if (exprType((Node *) lfirst_node(TargetEntry, lc)->expr) !=
 				list_nth_oid(types, foreach_current_index(lc)))
-				refuse(psprintf("UNION ALL branches whose column %d is not of the union's type %s (cast it)",
+				dataflow_refuse(psprintf("UNION ALL branches whose column %d is not of the union's type %s (cast it)",
 								foreach_current_index(lc) + 1,
 								format_type_be(list_nth_oid(types, foreach_current_index(lc)))));
 		plan->branches = list_concat(plan->branches, dataflow_plan_branches(branch));
@@ -644,7 +625,7 @@ plan_union(Query *query, Node *node, ViewPlan *plan)
 	}
 	op = castNode(SetOperationStmt, node);
 	if (op->op != SETOP_UNION || !op->all)
-		refuse("UNION, INTERSECT or EXCEPT (UNION ALL is supported)");
+		dataflow_refuse("UNION, INTERSECT or EXCEPT (UNION ALL is supported)");
 	plan_union(query, op->larg, plan);
 	plan_union(query, op->rarg, plan);
 }
@@ -658,7 +639,7 @@ plan_select(Query *query, ViewPlan *plan)
 	bool		aggregates;
 
 	if (query->rtable == NIL || query->jointree->fromlist == NIL)
-		refuse("a query without an input in FROM");
+		dataflow_refuse("a query without an input in FROM");
 	walk_from(query, (Node *) query->jointree, plan, &equalities);
 	check_expressions((Node *) query->targetList);
 	check_expressions(query->havingQual);
@@ -671,9 +652,23 @@ plan_select(Query *query, ViewPlan *plan)
 		List	   *members = join_keys(query, plan, equalities);
 
 		plan->kind = !grouped ? "join" : aggregates ? "join-reduce" : "join-distinct";
-		if (grouped && ((query->groupClause == NIL && query->distinctClause == NIL) ||
+		if (grouped && (members == NIL ||
+						(query->groupClause == NIL && query->distinctClause == NIL) ||
 						!grouped_by_join_key(query, plan, members)))
-			refuse_unhashable(dataflow_plan_stages(query, plan));
+		{
+			/* the join's stage, or chain of stages, then the grouping's */
+			List	   *columns = dataflow_plan_join_columns(query);
+
+			plan->stages = members != NIL ? list_make1(dataflow_plan_join(query, plan, columns)) :
+				dataflow_plan_chain(query, plan, columns);
+			refuse_unhashable(dataflow_plan_grouping(query, plan, columns));
+		}
+		else if (members == NIL)
+			plan->stages = dataflow_plan_chain(query, plan, plan->targetlist);
+		/* (a round counts each stage's work as an operator's) */
+		if (list_length(plan->stages) >= PEEK_MAX_OPERATORS)
+			dataflow_refuse(psprintf("joins of inputs on different keys in more than %d stages (each input after the first is a stage, and a grouping one more)",
+									 PEEK_MAX_OPERATORS - 1));
 		return;
 	}
 	/* one input: WHERE filters it as it is read, rows by group */
@@ -713,13 +708,13 @@ plan_query(Query *query)
 
 		for (int i = 0; i < lengthof(refused); i++)
 			if (refused[i].has)
-				refuse(refused[i].construct);
+				dataflow_refuse(refused[i].construct);
 	}
 
 	/* (junk columns: GROUP BY keys that are not selected) */
 	plan->targetlist = dataflow_plan_columns(query->targetList);
 	if (plan->targetlist == NIL)
-		refuse("a select list without columns");
+		dataflow_refuse("a select list without columns");
 	if (query->setOperations != NULL)
 	{
 		plan->kind = "union-all";
@@ -744,15 +739,15 @@ dataflow_plan(const char *text)
 	ViewPlan   *plan;
 
 	if (list_length(raw) != 1)
-		refuse("more than one statement");
+		dataflow_refuse("more than one statement");
 	stmt = linitial_node(RawStmt, raw);
 	if (!IsA(stmt->stmt, SelectStmt))
-		refuse("statements other than SELECT");
+		dataflow_refuse("statements other than SELECT");
 	if (((SelectStmt *) stmt->stmt)->intoClause != NULL)
-		refuse("SELECT INTO");
+		dataflow_refuse("SELECT INTO");
 	/* (analysis keeps no row mark for a function in FROM) */
 	if (((SelectStmt *) stmt->stmt)->lockingClause != NIL)
-		refuse("FOR UPDATE or FOR SHARE");
+		dataflow_refuse("FOR UPDATE or FOR SHARE");
 	query = parse_analyze_fixedparams(stmt, text, NULL, 0, NULL);
 	plan = plan_query(dataflow_read_sources(query));
 	plan->written = query;
@@ -816,9 +811,8 @@ dataflow_plan_expressions(ViewPlan *plan)
 	plan->targetlist = targetlist;
 	if (plan->qual != NULL)
 		plan->qual = (Node *) expression_planner((Expr *) plan->qual);
-	/* its inputs' keys, and its later stages' (the first reads its inputs) */
-	foreach(lc, list_concat(list_make1(plan),
-							list_delete_first(list_copy(plan->stages))))
+	/* its inputs' keys, or its stages' */
+	foreach(lc, plan->stages != NIL ? plan->stages : list_make1(plan))
 	{
 		ListCell   *li;
 

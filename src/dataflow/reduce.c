@@ -3,33 +3,23 @@
  * reduce.c
  *	  The rounds of a view that groups or joins: GROUP BY with aggregates
  *	  and HAVING, aggregates over the whole input, DISTINCT, or inner and
- *	  left joins of several inputs on one key (grouped or not).  The
- *	  inputs' rows are kept by key (a grouping's keys; a join's key), in
- *	  the maintenance runtime's memory: each group under its key as the
- *	  key's own equality and hash tell keys apart (PostgreSQL's hash
- *	  aggregation's table), holding each input's distinct rows with that
- *	  key with their counts, in the order of the rows' images (so what the
- *	  query gives for a group depends on its rows alone, not on the order
- *	  they came in).  A group's output rows depend on its rows only (plan.c
- *	  sees to it).  At each of a round's times the view's query runs in
- *	  PostgreSQL's executor over the rows of the groups that the time's
- *	  updates touch (each input read as unnest of an array of its rows),
- *	  once they apply: what those groups last gave (their kept output,
+ *	  left joins (grouped or not).  The inputs' rows are kept by key (a
+ *	  grouping's keys; a join's key), in the maintenance runtime's memory:
+ *	  each group under its key as the key's own equality and hash tell keys
+ *	  apart (PostgreSQL's hash aggregation's table), holding each input's
+ *	  distinct rows with that key with their counts, in the order of the
+ *	  rows' images (what the query gives for a group depends on its rows
+ *	  alone, not on their order).  A group's output rows depend on its rows
+ *	  only (plan.c sees to it).  At each of a round's times the view's query
+ *	  runs in PostgreSQL's executor over the rows of the groups the time's
+ *	  updates touch (each input as unnest of an array of its rows), once
+ *	  they apply: what those groups last gave (their kept output,
  *	  outputs.c) is retracted and what they give now is added, at that
- *	  time.  So a time
- *	  costs the size of the groups it touches, never the inputs' (a view
- *	  of one input without GROUP BY has one group, the whole input), and
- *	  every aggregate, min and max included, stays exact under deletions:
- *	  a group is aggregated from its rows.  A view of one input keeps only
- *	  the rows that pass WHERE; a join keeps them all and its query applies
- *	  WHERE.
- *
- *	  A join grouped by other keys than its join key (or by none) runs as
- *	  a chain of such stages (stages.c): the join's, whose differences at
- *	  each time are the next stage's updates at that time (its rows, of an
- *	  anonymous record type blessed for the round, kept by the grouping's
- *	  keys), and the last's go to the view's shard.  Each stage is this
- *	  same walk.
+ *	  time.  So a time costs the size of the groups it touches, never the
+ *	  inputs', and every aggregate, min and max included, stays exact
+ *	  under deletions.  A view of one input keeps only the rows that pass
+ *	  WHERE.  Stages (stages.c, chain.c) feed each
+ *	  its differences at a time to the next, its updates at that time.
  *
  *	  The groups hold the inputs' updates before their upper.  They are
  *	  built again from the inputs' contents when they are not known to be
@@ -336,7 +326,7 @@ emit(ReduceRound *r, int64 time, int64 diff, Datum row)
 		persist_writer_add(r->writer, time, diff, row);
 		return;
 	}
-	input = &next->inputs[0].input;
+	input = &next->inputs[next->current = 0].input;
 	view_input_put(input, row);
 	add_update(next, time, diff, row);
 	ExecClearTuple(input->slot);
@@ -700,6 +690,7 @@ round_begin(ReduceRound *r, ReduceState *state, ViewPlan *plan, const char *text
 		view_input_begin(&input->input, plan->qual,
 						 pin->name != NULL ? lookup_rowtype_tupdesc_copy(pin->row_type, -1) : desc);
 		input->row_type = pin->row_type;
+		input->object = pin->object;
 		foreach(lk, pin->keys)
 			keys = lappend(keys, makeTargetEntry(lfirst(lk), foreach_current_index(lk) + 1,
 												 NULL, false));
@@ -712,6 +703,16 @@ round_begin(ReduceRound *r, ReduceState *state, ViewPlan *plan, const char *text
 	r->cxt = CurrentMemoryContext;
 	r->per_step = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view step",
 										ALLOCSET_DEFAULT_SIZES);
+}
+
+/* A stage's inputs that are objects: their updates in [from, to), from their shards. */
+static void
+read_inputs(ReduceRound *r, CatalogObject **in, int64 from, int64 to)
+{
+	for (r->current = 0; r->current < r->ninputs; r->current++)
+		if (r->inputs[r->current].object >= 0)
+			persist_scan_range(in[r->inputs[r->current].object]->shard, from, to,
+							   collect_update, r);
 }
 
 static void
@@ -779,10 +780,9 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	/* from here until the round's end the groups match no upper */
 	if (rebuild)
 	{
-		for (rounds[0].current = 0; rounds[0].current < rounds[0].ninputs; rounds[0].current++)
-			persist_scan_range(in[rounds[0].current]->shard, 0, start, collect_update, &rounds[0]);
 		for (int i = 0; i < nstages; i++)
 		{
+			read_inputs(&rounds[i], in, 0, start);
 			if (i > 0)
 			{
 				/* (what the stage before gives is its output) */
@@ -808,8 +808,8 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	if (since >= 0)
 		emit_all(last, since);
 	dataflow_count_work(work);
-	for (rounds[0].current = 0; rounds[0].current < rounds[0].ninputs; rounds[0].current++)
-		persist_scan_range(in[rounds[0].current]->shard, start, end, collect_update, &rounds[0]);
+	for (int i = 0; i < nstages; i++)
+		read_inputs(&rounds[i], in, start, end);
 	for (int i = 0; i < nstages; i++)
 	{
 		dataflow_count_stage(i);

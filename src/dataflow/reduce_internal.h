@@ -83,6 +83,7 @@ typedef struct ReduceInput
 	ViewInput	input;
 	ProjectionInfo *keys;		/* its rows' key; NULL without GROUP BY */
 	Oid			row_type;
+	int			object;			/* ViewPlanInput's */
 } ReduceInput;
 
 /* A round's work in one of the view's stages. */

@@ -375,7 +375,8 @@ dataflow_round(DataflowView *view)
 			run_plan(branch, v, in[0], out_desc, lower, end, hydrating ? since : -1);
 	}
 	dataflow_counts_end();
-	AtEOXact_GUC(true, level);
+	/* undo every setting the owner's functions changed, not only ours */
+	AtEOXact_GUC(false, level);
 	SetUserIdAndSecContext(saved_user, saved_context);
 	(void) dataflow_round_timer_stop();
 
@@ -391,7 +392,7 @@ dataflow_round(DataflowView *view)
 		 */
 		PushCopiedSnapshot(GetActiveSnapshot());
 		UpdateActiveSnapshotCommandId();
-		(void) persist_fold(view->id, v->shard, since, since, -1);
+		(void) persist_fold(view->id, v->shard, since, since, -1, false);
 		PopActiveSnapshot();
 	}
 	view->upper = end;

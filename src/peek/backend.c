@@ -26,6 +26,7 @@
 #include "peek/gate.h"
 #include "peek/peek.h"
 #include "storage/catalog.h"
+#include "storage/catalog_write.h"
 
 static bool peek_in_flight = false;
 static SubTransactionId peek_subid = InvalidSubTransactionId;	/* issued it */
@@ -345,7 +346,15 @@ backend_peek_begin(PeekObjectId object, const char *name, char kind, int64 time,
 		catalog_raise_compacted(catalog_kind_noun(kind), name, ticket.time, answer_since);
 	if (answer == PEEK_ANSWER_FAILED)
 	{
+		/* only an index fails in memory, and not in the catalog */
+		if (kind != PEEK_KIND_INDEX)
+			catalog_await_failure(object);
 		catalog_raise_if_failed(object, kind, name);
+		if (kind != PEEK_KIND_INDEX)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s \"%s\" is failed", catalog_kind_noun(kind), name),
+					 errhint("Drop the %s and create it again.", catalog_kind_noun(kind))));
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("index \"%s\" is failed: its arrangement exceeded pg_peek.max_memory (%d kB)",

@@ -10,8 +10,12 @@
  *	  caller's FoldFn), one base's step per step of the runtime (the due
  *	  base folded least recently first), so that no step holds the
  *	  runtime's other work (its seals, captures and views' rounds) back
- *	  for long; a time with more updates of its own stops the
- *	  base before it until compaction's fold takes it in.  Only what
+ *	  for long.  A time with more updates of its own (a big write, a load)
+ *	  stops the base before it while anything the runtime maintains is
+ *	  written; once every write paused for FOLD_BIG_QUIET_MS it is a step
+ *	  alone: a step that long (one to two seconds per 100,000 updates) then
+ *	  delays only the seals of the first writes after the pause, where
+ *	  under a steady load it would delay a write every FOLD_BUSY_MS.  Only what
  *	  the runtime learns from the catalog notices (the durable uppers) and
  *	  the folds' own results: nothing is polled.
  *
@@ -29,6 +33,7 @@
 #include "storage/standby_replay.h"
 
 #define FOLD_QUIET_MS	50
+#define FOLD_BIG_QUIET_MS	500
 #define FOLD_BUSY_MS	1000
 #define FOLD_STEP_ROWS	INT64CONST(10000)
 
@@ -40,11 +45,15 @@ typedef struct BaseFold
 	int64		base_time;		/* after the last fold (PG_INT64_MIN: not yet) */
 	int64		folded_upper;	/* the last fold went as far as it could below it */
 	bool		stepping;		/* the last step was bounded: go on */
+	bool		stopped;		/* at a big time: on once all writes paused */
 	TimestampTz changed_at;		/* when the upper last rose */
 	TimestampTz folded_at;
 } BaseFold;
 
 static HTAB *base_folds = NULL;
+
+/* When any upper last rose: a big time waits for a pause of them all. */
+static TimestampTz written_at = 0;
 
 /* Reconciliation: every base is looked at again. */
 void
@@ -71,11 +80,15 @@ folds_note(CatalogObject *obj)
 		bf->base_time = PG_INT64_MIN;
 		bf->folded_upper = 0;
 		bf->stepping = false;
+		bf->stopped = false;
 		bf->folded_at = 0;
 	}
 	bf->shard = obj->shard;
 	if (obj->upper > bf->upper)
+	{
 		bf->changed_at = GetCurrentTimestamp();
+		written_at = bf->changed_at;
+	}
 	bf->upper = Max(bf->upper, obj->upper);
 }
 
@@ -87,17 +100,29 @@ folds_forget(PeekObjectId id)
 }
 
 /*
+ * Whether every write paused (see the top): for FOLD_BIG_QUIET_MS, the end
+ * of a load rather than the gap between a client's statements.
+ */
+static bool
+writes_paused(TimestampTz now)
+{
+	return TimestampDifferenceExceeds(written_at, now, FOLD_BIG_QUIET_MS);
+}
+
+/*
  * Whether a collection's base is due to move on, by now: updates came after
  * the last fold went as far as it could (a shard read whole moves its base
  * only with its since), and they paused, or a fold is a while ago, or the
- * last step was bounded.
+ * last step was bounded, or it stopped at a big time and every write
+ * paused.
  */
 static bool
 fold_due(BaseFold *bf, TimestampTz now)
 {
+	if (bf->stepping || (bf->stopped && writes_paused(now)))
+		return true;
 	return bf->upper > bf->folded_upper &&
-		(bf->stepping ||
-		 TimestampDifferenceExceeds(bf->changed_at, now, FOLD_QUIET_MS) ||
+		(TimestampDifferenceExceeds(bf->changed_at, now, FOLD_QUIET_MS) ||
 		 TimestampDifferenceExceeds(bf->folded_at, now, FOLD_BUSY_MS));
 }
 
@@ -117,6 +142,7 @@ folds_run(FoldFn fold)
 	BaseFold   *next = NULL;
 	TimestampTz now = GetCurrentTimestamp();
 	PeekObjectId id;
+	bool		first_alone = writes_paused(now);
 	int64		base_time;
 	bool		folded;
 	int			due = 0;
@@ -134,7 +160,7 @@ folds_run(FoldFn fold)
 	if (next == NULL)
 		return false;
 	id = next->id;
-	folded = fold(next->id, next->shard, next->upper - 1, FOLD_STEP_ROWS, &base_time);
+	folded = fold(next->id, next->shard, next->upper - 1, FOLD_STEP_ROWS, first_alone, &base_time);
 	/* failed by its work: forgotten */
 	bf = hash_search(base_folds, &id, HASH_FIND, NULL);
 	if (bf == NULL)
@@ -143,6 +169,13 @@ folds_run(FoldFn fold)
 	if (!folded)
 		return due > 1;			/* a transient error: again in a while */
 	bf->stepping = base_time > bf->base_time && base_time < bf->upper - 1;
+
+	/*
+	 * Could not move: a big time first, with writes going on (a shard read
+	 * whole, which moves its base only with its since, cannot move alone
+	 * either).
+	 */
+	bf->stopped = !first_alone && base_time == bf->base_time && base_time < bf->upper - 1;
 	bf->base_time = base_time;
 	if (!bf->stepping)
 		bf->folded_upper = bf->upper;
@@ -168,6 +201,11 @@ folds_wait_ms(void)
 	{
 		long		ms;
 
+		if (bf->stopped)
+		{
+			ms = TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS));
+			wait = wait < 0 ? ms : Min(wait, ms);
+		}
 		if (bf->upper <= bf->folded_upper)
 			continue;
 		ms = Min(TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(bf->changed_at, FOLD_QUIET_MS)),

@@ -12,10 +12,11 @@
 
 /*
  * Fold a collection's base on towards target, max_rows updates at most (at
- * a time's end); true with the base's new time if it committed.
+ * a time's end), but with first_alone at least the first time after the
+ * base, however big; true with the base's new time if it committed.
  */
 typedef bool (*FoldFn) (PeekObjectId id, Oid shard, int64 target, int64 max_rows,
-						int64 *base_time);
+						bool first_alone, int64 *base_time);
 
 extern void folds_reset(void);
 extern void folds_note(CatalogObject *obj);

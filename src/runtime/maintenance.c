@@ -529,7 +529,7 @@ compact_one(void *arg)
 	 */
 	if (!fold_kept(work->pc->id, work->pc->shard))
 		return;
-	(void) persist_fold(work->pc->id, work->pc->shard, work->since, work->since, -1);
+	(void) persist_fold(work->pc->id, work->pc->shard, work->since, work->since, -1, false);
 	work->pc->durable_since = work->since;
 }
 
@@ -621,6 +621,7 @@ typedef struct FoldWork
 	Oid			shard;
 	int64		target;
 	int64		max_rows;
+	bool		first_alone;
 	int64		base_time;
 	bool		folded;
 } FoldWork;
@@ -632,7 +633,8 @@ fold_one(void *arg)
 
 	if (!fold_kept(work->id, work->shard))
 		return;
-	work->base_time = persist_fold(work->id, work->shard, 0, work->target, work->max_rows);
+	work->base_time = persist_fold(work->id, work->shard, 0, work->target, work->max_rows,
+								   work->first_alone);
 	work->folded = true;
 }
 
@@ -647,9 +649,10 @@ fold_object(void *arg)
 }
 
 static bool
-fold_base(PeekObjectId id, Oid shard, int64 target, int64 max_rows, int64 *base_time)
+fold_base(PeekObjectId id, Oid shard, int64 target, int64 max_rows, bool first_alone,
+		  int64 *base_time)
 {
-	FoldWork	work = {id, shard, target, max_rows, 0, false};
+	FoldWork	work = {id, shard, target, max_rows, first_alone, 0, false};
 
 	spi_run_in_transaction(fold_object, &work);
 	*base_time = work.base_time;

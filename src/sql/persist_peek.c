@@ -113,8 +113,9 @@ persist_peek_rewind(PersistPeek *p)
 
 /*
  * The next row of the result, as many times as it counts, up to the limit;
- * NULL at the end.  The tuple stays valid until the next call; *again says
- * it is another copy of the last call's.
+ * NULL at the end.  The tuple, the peek's own (not a versioned datum: see
+ * below), stays valid until the next call; *again says it is another copy
+ * of the last call's.
  */
 HeapTuple
 persist_peek_next(PersistPeek *p, bool *again)
@@ -138,6 +139,17 @@ persist_peek_next(PersistPeek *p, bool *again)
 		MemoryContextReset(p->row_cxt);
 		old = MemoryContextSwitchTo(p->row_cxt);
 		row_emit_tuple(&p->e, row, count, &p->buf, &p->tuple);
+		/* in the shard's page: a copy of our own, for the mark below */
+		if ((Pointer) p->tuple.t_data == DatumGetPointer(row))
+			p->tuple.t_data = memcpy(palloc(p->tuple.t_len), p->tuple.t_data, p->tuple.t_len);
+
+		/*
+		 * Not a versioned datum any more (its version is in t_ctid, which a
+		 * table row has its own in): a slot storing the tuple would look
+		 * its type up for each row to check it, and the scan checked the
+		 * row type once (scan.c).
+		 */
+		ItemPointerSetInvalid(&p->tuple.t_data->t_ctid);
 		p->out = p->map != NULL ? execute_attr_map_tuple(&p->tuple, p->map) : &p->tuple;
 		MemoryContextSwitchTo(old);
 		p->copies = count;

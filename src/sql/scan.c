@@ -55,11 +55,11 @@ typedef struct PersistScanState
 	List	   *args;			/* their ExprStates */
 	FmgrInfo	flinfo;
 	int64		rows_wanted;	/* at most, or -1 (planned: see rows_wanted) */
-	MemoryContext row_cxt;		/* the row the scan slot holds */
 	Bitmapset  *arg_params;		/* the executor parameters the arguments use */
 	PersistPeek *peek;			/* open, or NULL */
 	bool		rewind;			/* rescanned with the same arguments */
 	Tuplestorestate *replay;	/* the answer as far as read, once rewound */
+	TupleTableSlot *replay_slot;	/* a row read back from it */
 	bool		replay_done;	/* it holds the whole answer */
 } PersistScanState;
 
@@ -292,20 +292,21 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 	/*
 	 * PostgreSQL 15 gives a custom scan a virtual scan slot, which would
 	 * have every row deformed whatever the plan reads.  The rows go up as
-	 * minimal tuples, as a function scan's do from its tuplestore, deformed
+	 * the tuples the walk found (persist_peek_next), not copied, deformed
 	 * only as far as they are read: the slot is made again for them, and
 	 * with it the projection and the qual (and their subplans), before any
-	 * node above compiles an expression against this one's slots.
+	 * node above compiles an expression against this one's slots.  Rows
+	 * read back from the replay store go up as copies in the same slot.
 	 */
 	node->ss.ps.subPlan = NIL;
 	ExecInitScanTupleSlot(estate, &node->ss, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
-						  &TTSOpsMinimalTuple);
+						  &TTSOpsHeapTuple);
+	s->replay_slot = ExecInitExtraTupleSlot(estate, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
+											&TTSOpsMinimalTuple);
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
 	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
 	s->args = ExecInitExprList(s->call->args, &node->ss.ps);
 	s->arg_params = pull_paramids((Expr *) s->call->args);
-	s->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "pg_peek scan row",
-									   ALLOCSET_SMALL_SIZES);
 	fmgr_info(s->call->funcid, &s->flinfo);
 	fmgr_info_set_expr((Node *) s->call, &s->flinfo);
 }
@@ -399,25 +400,6 @@ rewind_scan_peek(PersistScanState *s)
 		tuplestore_rescan(s->replay);
 }
 
-/*
- * A row into the scan slot as a minimal tuple: minimal_tuple_from_heap_tuple
- * makes the copy an ordinary tuple (a composite datum's header is not one).
- */
-static TupleTableSlot *
-store_scan_row(PersistScanState *s, HeapTuple tuple)
-{
-	TupleTableSlot *slot = s->css.ss.ss_ScanTupleSlot;
-	MemoryContext old;
-	MinimalTuple row;
-
-	ExecClearTuple(slot);
-	MemoryContextReset(s->row_cxt);
-	old = MemoryContextSwitchTo(s->row_cxt);
-	row = minimal_tuple_from_heap_tuple(tuple);
-	MemoryContextSwitchTo(old);
-	return ExecStoreMinimalTuple(row, slot, false);
-}
-
 static TupleTableSlot *
 persist_scan_next(ScanState *ss)
 {
@@ -428,8 +410,8 @@ persist_scan_next(ScanState *ss)
 	if (s->rewind)
 		rewind_scan_peek(s);
 	if (s->replay != NULL &&
-		tuplestore_gettupleslot(s->replay, true, false, ss->ss_ScanTupleSlot))
-		return ss->ss_ScanTupleSlot;
+		tuplestore_gettupleslot(s->replay, true, false, s->replay_slot))
+		return ExecCopySlot(ss->ss_ScanTupleSlot, s->replay_slot);
 	if (s->replay_done)
 		return ExecClearTuple(ss->ss_ScanTupleSlot);
 	if (s->peek == NULL)
@@ -446,7 +428,12 @@ persist_scan_next(ScanState *ss)
 	/* another copy of the row the slot holds: it is still there */
 	if (again && !TTS_EMPTY(ss->ss_ScanTupleSlot))
 		return ss->ss_ScanTupleSlot;
-	return store_scan_row(s, tuple);
+	/*
+	 * As found, valid until the next row: a composite datum's header in
+	 * place of a table row's, which only system columns (that this scan
+	 * has none of) would read.
+	 */
+	return ExecStoreHeapTuple(tuple, ss->ss_ScanTupleSlot, false);
 }
 
 /* Nothing to recheck: the rows are not a table's (and row marks copy them). */

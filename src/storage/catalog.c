@@ -638,6 +638,8 @@ catalog_read_shard_base(Oid shard, Snapshot snapshot)
 /*
  * Why an object failed, or the collection an index arranges, or NULL.
  * *noun names what failed: "index", "collection", "view" or "source".
+ * Read in the latest snapshot: a peek that waited learns of a failure the
+ * runtime committed after the peek's statement began.
  */
 char *
 catalog_failure(PeekObjectId id, const char **noun)
@@ -650,6 +652,7 @@ catalog_failure(PeekObjectId id, const char **noun)
 	bool		isnull;
 
 	spi_connect_as_owner(&saved);
+	PushActiveSnapshot(GetLatestSnapshot());
 	/* f: the object itself if it failed, else its collection */
 	spi_check(catalog_execute_saved("SELECT f.failure, f.kind, f.source IS NOT NULL "
 							"FROM peek.objects o JOIN peek.objects f "
@@ -671,6 +674,7 @@ catalog_failure(PeekObjectId id, const char **noun)
 		else
 			*noun = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)) ? "source" : "collection";
 	}
+	PopActiveSnapshot();
 	spi_finish_as_owner(&saved);
 	return failure;
 }

@@ -4,8 +4,10 @@
  *	  Changes to the durable catalog: objects inserted and deleted, their
  *	  uppers sealed (inserted into peek.uppers) and pruned, their sinces,
  *	  allowances, retentions and failures set, and restored or upgraded
- *	  objects adopted.  In the caller's transaction, through SPI as the
- *	  extension's owner (callers check the user's privileges first).
+ *	  objects adopted; a new object's name locked while it is checked, and
+ *	  a peek's wait for a failure being recorded.  In the caller's
+ *	  transaction, through SPI as the extension's owner (callers check the
+ *	  user's privileges first).
  *
  *-------------------------------------------------------------------------
  */
@@ -13,10 +15,12 @@
 
 #include "access/genam.h"
 #include "access/table.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -41,14 +45,39 @@
 static bool inserting = false;
 
 
+/*
+ * Whether an object has the name.  The name is locked first, until the
+ * transaction ends: two transactions creating one name take turns, and the
+ * later one (in READ COMMITTED) finds the earlier one's committed row here
+ * (42710) rather than fail on a unique index of peek.objects or, for a
+ * view, of pg_type (23505).  Names of one hash take turns too.
+ */
 bool
 catalog_name_taken(const char *name)
 {
 	Oid			argtype = TEXTOID;
 	Datum		arg = CStringGetTextDatum(name);
 
+	LockDatabaseObject(catalog_relid(), hash_bytes((const unsigned char *) name, strlen(name)),
+					   0, ExclusiveLock);
 	return catalog_exec("SELECT 1 FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1",
 						1, &argtype, &arg, SPI_OK_SELECT) > 0;
+}
+
+/*
+ * Wait for the transaction that is recording an object's failure: the
+ * maintenance runtime publishes the failure before it commits the reason
+ * (on a standby, replay brings the reason: nothing to wait for).
+ */
+void
+catalog_await_failure(PeekObjectId id)
+{
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+
+	if (!RecoveryInProgress())
+		(void) catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 FOR SHARE",
+							1, &argtype, &arg, SPI_OK_SELECT);
 }
 
 /*

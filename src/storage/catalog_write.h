@@ -12,6 +12,7 @@
 
 extern PeekObjectId catalog_new_id(int32 *seq);
 extern bool catalog_name_taken(const char *name);
+extern void catalog_await_failure(PeekObjectId id);
 extern void catalog_insert(CatalogObject *obj, Datum key_columns);
 extern void catalog_delete(PeekObjectId id);
 extern List *catalog_indexes_of(PeekObjectId collection);

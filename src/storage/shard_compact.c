@@ -161,8 +161,8 @@ cut_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *
  * go to with at most max_rows updates, whole times only (a base is the
  * contents at a time's end): target if they fit, else the last time that
  * fits, but at least least_time.  A time with more than max_rows updates
- * of its own stops every bounded fold before it: only one that must reach
- * past it (compaction's) takes it in.
+ * of its own stops a bounded fold before it, unless least_time is past it
+ * (compaction's, or a first time folded alone).
  */
 static int64
 fold_cut(ShardBase *b, int64 target, int64 max_rows, int64 least_time)
@@ -275,7 +275,7 @@ compact_whole(ShardWriter *w, ShardBase *b, int64 since, int64 new_base_time)
 	shard_tid_list_init(&tids);
 	shard_cursor_open_heap(&c, b, PG_INT64_MIN, since);
 	while (shard_cursor_next(&c, &time, &diff, &row))
-		shard_tid_list_add(&tids, &b->slot->tts_tid);
+		shard_tid_list_add(&tids, c.tid);
 	shard_cursor_close(&c);
 	for (int64 i = 0; i < tids.n; i++)
 		delete_replaced(w->rel, &tids.tids[i], b->snapshot);
@@ -291,14 +291,16 @@ compact_whole(ShardWriter *w, ShardBase *b, int64 since, int64 new_base_time)
  * deleting the history at or before it, and move its base on towards
  * target (a time below the upper): at least to the since, and, with
  * max_rows >= 0, only as far as whole times of at most max_rows updates
- * in all go (fold_cut).  Runs in the maintenance runtime's transaction (or
+ * in all go (fold_cut), but with first_alone at least over the first time
+ * after the base however many updates it has (a big write).  Runs in the maintenance runtime's transaction (or
  * a loader's), after the registry's since was raised (so no peek below it
  * can start), and changes the catalog row in it, so that a peek sees base
  * and catalog of one fold or of none.  A shard read whole, or one whose catalog is from before 0.3,
  * moves its base only as far as the since.  Returns the base's new time.
  */
 int64
-persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_rows)
+persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_rows,
+			 bool first_alone)
 {
 	ShardWriter w;
 	ShardBase	b;
@@ -319,7 +321,8 @@ persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_ro
 		/* a raised since needs the base at it; otherwise it may stay */
 		target = Max(target, since);
 		if (max_rows >= 0)
-			target = fold_cut(&b, target, max_rows, since > durable_since ? since : base_time);
+			target = fold_cut(&b, target, max_rows,
+							  since > durable_since ? since : first_alone ? base_time + 1 : base_time);
 		f.since = since;
 		new_base_time = fold(&w, &b, &f, durable_since, target);
 	}

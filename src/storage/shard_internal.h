@@ -83,8 +83,9 @@ typedef struct TidList
 } TidList;
 
 /*
- * A stream of shard rows, each with its tid (in b->slot): a heap scan or an
- * index scan.  One loop reads every scan's rows (shard_cursor_next).
+ * A stream of shard rows, each with its tid: a heap scan (its rows read in
+ * its pinned page, as stored) or an index scan (its rows in b->slot).  One
+ * loop reads every scan's rows (shard_cursor_next).
  */
 typedef struct ShardCursor
 {
@@ -93,6 +94,7 @@ typedef struct ShardCursor
 	IndexScanDesc index;
 	int64		lower;			/* a heap scan's rows: lower <= time <= upto */
 	int64		upto;
+	ItemPointer tid;			/* the current row's */
 } ShardCursor;
 
 extern Oid shard_row_type(Relation rel);

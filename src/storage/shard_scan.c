@@ -126,24 +126,45 @@ shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys,
 	shard_cursor_open_index(c, b, index, keys, nkeys);
 }
 
-/* The next row's fields (its tid is b->slot's); false at the end. */
+/*
+ * The next row's fields (its tid is c->tid); false at the end.  A heap
+ * scan's row is read where its page holds it (pinned by the scan until
+ * the next call), without a slot; an index scan's in b->slot.
+ */
 bool
 shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
 {
-	TupleTableSlot *slot = c->b->slot;
+	TupleDesc	desc = RelationGetDescr(c->b->rel);
 	bool		isnull;
 
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		if (c->heap != NULL ? !table_scan_getnextslot(c->heap, ForwardScanDirection, slot) :
-			!index_getnext_slot(c->index, ForwardScanDirection, slot))
-			return false;
-		*time = DatumGetInt64(slot_getattr(slot, SHARD_TIME, &isnull));
-		if (c->heap != NULL && (*time < c->lower || *time > c->upto))
-			continue;
-		*diff = DatumGetInt64(slot_getattr(slot, SHARD_DIFF, &isnull));
-		*row = slot_getattr(slot, SHARD_DATA, &isnull);
+		if (c->heap != NULL)
+		{
+			HeapTuple	tuple = heap_getnext(c->heap, ForwardScanDirection);
+
+			if (tuple == NULL)
+				return false;
+			*time = DatumGetInt64(heap_getattr(tuple, SHARD_TIME, desc, &isnull));
+			if (*time < c->lower || *time > c->upto)
+				continue;
+			*diff = DatumGetInt64(heap_getattr(tuple, SHARD_DIFF, desc, &isnull));
+			*row = heap_getattr(tuple, SHARD_DATA, desc, &isnull);
+			c->tid = &tuple->t_self;
+		}
+		else
+		{
+			TupleTableSlot *slot = c->b->slot;
+
+			if (!index_getnext_slot(c->index, ForwardScanDirection, slot))
+				return false;
+			slot_getsomeattrs(slot, SHARD_DATA);
+			*time = DatumGetInt64(slot->tts_values[SHARD_TIME - 1]);
+			*diff = DatumGetInt64(slot->tts_values[SHARD_DIFF - 1]);
+			*row = slot->tts_values[SHARD_DATA - 1];
+			c->tid = &slot->tts_tid;
+		}
 		return true;
 	}
 }
@@ -166,7 +187,7 @@ shard_scan_cursor(ShardCursor *c, ShardRowFn fn, void *arg)
 	Datum		row;
 
 	while (shard_cursor_next(c, &time, &diff, &row))
-		if (!fn(c->b, &c->b->slot->tts_tid, time, diff, row, arg))
+		if (!fn(c->b, c->tid, time, diff, row, arg))
 			break;
 	shard_cursor_close(c);
 }
@@ -300,7 +321,7 @@ shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 	shard_cursor_open_index(&c, b, b->rows_index, &key, 1);
 	while (shard_cursor_next(&c, &time, &diff, &row))
 		if (time == BASE_TIME && row_counts_find(rows, row) != NULL &&
-			!fn(b, &b->slot->tts_tid, time, diff, row, arg))
+			!fn(b, c.tid, time, diff, row, arg))
 			break;
 	shard_cursor_close(&c);
 	pfree(hashes);

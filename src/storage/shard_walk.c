@@ -210,7 +210,7 @@ adjust_base_row(PersistWalk *w, int64 diff, Datum row)
 		return diff;
 	MemoryContextReset(w->per_row);
 	old = MemoryContextSwitchTo(w->per_row);
-	if (touched(&w->b, t, &w->b.slot->tts_tid, row))
+	if (touched(&w->b, t, w->base.tid, row))
 	{
 		RowCount   *whole = row_counts_find(t->flagged, row);
 		RowCount   *part = row_counts_find(t->recent, row);

@@ -5,7 +5,12 @@
 # other columns (two stages) or by none, DISTINCT or not; UNION ALL), kept
 # current by the maintenance runtime under random inserts, retractions,
 # updates of the join key and of other columns and rolled-back writes at
-# many times (c and d written at the same times).  At every time at or
+# many times (c and d written at the same times); and over c, d and a
+# third collection e joined on different keys (a chain of join stages:
+# c and d on k, then e on a column of d, of c, or of both; or c and e
+# first; or inner joins written in an order their equalities do not allow),
+# inner and left, grouped by other columns, by none, DISTINCT or not, with
+# numeric keys 2.5 and 2.50 and NULL keys.  At every time at or
 # after a view's since, the view read by persist_peek (as_of => t) and by
 # index_peek (an index on the view) equals PostgreSQL's own evaluation of
 # the query over peek.persist_peek(NULL::orow, 'c', as_of => t) (and d's),
@@ -37,8 +42,10 @@ $node->safe_psql('postgres', q{
 	CREATE EXTENSION pg_peek;
 	CREATE TYPE orow AS (k int, v text, n numeric);
 	CREATE TYPE drow AS (k int, w text);
+	CREATE TYPE erow AS (t int, w text, m numeric);
 	SELECT peek.create_collection('c', 'orow');
 	SELECT peek.create_collection('d', 'drow');
+	SELECT peek.create_collection('e', 'erow');
 });
 # view_mismatches(got, want, t0, t1): the times in [t0, t1] where the two
 # queries (@T@: the time) differ, as the regression tests have it
@@ -122,6 +129,76 @@ sub random_join_query
 	  . " FROM $c a $join $d b ON $on$where$group";
 }
 
+# the shapes over c, d and e joined on different keys: a chain of
+# binary join stages in FROM order, each input inner or left joined to
+# the ones before it (on a column of d, of c, or of both: a key of two
+# earlier inputs), then grouped by other columns, by none, DISTINCT, or
+# not grouped
+my @ccols = ('a.k', 'a.v', 'a.n', 'b.w', 'b.k', 'x.w', 'x.m', 'x.t', 'coalesce(x.w, b.w)',
+	'x.m + a.n', 'x.t IS NULL');
+my @caggs = ('count(*)', 'count(x.t)', 'sum(x.m)', 'max(x.w)', 'min(a.v)', 'sum(b.k)',
+	'avg(a.n)');
+my @ckeys = ('x.w', 'x.t', 'a.v', 'b.w', 'x.m', 'x.t IS NULL', 'b.k');
+my @cpreds = ('a.k > @', "x.w <> 'x'", 'x.t < @', 'x.m IS NULL', 'b.w IS NOT NULL');
+
+sub random_chain_query
+{
+	my $shape = shift // pick('chain', 'chainmid', 'chaincomma', 'chaingroup', 'chainwhole',
+		'chaindistinct');
+	my $c = "peek.persist_peek(NULL::orow, 'c'\@AS\@)";
+	my $d = "peek.persist_peek(NULL::drow, 'd'\@AS\@)";
+	my $e = "peek.persist_peek(NULL::erow, 'e'\@AS\@)";
+	my $join = sub { pick('JOIN', 'LEFT JOIN') };
+	my $from;
+	my $where = '';
+	if ($shape eq 'chaincomma')
+	{
+		# inner joins written in an order their equalities do not allow
+		# (c and e first): run as c, d, e
+		$from = "$c a, $e x, $d b";
+		$where = ' WHERE a.k = b.k AND ' . pick('x.w = b.w', 'x.t = b.k % 4');
+	}
+	elsif ($shape eq 'chainmid')
+	{
+		# c and e first, then d on a key of both
+		$from = "$c a " . $join->() . " $e x ON x.m = a.n " . $join->()
+		  . " $d b ON b.k = a.k AND b.w = x.w";
+	}
+	else
+	{
+		$from = "$c a " . $join->() . " $d b ON " . pick('a.k = b.k', 'a.k % 3 = b.k % 3')
+		  . ' ' . $join->() . " $e x ON "
+		  . pick('x.w = b.w', 'x.m = a.n', 'x.w = b.w AND x.m = a.n', 'x.t = a.k % 4');
+	}
+	my @cols;
+	my $group = '';
+	if ($shape eq 'chaingroup' || $shape eq 'chainwhole')
+	{
+		my $key = pick(@ckeys);
+		push @cols, $key unless $shape eq 'chainwhole';
+		push @cols, pick(@caggs) for 1 .. 1 + int(rand(3));
+		$group = " GROUP BY $key" unless $shape eq 'chainwhole';
+		$group .= ' HAVING count(*) > 1' if $shape eq 'chaingroup' && rand() < 0.3;
+	}
+	elsif ($shape eq 'chaindistinct')
+	{
+		push @cols, pick(@ckeys) for 1 .. 1 + int(rand(2));
+	}
+	else
+	{
+		push @cols, pick(@ccols) for 1 .. 1 + int(rand(4));
+	}
+	my $i = 0;
+	@cols = map { $_ . ' AS c' . ++$i } @cols;
+	if (rand() < 0.5)
+	{
+		(my $p = pick(@cpreds)) =~ s/@/int(rand(5))/ge;
+		$where .= ($where eq '' ? ' WHERE ' : ' AND ') . $p;
+	}
+	return 'SELECT ' . ($shape eq 'chaindistinct' ? 'DISTINCT ' : '') . join(', ', @cols)
+	  . " FROM $from$where$group";
+}
+
 # the shapes: plain, grouped (with HAVING at times), aggregates over the
 # whole input, DISTINCT
 sub random_query
@@ -199,7 +276,7 @@ sub check_views
 	{
 		my $since = $node->safe_psql('postgres',
 			"SELECT greatest(v.since, max(c.since)) FROM peek.views v, peek.collections c "
-			  . "WHERE v.name = '$name' AND c.name IN ('c', 'd') GROUP BY v.since");
+			  . "WHERE v.name = '$name' AND c.name IN ('c', 'd', 'e') GROUP BY v.since");
 		my $oracle = $views{$name}{oracle};
 		my $rows = $node->safe_psql('postgres',
 			"SELECT count(*) FROM peek.persist_peek(NULL::$name, '$name')");
@@ -215,16 +292,19 @@ sub check_views
 }
 
 # ---- workload: a Perl model of each collection's rows keeps counts >= 0 ----
-my %live = (c => {}, d => {});    # collection => row literal => count
+my %live = (c => {}, d => {}, e => {});    # collection => row literal => count
 my @vs = ("'a'", "'b'", "'ab'", "'ba'", 'NULL');
 my @ns = ('0', '1', '1.5', '2.50', '-3', 'NULL');
 my @ws = ("'x'", "'y'", "'z'", 'NULL');
-my %type = (c => 'orow', d => 'drow');
+my @ms = ('0', '1', '1.0', '2.5', '2.50', 'NULL');
+my %type = (c => 'orow', d => 'drow', e => 'erow');
 
 sub random_row
 {
 	my $coll = shift;
 	return '(' . int(rand(10)) . ', ' . $ws[ int(rand(@ws)) ] . ')' if $coll eq 'd';
+	return '(' . int(rand(5)) . ', ' . $ws[ int(rand(@ws)) ] . ', ' . $ms[ int(rand(@ms)) ] . ')'
+	  if $coll eq 'e';
 	return '(' . int(rand(10)) . ', ' . $vs[ int(rand(@vs)) ] . ', '
 	  . $ns[ int(rand(@ns)) ] . ')';
 }
@@ -267,18 +347,18 @@ sub write_sql
 	return "SELECT peek.write('$coll', " . $arr->(@ins) . ', ' . $arr->(@del) . ');';
 }
 
-# c and d written at the same time (their uppers move together); at times
-# a write to both rolled back first
+# c, d and e written at the same time (their uppers move together); at
+# times a write to all rolled back first
 sub write_step
 {
 	if (rand() < 0.15)
 	{
 		$node->safe_psql('postgres',
-			'BEGIN; ' . write_sql('c', 1) . ' ' . write_sql('d', 1) . ' ROLLBACK;');
+			'BEGIN; ' . join(' ', map { write_sql($_, 1) } qw(c d e)) . ' ROLLBACK;');
 	}
-	my $times = $node->safe_psql('postgres', write_sql('c') . ' ' . write_sql('d'));
-	my ($tc, $td) = split /\n/, $times;
-	die "c and d written at different times ($tc, $td)" unless $tc == $td;
+	my $times = $node->safe_psql('postgres', join(' ', map { write_sql($_) } qw(c d e)));
+	my ($tc, $td, $te) = split /\n/, $times;
+	die "c, d and e written at different times ($tc, $td, $te)" unless $tc == $td && $td == $te;
 	return $tc;
 }
 
@@ -290,6 +370,10 @@ create_view("v$_", random_query($shapes[ $_ - 1 ])) for 1 .. 8;
 my @jshapes = ('join', 'left', 'union', 'joingroup', 'join', 'left', 'joinby', 'joinby',
 	'joinwhole', 'joindistinct', 'joinby', undef);
 create_view("j$_", random_join_query($jshapes[ $_ - 1 ])) for 1 .. @jshapes;
+# each chain shape at least once, the plain chain twice
+my @cshapes = ('chain', 'chain', 'chainmid', 'chaincomma', 'chaingroup', 'chainwhole',
+	'chaindistinct', undef);
+create_view("k$_", random_chain_query($cshapes[ $_ - 1 ])) for 1 .. @cshapes;
 $node->safe_psql('postgres',
 	"SELECT peek.create_view('vv', 'SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, ''v1'') WHERE c1 IS NOT NULL')");
 $views{vv} = { oracle => "SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, 'v1', as_of => \@T\@) WHERE c1 IS NOT NULL" };
@@ -306,11 +390,13 @@ for my $step (1 .. $STEPS)
 		# from the since
 		$node->safe_psql('postgres', "SELECT peek.allow_compaction('c', $last - 2)");
 		$node->safe_psql('postgres', "SELECT peek.allow_compaction('d', $last - 3)");
+		$node->safe_psql('postgres', "SELECT peek.allow_compaction('e', $last - 2)");
 		ok(poll_until($node,
-			"SELECT bool_and(since >= $last - 3 - 2) FROM peek.collections WHERE name IN ('c', 'd')"),
+			"SELECT bool_and(since >= $last - 3 - 2) FROM peek.collections WHERE name IN ('c', 'd', 'e')"),
 			'the collections compact, the views reading them caught up');
 		create_view('vlate', random_query());
 		create_view('jlate', random_join_query());
+		create_view('klate', random_chain_query());
 	}
 	if ($step == int(2 * $STEPS / 3))
 	{
@@ -328,6 +414,8 @@ is($node->safe_psql('postgres', "SELECT since > 0 FROM peek.views WHERE name = '
 	't', 'the late view was hydrated from a compacted since');
 is($node->safe_psql('postgres', "SELECT since > 0 FROM peek.views WHERE name = 'jlate'"),
 	't', 'the late join was hydrated from a compacted since');
+is($node->safe_psql('postgres', "SELECT since > 0 FROM peek.views WHERE name = 'klate'"),
+	't', 'the late chained join was hydrated from a compacted since');
 isnt($node->safe_psql('postgres',
 	"SELECT sum(rows) FROM peek.views"), '0', 'the views are not all empty');
 

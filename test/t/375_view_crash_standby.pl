@@ -3,9 +3,11 @@
 # Views over a collection (grouped, filtered, DISTINCT, over the whole
 # input), joins of two collections (inner, left with an extra condition,
 # grouped by the join key, grouped by another column or by none: two
-# stages; NULL keys) and views over a source (grouped and filtered, and a
-# self-join grouped by another column; times that are commit LSNs), each
-# with an index.  The workload
+# stages; NULL keys), joins of three collections on different keys (a
+# chain of join stages, inner then left, and grouped) and views over a
+# source (grouped and filtered, a self-join grouped by another column, and
+# a chain of two left self-joins on different keys; times that are commit
+# LSNs), each with an index.  The workload
 # writes the collections and runs
 # transactions on the captured table (updates of the grouping column,
 # deletes, rollbacks, a TRUNCATE); half-way the server is stopped
@@ -34,6 +36,8 @@ $primary->safe_psql('postgres', q{
 	SELECT peek.create_collection('c', 'orow');
 	CREATE TYPE drow AS (k int, w text);
 	SELECT peek.create_collection('dd', 'drow');
+	CREATE TYPE erow AS (t int, w text);
+	SELECT peek.create_collection('ee', 'erow');
 	CREATE TABLE st (id int PRIMARY KEY, g int, x numeric);
 	INSERT INTO st SELECT i, i % 4, i * 1.5 FROM generate_series(1, 40) i;
 	SELECT peek.create_source('st_src', 'st');
@@ -59,6 +63,9 @@ my %views = (
 	vjr => [ [ 'c', 'dd' ], "SELECT d.w, count(*) AS n, sum(c.n) AS s, min(c.v) AS lo FROM peek.persist_peek(NULL::orow, 'c'\@IN\@) c JOIN peek.persist_peek(NULL::drow, 'dd'\@IN\@) d ON d.k = c.k GROUP BY d.w" ],
 	vlw => [ [ 'c', 'dd' ], "SELECT count(*) AS n, count(c.k) AS m, max(c.n) AS hi FROM peek.persist_peek(NULL::drow, 'dd'\@IN\@) d LEFT JOIN peek.persist_peek(NULL::orow, 'c'\@IN\@) c ON c.k = d.k" ],
 	sjg => [ 'st_src', "SELECT a.g, count(*) AS n, sum(b.x) AS s, max(b.x) AS hi FROM peek.persist_peek(NULL::$src_type, 'st_src'\@IN\@) a JOIN peek.persist_peek(NULL::$src_type, 'st_src'\@IN\@) b ON a.id = b.id GROUP BY a.g" ],
+	vch => [ [ 'c', 'dd', 'ee' ], "SELECT c.k, d.w, e.t FROM peek.persist_peek(NULL::orow, 'c'\@IN\@) c JOIN peek.persist_peek(NULL::drow, 'dd'\@IN\@) d ON d.k = c.k LEFT JOIN peek.persist_peek(NULL::erow, 'ee'\@IN\@) e ON e.w = d.w" ],
+	vchg => [ [ 'c', 'dd', 'ee' ], "SELECT e.t, count(*) AS n, sum(c.n) AS s FROM peek.persist_peek(NULL::orow, 'c'\@IN\@) c JOIN peek.persist_peek(NULL::drow, 'dd'\@IN\@) d ON d.k = c.k JOIN peek.persist_peek(NULL::erow, 'ee'\@IN\@) e ON e.w = d.w GROUP BY e.t" ],
+	sch => [ 'st_src', "SELECT a.id, b.x, c.id AS cid FROM peek.persist_peek(NULL::$src_type, 'st_src'\@IN\@) a LEFT JOIN peek.persist_peek(NULL::$src_type, 'st_src'\@IN\@) b ON b.id = a.id + 1 LEFT JOIN peek.persist_peek(NULL::$src_type, 'st_src'\@IN\@) c ON c.id = b.g" ],
 );
 for my $name (sort keys %views)
 {
@@ -102,6 +109,7 @@ sub write_random
 }
 
 my %live_d;
+my %live_e;
 
 sub write_c
 {
@@ -109,6 +117,8 @@ sub write_c
 		sub { '(' . int(rand(10)) . ', ' . $vs[ int(rand(@vs)) ] . ', ' . $ns[ int(rand(@ns)) ] . ')' });
 	write_random('dd', 'drow', \%live_d,
 		sub { '(' . (rand() < 0.1 ? 'NULL' : int(rand(10))) . ', ' . $vs[ int(rand(@vs)) ] . ')' });
+	write_random('ee', 'erow', \%live_e,
+		sub { '(' . int(rand(4)) . ', ' . $vs[ int(rand(@vs)) ] . ')' });
 }
 
 my $next_id = 41;

@@ -12,19 +12,22 @@
  *	  alone, not on their order).  A group's output rows depend on its rows
  *	  only (plan.c sees to it).  At each of a round's times the view's query
  *	  runs in PostgreSQL's executor over the rows of the groups the time's
- *	  updates touch (each input as unnest of an array of its rows), before
- *	  they apply and after: what it gave before is retracted and what it
- *	  gives after is added, at that time.  So a time costs the size of the
- *	  groups it touches, never the inputs', and every aggregate, min and
- *	  max included, stays exact under deletions.  A view of one input keeps
- *	  only the rows that pass WHERE.  Stages (stages.c, chain.c) feed each
+ *	  updates touch (each input as unnest of an array of its rows), once
+ *	  they apply: what those groups last gave (their kept output,
+ *	  outputs.c) is retracted and what they give now is added, at that
+ *	  time.  So a time costs the size of the groups it touches, never the
+ *	  inputs', and every aggregate, min and max included, stays exact
+ *	  under deletions.  A view of one input keeps only the rows that pass
+ *	  WHERE.  Stages (stages.c, chain.c) feed each
  *	  its differences at a time to the next, its updates at that time.
  *
  *	  The groups hold the inputs' updates before their upper.  They are
  *	  built again from the inputs' contents when they are not known to be
  *	  those at the view's upper (the runtime restarted, a round failed or
  *	  did not commit), each stage's from all that the stage before gives
- *	  over its rebuilt groups; the view's rows are never recomputed.
+ *	  over its rebuilt groups (which it keeps as their output); the view's
+ *	  rows are never recomputed, and the last stage's rebuilt groups learn
+ *	  their output when a time first touches them.
  *
  *	  Must not touch the catalog (round.c does) nor publish.
  *
@@ -49,92 +52,7 @@
 #include "utils/typcache.h"
 
 #include "common/int.h"
-#include "dataflow/dataflow.h"
-#include "storage/persist.h"
-
-/* A distinct row of a group and its count. */
-typedef struct GroupRow
-{
-	Datum		row;			/* of the input's type */
-	int64		count;
-} GroupRow;
-
-/* One input's rows in a group. */
-typedef struct GroupRows
-{
-	GroupRow   *rows;			/* in row_image_cmp's order */
-	int			nrows;
-} GroupRows;
-
-typedef struct ViewGroup
-{
-	MinimalTuple key;			/* the table's copy; NULL: the only group */
-	bool		emptied;		/* in its round's list of emptied groups */
-	int			nupdates;		/* updates_by_group's count, then place */
-	GroupRows	inputs[FLEXIBLE_ARRAY_MEMBER];	/* each input's */
-} ViewGroup;
-
-struct ReduceState
-{
-	MemoryContext cxt;			/* all of it */
-	int			ninputs;
-	int64		upper;			/* holds the updates before it; -1: unknown */
-	TupleHashTable table;		/* the groups by key; NULL without GROUP BY */
-	ViewGroup  *whole;			/* the only group without GROUP BY */
-	TupleTableSlot *key_slot;	/* a row's key, as a round projects it */
-	TupleTableSlot *found_slot; /* a group's stored key, to find it again */
-	ReduceState *next;			/* the next stage's, or NULL */
-};
-
-/* One of a round's updates, its group found. */
-typedef struct GroupUpdate
-{
-	int64		time;
-	int64		diff;
-	Datum		row;
-	ViewGroup  *group;
-	int			input;
-} GroupUpdate;
-
-/* The query's output rows, as rows of the view's type. */
-typedef struct OutputRows
-{
-	DestReceiver pub;
-	TupleTableSlot *out;
-	MemoryContext cxt;
-	List	   *rows;
-} OutputRows;
-
-/* A round's reading of one input. */
-typedef struct ReduceInput
-{
-	ViewInput	input;
-	ProjectionInfo *keys;		/* its rows' key; NULL without GROUP BY */
-	Oid			row_type;
-	int			object;			/* ViewPlanInput's */
-} ReduceInput;
-
-/* A round's work in one of the view's stages. */
-typedef struct ReduceRound
-{
-	ReduceState *state;
-	ReduceInput *inputs;
-	int			ninputs;
-	int			current;		/* the input being read */
-	int			stage;			/* its place in the view's stages */
-	const char *text;
-	PlannedStmt *stmt;			/* the query over parameters' rows */
-	ParamListInfo params;
-	OutputRows	output;
-	ShardWriter *writer;		/* the last stage's: the view's shard */
-	struct ReduceRound *next;	/* the stage its differences feed, or NULL */
-	GroupUpdate *updates;
-	int			nupdates;
-	int			room;
-	List	   *emptied;		/* groups some update left without rows */
-	MemoryContext cxt;			/* the round's */
-	MemoryContext per_step;
-} ReduceRound;
+#include "dataflow/reduce_internal.h"
 
 static ReduceState *
 state_create(ViewPlan *plan)
@@ -149,8 +67,12 @@ state_create(ViewPlan *plan)
 	state->cxt = cxt;
 	state->ninputs = list_length(plan->inputs);
 	state->upper = -1;
+	state->new_output = -1;
 	if (nkeys == 0)
+	{
 		state->whole = palloc0(offsetof(ViewGroup, inputs) + sizeof(GroupRows) * state->ninputs);
+		state->whole->noutput = -1;
+	}
 	else
 	{
 		TupleDesc	desc = CreateTemplateTupleDesc(nkeys);
@@ -217,6 +139,7 @@ group_of(ReduceRound *r)
 												   sizeof(GroupRows) * state->ninputs);
 
 		group->key = entry->firstTuple;
+		group->noutput = state->new_output;
 		entry->additional = group;
 	}
 	return entry->additional;
@@ -335,6 +258,7 @@ drop_emptied(ReduceRound *r)
 		tuplehash_delete_item(state->table->hashtab, entry);
 		ExecClearTuple(state->found_slot);
 		pfree(group->key);
+		outputs_forget(group);
 		for (int i = 0; i < state->ninputs; i++)
 			if (group->inputs[i].rows != NULL)
 				pfree(group->inputs[i].rows);
@@ -500,43 +424,6 @@ absorb_updates(ReduceRound *r)
 	r->nupdates = 0;
 }
 
-static bool
-output_receive(TupleTableSlot *slot, DestReceiver *self)
-{
-	OutputRows *o = (OutputRows *) self;
-	TupleTableSlot *out = o->out;
-	int			natts = slot->tts_tupleDescriptor->natts;
-	MemoryContext old;
-
-	if (natts != out->tts_tupleDescriptor->natts)
-		elog(ERROR, "a view's query gives %d columns for its %d", natts,
-			 out->tts_tupleDescriptor->natts);
-	slot_getallattrs(slot);
-	ExecClearTuple(out);
-	memcpy(out->tts_values, slot->tts_values, sizeof(Datum) * natts);
-	memcpy(out->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
-	ExecStoreVirtualTuple(out);
-	old = MemoryContextSwitchTo(o->cxt);
-	o->rows = lappend(o->rows, DatumGetPointer(ExecFetchSlotHeapTupleDatum(out)));
-	MemoryContextSwitchTo(old);
-	return true;
-}
-
-static void
-output_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
-{
-}
-
-static void
-output_shutdown(DestReceiver *self)
-{
-}
-
-static void
-output_destroy(DestReceiver *self)
-{
-}
-
 /*
  * The view's query planned over the rows of parameters, one an array of
  * each input's type, instead of its inputs: FROM unnest($1) (, unnest($2)
@@ -580,6 +467,7 @@ plan_over_rows(ReduceRound *r, ViewPlan *plan)
 	}
 	if (plan->qual != NULL)
 		query->jointree->quals = NULL;
+	outputs_key_columns(query, plan);
 
 	/*
 	 * Hashed, not sorted, grouping and DISTINCT where the planner can: a
@@ -596,7 +484,10 @@ plan_over_rows(ReduceRound *r, ViewPlan *plan)
 	AtEOXact_GUC(true, level);
 }
 
-/* The query's rows over the groups' rows, in the step's memory. */
+/*
+ * The query's rows over the groups' rows, in the step's memory; each
+ * group's also in its fresh list (outputs.c).
+ */
 static List *
 run_over(ReduceRound *r, ViewGroup **groups, int ngroups)
 {
@@ -628,6 +519,11 @@ run_over(ReduceRound *r, ViewGroup **groups, int ngroups)
 		r->params->params[in].isnull = false;
 	}
 
+	for (int g = 0; g < ngroups; g++)
+	{
+		groups[g]->fresh = NIL;
+		groups[g]->running = true;
+	}
 	r->output.rows = NIL;
 	r->output.cxt = CurrentMemoryContext;
 	qd = CreateQueryDesc(r->stmt, r->text, GetActiveSnapshot(), InvalidSnapshot,
@@ -637,6 +533,8 @@ run_over(ReduceRound *r, ViewGroup **groups, int ngroups)
 	ExecutorFinish(qd);
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);
+	for (int g = 0; g < ngroups; g++)
+		groups[g]->running = false;
 	return r->output.rows;
 }
 
@@ -647,7 +545,7 @@ row_cell_cmp(const void *a, const void *b)
 	return row_image_cmp(lfirst((const ListCell *) a), lfirst((const ListCell *) b));
 }
 
-/* What the query gave before a step retracted, what it gives after added. */
+/* What the groups gave before a step retracted, what they give after added. */
 static void
 emit_difference(ReduceRound *r, int64 time, List *before, List *after)
 {
@@ -675,8 +573,41 @@ emit_difference(ReduceRound *r, int64 time, List *before, List *after)
 }
 
 /*
- * Every group's output, added at the since: the view's hydration (the last
- * stage), or the next stage's rebuild.
+ * The query run once over the groups, a step's updates applied: the
+ * difference against their output before emitted at the step's time, and
+ * kept as their output.
+ */
+static void
+emit_outputs(ReduceRound *r, int64 time, ViewGroup **groups, int ngroups, List *before)
+{
+	emit_difference(r, time, before, run_over(r, groups, ngroups));
+	outputs_keep(r->state, groups, ngroups);
+}
+
+/*
+ * The groups' output before a step: what they kept, the groups built
+ * again since they last emitted (which know none) run over first.
+ */
+static List *
+output_before(ReduceRound *r, ViewGroup **groups, int ngroups)
+{
+	ViewGroup **unknown = palloc(sizeof(ViewGroup *) * Max(1, ngroups));
+	int			nunknown = 0;
+
+	for (int g = 0; g < ngroups; g++)
+		if (groups[g]->noutput < 0)
+			unknown[nunknown++] = groups[g];
+	if (nunknown > 0)
+	{
+		(void) run_over(r, unknown, nunknown);
+		outputs_keep(r->state, unknown, nunknown);
+	}
+	return outputs_kept(groups, ngroups);
+}
+
+/*
+ * Every group's output, added at the since and kept: the view's hydration
+ * (the last stage), or the next stage's rebuild.
  */
 static void
 emit_all(ReduceRound *r, int64 since)
@@ -699,14 +630,13 @@ emit_all(ReduceRound *r, int64 since)
 			groups[n++] = entry->additional;
 		TermTupleHashIterator(&iter);
 	}
-	emit_difference(r, since, NIL, run_over(r, groups, n));
+	emit_outputs(r, since, groups, n, NIL);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(r->per_step);
 }
-
 /*
  * The round's updates, a step per time in time order: the touched groups'
- * output before and after the step's updates.
+ * output after the step's updates against what they kept.
  */
 static void
 run_steps(ReduceRound *r)
@@ -726,9 +656,9 @@ run_steps(ReduceRound *r)
 			;
 		ntouched = updates_by_group(r, first, last, touched);
 		old = MemoryContextSwitchTo(r->per_step);
-		before = run_over(r, touched, ntouched);
+		before = output_before(r, touched, ntouched);
 		merge_updates(r, first, last);
-		emit_difference(r, time, before, run_over(r, touched, ntouched));
+		emit_outputs(r, time, touched, ntouched, before);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(r->per_step);
 	}
@@ -769,12 +699,7 @@ round_begin(ReduceRound *r, ReduceState *state, ViewPlan *plan, const char *text
 												  state->key_slot, NULL, input->input.desc);
 	}
 	plan_over_rows(r, plan);
-	r->output.pub.receiveSlot = output_receive;
-	r->output.pub.rStartup = output_startup;
-	r->output.pub.rShutdown = output_shutdown;
-	r->output.pub.rDestroy = output_destroy;
-	r->output.pub.mydest = DestNone;
-	r->output.out = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
+	outputs_begin(r, out_desc);
 	r->cxt = CurrentMemoryContext;
 	r->per_step = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view step",
 										ALLOCSET_DEFAULT_SIZES);
@@ -794,7 +719,7 @@ static void
 round_end(ReduceRound *r)
 {
 	MemoryContextDelete(r->per_step);
-	ExecDropSingleTupleTableSlot(r->output.out);
+	outputs_end(r);
 	for (int i = 0; i < r->ninputs; i++)
 		view_input_end(&r->inputs[i].input);
 }
@@ -873,7 +798,11 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 		}
 	}
 	for (int i = 0; i < nstages; i++)
+	{
 		rounds[i].state->upper = -1;
+		/* (a group new from here on had no rows: its output was none) */
+		rounds[i].state->new_output = 0;
+	}
 	dataflow_count_stage(nstages - 1);
 	INSTR_TIME_SET_CURRENT(work);
 	if (since >= 0)
@@ -888,7 +817,7 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 		run_steps(&rounds[i]);
 		drop_emptied(&rounds[i]);
 		dataflow_count_work(work);
-		/* the groups' memory: their rows, keys and table */
+		/* the groups' memory: their rows, keys, table and kept outputs */
 		dataflow_count_state((int64) MemoryContextMemAllocated(rounds[i].state->cxt, true));
 	}
 	for (int i = 0; i < nstages; i++)

@@ -1,0 +1,119 @@
+/*-------------------------------------------------------------------------
+ *
+ * reduce_internal.h
+ *	  What reduce.c (a grouped or joined view's groups and steps) and
+ *	  outputs.c (the query run over groups, its rows attributed to their
+ *	  groups, each group's kept output) share: a view's groups, a round's
+ *	  updates and its work in one stage.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_DATAFLOW_REDUCE_INTERNAL_H
+#define PEEK_DATAFLOW_REDUCE_INTERNAL_H
+
+#include "executor/executor.h"
+#include "tcop/dest.h"
+
+#include "dataflow/dataflow.h"
+#include "storage/persist.h"
+
+/* A distinct row of a group and its count. */
+typedef struct GroupRow
+{
+	Datum		row;			/* of the input's type */
+	int64		count;
+} GroupRow;
+
+/* One input's rows in a group. */
+typedef struct GroupRows
+{
+	GroupRow   *rows;			/* in row_image_cmp's order (reduce.c) */
+	int			nrows;
+} GroupRows;
+
+typedef struct ViewGroup
+{
+	MinimalTuple key;			/* the table's copy; NULL: the only group */
+	bool		emptied;		/* in its round's list of emptied groups */
+	bool		running;		/* among the groups the query runs over */
+	int			nupdates;		/* updates_by_group's count, then place */
+	int			noutput;		/* its kept output's rows; -1: not known */
+	char	   *output;			/* their images, each MAXALIGNed, or NULL */
+	List	   *fresh;			/* a run's rows for it, in the step's memory */
+	GroupRows	inputs[FLEXIBLE_ARRAY_MEMBER];	/* each input's */
+} ViewGroup;
+
+struct ReduceState
+{
+	MemoryContext cxt;			/* all of it */
+	int			ninputs;
+	int64		upper;			/* holds the updates before it; -1: unknown */
+	int			new_output;		/* a new group's noutput: 0, or -1 while
+								 * the groups are built again */
+	TupleHashTable table;		/* the groups by key; NULL without GROUP BY */
+	ViewGroup  *whole;			/* the only group without GROUP BY */
+	TupleTableSlot *key_slot;	/* a row's key, as a round projects it */
+	TupleTableSlot *found_slot; /* a group's stored key, to find it again */
+	ReduceState *next;			/* the next stage's, or NULL */
+};
+
+/* One of a round's updates, its group found. */
+typedef struct GroupUpdate
+{
+	int64		time;
+	int64		diff;
+	Datum		row;
+	ViewGroup  *group;
+	int			input;
+} GroupUpdate;
+
+/* The query's output rows, as rows of the view's type, with their groups. */
+typedef struct OutputRows
+{
+	DestReceiver pub;
+	TupleTableSlot *out;
+	ReduceState *state;			/* whose groups the rows go to */
+	MemoryContext cxt;
+	List	   *rows;
+} OutputRows;
+
+/* A round's reading of one input. */
+typedef struct ReduceInput
+{
+	ViewInput	input;
+	ProjectionInfo *keys;		/* its rows' key; NULL without GROUP BY */
+	Oid			row_type;
+	int			object;			/* ViewPlanInput's */
+} ReduceInput;
+
+/* A round's work in one of the view's stages. */
+typedef struct ReduceRound
+{
+	ReduceState *state;
+	ReduceInput *inputs;
+	int			ninputs;
+	int			current;		/* the input being read */
+	int			stage;			/* its place in the view's stages */
+	const char *text;
+	PlannedStmt *stmt;			/* the query over parameters' rows */
+	ParamListInfo params;
+	OutputRows	output;
+	ShardWriter *writer;		/* the last stage's: the view's shard */
+	struct ReduceRound *next;	/* the stage its differences feed, or NULL */
+	GroupUpdate *updates;
+	int			nupdates;
+	int			room;
+	List	   *emptied;		/* groups some update left without rows */
+	MemoryContext cxt;			/* the round's */
+	MemoryContext per_step;
+} ReduceRound;
+
+/* outputs.c */
+extern void outputs_key_columns(Query *query, ViewPlan *plan);
+extern void outputs_begin(ReduceRound *r, TupleDesc out_desc);
+extern void outputs_end(ReduceRound *r);
+extern void outputs_keep(ReduceState *state, ViewGroup **groups, int ngroups);
+extern List *outputs_kept(ViewGroup **groups, int ngroups);
+extern void outputs_forget(ViewGroup *group);
+
+#endif							/* PEEK_DATAFLOW_REDUCE_INTERNAL_H */

@@ -7,8 +7,9 @@
 --    naming the view): else old rows differ from the query and a later
 --    retraction, computed by the new body, leaves multiplicity -1;
 --  * renaming or moving such a function, operator or type (or renaming a
---    column of such a row type) is refused the same way: else the kept text
---    names another object the next time a runtime plans it;
+--    column of such a row type, or their schema) is refused the same way:
+--    else the kept text names another object the next time a runtime
+--    plans it;
 --  * owner, cost, an identical body and other overloads go through;
 --  * each refused statement changes nothing, in a savepoint too.
 SET client_min_messages = warning;
@@ -74,6 +75,9 @@ SELECT try($$ALTER TYPE vfpos SET SCHEMA vf_alice2$$);
 SELECT try($$ALTER TYPE vfrow RENAME TO vfrow_old$$);
 SELECT try($$ALTER TYPE vfrow RENAME ATTRIBUTE v TO w$$);
 SELECT try($$ALTER TYPE vfrow SET SCHEMA vf_alice2$$);
+RESET ROLE;
+SELECT try($$ALTER SCHEMA vf_alice RENAME TO vf_alice_old$$);
+SET ROLE peek_vf_alice;
 SELECT p.oid::regprocedure, prosrc, provolatile, proisstrict, prosecdef, proconfig
   FROM pg_proc p WHERE pronamespace = 'vf_alice'::regnamespace ORDER BY 1::text;
 SELECT oid::regtype FROM pg_type WHERE typnamespace = 'vf_alice'::regnamespace AND typname LIKE 'vf%' ORDER BY 1::text;
@@ -86,6 +90,7 @@ CREATE FUNCTION g2(bigint) RETURNS bigint IMMUTABLE LANGUAGE sql AS 'SELECT $1 *
 CREATE OR REPLACE FUNCTION g2(bigint) RETURNS bigint IMMUTABLE LANGUAGE sql AS 'SELECT $1 * 1000';
 ALTER FUNCTION g2(bigint) RENAME TO g3;
 RESET ROLE;
+ALTER SCHEMA vf_alice2 RENAME TO vf_alice3;
 ALTER FUNCTION vf_alice.g2(int) OWNER TO peek_vf_bob;
 ALTER FUNCTION vf_alice.g2(int) OWNER TO peek_vf_alice;
 SET ROLE peek_vf_alice;

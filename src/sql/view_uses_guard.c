@@ -7,8 +7,9 @@
  *	  view keeps its query as text, planned again by each maintenance
  *	  runtime, and its rows as computed: so
  *	  * renaming or moving (SET SCHEMA) such a function, operator or type,
- *	    or renaming a column of such a row type, is refused (2BP01, naming
- *	    the view): the kept text would name another object, or none;
+ *	    renaming a column of such a row type, or the schema of any of them,
+ *	    is refused (2BP01, naming the view): the kept text would name
+ *	    another object, or none;
  *	  * CREATE OR REPLACE FUNCTION or ALTER FUNCTION that changes what such
  *	    a function computes (body, language, volatility, strictness,
  *	    settings, security, defaults) is refused the same way, checked
@@ -154,6 +155,43 @@ guard_object(const char *change, Oid class, Oid objid)
 	}
 }
 
+/*
+ * A schema renamed: refused if a view uses a function, operator or type in
+ * it (the kept text names them by schema).  Reads every rule's
+ * dependencies: a rare statement.
+ */
+static void
+guard_schema(Oid nsp)
+{
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key, Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RewriteRelationId));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+		ObjectAddress used;
+		CatalogObject *view;
+
+		if (dep->deptype != DEPENDENCY_NORMAL ||
+			(dep->refclassid != ProcedureRelationId && dep->refclassid != OperatorRelationId &&
+			 dep->refclassid != TypeRelationId))
+			continue;
+		ObjectAddressSet(used, dep->refclassid, dep->refobjid);
+		/* (a view's own row type, in its body, is held by its OID) */
+		if (get_object_namespace(&used) == nsp &&
+			(view = maintained_view_of(rule_relation(dep->objid))) != NULL &&
+			view->row_type != dep->refobjid)
+			refuse_change("rename the schema of", &used, view);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+}
+
 /* A relation renamed or moved renames or moves its row type. */
 static void
 guard_relation(const char *change, RangeVar *relation)
@@ -238,7 +276,9 @@ view_uses_guard_before(Node *stmt)
 	{
 		RenameStmt *rename = (RenameStmt *) stmt;
 
-		if (rename->relation == NULL)
+		if (rename->renameType == OBJECT_SCHEMA)
+			guard_schema(get_namespace_oid(rename->subname, true));
+		else if (rename->relation == NULL)
 		{
 			objid = named_object(rename->renameType, rename->object, &class);
 			if (OidIsValid(objid))

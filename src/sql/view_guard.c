@@ -13,6 +13,7 @@
  *	  * anything else that would change it (RENAME, SET SCHEMA, another
  *	    ALTER, another body) is refused with 0A000, and DROP VIEW without
  *	    CASCADE with 2BP01, pointing to peek.drop_view.
+ *	  DDL on what a maintained view uses is view_uses_guard.c's.
  *	  Writes nothing but the catalog rows of views given to another owner.
  *
  *-------------------------------------------------------------------------
@@ -39,19 +40,10 @@
 #include "dataflow/dataflow.h"
 #include "sql/view_ddl.h"
 #include "sql/view_guard.h"
+#include "sql/view_uses_guard.h"
 #include "storage/catalog_views.h"
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
-
-/* The maintained view whose PostgreSQL view is relid, or NULL. */
-static CatalogObject *
-maintained_view_of(Oid relid)
-{
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_VIEW ||
-		!OidIsValid(get_extension_oid("pg_peek", true)))
-		return NULL;
-	return catalog_view_of_row_type(get_rel_type_id(relid));
-}
 
 static CatalogObject *
 maintained_view_named(RangeVar *name, Oid *relid)
@@ -250,6 +242,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	Node	   *stmt = pstmt->utilityStmt;
 	CatalogObject *replaced = NULL;
 	bool		owners = false;
+	List	   *functions = NIL;
 	Oid			relid = InvalidOid;
 	CatalogObject *view;
 	ListCell   *lc;
@@ -295,12 +288,15 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 						 errhint("Drop the maintained view, with its PostgreSQL view, with peek.drop_view(%s).",
 								 quote_literal_cstr(view->name))));
 	}
+	if (!creating_extension && !IsBinaryUpgrade)
+		functions = view_uses_guard_before(stmt);
 
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 
+	view_uses_guard_after(functions);
 	if (owners)
 		follow_owners();
 	if (replaced != NULL)

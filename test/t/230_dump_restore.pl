@@ -87,7 +87,9 @@ my @ddl = (
 	'DROP TABLE vsrc',
 	'ALTER TABLE vsrc DROP COLUMN amount',
 	'ALTER TABLE vsrc DROP COLUMN cust',
-	'ALTER TABLE vsrc ALTER COLUMN amount TYPE bigint');
+	'ALTER TABLE vsrc ALTER COLUMN amount TYPE bigint',
+	q{CREATE OR REPLACE FUNCTION vlabel(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT lower($1)'},
+	'ALTER FUNCTION vlabel(text) RENAME TO vlabel_old');
 sub ddl_error
 {
 	my ($node, $stmt) = @_;
@@ -157,6 +159,8 @@ is((sql_error($new, "BEGIN; $ddl[0]; ROLLBACK"))[0], '2BP01', 'DROP FUNCTION: 2B
 is((sql_error($new, "BEGIN; $ddl[2]; ROLLBACK"))[0], '2BP01', 'DROP TABLE: 2BP01');
 is((sql_error($new, "BEGIN; $ddl[3]; ROLLBACK"))[0], '2BP01', 'DROP COLUMN: 2BP01');
 is((sql_error($new, "BEGIN; $ddl[5]; ROLLBACK"))[0], '0A000', 'ALTER COLUMN TYPE: 0A000');
+is((sql_error($new, "BEGIN; $ddl[6]; ROLLBACK"))[0], '2BP01', 'CREATE OR REPLACE FUNCTION: 2BP01');
+is((sql_error($new, "BEGIN; $ddl[7]; ROLLBACK"))[0], '2BP01', 'ALTER FUNCTION RENAME: 2BP01');
 
 my $ext_oid = "SELECT oid FROM pg_extension WHERE extname = 'pg_peek'";
 isnt(sql($new, $ext_oid), sql($old, $ext_oid), 'the new extension has another OID');

@@ -1,0 +1,353 @@
+/*-------------------------------------------------------------------------
+ *
+ * view_uses_guard.c
+ *	  What PostgreSQL's own DDL may do to the functions, operators and types
+ *	  a maintained view uses (those its PostgreSQL view's rule depends on,
+ *	  view_ddl.c), called from view_guard.c's ProcessUtility hook.  A
+ *	  view keeps its query as text, planned again by each maintenance
+ *	  runtime, and its rows as computed: so
+ *	  * renaming or moving (SET SCHEMA) such a function, operator or type,
+ *	    renaming a column of such a row type, or the schema of any of them,
+ *	    is refused (2BP01, naming the view): the kept text would name
+ *	    another object, or none;
+ *	  * CREATE OR REPLACE FUNCTION or ALTER FUNCTION that changes what such
+ *	    a function computes (body, language, volatility, strictness,
+ *	    settings, security, defaults) is refused the same way, checked
+ *	    after the statement and so undone with it; so is one of a function
+ *	    an operator it uses calls, or a function whose SQL-standard body it
+ *	    calls.  Owner, cost, rows, parallel safety and leakproofness do not
+ *	    change a row, and go through.
+ *	  Writes nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_rewrite.h"
+#include "commands/extension.h"
+#include "nodes/makefuncs.h"
+#include "nodes/parsenodes.h"
+#include "parser/parse_func.h"
+#include "utils/builtins.h"
+#include "utils/catcache.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "sql/view_uses_guard.h"
+#include "storage/catalog_views.h"
+
+/* What a function computes, in pg_proc: a change to any is refused. */
+static const AttrNumber function_meaning[] = {
+	Anum_pg_proc_prolang, Anum_pg_proc_prosecdef, Anum_pg_proc_proisstrict,
+	Anum_pg_proc_proretset, Anum_pg_proc_provolatile, Anum_pg_proc_prorettype,
+	Anum_pg_proc_proargdefaults, Anum_pg_proc_prosrc, Anum_pg_proc_probin,
+	Anum_pg_proc_prosqlbody, Anum_pg_proc_proconfig,
+};
+
+CatalogObject *
+maintained_view_of(Oid relid)
+{
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_VIEW ||
+		!OidIsValid(get_extension_oid("pg_peek", true)))
+		return NULL;
+	return catalog_view_of_row_type(get_rel_type_id(relid));
+}
+
+/* The relation a rule belongs to. */
+static Oid
+rule_relation(Oid rule)
+{
+	Relation	rewrite = table_open(RewriteRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			relid = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_rewrite_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(rule));
+	scan = systable_beginscan(rewrite, RewriteOidIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+		relid = ((Form_pg_rewrite) GETSTRUCT(tup))->ev_class;
+	systable_endscan(scan);
+	table_close(rewrite, AccessShareLock);
+	return relid;
+}
+
+/*
+ * A maintained view that uses an object (class, objid): whose PostgreSQL
+ * view's rule depends on it, or, with through_calls, on an operator or
+ * function that calls it (an operator's function, a function in a
+ * SQL-standard body), to a few levels; NULL if none.
+ */
+static CatalogObject *
+view_using(Oid class, Oid objid, bool through_calls, int depth)
+{
+	Relation	depend;
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	CatalogObject *view = NULL;
+
+	if (!OidIsValid(objid) || depth > 8 || !OidIsValid(get_extension_oid("pg_peek", true)))
+		return NULL;
+	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(class));
+	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(objid));
+	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
+	while (view == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (dep->deptype != DEPENDENCY_NORMAL)
+			continue;
+		if (dep->classid == RewriteRelationId)
+			view = maintained_view_of(rule_relation(dep->objid));
+		else if (through_calls &&
+				 (dep->classid == OperatorRelationId || dep->classid == ProcedureRelationId))
+			view = view_using(dep->classid, dep->objid, true, depth + 1);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+	return view;
+}
+
+static void
+refuse_change(const char *change, ObjectAddress *object, CatalogObject *view)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot %s %s because maintained view \"%s\" uses it",
+					change, getObjectDescription(object, false), view->name),
+			 errdetail("A maintained view keeps its query as text and its rows as they were computed; "
+					   "the view would name another object, or compute its rows differently from now on."),
+			 errhint("Drop the view with peek.drop_view(%s), make the change, then create the view again.",
+					 quote_literal_cstr(view->name))));
+}
+
+/* Refuse a change to an object if a view uses it. */
+static void
+guard_object(const char *change, Oid class, Oid objid)
+{
+	CatalogObject *view = view_using(class, objid, false, 0);
+	ObjectAddress object;
+
+	if (view != NULL)
+	{
+		ObjectAddressSet(object, class, objid);
+		refuse_change(change, &object, view);
+	}
+}
+
+/*
+ * A schema renamed: refused if a view uses a function, operator or type in
+ * it (the kept text names them by schema).  Reads every rule's
+ * dependencies: a rare statement.
+ */
+static void
+guard_schema(Oid nsp)
+{
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key, Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RewriteRelationId));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+		ObjectAddress used;
+		CatalogObject *view;
+
+		if (dep->deptype != DEPENDENCY_NORMAL ||
+			(dep->refclassid != ProcedureRelationId && dep->refclassid != OperatorRelationId &&
+			 dep->refclassid != TypeRelationId))
+			continue;
+		ObjectAddressSet(used, dep->refclassid, dep->refobjid);
+		/* (a view's own row type, in its body, is held by its OID) */
+		if (get_object_namespace(&used) == nsp &&
+			(view = maintained_view_of(rule_relation(dep->objid))) != NULL &&
+			view->row_type != dep->refobjid)
+			refuse_change("rename the schema of", &used, view);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+}
+
+/* A relation renamed or moved renames or moves its row type. */
+static void
+guard_relation(const char *change, RangeVar *relation)
+{
+	Oid			relid = RangeVarGetRelid(relation, NoLock, true);
+
+	if (OidIsValid(relid))
+		guard_object(change, TypeRelationId, get_rel_type_id(relid));
+}
+
+/* RENAME or SET SCHEMA of an object: its class and oid, or InvalidOid. */
+static Oid
+named_object(ObjectType type, Node *object, Oid *class)
+{
+	ObjectAddress address;
+	Relation	rel = NULL;
+
+	switch (type)
+	{
+		case OBJECT_FUNCTION:
+		case OBJECT_PROCEDURE:
+		case OBJECT_ROUTINE:
+		case OBJECT_AGGREGATE:
+		case OBJECT_OPERATOR:
+			break;
+		case OBJECT_TYPE:
+		case OBJECT_DOMAIN:
+			/* (named by a list here, by a TypeName to look it up) */
+			object = (Node *) makeTypeNameFromNameList(castNode(List, object));
+			break;
+		default:
+			return InvalidOid;
+	}
+	address = get_object_address(type, object, &rel, AccessShareLock, true);
+	if (rel != NULL)
+		relation_close(rel, AccessShareLock);
+	*class = address.classId;
+	return address.objectId;
+}
+
+/* The functions a CREATE OR REPLACE FUNCTION or ALTER FUNCTION may change. */
+static List *
+functions_changed_by(Node *stmt)
+{
+	List	   *oids = NIL;
+
+	if (IsA(stmt, CreateFunctionStmt) && ((CreateFunctionStmt *) stmt)->replace)
+	{
+		char	   *name;
+		Oid			nsp = QualifiedNameGetCreationNamespace(((CreateFunctionStmt *) stmt)->funcname, &name);
+		CatCList   *list = SearchSysCacheList1(PROCNAMEARGSNSP, CStringGetDatum(name));
+
+		for (int i = 0; i < list->n_members; i++)
+		{
+			Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(&list->members[i]->tuple);
+
+			if (proc->pronamespace == nsp)
+				oids = lappend_oid(oids, proc->oid);
+		}
+		ReleaseSysCacheList(list);
+	}
+	else if (IsA(stmt, AlterFunctionStmt))
+	{
+		AlterFunctionStmt *alter = (AlterFunctionStmt *) stmt;
+		Oid			oid = LookupFuncWithArgs(alter->objtype, alter->func, true);
+
+		if (OidIsValid(oid))
+			oids = list_make1_oid(oid);
+	}
+	return oids;
+}
+
+List *
+view_uses_guard_before(Node *stmt)
+{
+	List	   *kept = NIL;
+	ListCell   *lc;
+	Oid			class;
+	Oid			objid;
+
+	if (IsA(stmt, RenameStmt))
+	{
+		RenameStmt *rename = (RenameStmt *) stmt;
+
+		if (rename->renameType == OBJECT_SCHEMA)
+			guard_schema(get_namespace_oid(rename->subname, true));
+		else if (rename->relation == NULL)
+		{
+			objid = named_object(rename->renameType, rename->object, &class);
+			if (OidIsValid(objid))
+				guard_object("rename", class, objid);
+		}
+		else if (rename->renameType == OBJECT_COLUMN || rename->renameType == OBJECT_ATTRIBUTE)
+			guard_relation("rename a column of", rename->relation);
+		else if (rename->renameType == OBJECT_TABLE || rename->renameType == OBJECT_VIEW ||
+				 rename->renameType == OBJECT_MATVIEW || rename->renameType == OBJECT_FOREIGN_TABLE)
+			guard_relation("rename", rename->relation);
+	}
+	else if (IsA(stmt, AlterObjectSchemaStmt))
+	{
+		AlterObjectSchemaStmt *move = (AlterObjectSchemaStmt *) stmt;
+
+		if (move->relation != NULL)
+			guard_relation("move", move->relation);
+		else if (OidIsValid(objid = named_object(move->objectType, move->object, &class)))
+			guard_object("move", class, objid);
+	}
+	foreach(lc, functions_changed_by(stmt))
+	{
+		HeapTuple	tup;
+
+		if (view_using(ProcedureRelationId, lfirst_oid(lc), true, 0) == NULL)
+			continue;
+		tup = SearchSysCacheCopy1(PROCOID, ObjectIdGetDatum(lfirst_oid(lc)));
+		if (HeapTupleIsValid(tup))
+			kept = lappend(kept, tup);
+	}
+	return kept;
+}
+
+void
+view_uses_guard_after(List *functions)
+{
+	Relation	pg_proc;
+	ListCell   *lc;
+
+	if (functions == NIL)
+		return;
+	CommandCounterIncrement();
+	pg_proc = table_open(ProcedureRelationId, AccessShareLock);
+	foreach(lc, functions)
+	{
+		HeapTuple	before = lfirst(lc);
+		Oid			oid = ((Form_pg_proc) GETSTRUCT(before))->oid;
+		HeapTuple	after = SearchSysCache1(PROCOID, ObjectIdGetDatum(oid));
+
+		if (!HeapTupleIsValid(after))
+			continue;
+		for (int i = 0; i < lengthof(function_meaning); i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(RelationGetDescr(pg_proc), function_meaning[i] - 1);
+			bool		null_before;
+			bool		null_after;
+			Datum		was = heap_getattr(before, att->attnum, RelationGetDescr(pg_proc), &null_before);
+			Datum		is = heap_getattr(after, att->attnum, RelationGetDescr(pg_proc), &null_after);
+
+			if (null_before != null_after ||
+				(!null_before && !datum_image_eq(was, is, att->attbyval, att->attlen)))
+			{
+				ObjectAddress object;
+
+				ObjectAddressSet(object, ProcedureRelationId, oid);
+				refuse_change("change", &object, view_using(ProcedureRelationId, oid, true, 0));
+			}
+		}
+		ReleaseSysCache(after);
+	}
+	table_close(pg_proc, AccessShareLock);
+}

@@ -115,6 +115,31 @@ SELECT count(*) AS wrong_index_peeks
                (SELECT k, v, sum(diff) FROM mb_log WHERE mb_log.t <= t.t GROUP BY k, v HAVING sum(diff) <> 0
                 EXCEPT SELECT k, v, count(*) FROM peek.index_peek(NULL::mbkv, 'mb_by_k', as_of => t.t) GROUP BY k, v));
 
+-- a full peek reads the heap only from the first base row's block to the
+-- last's (the time index's first and last entries at the base's time):
+-- base rows before and after the history, some in the space a compaction
+-- freed (vacuumed), are all read, and a peek before the base too
+CREATE TYPE mbwide AS (k int, pad text);
+SELECT peek.create_collection('mbw', 'mbwide');
+SELECT count(peek.write('mbw', rows)) FROM (
+  SELECT array_agg((g, repeat('p', 200))::mbwide) AS rows FROM generate_series(1, 4000) g GROUP BY g / 2000) w;
+SELECT wait_for($$SELECT base_time = 2 FROM peek.objects WHERE name = 'mbw'$$);
+SELECT peek.allow_compaction('mbw', 2);
+SELECT wait_for($$SELECT since = 2 FROM peek.objects WHERE name = 'mbw'$$);
+SELECT shard AS mbw_shard FROM peek.collections WHERE name = 'mbw' \gset
+VACUUM :mbw_shard;
+SELECT peek.write('mbw', array_agg((g, repeat('p', 200))::mbwide)) FROM generate_series(4001, 6000) g;
+SELECT peek.write('mbw', '{}', array_agg((g, repeat('p', 200))::mbwide)) FROM generate_series(1, 1000) g;
+SELECT wait_for($$SELECT base_time = 4 FROM peek.objects WHERE name = 'mbw'$$);
+SELECT count(*), count(DISTINCT k), min(k), max(k) FROM peek.persist_peek(NULL::mbwide, 'mbw');
+SELECT count(*), count(DISTINCT k), min(k), max(k) FROM peek.persist_peek(NULL::mbwide, 'mbw', as_of => 3);
+SELECT count(*), count(DISTINCT k), min(k), max(k) FROM peek.persist_peek(NULL::mbwide, 'mbw', as_of => 2);
+-- recent updates after the base, read through the time index with it
+SELECT peek.write('mbw', array_agg((g, repeat('p', 200))::mbwide)) FROM generate_series(1, 10) g;
+SELECT count(*), count(DISTINCT k), min(k), max(k) FROM peek.persist_peek(NULL::mbwide, 'mbw', as_of => 5);
+SELECT peek.drop_collection('mbw');
+DROP TYPE mbwide;
+
 SELECT peek.drop_index('mb_by_k');
 SELECT peek.drop_collection('mb');
 DROP FUNCTION mb_write(int, int);

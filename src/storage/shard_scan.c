@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "access/heapam.h"
+#include "access/nbtree.h"
 #include "miscadmin.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -93,6 +94,80 @@ shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 	c->heap = table_beginscan(b->rel, b->snapshot, 0, NULL);
 	c->lower = lower;
 	c->upto = upto;
+}
+
+/*
+ * The heap block of the first or the last entry of the time index at or
+ * below BASE_TIME, in the direction given; false if there is none.
+ * *block is InvalidBlockNumber if that entry is not at BASE_TIME.
+ */
+static bool
+base_edge_block(ShardBase *b, ScanDirection direction, BlockNumber *block)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	ItemPointer tid;
+
+	ScanKeyInit(&key, 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(BASE_TIME));
+	scan = index_beginscan(b->rel, b->time_index, b->snapshot, 1, 0);
+	scan->xs_want_itup = true;
+	index_rescan(scan, &key, 1, NULL, 0);
+	tid = index_getnext_tid(scan, direction);
+	*block = InvalidBlockNumber;
+	if (tid != NULL)
+	{
+		bool		isnull;
+		Datum		time = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+
+		if (!isnull && DatumGetInt64(time) == BASE_TIME)
+			*block = ItemPointerGetBlockNumber(tid);
+	}
+	index_endscan(scan);
+	return tid != NULL;
+}
+
+/*
+ * A heap scan of the base rows (time BASE_TIME), in heap order, over the
+ * blocks from the first base row's to the last's only: after a big write
+ * folded alone, the history that the base counts (as many rows) lies
+ * before them.  The time index orders a time's entries by heap tid (a
+ * btree with heap keys, as every index PostgreSQL 12 or later builds): its
+ * first and last entries at BASE_TIME bound every base row the snapshot
+ * sees (dead ones only widen the range; none at all: no base row), and
+ * each row read is still checked for its time.  Not synchronized with
+ * other scans, which would start it anywhere in the range.
+ */
+void
+shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
+{
+	bool		heapkeyspace;
+	bool		allequalimage;
+	BlockNumber first;
+	BlockNumber last;
+	BlockNumber nblocks;
+
+	memset(c, 0, sizeof(ShardCursor));
+	c->b = b;
+	c->heap = table_beginscan_strat(b->rel, b->snapshot, 0, NULL, true, false);
+	c->lower = PG_INT64_MIN;
+	c->upto = BASE_TIME;
+	_bt_metaversion(b->time_index, &heapkeyspace, &allequalimage);
+	if (!heapkeyspace)
+		return;
+
+	/*
+	 * The rows the snapshot sees are in the blocks the scan counted when
+	 * it began; a fold's later rows may be past them (their entries are
+	 * found all the same).
+	 */
+	nblocks = ((HeapScanDesc) c->heap)->rs_nblocks;
+	if (!base_edge_block(b, ForwardScanDirection, &first) ||
+		(first != InvalidBlockNumber && first >= nblocks))
+		heap_setscanlimits(c->heap, 0, 0);
+	else if (first != InvalidBlockNumber &&
+			 base_edge_block(b, BackwardScanDirection, &last) &&
+			 last != InvalidBlockNumber && last >= first)
+		heap_setscanlimits(c->heap, first, Min(last, nblocks - 1) - first + 1);
 }
 
 /* The rows an index scan with these keys finds, in index order. */

@@ -97,45 +97,39 @@ shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 }
 
 /*
- * The heap block of the first or the last entry of the time index at or
- * below BASE_TIME, in the direction given; false if there is none.
- * *block is InvalidBlockNumber if that entry is not at BASE_TIME.
+ * The heap block of the time index's first entry at BASE_TIME; false if
+ * there is none.  A forward scan returns the tids of a posting list
+ * (deduplicated equal times) in ascending order, so this is the lowest
+ * tid at BASE_TIME.  (The last entry would not give the highest: a
+ * backward scan returns a posting list's tids in ascending order too.)
  */
 static bool
-base_edge_block(ShardBase *b, ScanDirection direction, BlockNumber *block)
+first_base_block(ShardBase *b, BlockNumber *block)
 {
 	ScanKeyData key;
 	IndexScanDesc scan;
 	ItemPointer tid;
 
-	ScanKeyInit(&key, 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(BASE_TIME));
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(BASE_TIME));
 	scan = index_beginscan(b->rel, b->time_index, b->snapshot, 1, 0);
-	scan->xs_want_itup = true;
 	index_rescan(scan, &key, 1, NULL, 0);
-	tid = index_getnext_tid(scan, direction);
-	*block = InvalidBlockNumber;
+	tid = index_getnext_tid(scan, ForwardScanDirection);
 	if (tid != NULL)
-	{
-		bool		isnull;
-		Datum		time = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
-
-		if (!isnull && DatumGetInt64(time) == BASE_TIME)
-			*block = ItemPointerGetBlockNumber(tid);
-	}
+		*block = ItemPointerGetBlockNumber(tid);
 	index_endscan(scan);
 	return tid != NULL;
 }
 
 /*
- * A heap scan of the base rows (time BASE_TIME), in heap order, over the
- * blocks from the first base row's to the last's only: after a big write
- * folded alone, the history that the base counts (as many rows) lies
- * before them.  The time index orders a time's entries by heap tid (a
- * btree with heap keys, as every index PostgreSQL 12 or later builds): its
- * first and last entries at BASE_TIME bound every base row the snapshot
- * sees (dead ones only widen the range; none at all: no base row), and
- * each row read is still checked for its time.  Not synchronized with
- * other scans, which would start it anywhere in the range.
+ * A heap scan of the base rows (time BASE_TIME), in heap order, from the
+ * first base row's block on: after a big write folded alone, the history
+ * that the base counts (as many rows) lies before them.  The time index
+ * orders a time's entries by heap tid (a btree with heap keys, as every
+ * index PostgreSQL 12 or later builds), so its first entry at BASE_TIME
+ * has the lowest tid of every base row the snapshot sees (a dead one only
+ * widens the range; none at all: no base row), and each row read is
+ * still checked for its time.  Not synchronized with other scans, which
+ * would start it anywhere in the range.
  */
 void
 shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
@@ -143,7 +137,6 @@ shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
 	bool		heapkeyspace;
 	bool		allequalimage;
 	BlockNumber first;
-	BlockNumber last;
 	BlockNumber nblocks;
 
 	memset(c, 0, sizeof(ShardCursor));
@@ -161,13 +154,10 @@ shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
 	 * found all the same).
 	 */
 	nblocks = ((HeapScanDesc) c->heap)->rs_nblocks;
-	if (!base_edge_block(b, ForwardScanDirection, &first) ||
-		(first != InvalidBlockNumber && first >= nblocks))
+	if (!first_base_block(b, &first) || first >= nblocks)
 		heap_setscanlimits(c->heap, 0, 0);
-	else if (first != InvalidBlockNumber &&
-			 base_edge_block(b, BackwardScanDirection, &last) &&
-			 last != InvalidBlockNumber && last >= first)
-		heap_setscanlimits(c->heap, first, Min(last, nblocks - 1) - first + 1);
+	else
+		heap_setscanlimits(c->heap, first, nblocks - first);
 }
 
 /* The rows an index scan with these keys finds, in index order. */

@@ -98,7 +98,7 @@ SELECT mb_wrong(0, 59);
 
 -- compaction to 20: the history at or before it goes, the base stays at 59
 SELECT peek.allow_compaction('mb', 20);
-SELECT wait_for($$SELECT since = 20 FROM peek.collections WHERE name = 'mb'$$);
+SELECT wait_for($$SELECT since = 20 FROM peek.objects WHERE name = 'mb'$$);
 SELECT since, base_time FROM peek.objects WHERE name = 'mb';
 SELECT history = (SELECT count(*) FROM mb_log WHERE t > 20) AS history_after_since FROM mb_layout();
 SELECT try($$SELECT * FROM peek.persist_peek(NULL::mbkv, 'mb', as_of => 19)$$);

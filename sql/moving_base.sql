@@ -98,7 +98,7 @@ SELECT mb_wrong(0, 59);
 
 -- compaction to 20: the history at or before it goes, the base stays at 59
 SELECT peek.allow_compaction('mb', 20);
-SELECT wait_for($$SELECT since = 20 FROM peek.collections WHERE name = 'mb'$$);
+SELECT wait_for($$SELECT since = 20 FROM peek.objects WHERE name = 'mb'$$);
 SELECT since, base_time FROM peek.objects WHERE name = 'mb';
 SELECT history = (SELECT count(*) FROM mb_log WHERE t > 20) AS history_after_since FROM mb_layout();
 SELECT try($$SELECT * FROM peek.persist_peek(NULL::mbkv, 'mb', as_of => 19)$$);
@@ -114,6 +114,45 @@ SELECT count(*) AS wrong_index_peeks
                UNION ALL
                (SELECT k, v, sum(diff) FROM mb_log WHERE mb_log.t <= t.t GROUP BY k, v HAVING sum(diff) <> 0
                 EXCEPT SELECT k, v, count(*) FROM peek.index_peek(NULL::mbkv, 'mb_by_k', as_of => t.t) GROUP BY k, v));
+
+-- a full peek reads the heap only from the first base row's block to the
+-- last's (the time index's first and last entries at the base's time):
+-- base rows before and after the history, some in the space a compaction
+-- freed (vacuumed), are all read, and a peek before the base too
+CREATE TYPE mbwide AS (k int, pad text);
+SELECT peek.create_collection('mbw', 'mbwide');
+SELECT count(peek.write('mbw', rows)) FROM (
+  SELECT array_agg((g, repeat('p', 200))::mbwide) AS rows FROM generate_series(1, 4000) g GROUP BY g / 2000) w;
+SELECT wait_for($$SELECT base_time = 2 FROM peek.objects WHERE name = 'mbw'$$);
+SELECT peek.allow_compaction('mbw', 2);
+SELECT wait_for($$SELECT since = 2 FROM peek.objects WHERE name = 'mbw'$$);
+SELECT shard AS mbw_shard FROM peek.collections WHERE name = 'mbw' \gset
+VACUUM :mbw_shard;
+SELECT peek.write('mbw', array_agg((g, repeat('p', 200))::mbwide)) FROM generate_series(4001, 6000) g;
+SELECT peek.write('mbw', '{}', array_agg((g, repeat('p', 200))::mbwide)) FROM generate_series(1, 1000) g;
+SELECT wait_for($$SELECT base_time = 4 FROM peek.objects WHERE name = 'mbw'$$);
+SELECT count(*), count(DISTINCT k), min(k), max(k) FROM peek.persist_peek(NULL::mbwide, 'mbw');
+SELECT count(*), count(DISTINCT k), min(k), max(k) FROM peek.persist_peek(NULL::mbwide, 'mbw', as_of => 3);
+SELECT count(*), count(DISTINCT k), min(k), max(k) FROM peek.persist_peek(NULL::mbwide, 'mbw', as_of => 2);
+-- recent updates after the base, read through the time index with it
+SELECT peek.write('mbw', array_agg((g, repeat('p', 200))::mbwide)) FROM generate_series(1, 10) g;
+SELECT count(*), count(DISTINCT k), min(k), max(k) FROM peek.persist_peek(NULL::mbwide, 'mbw', as_of => 5);
+SELECT peek.drop_collection('mbw');
+DROP TYPE mbwide;
+-- the last entries at the base's time may be a posting list (the time
+-- index deduplicates equal times when a leaf page fills; REINDEX makes
+-- them all so), whose tids a backward scan returns in ascending order:
+-- the blocks of the base rows after its first tid are read all the same
+CREATE TYPE mbnarrow AS (k int);
+SELECT peek.create_collection('mbn', 'mbnarrow');
+SELECT peek.write('mbn', array_agg(ROW(g)::mbnarrow)) FROM generate_series(1, 3000) g;
+SELECT wait_for($$SELECT base_time = 0 FROM peek.objects WHERE name = 'mbn'$$);
+SELECT shard AS mbn_shard FROM peek.collections WHERE name = 'mbn' \gset
+SELECT format('%s_time_idx', :'mbn_shard') AS mbn_time_idx \gset
+REINDEX INDEX :mbn_time_idx;
+SELECT count(*), count(DISTINCT k), min(k), max(k) FROM peek.persist_peek(NULL::mbnarrow, 'mbn');
+SELECT peek.drop_collection('mbn');
+DROP TYPE mbnarrow;
 
 SELECT peek.drop_index('mb_by_k');
 SELECT peek.drop_collection('mb');

@@ -22,7 +22,9 @@
  *	  the base time and t (the recent ones up to t added, or the history
  *	  after t taken out), resolves the rows that may be negative, then
  *	  streams the base adjusting those rows and stops at the limit: it reads
- *	  what changed between the base and t, not the history.  A fold
+ *	  what changed between the base and t, not the history (a full walk's
+ *	  heap scan starts at the base's first row's block, past the history
+ *	  a big write folded alone left before them).  A fold
  *	  (persist_fold) moves the base on over the recent updates, keeping
  *	  them as history, and deletes the history the since passed, row by
  *	  row, in the runtime's transaction, without a lock a writer waits for,

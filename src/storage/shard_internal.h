@@ -107,6 +107,7 @@ extern void shard_base_open_heap(ShardBase *b, Relation rel, Snapshot snapshot, 
 extern bool shard_base_open(ShardBase *b, Relation rel, Snapshot snapshot, int64 base_time, LOCKMODE lock);
 extern void shard_base_close(ShardBase *b, LOCKMODE lock);
 extern void shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto);
+extern void shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b);
 extern void shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds);
 extern bool shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row);
 extern void shard_cursor_close(ShardCursor *c);

@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "access/heapam.h"
+#include "access/nbtree.h"
 #include "miscadmin.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -93,6 +94,70 @@ shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 	c->heap = table_beginscan(b->rel, b->snapshot, 0, NULL);
 	c->lower = lower;
 	c->upto = upto;
+}
+
+/*
+ * The heap block of the time index's first entry at BASE_TIME; false if
+ * there is none.  A forward scan returns the tids of a posting list
+ * (deduplicated equal times) in ascending order, so this is the lowest
+ * tid at BASE_TIME.  (The last entry would not give the highest: a
+ * backward scan returns a posting list's tids in ascending order too.)
+ */
+static bool
+first_base_block(ShardBase *b, BlockNumber *block)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	ItemPointer tid;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(BASE_TIME));
+	scan = index_beginscan(b->rel, b->time_index, b->snapshot, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	tid = index_getnext_tid(scan, ForwardScanDirection);
+	if (tid != NULL)
+		*block = ItemPointerGetBlockNumber(tid);
+	index_endscan(scan);
+	return tid != NULL;
+}
+
+/*
+ * A heap scan of the base rows (time BASE_TIME), in heap order, from the
+ * first base row's block on: after a big write folded alone, the history
+ * that the base counts (as many rows) lies before them.  The time index
+ * orders a time's entries by heap tid (a btree with heap keys, as every
+ * index PostgreSQL 12 or later builds), so its first entry at BASE_TIME
+ * has the lowest tid of every base row the snapshot sees (a dead one only
+ * widens the range; none at all: no base row), and each row read is
+ * still checked for its time.  Not synchronized with other scans, which
+ * would start it anywhere in the range.
+ */
+void
+shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
+{
+	bool		heapkeyspace;
+	bool		allequalimage;
+	BlockNumber first;
+	BlockNumber nblocks;
+
+	memset(c, 0, sizeof(ShardCursor));
+	c->b = b;
+	c->heap = table_beginscan_strat(b->rel, b->snapshot, 0, NULL, true, false);
+	c->lower = PG_INT64_MIN;
+	c->upto = BASE_TIME;
+	_bt_metaversion(b->time_index, &heapkeyspace, &allequalimage);
+	if (!heapkeyspace)
+		return;
+
+	/*
+	 * The rows the snapshot sees are in the blocks the scan counted when
+	 * it began; a fold's later rows may be past them (their entries are
+	 * found all the same).
+	 */
+	nblocks = ((HeapScanDesc) c->heap)->rs_nblocks;
+	if (!first_base_block(b, &first) || first >= nblocks)
+		heap_setscanlimits(c->heap, 0, 0);
+	else
+		heap_setscanlimits(c->heap, first, nblocks - first);
 }
 
 /* The rows an index scan with these keys finds, in index order. */

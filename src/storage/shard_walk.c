@@ -24,6 +24,7 @@ typedef struct Touched
 	RowCounts  *flagged;		/* whole counts of the flagged rows */
 	HTAB	   *hashes;			/* the rows' hashes, or NULL: */
 	TidList		tids;			/* their base rows, sorted */
+	int64		next;			/* the first of them past the last base row read */
 } Touched;
 
 static bool
@@ -59,6 +60,7 @@ touch_base(ShardBase *b, Touched *t, int64 limit)
 
 	t->hashes = NULL;
 	shard_tid_list_init(&t->tids);
+	t->next = 0;
 	if (nrecent == 0)
 		return;
 	if (limit < 0 || limit >= TOUCHED_BY_HASH_ROWS * nrecent)
@@ -87,6 +89,26 @@ touch_base(ShardBase *b, Touched *t, int64 limit)
 	shard_scan_base_rows(b, t->flagged, touch_base_row, t);
 }
 
+/*
+ * Is tid one of the touched base rows?  The base is read in tid order (a
+ * heap scan, or the time index's entries at one time), so the sorted tids
+ * are merged with it; a tid at or before the last one passed (another
+ * order) is searched for.
+ */
+static bool
+touched_tid(Touched *t, ItemPointer tid)
+{
+	TidList    *l = &t->tids;
+
+	if (l->n == 0)
+		return false;
+	if (t->next > 0 && ItemPointerCompare(tid, &l->tids[t->next - 1]) <= 0)
+		return bsearch(tid, l->tids, l->n, sizeof(ItemPointerData), shard_tid_cmp) != NULL;
+	while (t->next < l->n && ItemPointerCompare(&l->tids[t->next], tid) < 0)
+		t->next++;
+	return t->next < l->n && ItemPointerEquals(&l->tids[t->next], tid);
+}
+
 /* Might this base row need adjusting? */
 static bool
 touched(ShardBase *b, Touched *t, ItemPointer tid, Datum row)
@@ -100,8 +122,7 @@ touched(ShardBase *b, Touched *t, ItemPointer tid, Datum row)
 		h = row_hash(b->desc, row);
 		return hash_search(t->hashes, &h, HASH_FIND, NULL) != NULL;
 	}
-	return t->tids.n > 0 &&
-		bsearch(tid, t->tids.tids, t->tids.n, sizeof(ItemPointerData), shard_tid_cmp) != NULL;
+	return touched_tid(t, tid);
 }
 
 /*
@@ -195,7 +216,7 @@ walk_base_begin(PersistWalk *w, Oid row_type, int64 time, int64 limit)
 		shard_cursor_open_times(&w->base, b, b->time_index, 1, &strategy, &bound);
 	}
 	else if (limit < 0)
-		shard_cursor_open_heap(&w->base, b, PG_INT64_MIN, BASE_TIME);
+		shard_cursor_open_base_heap(&w->base, b);
 }
 
 /* A base row's count at the walk's time: as stored, or adjusted. */

@@ -12,10 +12,13 @@
  *	  runtime's other work (its seals, captures and views' rounds) back
  *	  for long.  A time with more updates of its own (a big write, a load)
  *	  stops the base before it while anything the runtime maintains is
- *	  written; once every write paused for FOLD_BIG_QUIET_MS it is a step
- *	  alone: a step that long (one to two seconds per 100,000 updates) then
- *	  delays only the seals of the first writes after the pause, where
- *	  under a steady load it would delay a write every FOLD_BUSY_MS.  Only what
+ *	  written; once every write paused for FOLD_BIG_QUIET_MS and the
+ *	  runtime has no other work left (a merge's steps, a view's round) it
+ *	  is a step alone: a step that long (one to two seconds per 100,000
+ *	  updates) then delays only the seals of the first writes after the
+ *	  pause, where under a steady load it would delay a write every
+ *	  FOLD_BUSY_MS, and it never starts in front of bounded work already
+ *	  due (a load's own index merge would otherwise wait behind it).  Only what
  *	  the runtime learns from the catalog notices (the durable uppers) and
  *	  the folds' own results: nothing is polled.
  *
@@ -113,13 +116,13 @@ writes_paused(TimestampTz now)
  * Whether a collection's base is due to move on, by now: updates came after
  * the last fold went as far as it could (a shard read whole moves its base
  * only with its since), and they paused, or a fold is a while ago, or the
- * last step was bounded, or it stopped at a big time and every write
- * paused.
+ * last step was bounded, or it stopped at a big time and may now fold it
+ * alone (first_alone).
  */
 static bool
-fold_due(BaseFold *bf, TimestampTz now)
+fold_due(BaseFold *bf, TimestampTz now, bool first_alone)
 {
-	if (bf->stepping || (bf->stopped && writes_paused(now)))
+	if (bf->stepping || (bf->stopped && first_alone))
 		return true;
 	return bf->upper > bf->folded_upper &&
 		(TimestampDifferenceExceeds(bf->changed_at, now, FOLD_QUIET_MS) ||
@@ -130,19 +133,20 @@ fold_due(BaseFold *bf, TimestampTz now)
  * Move on one of the bases that are due, a step: the one that moved on
  * least recently, so that a step of the runtime holds at most one fold's
  * work (its captures and views' rounds wait for no more) and every base
- * comes in turn.  Returns whether a base is left due (a bounded step left
- * it behind its upper under a big load, or another waits its turn: go on
- * without waiting).
+ * comes in turn.  busy: the runtime has other work left this round, so no
+ * big time is folded alone.  Returns whether a base is left due (a bounded
+ * step left it behind its upper under a big load, or another waits its
+ * turn: go on without waiting).
  */
 bool
-folds_run(FoldFn fold)
+folds_run(FoldFn fold, bool busy)
 {
 	HASH_SEQ_STATUS status;
 	BaseFold   *bf;
 	BaseFold   *next = NULL;
 	TimestampTz now = GetCurrentTimestamp();
 	PeekObjectId id;
-	bool		first_alone = writes_paused(now);
+	bool		first_alone = !busy && writes_paused(now);
 	int64		base_time;
 	bool		folded;
 	int			due = 0;
@@ -151,7 +155,7 @@ folds_run(FoldFn fold)
 		return false;
 	hash_seq_init(&status, base_folds);
 	while ((bf = hash_seq_search(&status)) != NULL)
-		if (fold_due(bf, now))
+		if (fold_due(bf, now, first_alone))
 		{
 			due++;
 			if (next == NULL || bf->folded_at < next->folded_at)

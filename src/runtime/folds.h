@@ -21,7 +21,7 @@ typedef bool (*FoldFn) (PeekObjectId id, Oid shard, int64 target, int64 max_rows
 extern void folds_reset(void);
 extern void folds_note(CatalogObject *obj);
 extern void folds_forget(PeekObjectId id);
-extern bool folds_run(FoldFn fold);
+extern bool folds_run(FoldFn fold, bool busy);
 extern long folds_wait_ms(void);
 
 #endif							/* PEEK_RUNTIME_FOLDS_H */

@@ -863,7 +863,7 @@ maintenance_step(void)
 	more |= run_view_rounds();
 	if (hash_get_num_entries(pending_compactions) > 0)
 		run_compactions();
-	more |= folds_run(fold_base);
+	more |= folds_run(fold_base, more);
 	if (hash_get_num_entries(tombstones) > 0)
 		delete_tombstones();
 	run_prunes();

@@ -536,7 +536,13 @@ decode_round(CaptureStream *s)
 
 	/* a held commit is decoded again after a restart */
 	s->confirm_upto = TransactionIdIsValid(s->held_xid) ? (XLogRecPtr) s->held_at : s->read_upto;
-	s->confirm_after = wrote ? XactLastCommitEnd : InvalidXLogRecPtr;
+	/*
+	 * A round that wrote nothing still waits for the last one that did: its
+	 * commit may not be flushed yet (asynchronous commit), and confirming
+	 * past its changes then could lose them to a crash.
+	 */
+	if (wrote)
+		s->confirm_after = XactLastCommitEnd;
 	confirm_if_flushed(s);
 
 	if (upper <= s->upper)

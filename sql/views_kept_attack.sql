@@ -5,7 +5,9 @@
 -- -0/0/NaN, text under a nondeterministic collation, HAVING emptying and
 -- refilling a group, output columns named like the keys appended, UNION
 -- ALL, self-joins, chains, views over views, runtime restarts between
--- times and during a catch-up.  Every view at every time against its
+-- times and during a catch-up, groupings over joins (by the second
+-- input's key, by an expression, none), a chain's later stage keyed by a
+-- non-strict expression.  Every view at every time against its
 -- query over its inputs at that time (as rows; as text where a group's
 -- representative image is not arbitrary).
 SET client_min_messages = warning;
@@ -26,7 +28,7 @@ LANGUAGE sql AS $f$
         format(CASE WHEN astext THEN 'SELECT v::text FROM peek.persist_peek(NULL::%I, %L, as_of => @T@) v'
                ELSE 'SELECT v.* FROM peek.persist_peek(NULL::%I, %L, as_of => @T@) v' END, view, view),
         format(CASE WHEN astext THEN 'SELECT q::text FROM (%s) q' ELSE 'SELECT q.* FROM (%s) q' END,
-               regexp_replace(query, '''([a-z_0-9]+)''::text', '''\1''::text, as_of => @T@', 'g')),
+               regexp_replace(query, '''([ab]items|[ab]names|amod|anotsel|ahaving|aleft)''::text', '''\1''::text, as_of => @T@', 'g')),
         0, (SELECT upper - 1 FROM peek.views WHERE name = view))
       FROM peek.views WHERE name = view$f$;
 
@@ -171,6 +173,43 @@ SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
                    WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
 SELECT wait_for($$SELECT bool_and(upper >= 10 OR state <> 'ready') FROM peek.views WHERE name LIKE 'b%'$$);
 SELECT name, state, upper, failure FROM peek.views WHERE name LIKE 'b%' ORDER BY name;
+SELECT name, amismatches(name) AS bad, CASE WHEN name NOT IN ('anum', 'bcoll') THEN amismatches(name, true) END AS bad_text FROM peek.views
+ WHERE state = 'ready' ORDER BY name;
+
+-- round 3: groupings over joins, non-strict keys in a chain's later stage
+SELECT bstep(ARRAY[(5, 'four', 20), (NULL, 'one', 21)]::bitem[], '{}', ARRAY[(5, 'four', 'four'), (7, NULL, NULL)]::bname[], '{}');
+DO $$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT * FROM (VALUES
+     ('cgrpsecond', $q$SELECT n.k, count(*) AS c FROM peek.persist_peek(NULL::bitem, 'bitems') i JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k GROUP BY n.k$q$),
+     ('cgrpexpr', $q$SELECT i.k % 2 AS p, count(n.label) AS c FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k GROUP BY i.k % 2$q$),
+     ('cwhole', $q$SELECT count(*) AS c, count(n.label) AS l FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k$q$),
+     ('cordinal', $q$SELECT k + 0 AS k0, count(*) AS c FROM peek.persist_peek(NULL::bitem, 'bitems') GROUP BY 1$q$),
+     ('cchainns', $q$SELECT i.x, n.label, m.x AS y FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k LEFT JOIN peek.persist_peek(NULL::bitem, 'bitems') m ON coalesce(m.t, 'four') = n.label$q$),
+     ('cchainns2', $q$SELECT i.x, n.label, m.x AS y FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k LEFT JOIN peek.persist_peek(NULL::bitem, 'bitems') m ON m.t = coalesce(n.label, 'one')$q$),
+     ('cchaingrp', $q$SELECT m.k, count(*) AS c FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k LEFT JOIN peek.persist_peek(NULL::bitem, 'bitems') m ON coalesce(m.t, 'four') = n.label GROUP BY m.k$q$),
+     ('cdistinct', $q$SELECT DISTINCT n.label, i.k IS NULL AS nul FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = coalesce(n.k, -1)$q$)
+     ) v(name, q) LOOP
+    BEGIN
+      PERFORM peek.create_view(r.name, r.q);
+      RAISE NOTICE '% made', r.name;
+    EXCEPTION WHEN OTHERS THEN
+      RAISE NOTICE '% refused: % %', r.name, SQLSTATE, SQLERRM;
+    END;
+  END LOOP;
+END $$;
+SELECT wait_for($$SELECT bool_and(state <> 'hydrating' AND upper >= 11) FROM peek.views WHERE name LIKE 'c%'$$);
+SELECT bstep(ARRAY[(NULL, NULL, 22), (-1, 'four', 23)]::bitem[], ARRAY[(5, 'four', 20)]::bitem[], ARRAY[(NULL, 'z', 'one')]::bname[], ARRAY[(7, NULL, NULL)]::bname[]);
+SELECT bstep(ARRAY[(5, 'four', 20)]::bitem[], ARRAY[(NULL, NULL, 22)]::bitem[], '{}', ARRAY[(5, 'four', 'four')]::bname[]);
+SELECT pid AS maintenance_pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo') \gset
+SELECT pg_terminate_backend(:maintenance_pid);
+SELECT bstep(ARRAY[(NULL, 'four', 24)]::bitem[], ARRAY[(-1, 'four', 23)]::bitem[], ARRAY[(5, 'four', 'four')]::bname[], ARRAY[(NULL, 'z', 'one')]::bname[]);
+SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
+                   WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
+SELECT bstep(ARRAY[(NULL, 'one', 25)]::bitem[], ARRAY[(NULL, 'one', 21)]::bitem[]);
+SELECT wait_for($$SELECT bool_and(upper >= 15 OR state <> 'ready') FROM peek.views WHERE name ~ '^[bc]'$$);
+SELECT name, state, upper, failure FROM peek.views WHERE name LIKE 'c%' ORDER BY name;
 SELECT name, amismatches(name) AS bad, CASE WHEN name NOT IN ('anum', 'bcoll') THEN amismatches(name, true) END AS bad_text FROM peek.views
  WHERE state = 'ready' ORDER BY name;
 

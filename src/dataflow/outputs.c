@@ -14,9 +14,9 @@
  *	  are in the groups' memory, counted as their operator's state bytes.
  *
  *	  A row finds its group by key: the query's select list is given its
- *	  rows' key expressions as extra columns (a grouping's keys; a join's
- *	  key, each column the first of its inputs' that is not NULL), looked
- *	  up in the groups' table; without GROUP BY there is one group.
+ *	  first input's key expressions as extra columns (a grouping's keys; a
+ *	  join's key of its first input, which no left join NULL-extends),
+ *	  looked up in the groups' table; without GROUP BY there is one group.
  *
  *	  Must not change the groups' rows nor run the query (reduce.c does),
  *	  nor touch the catalog.
@@ -27,17 +27,18 @@
 
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
-#include "nodes/nodeFuncs.h"
 #include "utils/memutils.h"
 
 #include "dataflow/reduce_internal.h"
 
 /*
- * The query's select list given its rows' keys, to find a row's group: a
- * grouping's keys; a join's, each column the first of its inputs' that
- * is not NULL (a row of a join's group has that group's key in each input
- * it holds a row of, NULL only where a join NULL-extended it or where the
- * group's key is NULL).
+ * The query's select list given its first input's keys, to find a row's
+ * group: a grouping's keys; a join's key of its first input, which no
+ * left join NULL-extends (the first input, or a stage's rows before it,
+ * is on the preserved side of every join).  Not the first key of the
+ * inputs that is not NULL: a NULL-extended input's key expression need
+ * not be NULL (ON a.k = coalesce(b.k, -1)), and a row of the NULL key
+ * would be sent to another group.
  */
 void
 outputs_key_columns(Query *query, ViewPlan *plan)
@@ -46,28 +47,10 @@ outputs_key_columns(Query *query, ViewPlan *plan)
 	ListCell   *lc;
 
 	foreach(lc, keys)
-	{
-		Node	   *key = copyObject(lfirst(lc));
-
-		if (list_length(plan->inputs) > 1)
-		{
-			CoalesceExpr *first = makeNode(CoalesceExpr);
-			ListCell   *li;
-
-			first->coalescetype = exprType(key);
-			first->coalescecollid = exprCollation(key);
-			foreach(li, plan->inputs)
-				first->args = lappend(first->args,
-									  copyObject(list_nth(lfirst_node(ViewPlanInput, li)->keys,
-														  foreach_current_index(lc))));
-			first->location = -1;
-			key = (Node *) first;
-		}
 		query->targetList = lappend(query->targetList,
-									makeTargetEntry((Expr *) key,
+									makeTargetEntry((Expr *) copyObject(lfirst(lc)),
 													list_length(query->targetList) + 1,
 													NULL, false));
-	}
 }
 
 static bool

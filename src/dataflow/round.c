@@ -235,6 +235,26 @@ replan(DataflowView *view, CatalogObject *v, List *inputs, TupleDesc out_desc,
 	return plan;
 }
 
+/*
+ * The view's and its inputs' catalog rows as committed now, for the owner
+ * a round runs as and the rights it checks.  The round's snapshot was taken
+ * before its row lock, which may have waited for an ALTER VIEW ... OWNER
+ * TO or a REASSIGN OWNED; the table privileges checked (through the caches)
+ * are the latest, so the owners must be too, and all of one snapshot, or a
+ * round right after a change of owners would run as the old owner, or as
+ * the new one against an input's old owner.
+ */
+static List *
+rows_now(PeekObjectId *ids, int nids)
+{
+	List	   *objects;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	objects = catalog_read(ids, nids);
+	PopActiveSnapshot();
+	return objects;
+}
+
 /* Take the input's updates in [lower, end) through the plan into the view. */
 static void
 run_plan(ViewPlan *plan, CatalogObject *v, CatalogObject *in, TupleDesc out_desc,
@@ -268,8 +288,10 @@ dataflow_round(DataflowView *view)
 {
 	PeekObjectId *ids = palloc(sizeof(PeekObjectId) * (view->ninputs + 1));
 	CatalogObject *v;
+	CatalogObject *v_now;
 	List	   *inputs = NIL;
 	List	   *objects;
+	List	   *now;
 	List	   *branch_inputs;
 	int64		upper = PG_INT64_MAX;
 	int64		since = 0;
@@ -346,15 +368,24 @@ dataflow_round(DataflowView *view)
 	 * the user and settings after an error.
 	 */
 	round_timer_start(view->id);
+	now = rows_now(ids, view->ninputs + 1);
+	v_now = catalog_object_in(now, view->id);
+	/* (the round holds its row: a drop waits) */
+	if (v_now == NULL)
+		elog(ERROR, "view " INT64_FORMAT " vanished during its round", view->id);
 	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(v->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
+	SetUserIdAndSecContext(v_now->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	level = NewGUCNestLevel();
 	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	/* the owner may read the inputs still (a revoked right stops the view) */
 	foreach(lc, inputs)
-		catalog_check_reader(lfirst(lc));
+	{
+		CatalogObject *in_now = catalog_object_in(now, ((CatalogObject *) lfirst(lc))->id);
+
+		catalog_check_reader(in_now != NULL ? in_now : lfirst(lc));
+	}
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, inputs, out_desc, &branch_inputs);
 	dataflow_counts_begin(view->id, plan, inputs, hydrating);

@@ -66,6 +66,10 @@ ok(poll_until($node, "SELECT since FROM peek.collections WHERE name = 'hist'", '
 	'peek.collections.since reaches 3');
 ok(poll_until($node, "SELECT since FROM peek.objects WHERE name = 'hist'", '3'),
 	'the durable since reaches 3');
+# the base moves on to the last complete time (a fold adds its rows); the
+# row count below must not change while the crash is set up
+ok(poll_until($node, "SELECT base_time FROM peek.objects WHERE name = 'hist'", '7'),
+	'the base reaches the last complete time');
 my $rows = $node->safe_psql('postgres', "SELECT count(*) FROM $shard");
 cmp_ok($rows, '<', $rows_before_compaction, "compaction shrank the shard ($rows_before_compaction -> $rows rows)");
 

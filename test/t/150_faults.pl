@@ -70,7 +70,11 @@ clean('error in a subtransaction');
 # SIGKILL of the serving runtime: a crash-restart that loses nothing
 my $before = sql("SELECT count(*) || ':' || sum(k) FROM peek.persist_peek(NULL::f, 'many')");
 my $pid = runtime_pid($node, $serve);
+my $log_offset = -s $node->logfile;
 kill 'KILL', $pid;
+# the postmaster may not have seen the death yet: until it has, the old
+# server still answers, and the next query could meet its recovery
+$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
 ok(poll_until($node, "SELECT count(*) FROM peek.runtimes WHERE state = 'running'",
 		$mode eq 'on' ? '2' : '1', 60),
 	"the cluster came back after SIGKILL of the $serve runtime");

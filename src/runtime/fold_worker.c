@@ -12,7 +12,8 @@
  *	  before the time or after it, never half of it; a worker that dies
  *	  leaves nothing, and a fold of the same base that committed first
  *	  (a compaction, a worker an earlier runtime started) makes it fail
- *	  with a serialization failure, changing nothing.
+ *	  with a serialization failure, changing nothing (logged, not an
+ *	  error: the runtime looks at the base again when the worker stops).
  *
  *	  Owns the worker's start and its body; when to start one is folds.c's.
  *
@@ -22,6 +23,7 @@
 
 #include <sys/resource.h>
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/lmgr.h"
@@ -30,6 +32,7 @@
 #include "utils/memutils.h"
 
 #include "capture/capture.h"
+#include "common/errors.h"
 #include "common/settings.h"
 #include "common/spi.h"
 #include "runtime/fold_worker.h"
@@ -121,7 +124,7 @@ fold_worker_main(Datum arg)
 {
 	FoldRequest req;
 	LOCKTAG		tag;
-	MemoryContext caller;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	memcpy(&req, MyBgworkerEntry->bgw_extra, sizeof(req));
 	pqsignal(SIGTERM, die);
@@ -136,9 +139,28 @@ fold_worker_main(Datum arg)
 						 FOLD_WORKER_LOCK_FIELD4);
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
 
-	caller = spi_xact_begin();
-	spi_xact_no_standby_wait();
-	if (catalog_lock_extension() && folds_kept(req.id, req.shard))
-		(void) persist_fold(req.id, req.shard, 0, req.target, req.max_rows, true);
-	spi_xact_commit(caller);
+	PG_TRY();
+	{
+		MemoryContext caller = spi_xact_begin();
+
+		spi_xact_no_standby_wait();
+		if (catalog_lock_extension() && folds_kept(req.id, req.shard))
+			(void) persist_fold(req.id, req.shard, 0, req.target, req.max_rows, true);
+		spi_xact_commit(caller);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (!error_is_transient(edata->sqlerrcode))
+			PG_RE_THROW();
+		/* (a fold of the same base that committed first) */
+		FlushErrorState();
+		AbortCurrentTransaction();
+		error_log_isolated(edata, psprintf("pg_peek fold of object " INT64_FORMAT " gave way, to be looked at again",
+										   req.id));
+	}
+	PG_END_TRY();
 }

@@ -11,17 +11,19 @@
  *	  base folded least recently first), so that no step holds the
  *	  runtime's other work (its seals, captures and views' rounds) back
  *	  for long.  A time with more updates of its own (a big write, a load)
- *	  stops the base before it, and a fold worker (fold_worker.c) folds it
- *	  outside the runtime, one at a time: a fold that long (one to two
- *	  seconds per 100,000 updates) would hold every seal due meanwhile.
- *	  The worker's stop sets the runtime's latch; its base is then looked
- *	  at again at once.  Only when no background worker can be had, or
+ *	  stops the base before it while anything the runtime maintains is
+ *	  written; once every write paused for FOLD_BIG_QUIET_MS (the end of a
+ *	  load), a fold worker (fold_worker.c) folds it outside the runtime,
+ *	  one at a time: a fold that long (one to two seconds per 100,000
+ *	  updates) in the runtime would hold every seal due meanwhile.  The
+ *	  worker's stop sets the runtime's latch; its base is then looked at
+ *	  again at once.  Only when no background worker can be had, or
  *	  FOLD_OUTSIDE_TRIES workers stopped without moving the base (an error,
  *	  which the runtime's own fold then reports as the collection's
- *	  failure), the runtime folds the time alone, once every write paused
- *	  for FOLD_BIG_QUIET_MS and it has no other work left (a merge's steps,
- *	  a view's round).  Only what the runtime learns from the catalog
- *	  notices (the durable uppers) and the folds' own results: nothing is
+ *	  failure), the runtime folds the time alone, once the writes paused
+ *	  and it has no other work left (a merge's steps, a view's round).
+ *	  Only what the runtime learns from the catalog notices (the durable
+ *	  uppers), the folds' own results and the workers' stops: nothing is
  *	  polled.
  *
  *	  Runs in the maintenance (or solo) runtime's loop; a standby's bases
@@ -52,7 +54,7 @@ typedef struct BaseFold
 	int64		base_time;		/* after the last fold (PG_INT64_MIN: not yet) */
 	int64		folded_upper;	/* the last fold went as far as it could below it */
 	bool		stepping;		/* the last step was bounded: go on */
-	bool		stopped;		/* at a big time: a fold worker's to fold */
+	bool		stopped;		/* at a big time (see the top) */
 	int			outside_tries;	/* workers that stopped with it there */
 	TimestampTz changed_at;		/* when the upper last rose */
 	TimestampTz folded_at;
@@ -162,6 +164,7 @@ outside_running(void)
 	if (bf != NULL)
 	{
 		bf->stepping = true;
+		bf->stopped = false;
 		bf->outside_tries++;
 	}
 	return false;
@@ -192,9 +195,9 @@ outside_start(BaseFold *bf)
  * least recently, so that a step of the runtime holds at most one fold's
  * work (its captures and views' rounds wait for no more) and every base
  * comes in turn.  busy: the runtime has other work left this round, so no
- * big time is folded alone in the runtime.  Returns whether a base is left due (a bounded
- * step left it behind its upper under a big load, or another waits its
- * turn: go on without waiting).
+ * big time is folded alone in the runtime.  Returns whether a base is left
+ * due (a bounded step left it behind its upper under a big load, or
+ * another waits its turn: go on without waiting).
  */
 bool
 folds_run(FoldFn fold, bool busy)
@@ -218,7 +221,8 @@ folds_run(FoldFn fold, bool busy)
 	{
 		if (running && bf->id == outside_id)
 			continue;			/* its worker folds it */
-		if (!running && bf->stopped && bf->outside_tries < FOLD_OUTSIDE_TRIES)
+		if (!running && bf->stopped && bf->outside_tries < FOLD_OUTSIDE_TRIES &&
+			writes_paused(now))
 		{
 			outside_start(bf);
 			running = outside != NULL;
@@ -256,9 +260,6 @@ folds_run(FoldFn fold, bool busy)
 	if (base_time > bf->base_time)
 		bf->outside_tries = 0;
 	bf->base_time = base_time;
-	/* a worker folds it now rather than at the next step */
-	if (bf->stopped && bf->outside_tries < FOLD_OUTSIDE_TRIES && !outside_running())
-		outside_start(bf);
 	if (!bf->stepping)
 		bf->folded_upper = bf->upper;
 	return bf->stepping || due > 1;
@@ -285,7 +286,8 @@ folds_wait_ms(void)
 
 		if (outside != NULL && bf->id == outside_id)
 			continue;			/* its worker's stop sets the latch */
-		if (bf->stopped && bf->outside_tries >= FOLD_OUTSIDE_TRIES)
+		/* (another base's worker: its stop sets the latch) */
+		if (bf->stopped && (outside == NULL || bf->outside_tries >= FOLD_OUTSIDE_TRIES))
 		{
 			ms = TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS));
 			wait = wait < 0 ? ms : Min(wait, ms);

@@ -150,6 +150,34 @@ INSERT INTO a4orders VALUES (10, 1, 100);
 SELECT wait_for($$SELECT total = 112 FROM a4_alice.a4tot WHERE cust = 1$$);
 SELECT name, owner, state, failure FROM peek.views WHERE name = 'a4tot';
 
+-- alice's session in a repeatable read transaction from before the view
+-- is given to bob: her peeks stop at once, in that transaction and in her
+-- later ones (before: the transaction's peeks went on; its snapshot then
+-- filled the session's cache with alice as the owner again, and her later
+-- transactions read what the view computed with bob's rights)
+CREATE EXTENSION IF NOT EXISTS dblink;
+CREATE FUNCTION a4connect(name text) RETURNS text LANGUAGE sql AS $$
+    SELECT dblink_connect(name,
+        format('dbname=%s port=%s host=%s application_name=%s', current_database(),
+               current_setting('port'),
+               split_part(current_setting('unix_socket_directories'), ',', 1), name))$$;
+GRANT SELECT ON a4orders TO peek_a4_bob;
+SELECT a4connect('a4alice');
+SELECT dblink_exec('a4alice', 'SET ROLE peek_a4_alice');
+SELECT dblink_exec('a4alice', 'BEGIN ISOLATION LEVEL REPEATABLE READ');
+SELECT * FROM dblink('a4alice', $$SELECT count(*) FROM peek.persist_peek(NULL::a4_alice.a4tot, 'a4tot')$$) AS t(n bigint);
+ALTER VIEW a4_alice.a4tot OWNER TO peek_a4_bob;
+REVOKE SELECT ON a4orders FROM peek_a4_alice;
+INSERT INTO a4orders VALUES (11, 5, 1000);
+SELECT wait_for($$SELECT count(*) = 4 FROM a4_alice.a4tot$$);
+SELECT * FROM dblink('a4alice', $$SELECT try($q$SELECT count(*) FROM peek.persist_peek(NULL::a4_alice.a4tot, 'a4tot')$q$)$$) AS t(r text);
+SELECT * FROM dblink('a4alice', $$SELECT try($q$SELECT count(*) FROM a4_alice.a4tot$q$)$$) AS t(r text);
+SELECT dblink_exec('a4alice', 'COMMIT');
+SELECT * FROM dblink('a4alice', $$SELECT try($q$SELECT count(*) FROM peek.persist_peek(NULL::a4_alice.a4tot, 'a4tot')$q$)$$) AS t(r text);
+SELECT * FROM dblink('a4alice', $$SELECT try($q$SELECT count(*) FROM peek.persist_peek(NULL::a4_alice.a4tot, 'a4tot')$q$)$$) AS t(r text);
+SELECT dblink_disconnect('a4alice');
+SELECT name, owner, state, failure FROM peek.views WHERE name = 'a4tot';
+
 -- ---- a source's slot on a filtered-out stream ------------------------------
 -- WAL with no change for the source (another table's writes, rolled-back
 -- writes of its own table): its slot's confirmed position and, after a
@@ -172,18 +200,17 @@ SELECT wait_for($$SELECT restart_lsn > '$$ || :'a4restart' || $$'::pg_lsn
                     FROM pg_replication_slots WHERE slot_name = '$$ || :'a4slot' || $$'$$);
 SELECT cust, total FROM a4_alice.a4tot ORDER BY cust;
 
-SET ROLE peek_a4_alice;
 SELECT peek.drop_view('a4tot');
-RESET ROLE;
 SELECT peek.drop_source('a4orders_src');
 SELECT peek.drop_view('a4s');
 SELECT peek.drop_collection('a4t'), peek.drop_index('a4c_k'), peek.drop_collection('a4c');
 DROP TABLE a4orders, a4other, a4make;
-DROP FUNCTION a4make_view();
+DROP FUNCTION a4make_view(), a4connect(text);
 DROP TYPE a4kv, a4row, a4inner;
 DROP SCHEMA a4_alice;
 REVOKE USAGE ON SCHEMA peek FROM peek_a4_alice, peek_a4_bob;
 DROP ROLE peek_a4_alice, peek_a4_bob;
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
+DROP EXTENSION dblink;
 RESET client_min_messages;

@@ -29,7 +29,7 @@ LANGUAGE sql AS $f$
                ELSE 'SELECT v.* FROM peek.persist_peek(NULL::%I, %L, as_of => @T@) v' END, view, view),
         format(CASE WHEN astext THEN 'SELECT q::text FROM (%s) q' ELSE 'SELECT q.* FROM (%s) q' END,
                regexp_replace(query, '''([ab]items|[ab]names|amod|anotsel|ahaving|aleft)''::text', '''\1''::text, as_of => @T@', 'g')),
-        0, (SELECT upper - 1 FROM peek.views WHERE name = view))
+        since, upper - 1)
       FROM peek.views WHERE name = view$f$;
 
 SELECT astep(ARRAY[(1, 2.5, 'A', 0.0), (1, 2.50, 'a', -0.0), (NULL, 1, NULL, 'NaN'),

@@ -29,7 +29,7 @@ LANGUAGE sql AS $f$
                ELSE 'SELECT v.* FROM peek.persist_peek(NULL::%I, %L, as_of => @T@) v' END, view, view),
         format(CASE WHEN astext THEN 'SELECT q::text FROM (%s) q' ELSE 'SELECT q.* FROM (%s) q' END,
                regexp_replace(query, '''([ab]items|[ab]names|amod|anotsel|ahaving|aleft)''::text', '''\1''::text, as_of => @T@', 'g')),
-        0, (SELECT upper - 1 FROM peek.views WHERE name = view))
+        since, upper - 1)
       FROM peek.views WHERE name = view$f$;
 
 SELECT astep(ARRAY[(1, 2.5, 'A', 0.0), (1, 2.50, 'a', -0.0), (NULL, 1, NULL, 'NaN'),
@@ -62,35 +62,14 @@ CREATE VIEW acandidates(name, q) AS VALUES
  ('acountdist', $$SELECT k, count(DISTINCT x) AS d, count(*) FILTER (WHERE x > 1) AS big FROM peek.persist_peek(NULL::aitem, 'aitems') GROUP BY k$$),
  ('anullgrp', $$SELECT nullif(k, 4) AS k4, count(*) AS n FROM peek.persist_peek(NULL::aitem, 'aitems') GROUP BY nullif(k, 4)$$);
 
-DO $$
-DECLARE r record;
-BEGIN
-  FOR r IN SELECT * FROM acandidates LOOP
-    BEGIN
-      PERFORM peek.create_view(r.name, r.q);
-      RAISE NOTICE '% made', r.name;
-    EXCEPTION WHEN OTHERS THEN
-      RAISE NOTICE '% refused: % %', r.name, SQLSTATE, SQLERRM;
-    END;
-  END LOOP;
-END $$;
+SELECT name, try(format('SELECT peek.create_view(%L, %L)', name, q)) AS made FROM acandidates;
 SELECT wait_for($$SELECT bool_and(state <> 'hydrating' AND upper >= 1) FROM peek.views$$);
 -- views over views
-DO $$
-DECLARE r record;
-BEGIN
-  FOR r IN SELECT * FROM (VALUES
+SELECT name, try(format('SELECT peek.create_view(%L, %L)', name, q)) AS made
+  FROM (VALUES
      ('avv1', $q$SELECT m, n FROM peek.persist_peek(NULL::amod, 'amod') WHERE m IS NULL OR m > 0$q$),
      ('avv2', $q$SELECT n, count(*) AS c FROM peek.persist_peek(NULL::anotsel, 'anotsel') GROUP BY n$q$),
-     ('avv3', $q$SELECT a.k, a.n, l.label FROM peek.persist_peek(NULL::ahaving, 'ahaving') a LEFT JOIN peek.persist_peek(NULL::aleft, 'aleft') l ON a.k = l.k$q$)) v(name, q) LOOP
-    BEGIN
-      PERFORM peek.create_view(r.name, r.q);
-      RAISE NOTICE '% made', r.name;
-    EXCEPTION WHEN OTHERS THEN
-      RAISE NOTICE '% refused: % %', r.name, SQLSTATE, SQLERRM;
-    END;
-  END LOOP;
-END $$;
+     ('avv3', $q$SELECT a.k, a.n, l.label FROM peek.persist_peek(NULL::ahaving, 'ahaving') a LEFT JOIN peek.persist_peek(NULL::aleft, 'aleft') l ON a.k = l.k$q$)) v(name, q);
 SELECT wait_for($$SELECT bool_and(state <> 'hydrating' AND upper >= 1) FROM peek.views$$);
 
 SELECT astep(ARRAY[(1, 2.500, 'a', 0.0)]::aitem[], '{}');
@@ -125,10 +104,8 @@ RETURNS bigint LANGUAGE sql AS $$
     SELECT peek.write('bitems', ii, id) + 0 * peek.write('bnames', ni, nd)$$;
 SELECT bstep(ARRAY[(1, 'abc', 1), (2, 'ABC', 2), (NULL, 'x', 3), (NULL, NULL, 4), (-1, 'Q', 5)]::bitem[], '{}',
              ARRAY[(1, 'Abc', 'one'), (NULL, 'X', 'nul'), (-1, 'q', 'minus')]::bname[]);
-DO $$
-DECLARE r record;
-BEGIN
-  FOR r IN SELECT * FROM (VALUES
+SELECT name, try(format('SELECT peek.create_view(%L, %L)', name, q)) AS made
+  FROM (VALUES
      ('bcoll', $q$SELECT t, count(*) AS n, sum(x) AS s FROM peek.persist_peek(NULL::bitem, 'bitems') GROUP BY t$q$),
      ('bcolljoin', $q$SELECT i.k, n.label FROM peek.persist_peek(NULL::bitem, 'bitems') i JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.t = n.t COLLATE aci$q$),
      ('bcollleft', $q$SELECT i.x, n.label FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.t = n.t COLLATE aci$q$),
@@ -142,15 +119,7 @@ BEGIN
      ('bstable', $q$SELECT k, count(*) AS n, to_char(sum(x), 'FM999D99') AS s FROM peek.persist_peek(NULL::bitem, 'bitems') GROUP BY k$q$),
      ('bisnull', $q$SELECT i.k, n.label FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON (i.k IS NULL) = (n.k IS NULL)$q$),
      ('bmulti', $q$SELECT i.k, i.t, n.label FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k AND i.t = n.t COLLATE aci$q$)
-     ) v(name, q) LOOP
-    BEGIN
-      PERFORM peek.create_view(r.name, r.q);
-      RAISE NOTICE '% made', r.name;
-    EXCEPTION WHEN OTHERS THEN
-      RAISE NOTICE '% refused: % %', r.name, SQLSTATE, SQLERRM;
-    END;
-  END LOOP;
-END $$;
+     ) v(name, q);
 SELECT wait_for($$SELECT bool_and(state <> 'hydrating' AND upper >= 1) FROM peek.views WHERE name LIKE 'b%'$$);
 SELECT bstep(ARRAY[(NULL, 'y', 6)]::bitem[], '{}');
 SELECT bstep(ARRAY[(3, 'aBc', 7)]::bitem[], ARRAY[(1, 'abc', 1)]::bitem[], ARRAY[(NULL, 'Y', 'nul2')]::bname[], '{}');
@@ -178,10 +147,8 @@ SELECT name, amismatches(name) AS bad, CASE WHEN name NOT IN ('anum', 'bcoll') T
 
 -- round 3: groupings over joins, non-strict keys in a chain's later stage
 SELECT bstep(ARRAY[(5, 'four', 20), (NULL, 'one', 21)]::bitem[], '{}', ARRAY[(5, 'four', 'four'), (7, NULL, NULL)]::bname[], '{}');
-DO $$
-DECLARE r record;
-BEGIN
-  FOR r IN SELECT * FROM (VALUES
+SELECT name, try(format('SELECT peek.create_view(%L, %L)', name, q)) AS made
+  FROM (VALUES
      ('cgrpsecond', $q$SELECT n.k, count(*) AS c FROM peek.persist_peek(NULL::bitem, 'bitems') i JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k GROUP BY n.k$q$),
      ('cgrpexpr', $q$SELECT i.k % 2 AS p, count(n.label) AS c FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k GROUP BY i.k % 2$q$),
      ('cwhole', $q$SELECT count(*) AS c, count(n.label) AS l FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k$q$),
@@ -190,15 +157,7 @@ BEGIN
      ('cchainns2', $q$SELECT i.x, n.label, m.x AS y FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k LEFT JOIN peek.persist_peek(NULL::bitem, 'bitems') m ON m.t = coalesce(n.label, 'one')$q$),
      ('cchaingrp', $q$SELECT m.k, count(*) AS c FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = n.k LEFT JOIN peek.persist_peek(NULL::bitem, 'bitems') m ON coalesce(m.t, 'four') = n.label GROUP BY m.k$q$),
      ('cdistinct', $q$SELECT DISTINCT n.label, i.k IS NULL AS nul FROM peek.persist_peek(NULL::bitem, 'bitems') i LEFT JOIN peek.persist_peek(NULL::bname, 'bnames') n ON i.k = coalesce(n.k, -1)$q$)
-     ) v(name, q) LOOP
-    BEGIN
-      PERFORM peek.create_view(r.name, r.q);
-      RAISE NOTICE '% made', r.name;
-    EXCEPTION WHEN OTHERS THEN
-      RAISE NOTICE '% refused: % %', r.name, SQLSTATE, SQLERRM;
-    END;
-  END LOOP;
-END $$;
+     ) v(name, q);
 SELECT wait_for($$SELECT bool_and(state <> 'hydrating' AND upper >= 11) FROM peek.views WHERE name LIKE 'c%'$$);
 SELECT bstep(ARRAY[(NULL, NULL, 22), (-1, 'four', 23)]::bitem[], ARRAY[(5, 'four', 20)]::bitem[], ARRAY[(NULL, 'z', 'one')]::bname[], ARRAY[(7, NULL, NULL)]::bname[]);
 SELECT bstep(ARRAY[(5, 'four', 20)]::bitem[], ARRAY[(NULL, NULL, 22)]::bitem[], '{}', ARRAY[(5, 'four', 'four')]::bname[]);

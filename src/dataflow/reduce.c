@@ -705,14 +705,26 @@ round_begin(ReduceRound *r, ReduceState *state, ViewPlan *plan, const char *text
 										ALLOCSET_DEFAULT_SIZES);
 }
 
-/* A stage's inputs that are objects: their updates in [from, to), from their shards. */
+/*
+ * A stage's inputs that are objects: their updates in [from, to), from
+ * their shards; from 0, their contents at to - 1 (a rebuild), read from
+ * their bases when they are at or before it.
+ */
 static void
 read_inputs(ReduceRound *r, CatalogObject **in, int64 from, int64 to)
 {
 	for (r->current = 0; r->current < r->ninputs; r->current++)
-		if (r->inputs[r->current].object >= 0)
-			persist_scan_range(in[r->inputs[r->current].object]->shard, from, to,
-							   collect_update, r);
+	{
+		Oid			shard;
+
+		if (r->inputs[r->current].object < 0)
+			continue;
+		shard = in[r->inputs[r->current].object]->shard;
+		if (from == 0)
+			persist_scan_at(shard, to - 1, to, collect_update, r);
+		else
+			persist_scan_range(shard, from, to, collect_update, r);
+	}
 }
 
 static void

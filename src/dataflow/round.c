@@ -14,9 +14,10 @@
  *	  view that groups or joins goes through reduce.c instead; each branch
  *	  of a UNION ALL goes its own way into the same shard), with the view's
  *	  upper raised to end, all in the caller's transaction.  The first
- *	  round hydrates: it reads the inputs' whole shards, their history up
- *	  to the greatest of their sinces landing at it, and folds that into
- *	  the view's base.  Each round's work is counted by operator
+ *	  round hydrates: it reads the inputs' contents at the time it
+ *	  hydrates at (hydration_time: their bases' when their sinces allow),
+ *	  which lands there, and folds that into the view's base, its since.
+ *	  Each round's work is counted by operator
  *	  (operators.c); a round that runs past pg_peek.view_round_timeout is
  *	  cancelled, and the view fails (one that goes on when cancelled ends
  *	  the runtime, and the view fails when it starts again).
@@ -44,6 +45,7 @@
 #include "dataflow/dataflow.h"
 #include "ipc/registry.h"
 #include "ipc/runtime_slots.h"
+#include "storage/catalog.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 
@@ -255,7 +257,11 @@ rows_now(PeekObjectId *ids, int nids)
 	return objects;
 }
 
-/* Take the input's updates in [lower, end) through the plan into the view. */
+/*
+ * Take the input's updates in [lower, end) through the plan into the view;
+ * hydrating (since >= 0), its contents at the since there and its updates
+ * after it.
+ */
 static void
 run_plan(ViewPlan *plan, CatalogObject *v, CatalogObject *in, TupleDesc out_desc,
 		 int64 lower, int64 end, int64 since)
@@ -270,11 +276,34 @@ run_plan(ViewPlan *plan, CatalogObject *v, CatalogObject *in, TupleDesc out_desc
 	e.per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view round",
 									  ALLOCSET_DEFAULT_SIZES);
 	e.writer = persist_writer_open(v->shard);
-	persist_scan_range(in->shard, lower, end, eval_update, &e);
+	if (since >= 0)
+		persist_scan_at(in->shard, since, end, eval_update, &e);
+	else
+		persist_scan_range(in->shard, lower, end, eval_update, &e);
 	persist_writer_close(e.writer);
 	MemoryContextDelete(e.per_row);
 	view_input_end(&e.input);
 	ExecDropSingleTupleTableSlot(out_slot);
+}
+
+/*
+ * The time a view hydrates at, which becomes its since: at or after its
+ * inputs' greatest since, as late as their bases go (below upper, the
+ * least of their uppers).  A base holds the contents at its time, so the
+ * history before it is neither read nor run through the query time by
+ * time (an hour of it at the default retention; a big load, which its
+ * source's history and base both hold until the since passes it).
+ */
+static int64
+hydration_time(List *inputs, int64 since, int64 upper)
+{
+	int64		base = since;
+	ListCell   *lc;
+
+	foreach(lc, inputs)
+		base = Max(base, catalog_read_shard_base(((CatalogObject *) lfirst(lc))->shard,
+												 GetActiveSnapshot()));
+	return Max(since, Min(base, upper - 1));
 }
 
 /*
@@ -342,8 +371,10 @@ dataflow_round(DataflowView *view)
 	if (upper <= v->upper)
 		return false;
 
-	/* the first round reads the inputs' history from their start */
+	/* the first round reads the inputs' contents at its since */
 	hydrating = v->upper == 0;
+	if (hydrating)
+		since = hydration_time(inputs, since, upper);
 	lower = hydrating ? 0 : v->upper;
 	start = hydrating ? since + 1 : v->upper;
 	end = upper;

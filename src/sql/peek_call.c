@@ -15,6 +15,7 @@
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/typcache.h"
 
 #include "capture/capture.h"
@@ -167,6 +168,12 @@ peeked_object(const char *name, char kind, Oid rowtype, bool *cached)
 {
 	PeekedObject *peeked = NULL;
 
+	/*
+	 * A change of owner (ALTER VIEW ... OWNER TO) stops the old owner's
+	 * peeks at once, as a revoked table privilege does, also in a
+	 * transaction that takes no new lock.
+	 */
+	AcceptInvalidationMessages();
 	if (peeked_stale && peeked_objects != NULL)
 	{
 		MemoryContextReset(peeked_cxt);
@@ -187,8 +194,16 @@ peeked_object(const char *name, char kind, Oid rowtype, bool *cached)
 		hash_search(peeked_objects, name, HASH_REMOVE, NULL);
 	if (!*cached)
 	{
+		/*
+		 * As committed now, as PostgreSQL checks privileges: a repeatable
+		 * read snapshot from before an ALTER VIEW ... OWNER TO found the
+		 * old owner, and the cache kept it for the session's later
+		 * transactions.
+		 */
 		peeked = palloc0(sizeof(PeekedObject));
+		PushActiveSnapshot(GetLatestSnapshot());
 		peeked->obj = *catalog_lookup(name, kind, CATALOG_READ);
+		PopActiveSnapshot();
 	}
 	return peeked;
 }

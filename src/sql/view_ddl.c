@@ -75,6 +75,16 @@ view_record_dependencies(Oid relid, ViewPlan *plan)
 	Query	   *tables = dataflow_read_tables(plan->query);
 
 	ObjectAddressSet(rule, RewriteRelationId, get_rewrite_oid(relid, ViewSelectRuleName, false));
+
+	/*
+	 * The body reads the view's own row type through a function, so its rule
+	 * was made to depend on the view's own columns.  A DROP TYPE ...
+	 * CASCADE of a column's type then deleted the view, and the column
+	 * after it ("could not open relation"): the whole DROP failed.  The rule
+	 * is the view's part already.
+	 */
+	deleteDependencyRecordsForSpecific(RewriteRelationId, rule.objectId, DEPENDENCY_NORMAL,
+									   RelationRelationId, relid);
 	/* (one call, so that what both use is recorded once) */
 	recordDependencyOnExpr(&rule, (Node *) list_make2(plan->query, tables), NIL,
 						   DEPENDENCY_NORMAL);

@@ -81,5 +81,8 @@ extern int64 persist_times_end(Oid shard, int64 lower, int64 upper, int n);
 extern void persist_scan_range(Oid shard, int64 lower, int64 upper,
 							   void (*fn) (int64 time, int64 diff, Datum row, void *arg),
 							   void *arg);
+extern void persist_scan_at(Oid shard, int64 at, int64 upper,
+							void (*fn) (int64 time, int64 diff, Datum row, void *arg),
+							void *arg);
 
 #endif							/* PEEK_PERSIST_H */

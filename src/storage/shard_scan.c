@@ -407,11 +407,12 @@ persist_lock_shard(Oid shard)
 	return true;
 }
 
-/* What persist_scan_range feeds its rows to. */
+/* What persist_scan_range and persist_scan_at feed their rows to. */
 typedef struct RangeFeed
 {
 	void		(*fn) (int64 time, int64 diff, Datum row, void *arg);
 	void	   *arg;
+	int64		at;				/* a hydration's: the contents at it */
 	int64		upper;			/* a hydration's */
 } RangeFeed;
 
@@ -425,27 +426,29 @@ feed_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void 
 }
 
 /*
- * A hydration's row: a base row as it is; a history row taken out of the
- * base (which counts it) and put in at its time, so that the updates fed
- * are the contents at the since and every update after it at its time.
+ * A hydration's row: its part in the contents at feed->at fed at BASE_TIME
+ * (shard_sign_at: a base row as it is, a history row the base counts taken
+ * out if it came after at, a recent row put in if it came at or before),
+ * and a row that came after at put in at its time, so that the updates fed
+ * are the contents at at and every update after it at its time.
  */
 static bool
 hydrate_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	RangeFeed  *feed = arg;
+	int			sign = shard_sign_at(b, time, feed->at);
 
-	if (time != BASE_TIME && time <= b->base_time)
+	if (sign > 0)
+		feed->fn(BASE_TIME, diff, row, feed->arg);
+	else if (sign < 0 && diff == PG_INT64_MIN)
 	{
 		/* -diff, in two parts where it leaves bigint's range */
-		if (diff == PG_INT64_MIN)
-		{
-			feed->fn(BASE_TIME, PG_INT64_MAX, row, feed->arg);
-			feed->fn(BASE_TIME, 1, row, feed->arg);
-		}
-		else
-			feed->fn(BASE_TIME, -diff, row, feed->arg);
+		feed->fn(BASE_TIME, PG_INT64_MAX, row, feed->arg);
+		feed->fn(BASE_TIME, 1, row, feed->arg);
 	}
-	if (time < feed->upper)
+	else if (sign < 0)
+		feed->fn(BASE_TIME, -diff, row, feed->arg);
+	if (time > feed->at && time < feed->upper)
 		feed->fn(time, diff, row, feed->arg);
 	return true;
 }
@@ -463,7 +466,7 @@ void
 persist_scan_range(Oid shard, int64 lower, int64 upper,
 				   void (*fn) (int64 time, int64 diff, Datum row, void *arg), void *arg)
 {
-	RangeFeed	feed = {fn, arg, upper};
+	RangeFeed	feed = {fn, arg, BASE_TIME, upper};
 	int64		base_time = lower > 0 ? BASE_TIME :
 		catalog_read_shard_base(shard, GetActiveSnapshot());
 	Relation	rel = try_table_open(shard, AccessShareLock);
@@ -485,6 +488,48 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 	else if (upper > lower && lower > 0)
 		shard_scan_heap(&b, lower, upper - 1, feed_row, &feed);
 	else if (upper > lower)
+		shard_scan_heap(&b, PG_INT64_MIN, PG_INT64_MAX, hydrate_row, &feed);
+	shard_base_close(&b, AccessShareLock);
+	table_close(rel, AccessShareLock);
+}
+
+/*
+ * Feed fn the contents at time at, each row's part at BASE_TIME (not summed
+ * by row), and every update with at < time < upper at its time, in no
+ * particular order, each row as the shard stores it: what a view's groups
+ * are built from.  At or after the base's time (a view hydrating there)
+ * the base rows alone are read, from the first one's block on, and the
+ * recent updates through the time index: not the history before the base,
+ * which the base counts already (after a big write folded alone, as many
+ * rows again).  Before it, the shard is read whole, the history after at
+ * taken out of the base.  In the caller's transaction and snapshot.
+ */
+void
+persist_scan_at(Oid shard, int64 at, int64 upper,
+				void (*fn) (int64 time, int64 diff, Datum row, void *arg), void *arg)
+{
+	RangeFeed	feed = {fn, arg, at, upper};
+	int64		base_time = catalog_read_shard_base(shard, GetActiveSnapshot());
+	Relation	rel = try_table_open(shard, AccessShareLock);
+	ShardBase	b;
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("shard table with OID %u does not exist", shard)));
+	shard_base_open_heap(&b, rel, GetActiveSnapshot(), base_time);
+	b.time_index = at >= base_time ? open_shard_index(rel, "time_idx", AccessShareLock) : NULL;
+	if (b.time_index != NULL)
+	{
+		StrategyNumber strategies[2] = {BTGreaterStrategyNumber, BTLessStrategyNumber};
+		int64		bounds[2] = {base_time, Max(upper, at + 1)};
+		ShardCursor c;
+
+		shard_cursor_open_base_heap(&c, &b);
+		shard_scan_cursor(&c, hydrate_row, &feed);
+		shard_scan_times(&b, b.time_index, 2, strategies, bounds, hydrate_row, &feed);
+	}
+	else
 		shard_scan_heap(&b, PG_INT64_MIN, PG_INT64_MAX, hydrate_row, &feed);
 	shard_base_close(&b, AccessShareLock);
 	table_close(rel, AccessShareLock);

@@ -12,15 +12,19 @@
  *	  runtime's other work (its seals, captures and views' rounds) back
  *	  for long.  A time with more updates of its own (a big write, a load)
  *	  stops the base before it while anything the runtime maintains is
- *	  written; once every write paused for FOLD_BIG_QUIET_MS and the
- *	  runtime has no other work left (a merge's steps, a view's round) it
- *	  is a step alone: a step that long (one to two seconds per 100,000
- *	  updates) then delays only the seals of the first writes after the
- *	  pause, where under a steady load it would delay a write every
- *	  FOLD_BUSY_MS, and it never starts in front of bounded work already
- *	  due (a load's own index merge would otherwise wait behind it).  Only what
- *	  the runtime learns from the catalog notices (the durable uppers) and
- *	  the folds' own results: nothing is polled.
+ *	  written; once every write paused for FOLD_BIG_QUIET_MS (the end of a
+ *	  load), a fold worker (fold_worker.c) folds it outside the runtime,
+ *	  one at a time: a fold that long (one to two seconds per 100,000
+ *	  updates) in the runtime would hold every seal due meanwhile.  The
+ *	  worker's stop sets the runtime's latch; its base is then looked at
+ *	  again at once.  Only when no background worker can be had, or
+ *	  FOLD_OUTSIDE_TRIES workers stopped without moving the base (an error,
+ *	  which the runtime's own fold then reports as the collection's
+ *	  failure), the runtime folds the time alone, once the writes paused
+ *	  and it has no other work left (a merge's steps, a view's round).
+ *	  Only what the runtime learns from the catalog notices (the durable
+ *	  uppers), the folds' own results and the workers' stops: nothing is
+ *	  polled.
  *
  *	  Runs in the maintenance (or solo) runtime's loop; a standby's bases
  *	  follow the primary's by replay.
@@ -32,6 +36,7 @@
 #include "utils/timestamp.h"
 
 #include "common/ids.h"
+#include "runtime/fold_worker.h"
 #include "runtime/folds.h"
 #include "storage/standby_replay.h"
 
@@ -39,6 +44,7 @@
 #define FOLD_BIG_QUIET_MS	500
 #define FOLD_BUSY_MS	1000
 #define FOLD_STEP_ROWS	INT64CONST(10000)
+#define FOLD_OUTSIDE_TRIES	2
 
 typedef struct BaseFold
 {
@@ -48,7 +54,8 @@ typedef struct BaseFold
 	int64		base_time;		/* after the last fold (PG_INT64_MIN: not yet) */
 	int64		folded_upper;	/* the last fold went as far as it could below it */
 	bool		stepping;		/* the last step was bounded: go on */
-	bool		stopped;		/* at a big time: on once all writes paused */
+	bool		stopped;		/* at a big time (see the top) */
+	int			outside_tries;	/* workers that stopped with it there */
 	TimestampTz changed_at;		/* when the upper last rose */
 	TimestampTz folded_at;
 } BaseFold;
@@ -57,6 +64,13 @@ static HTAB *base_folds = NULL;
 
 /* When any upper last rose: a big time waits for a pause of them all. */
 static TimestampTz written_at = 0;
+
+/*
+ * The fold worker started last, while it runs, and its collection's id
+ * (kept across a reconciliation: the worker runs on).
+ */
+static BackgroundWorkerHandle *outside = NULL;
+static PeekObjectId outside_id;
 
 /* Reconciliation: every base is looked at again. */
 void
@@ -84,6 +98,7 @@ folds_note(CatalogObject *obj)
 		bf->folded_upper = 0;
 		bf->stepping = false;
 		bf->stopped = false;
+		bf->outside_tries = 0;
 		bf->folded_at = 0;
 	}
 	bf->shard = obj->shard;
@@ -116,13 +131,13 @@ writes_paused(TimestampTz now)
  * Whether a collection's base is due to move on, by now: updates came after
  * the last fold went as far as it could (a shard read whole moves its base
  * only with its since), and they paused, or a fold is a while ago, or the
- * last step was bounded, or it stopped at a big time and may now fold it
- * alone (first_alone).
+ * last step was bounded, or it stopped at a big time that no worker could
+ * fold and may now fold it alone (first_alone).
  */
 static bool
 fold_due(BaseFold *bf, TimestampTz now, bool first_alone)
 {
-	if (bf->stepping || (bf->stopped && first_alone))
+	if (bf->stepping || (bf->stopped && first_alone && bf->outside_tries >= FOLD_OUTSIDE_TRIES))
 		return true;
 	return bf->upper > bf->folded_upper &&
 		(TimestampDifferenceExceeds(bf->changed_at, now, FOLD_QUIET_MS) ||
@@ -130,13 +145,59 @@ fold_due(BaseFold *bf, TimestampTz now, bool first_alone)
 }
 
 /*
+ * The fold worker stopped (folded, or failed): its base is looked at again
+ * at once.  Returns whether a worker still runs.
+ */
+static bool
+outside_running(void)
+{
+	pid_t		pid;
+	BaseFold   *bf;
+
+	if (outside == NULL)
+		return false;
+	if (GetBackgroundWorkerPid(outside, &pid) != BGWH_STOPPED)
+		return true;
+	pfree(outside);
+	outside = NULL;
+	bf = hash_search(base_folds, &outside_id, HASH_FIND, NULL);
+	if (bf != NULL)
+	{
+		bf->stepping = true;
+		bf->stopped = false;
+		bf->outside_tries++;
+	}
+	return false;
+}
+
+/*
+ * A base stopped at a big time: a fold worker folds it.  Without a free
+ * background worker the runtime folds it itself (fold_due).
+ */
+static void
+outside_start(BaseFold *bf)
+{
+	outside = fold_worker_start(bf->id, bf->shard, bf->upper - 1, FOLD_STEP_ROWS);
+	if (outside != NULL)
+	{
+		outside_id = bf->id;
+		return;
+	}
+	ereport(LOG,
+			(errmsg("pg_peek folds the base of object " INT64_FORMAT " in the maintenance runtime: no background worker is free",
+					bf->id),
+			 errhint("Raise max_worker_processes.")));
+	bf->outside_tries = FOLD_OUTSIDE_TRIES;
+}
+
+/*
  * Move on one of the bases that are due, a step: the one that moved on
  * least recently, so that a step of the runtime holds at most one fold's
  * work (its captures and views' rounds wait for no more) and every base
  * comes in turn.  busy: the runtime has other work left this round, so no
- * big time is folded alone.  Returns whether a base is left due (a bounded
- * step left it behind its upper under a big load, or another waits its
- * turn: go on without waiting).
+ * big time is folded alone in the runtime.  Returns whether a base is left
+ * due (a bounded step left it behind its upper under a big load, or
+ * another waits its turn: go on without waiting).
  */
 bool
 folds_run(FoldFn fold, bool busy)
@@ -149,22 +210,38 @@ folds_run(FoldFn fold, bool busy)
 	bool		first_alone = !busy && writes_paused(now);
 	int64		base_time;
 	bool		folded;
+	bool		alone;
 	int			due = 0;
+	bool		running = outside_running();
 
 	if (hash_get_num_entries(base_folds) == 0)
 		return false;
 	hash_seq_init(&status, base_folds);
 	while ((bf = hash_seq_search(&status)) != NULL)
+	{
+		if (running && bf->id == outside_id)
+			continue;			/* its worker folds it */
+		if (!running && bf->stopped && bf->outside_tries < FOLD_OUTSIDE_TRIES &&
+			writes_paused(now))
+		{
+			outside_start(bf);
+			running = outside != NULL;
+			if (running)
+				continue;
+		}
 		if (fold_due(bf, now, first_alone))
 		{
 			due++;
 			if (next == NULL || bf->folded_at < next->folded_at)
 				next = bf;
 		}
+	}
 	if (next == NULL)
 		return false;
 	id = next->id;
-	folded = fold(next->id, next->shard, next->upper - 1, FOLD_STEP_ROWS, first_alone, &base_time);
+	/* a big time alone only where no worker could fold it */
+	alone = first_alone && next->outside_tries >= FOLD_OUTSIDE_TRIES;
+	folded = fold(next->id, next->shard, next->upper - 1, FOLD_STEP_ROWS, alone, &base_time);
 	/* failed by its work: forgotten */
 	bf = hash_search(base_folds, &id, HASH_FIND, NULL);
 	if (bf == NULL)
@@ -179,7 +256,9 @@ folds_run(FoldFn fold, bool busy)
 	 * whole, which moves its base only with its since, cannot move alone
 	 * either).
 	 */
-	bf->stopped = !first_alone && base_time == bf->base_time && base_time < bf->upper - 1;
+	bf->stopped = !alone && base_time == bf->base_time && base_time < bf->upper - 1;
+	if (base_time > bf->base_time)
+		bf->outside_tries = 0;
 	bf->base_time = base_time;
 	if (!bf->stepping)
 		bf->folded_upper = bf->upper;
@@ -205,7 +284,10 @@ folds_wait_ms(void)
 	{
 		long		ms;
 
-		if (bf->stopped)
+		if (outside != NULL && bf->id == outside_id)
+			continue;			/* its worker's stop sets the latch */
+		/* (another base's worker: its stop sets the latch) */
+		if (bf->stopped && (outside == NULL || bf->outside_tries >= FOLD_OUTSIDE_TRIES))
 		{
 			ms = TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS));
 			wait = wait < 0 ? ms : Min(wait, ms);

@@ -47,6 +47,7 @@
 #include "common/spi.h"
 #include "dataflow/dataflow.h"
 #include "peek/slots.h"
+#include "runtime/fold_worker.h"
 #include "runtime/folds.h"
 #include "runtime/maintenance.h"
 #include "storage/catalog_write.h"
@@ -487,19 +488,6 @@ apply_catalog_changes(void *arg)
 	}
 }
 
-/*
- * Before a fold of a collection's shard (compaction's or a moving base's):
- * the drop of the collection waits for the fold, or the fold is skipped,
- * its row gone or held by a drop (catalog_keep_row); and the shard is
- * still there (a DROP TYPE ... CASCADE or DROP TABLE of a source's table
- * drops it without the row), and stays until the fold's transaction ends.
- */
-static bool
-fold_kept(PeekObjectId id, Oid shard)
-{
-	return catalog_keep_row(id) && persist_lock_shard(shard);
-}
-
 typedef struct CompactionWork
 {
 	PendingCompaction *pc;
@@ -527,7 +515,7 @@ compact_one(void *arg)
 	 * The fold holds nothing a writer waits for; the row is changed last,
 	 * raising the durable since (a writer holds its lock only briefly).
 	 */
-	if (!fold_kept(work->pc->id, work->pc->shard))
+	if (!folds_kept(work->pc->id, work->pc->shard))
 		return;
 	(void) persist_fold(work->pc->id, work->pc->shard, work->since, work->since, -1, false);
 	work->pc->durable_since = work->since;
@@ -631,7 +619,7 @@ fold_one(void *arg)
 {
 	FoldWork   *work = arg;
 
-	if (!fold_kept(work->id, work->shard))
+	if (!folds_kept(work->id, work->shard))
 		return;
 	work->base_time = persist_fold(work->id, work->shard, 0, work->target, work->max_rows,
 								   work->first_alone);

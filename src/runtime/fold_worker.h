@@ -1,0 +1,20 @@
+/*-------------------------------------------------------------------------
+ *
+ * fold_worker.h
+ *	  A big time folded outside the maintenance runtime (fold_worker.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_RUNTIME_FOLD_WORKER_H
+#define PEEK_RUNTIME_FOLD_WORKER_H
+
+#include "postmaster/bgworker.h"
+
+#include "common/ids.h"
+
+extern bool folds_kept(PeekObjectId id, Oid shard);
+extern BackgroundWorkerHandle *fold_worker_start(PeekObjectId id, Oid shard, int64 target,
+												 int64 max_rows);
+extern PGDLLEXPORT void fold_worker_main(Datum arg);
+
+#endif							/* PEEK_RUNTIME_FOLD_WORKER_H */

@@ -13,7 +13,9 @@
  *	  result at the same time with the same diff to the view's shard (a
  *	  view that groups or joins goes through reduce.c instead; each branch
  *	  of a UNION ALL goes its own way into the same shard), with the view's
- *	  upper raised to end, all in the caller's transaction.  The first
+ *	  upper raised to end, all in the caller's transaction; a round whose
+ *	  inputs have no updates past the view's upper raises it in memory
+ *	  alone, to be published (idle_round).  The first
  *	  round hydrates: it reads the inputs' whole shards, their history up
  *	  to the greatest of their sinces landing at it, and folds that into
  *	  the view's base.  Each round's work is counted by operator

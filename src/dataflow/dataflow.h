@@ -16,12 +16,13 @@
  *	  through the view's filter and map with the same time and diff (or,
  *	  grouped or joined, through its rows by key: what each time changes in
  *	  them), and appends the results with the view's new upper in one
- *	  transaction; a restart resumes at the durable upper.  The first round
- *	  hydrates the view from its inputs' contents at the greatest of their
- *	  sinces (their bases and their recent updates up to it, appended at
- *	  it, which becomes the view's since).  No input compacts to the view's
- *	  upper or past it (dataflow_input_hold), so that a round always finds
- *	  what it reads.
+ *	  transaction (a round that finds no updates publishes its upper
+ *	  alone: DATAFLOW_IDLE_WRITE_MS); a restart resumes at the durable
+ *	  upper.  The first round hydrates the view from its inputs' contents
+ *	  at the greatest of their sinces (their bases and their recent updates
+ *	  up to it, appended at it, which becomes the view's since).  No input
+ *	  compacts to the view's durable upper or past it
+ *	  (dataflow_input_hold), so that a round always finds what it reads.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,11 +32,25 @@
 #include "nodes/execnodes.h"
 #include "nodes/parsenodes.h"
 #include "portability/instr_time.h"
+#include "utils/timestamp.h"
 
 #include "storage/catalog.h"
 
 /* How many of the input's distinct times one round takes at most. */
 #define DATAFLOW_ROUND_TIMES	1024
+
+/*
+ * A round whose inputs have no updates past the view's upper raises its
+ * upper in the registry alone, as an idle source's is: a catalog write
+ * would be WAL, which capture publishes as the source's next upper, which
+ * makes the view due again, for ever.  The upper is written with the next
+ * round that has updates, or by a round at most this often: while a
+ * standby streams (it learns uppers by replay only) as often as an idle
+ * source's, and otherwise so that the durable upper, where a restart
+ * resumes and which holds the inputs' compaction, stays near.
+ */
+#define DATAFLOW_IDLE_WRITE_MS			1000
+#define DATAFLOW_IDLE_WRITE_STANDBY_MS	100
 
 /* One input of a view's query: a peek.persist_peek in its FROM (plan.c). */
 typedef struct ViewPlanInput
@@ -92,6 +107,8 @@ typedef struct DataflowView
 	PeekObjectId *inputs;		/* the objects it reads, each once */
 	int			ninputs;
 	int64		upper;			/* durable: as last read or written */
+	int64		published;		/* >= upper: idle rounds raise it alone */
+	TimestampTz written_at;		/* when a round last wrote its upper */
 	char	   *query;			/* its plan's text */
 	ReduceState **groups;		/* per branch: its rows by key, or NULL */
 	int			nbranches;
@@ -125,7 +142,7 @@ extern Oid	dataflow_persist_peek_oid(void);
 
 /* views.c: the maintenance runtime's views */
 extern void dataflow_reset(void);
-extern void dataflow_note_view(CatalogObject *obj);
+extern int64 dataflow_note_view(CatalogObject *obj);
 extern void dataflow_forget(PeekObjectId id);
 extern DataflowView *dataflow_view(PeekObjectId id);
 extern List *dataflow_due_views(void);

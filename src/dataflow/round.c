@@ -13,7 +13,9 @@
  *	  result at the same time with the same diff to the view's shard (a
  *	  view that groups or joins goes through reduce.c instead; each branch
  *	  of a UNION ALL goes its own way into the same shard), with the view's
- *	  upper raised to end, all in the caller's transaction.  The first
+ *	  upper raised to end, all in the caller's transaction; a round whose
+ *	  inputs have no updates past the view's upper raises it in memory
+ *	  alone, to be published (idle_round).  The first
  *	  round hydrates: it reads the inputs' contents at the time it
  *	  hydrates at (hydration_time: their bases' when their sinces allow),
  *	  which lands there, and folds that into the view's base, its since.
@@ -48,6 +50,7 @@
 #include "storage/catalog.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
+#include "storage/standby_replay.h"
 
 /* A round's evaluation of the view's operators over its input's rows. */
 typedef struct RoundEval
@@ -307,6 +310,64 @@ hydration_time(List *inputs, int64 since, int64 upper)
 }
 
 /*
+ * A round whose inputs have no updates past the view's published upper
+ * (each input's durable upper, which its updates commit with, is not past
+ * it): the view's upper rises to the least of its inputs' published ones
+ * in the runtime's memory alone, to be published, with no catalog write
+ * and so no WAL (DATAFLOW_IDLE_WRITE_MS; nor a row lock: that is WAL too).
+ * Returns false when the round must run after all: a hydration, a failed
+ * view or input, a round that outlived its cancel, or an upper due to be
+ * written.  The inputs' published uppers are read before the snapshot the
+ * catalog is read in, so that it sees every update below them.
+ */
+static bool
+idle_round(DataflowView *view, PeekObjectId *ids, bool *rose)
+{
+	int64	   *published = palloc(sizeof(int64) * view->ninputs);
+	int64		end = PG_INT64_MAX;
+	List	   *now;
+	CatalogObject *v;
+	Oid			saved_user;
+	int			saved_context;
+	List	   *inputs = NIL;
+	ListCell   *lc;
+
+	if (view->input_failed ||
+		pg_atomic_read_u64(&runtime_slot(PEEK_RUNTIME_MAINTENANCE)->stuck_view) == (uint64) view->id ||
+		TimestampDifferenceExceeds(view->written_at, GetCurrentTimestamp(),
+								   standby_streaming() ? DATAFLOW_IDLE_WRITE_STANDBY_MS :
+								   DATAFLOW_IDLE_WRITE_MS))
+		return false;
+	for (int i = 0; i < view->ninputs; i++)
+		published[i] = registry_published_upper(view->inputs[i]);
+	now = rows_now(ids, view->ninputs + 1);
+	v = catalog_object_in(now, view->id);
+	if (v == NULL || v->failure != NULL || v->upper == 0)
+		return false;
+	for (int i = 0; i < view->ninputs; i++)
+	{
+		CatalogObject *in = catalog_object_in(now, view->inputs[i]);
+
+		if (in == NULL || in->failure != NULL || in->upper > view->published)
+			return false;
+		inputs = lappend(inputs, in);
+		end = Min(end, Max(in->upper, published[i]));
+	}
+
+	/* the owner may read the inputs still (a revoked right stops the view) */
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(v->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	foreach(lc, inputs)
+		catalog_check_reader(lfirst(lc));
+	SetUserIdAndSecContext(saved_user, saved_context);
+
+	*rose = end > view->published;
+	view->published = Max(view->published, end);
+	return true;
+}
+
+/*
  * One round of a view: returns whether its upper rose (it is to be
  * published).  Runs in a subtransaction of the runtime's transaction, so
  * that an error (a division by zero in its expressions) fails the view
@@ -333,13 +394,16 @@ dataflow_round(DataflowView *view)
 	int			level;
 	ViewPlan   *plan;
 	TupleDesc	out_desc;
+	bool		rose;
 	ListCell   *lc;
 
+	ids[0] = view->id;
+	memcpy(ids + 1, view->inputs, sizeof(PeekObjectId) * view->ninputs);
+	if (idle_round(view, ids, &rose))
+		return rose;
 	/* a drop_view waits for the round, or the round for the drop */
 	if (!catalog_lock_row(view->id, false))
 		return false;
-	ids[0] = view->id;
-	memcpy(ids + 1, view->inputs, sizeof(PeekObjectId) * view->ninputs);
 	objects = catalog_read(ids, view->ninputs + 1);
 	v = catalog_object_in(objects, view->id);
 	if (v == NULL || v->failure != NULL)
@@ -459,5 +523,7 @@ dataflow_round(DataflowView *view)
 		PopActiveSnapshot();
 	}
 	view->upper = end;
+	view->published = Max(view->published, end);
+	view->written_at = GetCurrentTimestamp();
 	return true;
 }

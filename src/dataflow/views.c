@@ -4,12 +4,12 @@
  *	  The views the maintenance runtime keeps current: learned from the
  *	  catalog rows it reads (dataflow_note_view), forgotten when dropped or
  *	  failed, due for a round once each of their inputs' published uppers
- *	  passes theirs (or one of them failed: the round fails the view), and
- *	  the hold they put on their inputs' compaction:
- *	  never to or past the least upper of the views reading an input (a failed view
- *	  holds nothing: it never resumes).  Local to the maintenance runtime;
- *	  rebuilt from the catalog when it restarts, where each view's upper is
- *	  durable, so the hold survives the restart.
+ *	  passes their published upper (or one of them failed: the round fails
+ *	  the view), and the hold they put on their inputs' compaction: never
+ *	  to or past the least durable upper of the views reading an input (a
+ *	  failed view holds nothing: it never resumes).  Local to the
+ *	  maintenance runtime; rebuilt from the catalog when it restarts, where
+ *	  each view's upper is durable, so the hold survives the restart.
  *
  *-------------------------------------------------------------------------
  */
@@ -64,9 +64,10 @@ dataflow_reset(void)
 /*
  * A view's catalog row, read in the runtime's transaction: kept current
  * from now on, or forgotten if it failed.  Its inputs are found by name
- * (none can be dropped while the view reads it).
+ * (none can be dropped while the view reads it).  Returns the upper to
+ * publish: the greater of the row's and what idle rounds reached.
  */
-void
+int64
 dataflow_note_view(CatalogObject *obj)
 {
 	DataflowView *view;
@@ -80,16 +81,17 @@ dataflow_note_view(CatalogObject *obj)
 	if (obj->failure != NULL)
 	{
 		dataflow_forget(obj->id);
-		return;
+		return obj->upper;
 	}
 	view = hash_search(views, &obj->id, HASH_FIND, NULL);
 	if (view != NULL)
 	{
 		view->upper = Max(view->upper, obj->upper);
-		return;
+		view->published = Max(view->published, view->upper);
+		return view->published;
 	}
 	if (!catalog_view_definition(obj->id, &query, &input_names))
-		return;
+		return obj->upper;
 	inputs = MemoryContextAlloc(views_cxt, sizeof(PeekObjectId) * Max(1, list_length(input_names)));
 	foreach(lc, input_names)
 	{
@@ -106,10 +108,13 @@ dataflow_note_view(CatalogObject *obj)
 	view->inputs = inputs;
 	view->ninputs = list_length(input_names);
 	view->upper = obj->upper;
+	view->published = obj->upper;
+	view->written_at = GetCurrentTimestamp();
 	view->query = MemoryContextStrdup(views_cxt, query);
 	view->groups = NULL;
 	view->nbranches = 0;
 	view->input_failed = failed_input;
+	return view->published;
 }
 
 /*
@@ -164,7 +169,7 @@ dataflow_due_views(void)
 		bool		ready = true;
 
 		for (int i = 0; i < view->ninputs; i++)
-			ready &= registry_published_upper(view->inputs[i]) > view->upper;
+			ready &= registry_published_upper(view->inputs[i]) > view->published;
 		if (ready || view->input_failed)
 			due = lappend(due, view);
 	}
@@ -172,9 +177,10 @@ dataflow_due_views(void)
 }
 
 /*
- * How far an input may compact: below the least upper of the views that
- * read it (PG_INT64_MAX if none does), as registry_advance_since takes a
- * bound.
+ * How far an input may compact: below the least durable upper of the views
+ * that read it (PG_INT64_MAX if none does), as registry_advance_since takes
+ * a bound.  Not the published one: a restart resumes at the durable upper,
+ * and the input's history from there must still be there to read.
  */
 int64
 dataflow_input_hold(PeekObjectId input)

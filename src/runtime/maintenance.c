@@ -295,9 +295,9 @@ published_since(PeekObjectId id)
 
 /*
  * Publish one collection's (or view's) catalog row.  A source's upper is
- * what capture has decoded, which may be beyond the durable one
- * (obj->upper, which bounds compaction).  A view is kept current from now
- * on (dataflow_note_view).
+ * what capture has decoded, and a view's what its rounds reached, either
+ * of which may be beyond the durable one (obj->upper, which bounds
+ * compaction).  A view is kept current from now on (dataflow_note_view).
  */
 static void
 adopt_collection(void *arg)
@@ -308,7 +308,7 @@ adopt_collection(void *arg)
 	int64		retention_ms;
 
 	if (obj->kind == PEEK_KIND_VIEW && !standby_active())
-		dataflow_note_view(obj);
+		upper = dataflow_note_view(obj);
 	if (obj->failure != NULL)
 	{
 		registry_mark_failed(obj->id);

@@ -55,6 +55,7 @@ typedef struct PersistScanState
 	List	   *args;			/* their ExprStates */
 	FmgrInfo	flinfo;
 	int64		rows_wanted;	/* at most, or -1 (planned: see rows_wanted) */
+	bool		reads_columns;	/* the qual or the projection reads a column */
 	Bitmapset  *arg_params;		/* the executor parameters the arguments use */
 	PersistPeek *peek;			/* open, or NULL */
 	bool		rewind;			/* rescanned with the same arguments */
@@ -292,7 +293,7 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 	/*
 	 * PostgreSQL 15 gives a custom scan a virtual scan slot, which would
 	 * have every row deformed whatever the plan reads.  The rows go up as
-	 * the tuples the walk found (persist_peek_next), not copied, deformed
+	 * the tuples the walk found (persist_peek_tuple), not copied, deformed
 	 * only as far as they are read: the slot is made again for them, and
 	 * with it the projection and the qual (and their subplans), before any
 	 * node above compiles an expression against this one's slots.  Rows
@@ -305,6 +306,14 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 											&TTSOpsMinimalTuple);
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
 	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
+
+	/*
+	 * A scan's Vars are its scan tuple's columns (a subplan's are in its
+	 * arguments): with none, as in count(*), a row is never made, only
+	 * counted, and goes up as a row of NULLs nothing reads.
+	 */
+	s->reads_columns = contain_var_clause((Node *) cscan->scan.plan.targetlist) ||
+		contain_var_clause((Node *) cscan->scan.plan.qual);
 	s->args = ExecInitExprList(s->call->args, &node->ss.ps);
 	s->arg_params = pull_paramids((Expr *) s->call->args);
 	fmgr_info(s->call->funcid, &s->flinfo);
@@ -404,36 +413,42 @@ static TupleTableSlot *
 persist_scan_next(ScanState *ss)
 {
 	PersistScanState *s = (PersistScanState *) ss;
-	HeapTuple	tuple;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
 	bool		again;
 
 	if (s->rewind)
 		rewind_scan_peek(s);
 	if (s->replay != NULL &&
 		tuplestore_gettupleslot(s->replay, true, false, s->replay_slot))
-		return ExecCopySlot(ss->ss_ScanTupleSlot, s->replay_slot);
+		return ExecCopySlot(slot, s->replay_slot);
 	if (s->replay_done)
-		return ExecClearTuple(ss->ss_ScanTupleSlot);
+		return ExecClearTuple(slot);
 	if (s->peek == NULL)
 		open_scan_peek(s);
-	tuple = persist_peek_next(s->peek, &again);
-	if (tuple == NULL)
+	if (!persist_peek_advance(s->peek, &again))
 	{
 		s->replay_done = s->replay != NULL;
-		return ExecClearTuple(ss->ss_ScanTupleSlot);
+		return ExecClearTuple(slot);
+	}
+	if (!s->reads_columns)
+	{
+		if (TTS_EMPTY(slot))
+			ExecStoreAllNullTuple(slot);
+	}
+	/* another copy of the row the slot holds: it is still there */
+	else if (!again || TTS_EMPTY(slot))
+	{
+		/*
+		 * As found, valid until the next row: a composite datum's header
+		 * in place of a table row's, which only system columns (that this
+		 * scan has none of) would read.
+		 */
+		ExecStoreHeapTuple(persist_peek_tuple(s->peek), slot, false);
 	}
 	/* past the rows kept: the store is at its end, so its position follows */
 	if (s->replay != NULL)
-		tuplestore_puttuple(s->replay, tuple);
-	/* another copy of the row the slot holds: it is still there */
-	if (again && !TTS_EMPTY(ss->ss_ScanTupleSlot))
-		return ss->ss_ScanTupleSlot;
-	/*
-	 * As found, valid until the next row: a composite datum's header in
-	 * place of a table row's, which only system columns (that this scan
-	 * has none of) would read.
-	 */
-	return ExecStoreHeapTuple(tuple, ss->ss_ScanTupleSlot, false);
+		tuplestore_puttupleslot(s->replay, slot);
+	return slot;
 }
 
 /* Nothing to recheck: the rows are not a table's (and row marks copy them). */

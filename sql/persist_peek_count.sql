@@ -1,11 +1,13 @@
 -- A streamed persist peek whose plan reads no column of its rows
--- (count(*), EXISTS, a constant select list) only counts them: the walk
+-- (count(1), EXISTS, a constant select list) only counts them: the walk
 -- steps through the base and the updates since, and no row is made
--- (scan.c, persist_peek_advance).  It must count what the rows' path
--- counts: a row as many times as its multiplicity, a row updated many
--- times since the base once, a deleted one not at all, at every time from
--- the since on (before the base's time too), within the limit and
--- pg_peek.max_result_bytes, and fail where that path fails.
+-- (scan.c, persist_peek_advance).  A query that is only count(*) of the
+-- rows is the scan alone, which returns the count (no Aggregate).  Both
+-- must count what the rows' path counts: a row as many times as its
+-- multiplicity, a row updated many times since the base once, a deleted
+-- one not at all, at every time from the since on (before the base's time
+-- too), within the limit and pg_peek.max_result_bytes, and fail where that
+-- path fails.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -35,9 +37,10 @@ BEGIN
     PERFORM peek.advance('pc', hi + 1);
 END $$;
 
--- pc_wrong(lo, hi): the times whose count(*) (no column read) is not the
--- log's, or not what the rows' path (a column read) counts, or whose
--- limited count(*) is not the least of the limit and the contents
+-- pc_wrong(lo, hi): the times whose count(*) (the scan counting) or
+-- count(1) (no column read) is not the log's, or not what the rows' path
+-- (a column read) counts, or whose limited count is not the least of the
+-- limit and the contents
 CREATE FUNCTION pc_wrong(lo bigint, hi bigint) RETURNS bigint[] LANGUAGE plpgsql AS $$
 DECLARE
     wrong bigint[] := '{}';
@@ -47,6 +50,7 @@ BEGIN
         SELECT coalesce(sum(n), 0) INTO want FROM (
           SELECT sum(diff) AS n FROM pc_log WHERE t <= at GROUP BY k, v) c;
         IF (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at)) <> want
+           OR (SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at)) <> want
            OR (SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at)) <> want
            OR (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at, "limit" => 5)) <> LEAST(5, want)
            OR (SELECT count(*) FROM (SELECT 1 FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at) LIMIT 1500) s) <> LEAST(1500, want)
@@ -59,9 +63,18 @@ END $$;
 
 SELECT pc_write(0, 0);
 SELECT wait_for($$SELECT base_time = 0 FROM peek.objects WHERE name = 'pc'$$);
--- no column read: the scan, and nothing but a count above it
+-- count(*) alone: the scan counts; no column read: a count above it
 EXPLAIN (COSTS OFF) SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc');
-SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) SELECT count(*), count(*) * 2 + 1 AS odd FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pc');
+-- a filter, another aggregate, a grouping: the Aggregate counts
+EXPLAIN (COSTS OFF) SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') WHERE k > 1;
+EXPLAIN (COSTS OFF) SELECT count(*), max(k) FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) SELECT count(*) FILTER (WHERE k > 1) FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') GROUP BY k;
+SELECT count(*), count(*) * 2 + 1 AS odd, count(1) AS ones FROM peek.persist_peek(NULL::pckv, 'pc');
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') HAVING count(*) > 5;
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') OFFSET 1;
 SELECT pc_wrong(0, 0);
 
 -- updates after the base: the base rows they touch adjusted while counted
@@ -106,8 +119,25 @@ SELECT count(*) FROM generate_series(1, 3) g,
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_material;
+-- counted again at each time; with the same arguments, the same count
+EXPLAIN (COSTS OFF)
 SELECT t, (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => t)) AS n
   FROM generate_series(12, 30, 6) t;
+SELECT t, (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => t)) AS n
+  FROM generate_series(12, 30, 6) t;
+SELECT t, (SELECT count(*) + t FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 20)) AS n
+  FROM generate_series(12, 30, 6) t;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+EXPLAIN (COSTS OFF)
+SELECT g, c.n FROM generate_series(1, 3) g, (SELECT count(*) AS n FROM peek.persist_peek(NULL::pckv, 'pc')) c
+ WHERE c.n > g;
+SELECT g, c.n FROM generate_series(1, 3) g, (SELECT count(*) AS n FROM peek.persist_peek(NULL::pckv, 'pc')) c
+ WHERE c.n > g;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
 
 -- pg_peek.max_result_bytes counts the rows not made as it counts made ones
 SET pg_peek.max_result_bytes = '16kB';
@@ -116,6 +146,7 @@ SELECT try($$SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pc')$$);
 SELECT count(*) FROM (SELECT FROM peek.persist_peek(NULL::pckv, 'pc') LIMIT 100) s;
 -- to the byte: the first LIMIT that fails is the same on both paths
 SELECT min(n) FILTER (WHERE try(format('SELECT count(*) FROM (SELECT FROM peek.persist_peek(NULL::pckv, %L) LIMIT %s) s', 'pc', n)) <> 'ok') AS no_column,
+       min(n) FILTER (WHERE try(format('SELECT count(*) FROM peek.persist_peek(NULL::pckv, %L, "limit" => %s)', 'pc', n)) <> 'ok') AS counted,
        min(n) FILTER (WHERE try(format('SELECT count(k) FROM (SELECT k FROM peek.persist_peek(NULL::pckv, %L) LIMIT %s) s', 'pc', n)) <> 'ok') AS column_read
   FROM generate_series(300, 700) n;
 RESET pg_peek.max_result_bytes;
@@ -126,6 +157,7 @@ SELECT peek.create_collection('pcneg', 'pckv');
 SELECT peek.write('pcneg', ARRAY[(1, 'a'), (2, 'b')]::pckv[]);
 SELECT peek.write('pcneg', '{}', ARRAY[(3, 'c')]::pckv[]);
 SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcneg')$$);
+SELECT try($$SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pcneg')$$);
 SELECT try($$SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pcneg')$$);
 SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcneg', as_of => 0);
 

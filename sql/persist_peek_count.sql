@@ -164,6 +164,19 @@ SELECT try($$SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pcneg')$$);
 SELECT try($$SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pcneg')$$);
 SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcneg', as_of => 0);
 
+-- a row of a trillion copies: each one a step, and the count cancellable
+SELECT peek.create_collection('pcmany', 'pckv');
+SELECT peek.append('pcmany', ARRAY[(1, 'a')]::pckv[], 0, 1000000000000);
+SELECT peek.advance('pcmany', 1);
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcmany', "limit" => 3);
+SET pg_peek.max_result_bytes = '2000000000kB';
+SET statement_timeout = '300ms';
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcmany');
+SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pcmany');
+RESET statement_timeout;
+RESET pg_peek.max_result_bytes;
+SELECT peek.drop_collection('pcmany');
+
 SELECT peek.drop_collection('pcneg');
 SELECT peek.drop_collection('pc');
 DROP FUNCTION pc_write(int, int);

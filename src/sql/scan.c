@@ -547,8 +547,12 @@ persist_count_next(PersistScanState *s)
 		if (s->peek == NULL)
 			open_scan_peek(s);
 		s->count = 0;
+		/* a row's copies are steps too, as many as it counts: cancellable */
 		while (persist_peek_advance(s->peek, &again))
+		{
+			CHECK_FOR_INTERRUPTS();
 			s->count++;
+		}
 		s->count_known = true;
 	}
 	for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++)

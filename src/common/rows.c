@@ -355,9 +355,11 @@ row_count_value(int128 count)
  * A row whose multiplicity a walk finds negative is
  * invalid data, and fails the peek.
  */
-static void
-raise_negative(RowEmitter *e, Datum row, int64 count)
+void
+row_emit_check(RowEmitter *e, Datum row, int64 count)
 {
+	if (count >= 0)
+		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_EXCEPTION),
 			 errmsg("row %s of \"%s\" has multiplicity " INT64_FORMAT " at time " INT64_FORMAT,
@@ -383,8 +385,7 @@ row_emit_tuple(RowEmitter *e, Datum row, int64 count, RowImageBuffer *buf, HeapT
 {
 	struct varlena *stored = (struct varlena *) DatumGetPointer(row);
 
-	if (count < 0)
-		raise_negative(e, row, count);
+	row_emit_check(e, row, count);
 	/* a shard's datum may be out of line, compressed or packed (126 bytes at most) */
 	if (!VARATT_IS_EXTERNAL(stored) && VARATT_IS_SHORT(stored))
 	{
@@ -397,17 +398,18 @@ row_emit_tuple(RowEmitter *e, Datum row, int64 count, RowImageBuffer *buf, HeapT
 }
 
 /*
- * Count one more copy of a tuple into the result: false once the limit is
- * met, an error past pg_peek.max_result_bytes.
+ * Count one more copy of a row of bytes bytes (its tuple's t_len) into the
+ * result: false once the limit is met, an error past
+ * pg_peek.max_result_bytes.
  */
 bool
-row_emit_admit(RowEmitter *e, HeapTupleData *tuple)
+row_emit_admit(RowEmitter *e, Size bytes)
 {
 	Size		max_bytes = (Size) setting_max_result_kb * 1024;
 
 	if (row_emitter_full(e))
 		return false;
-	e->bytes += tuple->t_len;
+	e->bytes += bytes;
 	if (e->bytes > max_bytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -429,7 +431,7 @@ row_emit(RowEmitter *e, Datum row, int64 count)
 	HeapTupleData tuple;
 
 	row_emit_tuple(e, row, count, &buf, &tuple);
-	for (int64 i = 0; i < count && row_emit_admit(e, &tuple); i++)
+	for (int64 i = 0; i < count && row_emit_admit(e, tuple.t_len); i++)
 		tuplestore_puttuple(e->out, &tuple);
 	if ((Pointer) tuple.t_data != DatumGetPointer(row) && (Pointer) tuple.t_data != buf.bytes)
 		pfree(tuple.t_data);

@@ -72,7 +72,8 @@ typedef union RowImageBuffer
 extern bool row_emitter_full(RowEmitter *e);
 extern void row_emit_tuple(RowEmitter *e, Datum row, int64 count, RowImageBuffer *buf,
 						   HeapTupleData *tuple);
-extern bool row_emit_admit(RowEmitter *e, HeapTupleData *tuple);
+extern void row_emit_check(RowEmitter *e, Datum row, int64 count);
+extern bool row_emit_admit(RowEmitter *e, Size bytes);
 extern void row_emit(RowEmitter *e, Datum row, int64 count);
 extern char *row_to_text(Oid rowtype, Datum row);
 extern bool rows_match_table(TupleDesc table, TupleDesc row);

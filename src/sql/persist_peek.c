@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "funcapi.h"
 #include "utils/snapmgr.h"
 
@@ -41,10 +42,12 @@ struct PersistPeek
 	PersistWalk *walk;			/* NULL once read through */
 	RowEmitter	e;
 	TupleConversionMap *map;	/* to the caller's row type, or NULL */
-	MemoryContext row_cxt;		/* the current row's tuples */
-	HeapTupleData tuple;		/* the current row as walked */
-	HeapTuple	out;			/* the same, as returned */
+	Datum		row;			/* the current row as walked */
 	int64		copies;			/* copies of it still to return */
+	Size		row_bytes;		/* its tuple's length */
+	MemoryContext row_cxt;		/* its tuples: */
+	HeapTupleData tuple;		/* as walked */
+	HeapTuple	out;			/* as returned, or NULL: not made yet */
 	RowImageBuffer buf;			/* last: a header's bits are a flexible array */
 };
 
@@ -65,6 +68,7 @@ begin_persist_walk(PersistPeek *p)
 	p->e.emitted = 0;
 	p->e.bytes = 0;
 	p->copies = 0;
+	p->out = NULL;
 	MemoryContextSwitchTo(old);
 }
 
@@ -112,51 +116,65 @@ persist_peek_rewind(PersistPeek *p)
 }
 
 /*
- * The next row of the result, as many times as it counts, up to the limit;
- * NULL at the end.  The tuple, the peek's own (not a versioned datum: see
- * below), stays valid until the next call; *again says it is another copy
- * of the last call's.
+ * Step to the next row of the result, or to another copy of the current
+ * one (*again), up to the limit; false at the end.  The row itself is not
+ * read: a reader that needs it asks persist_peek_tuple, and one that reads
+ * no column (count(*)) never does.  It counts against
+ * pg_peek.max_result_bytes with its tuple's length all the same.
  */
-HeapTuple
-persist_peek_next(PersistPeek *p, bool *again)
+bool
+persist_peek_advance(PersistPeek *p, bool *again)
 {
 	*again = p->copies > 0;
 	while (p->copies == 0)
 	{
-		Datum		row;
-		int64		count;
-		MemoryContext old;
-
 		if (p->walk == NULL || row_emitter_full(&p->e))
-			return NULL;
-		if (!persist_walk_next(p->walk, &row, &count))
+			return false;
+		if (!persist_walk_next(p->walk, &p->row, &p->copies))
 		{
 			/* read through: let go of its scans now */
 			persist_walk_end(p->walk);
 			p->walk = NULL;
-			return NULL;
+			return false;
 		}
-		MemoryContextReset(p->row_cxt);
-		old = MemoryContextSwitchTo(p->row_cxt);
-		row_emit_tuple(&p->e, row, count, &p->buf, &p->tuple);
-		/* in the shard's page: a copy of our own, for the mark below */
-		if ((Pointer) p->tuple.t_data == DatumGetPointer(row))
-			p->tuple.t_data = memcpy(palloc(p->tuple.t_len), p->tuple.t_data, p->tuple.t_len);
-
-		/*
-		 * Not a versioned datum any more (its version is in t_ctid, which a
-		 * table row has its own in): a slot storing the tuple would look
-		 * its type up for each row to check it, and the scan checked the
-		 * row type once (scan.c).
-		 */
-		ItemPointerSetInvalid(&p->tuple.t_data->t_ctid);
-		p->out = p->map != NULL ? execute_attr_map_tuple(&p->tuple, p->map) : &p->tuple;
-		MemoryContextSwitchTo(old);
-		p->copies = count;
+		row_emit_check(&p->e, p->row, p->copies);
+		/* the t_len of its tuple (row_emit_tuple), without unpacking it */
+		p->row_bytes = toast_raw_datum_size(p->row);
+		p->out = NULL;
 	}
-	if (!row_emit_admit(&p->e, &p->tuple))
-		return NULL;
+	if (!row_emit_admit(&p->e, p->row_bytes))
+		return false;
 	p->copies--;
+	return true;
+}
+
+/*
+ * The tuple of the row persist_peek_advance stepped to, the peek's own
+ * (not a versioned datum: see below), valid until the next step.
+ */
+HeapTuple
+persist_peek_tuple(PersistPeek *p)
+{
+	MemoryContext old;
+
+	if (p->out != NULL)
+		return p->out;
+	MemoryContextReset(p->row_cxt);
+	old = MemoryContextSwitchTo(p->row_cxt);
+	row_emit_tuple(&p->e, p->row, p->copies, &p->buf, &p->tuple);
+	/* in the shard's page: a copy of our own, for the mark below */
+	if ((Pointer) p->tuple.t_data == DatumGetPointer(p->row))
+		p->tuple.t_data = memcpy(palloc(p->tuple.t_len), p->tuple.t_data, p->tuple.t_len);
+
+	/*
+	 * Not a versioned datum any more (its version is in t_ctid, which a
+	 * table row has its own in): a slot storing the tuple would look its
+	 * type up for each row to check it, and the scan checked the row type
+	 * once (scan.c).
+	 */
+	ItemPointerSetInvalid(&p->tuple.t_data->t_ctid);
+	p->out = p->map != NULL ? execute_attr_map_tuple(&p->tuple, p->map) : &p->tuple;
+	MemoryContextSwitchTo(old);
 	return p->out;
 }
 
@@ -175,13 +193,12 @@ peek_persist_peek(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PersistPeek *p;
-	HeapTuple	tuple;
 	bool		again;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	p = persist_peek_open(fcinfo, -1);
-	while ((tuple = persist_peek_next(p, &again)) != NULL)
-		tuplestore_puttuple(rsinfo->setResult, tuple);
+	while (persist_peek_advance(p, &again))
+		tuplestore_puttuple(rsinfo->setResult, persist_peek_tuple(p));
 	persist_peek_close(p);
 	return (Datum) 0;
 }

@@ -18,6 +18,11 @@
  *	  arguments and reads the peek through persist_peek.c, so argument checks,
  *	  privileges, the gate and the walk are the function's own.
  *
+ *	  Rows are made only for a plan that reads their columns: for one that
+ *	  reads none (count(1), EXISTS) the walk's rows are only counted, and a
+ *	  query that is nothing but count(*) of them is this node alone, which
+ *	  returns the count (persist_count_upper_paths).
+ *
  *	  Must not read shards, gate peeks or look up collections itself.
  *
  *-------------------------------------------------------------------------
@@ -30,14 +35,17 @@
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
+#include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
@@ -55,6 +63,13 @@ typedef struct PersistScanState
 	List	   *args;			/* their ExprStates */
 	FmgrInfo	flinfo;
 	int64		rows_wanted;	/* at most, or -1 (planned: see rows_wanted) */
+	List	   *planned_types;	/* the row type's columns' types as planned */
+	bool		reads_columns;	/* the qual or the projection reads a column */
+	bool		counts_rows;	/* one row, the count(*) of the peek's (see
+								 * persist_count_upper_paths): */
+	bool		count_known;	/* count is the peek's */
+	bool		count_returned; /* the row was returned since the last rescan */
+	int64		count;
 	Bitmapset  *arg_params;		/* the executor parameters the arguments use */
 	PersistPeek *peek;			/* open, or NULL */
 	bool		rewind;			/* rescanned with the same arguments */
@@ -64,6 +79,7 @@ typedef struct PersistScanState
 } PersistScanState;
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+static create_upper_paths_hook_type prev_create_upper_paths_hook = NULL;
 
 static Plan *plan_persist_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 							   List *tlist, List *clauses, List *custom_plans);
@@ -219,10 +235,93 @@ persist_scan_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 	path->path.startup_cost = 0;
 	path->path.total_cost = function_scan->total_cost;
 	path->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	path->custom_private = list_make1(makeInteger((int) rows_wanted(root, rel)));
+	path->custom_private = list_make2(makeInteger((int) rows_wanted(root, rel)), makeInteger(0));
 	path->methods = &persist_scan_path_methods;
 	rel->pathlist = NIL;
 	add_path(rel, &path->path);
+}
+
+/*
+ * Does the expression read anything but count(*) of the rows (an
+ * aggregate of another kind, a filtered, ordered or distinct count, a
+ * column, a subquery)?  Constants, parameters and functions of them and of
+ * count(*) read nothing else.
+ */
+static bool
+reads_more_than_count(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *agg = (Aggref *) node;
+
+		return agg->aggfnoid != F_COUNT_ || !agg->aggstar || agg->agglevelsup != 0 ||
+			agg->aggfilter != NULL || agg->aggorder != NIL || agg->aggdistinct != NIL;
+	}
+	if (IsA(node, Var) || IsA(node, PlaceHolderVar) || IsA(node, GroupingFunc) ||
+		IsA(node, WindowFunc) || IsA(node, SubLink) || IsA(node, SubPlan) ||
+		IsA(node, AlternativeSubPlan))
+		return true;
+	return expression_tree_walker(node, reads_more_than_count, context);
+}
+
+/*
+ * A query that only counts the rows of a streamed persist_peek call
+ * (`SELECT count(*) FROM peek.persist_peek(...)`: no WHERE, GROUP BY,
+ * HAVING or other aggregate) is offered the scan as its aggregate too: it
+ * steps through the peek's answer, counting each row as many times as it
+ * counts, and returns that one row, so that no row goes up through the
+ * executor to be counted there.  The steps are the rows' own
+ * (persist_peek_advance): the limit, pg_peek.max_result_bytes and a
+ * negative multiplicity count and fail as they do when the rows go up.
+ */
+static void
+persist_count_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
+						  RelOptInfo *output_rel, void *extra)
+{
+	Query	   *parse = root->parse;
+	CustomPath *scan;
+	CustomPath *path;
+
+	if (prev_create_upper_paths_hook)
+		prev_create_upper_paths_hook(root, stage, input_rel, output_rel, extra);
+	if (stage != UPPERREL_GROUP_AGG || input_rel->reloptkind != RELOPT_BASEREL ||
+		!parse->hasAggs || parse->groupClause != NIL || parse->groupingSets != NIL ||
+		parse->havingQual != NULL || parse->hasTargetSRFs ||
+		input_rel->baserestrictinfo != NIL || list_length(input_rel->pathlist) != 1)
+		return;
+	scan = linitial(input_rel->pathlist);
+	if (!IsA(scan, CustomPath) || scan->methods != &persist_scan_path_methods ||
+		scan->path.param_info != NULL ||
+		reads_more_than_count((Node *) output_rel->reltarget->exprs, NULL))
+		return;
+
+	path = makeNode(CustomPath);
+	path->path.pathtype = T_CustomScan;
+	path->path.parent = output_rel;
+	path->path.pathtarget = output_rel->reltarget;
+	path->path.rows = 1;
+	path->path.startup_cost = scan->path.total_cost;
+	path->path.total_cost = scan->path.total_cost;
+	path->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	path->custom_private = list_make2(makeInteger(-1), makeInteger((int) input_rel->relid));
+	path->methods = &persist_scan_path_methods;
+	add_path(output_rel, &path->path);
+}
+
+/* Collect the distinct Aggrefs of an expression (all count(*) here). */
+static bool
+collect_aggrefs(Node *node, List **aggrefs)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		*aggrefs = list_append_unique(*aggrefs, node);
+		return false;
+	}
+	return expression_tree_walker(node, collect_aggrefs, aggrefs);
 }
 
 /*
@@ -235,29 +334,45 @@ static Plan *
 plan_persist_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist,
 				  List *clauses, List *custom_plans)
 {
-	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	Index		counted_rti = intVal(lsecond(best_path->custom_private));
+	Index		rti = counted_rti != 0 ? counted_rti : rel->relid;
+	RangeTblEntry *rte = planner_rt_fetch(rti, root);
 	FuncExpr   *call = (FuncExpr *) linitial_node(RangeTblFunction, rte->functions)->funcexpr;
 	TupleDesc	desc = lookup_rowtype_tupdesc(call->funcresulttype, -1);
 	CustomScan *cscan = makeNode(CustomScan);
 	List	   *scan_tlist = NIL;
+	List	   *types = NIL;
 
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
+		types = lappend_oid(types, att->atttypid);
 		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry((Expr *) makeVar(rel->relid, i + 1, att->atttypid,
+							 makeTargetEntry((Expr *) makeVar(rti, i + 1, att->atttypid,
 															  att->atttypmod, att->attcollation, 0),
 											 i + 1, pstrdup(NameStr(att->attname)), false));
 	}
 	ReleaseTupleDesc(desc);
+	/* counting: the scan tuple is the counts the plan above reads */
+	if (counted_rti != 0)
+	{
+		List	   *aggrefs = NIL;
+		ListCell   *lc;
+
+		collect_aggrefs((Node *) tlist, &aggrefs);
+		scan_tlist = NIL;
+		foreach(lc, aggrefs)
+			scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), list_length(scan_tlist) + 1,
+															 NULL, false));
+	}
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = extract_actual_clauses(clauses, false);
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
 	cscan->custom_exprs = list_make1(copyObject(call));
 	cscan->custom_scan_tlist = scan_tlist;
-	cscan->custom_private = best_path->custom_private;
+	cscan->custom_private = lappend(list_copy(best_path->custom_private), types);
 	cscan->methods = &persist_scan_plan_methods;
 	return &cscan->scan.plan;
 }
@@ -283,16 +398,25 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 
 	s->call = linitial_node(FuncExpr, cscan->custom_exprs);
 	s->rows_wanted = intVal(linitial(cscan->custom_private));
+	s->counts_rows = intVal(lsecond(cscan->custom_private)) != 0;
+	s->planned_types = lthird(cscan->custom_private);
 	/* as a function scan checks the function it calls */
 	aclresult = pg_proc_aclcheck(s->call->funcid, GetUserId(), ACL_EXECUTE);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(s->call->funcid));
 	InvokeFunctionExecuteHook(s->call->funcid);
+	s->args = ExecInitExprList(s->call->args, &node->ss.ps);
+	s->arg_params = pull_paramids((Expr *) s->call->args);
+	fmgr_info(s->call->funcid, &s->flinfo);
+	fmgr_info_set_expr((Node *) s->call, &s->flinfo);
+	/* counting: the counts go up in the virtual slot made for them */
+	if (s->counts_rows)
+		return;
 
 	/*
 	 * PostgreSQL 15 gives a custom scan a virtual scan slot, which would
 	 * have every row deformed whatever the plan reads.  The rows go up as
-	 * the tuples the walk found (persist_peek_next), not copied, deformed
+	 * the tuples the walk found (persist_peek_tuple), not copied, deformed
 	 * only as far as they are read: the slot is made again for them, and
 	 * with it the projection and the qual (and their subplans), before any
 	 * node above compiles an expression against this one's slots.  Rows
@@ -305,10 +429,14 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 											&TTSOpsMinimalTuple);
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
 	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
-	s->args = ExecInitExprList(s->call->args, &node->ss.ps);
-	s->arg_params = pull_paramids((Expr *) s->call->args);
-	fmgr_info(s->call->funcid, &s->flinfo);
-	fmgr_info_set_expr((Node *) s->call, &s->flinfo);
+
+	/*
+	 * A scan's Vars are its scan tuple's columns (a subplan's are in its
+	 * arguments): with none, as in count(*), a row is never made, only
+	 * counted, and goes up as a row of NULLs nothing reads.
+	 */
+	s->reads_columns = contain_var_clause((Node *) cscan->scan.plan.targetlist) ||
+		contain_var_clause((Node *) cscan->scan.plan.qual);
 }
 
 /*
@@ -321,13 +449,12 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 static void
 check_scan_rowtype(PersistScanState *s)
 {
-	TupleDesc	planned = s->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	TupleDesc	now = lookup_rowtype_tupdesc(s->call->funcresulttype, -1);
-	bool		match = now->natts >= planned->natts;
+	bool		match = now->natts >= list_length(s->planned_types);
 
-	for (int i = 0; i < planned->natts && match; i++)
+	for (int i = 0; i < list_length(s->planned_types) && match; i++)
 		match = !TupleDescAttr(now, i)->attisdropped &&
-			TupleDescAttr(now, i)->atttypid == TupleDescAttr(planned, i)->atttypid;
+			TupleDescAttr(now, i)->atttypid == list_nth_oid(s->planned_types, i);
 	ReleaseTupleDesc(now);
 	if (!match)
 		ereport(ERROR,
@@ -372,6 +499,7 @@ close_scan_peek(PersistScanState *s)
 	s->replay = NULL;
 	s->replay_done = false;
 	s->rewind = false;
+	s->count_known = false;
 }
 
 /*
@@ -400,40 +528,84 @@ rewind_scan_peek(PersistScanState *s)
 		tuplestore_rescan(s->replay);
 }
 
+/*
+ * The one row of a count: each of the scan tuple's columns (a count(*) of
+ * the plan) the peek's rows, every copy counted as persist_peek_advance
+ * steps to it.  Rescanned with the same arguments, the same count.
+ */
+static TupleTableSlot *
+persist_count_next(PersistScanState *s)
+{
+	TupleTableSlot *slot = s->css.ss.ss_ScanTupleSlot;
+	bool		again;
+
+	ExecClearTuple(slot);
+	if (s->count_returned)
+		return slot;
+	if (!s->count_known)
+	{
+		if (s->peek == NULL)
+			open_scan_peek(s);
+		s->count = 0;
+		/* a row's copies are steps too, as many as it counts: cancellable */
+		while (persist_peek_advance(s->peek, &again))
+		{
+			CHECK_FOR_INTERRUPTS();
+			s->count++;
+		}
+		s->count_known = true;
+	}
+	for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++)
+	{
+		slot->tts_values[i] = Int64GetDatum(s->count);
+		slot->tts_isnull[i] = false;
+	}
+	s->count_returned = true;
+	return ExecStoreVirtualTuple(slot);
+}
+
 static TupleTableSlot *
 persist_scan_next(ScanState *ss)
 {
 	PersistScanState *s = (PersistScanState *) ss;
-	HeapTuple	tuple;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
 	bool		again;
 
+	if (s->counts_rows)
+		return persist_count_next(s);
 	if (s->rewind)
 		rewind_scan_peek(s);
 	if (s->replay != NULL &&
 		tuplestore_gettupleslot(s->replay, true, false, s->replay_slot))
-		return ExecCopySlot(ss->ss_ScanTupleSlot, s->replay_slot);
+		return ExecCopySlot(slot, s->replay_slot);
 	if (s->replay_done)
-		return ExecClearTuple(ss->ss_ScanTupleSlot);
+		return ExecClearTuple(slot);
 	if (s->peek == NULL)
 		open_scan_peek(s);
-	tuple = persist_peek_next(s->peek, &again);
-	if (tuple == NULL)
+	if (!persist_peek_advance(s->peek, &again))
 	{
 		s->replay_done = s->replay != NULL;
-		return ExecClearTuple(ss->ss_ScanTupleSlot);
+		return ExecClearTuple(slot);
+	}
+	if (!s->reads_columns)
+	{
+		if (TTS_EMPTY(slot))
+			ExecStoreAllNullTuple(slot);
+	}
+	/* another copy of the row the slot holds: it is still there */
+	else if (!again || TTS_EMPTY(slot))
+	{
+		/*
+		 * As found, valid until the next row: a composite datum's header
+		 * in place of a table row's, which only system columns (that this
+		 * scan has none of) would read.
+		 */
+		ExecStoreHeapTuple(persist_peek_tuple(s->peek), slot, false);
 	}
 	/* past the rows kept: the store is at its end, so its position follows */
 	if (s->replay != NULL)
-		tuplestore_puttuple(s->replay, tuple);
-	/* another copy of the row the slot holds: it is still there */
-	if (again && !TTS_EMPTY(ss->ss_ScanTupleSlot))
-		return ss->ss_ScanTupleSlot;
-	/*
-	 * As found, valid until the next row: a composite datum's header in
-	 * place of a table row's, which only system columns (that this scan
-	 * has none of) would read.
-	 */
-	return ExecStoreHeapTuple(tuple, ss->ss_ScanTupleSlot, false);
+		tuplestore_puttupleslot(s->replay, slot);
+	return slot;
 }
 
 /* Nothing to recheck: the rows are not a table's (and row marks copy them). */
@@ -465,9 +637,10 @@ rescan_persist_scan(CustomScanState *node)
 	PersistScanState *s = (PersistScanState *) node;
 
 	if (s->peek != NULL && !bms_overlap(node->ss.ps.chgParam, s->arg_params))
-		s->rewind = true;
+		s->rewind = !s->counts_rows;
 	else
 		close_scan_peek(s);
+	s->count_returned = false;
 	ExecScanReScan(&node->ss);
 }
 
@@ -479,6 +652,8 @@ explain_persist_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	ExplainPropertyText("Function Call",
 						deparse_expression((Node *) s->call, context, es->verbose, false), es);
+	if (s->counts_rows)
+		ExplainPropertyText("Counts", "its rows", es);
 }
 
 void
@@ -487,4 +662,6 @@ scan_init(void)
 	RegisterCustomScanMethods(&persist_scan_plan_methods);
 	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = persist_scan_pathlist;
+	prev_create_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = persist_count_upper_paths;
 }

@@ -1,0 +1,185 @@
+-- A streamed persist peek whose plan reads no column of its rows
+-- (count(1), EXISTS, a constant select list) only counts them: the walk
+-- steps through the base and the updates since, and no row is made
+-- (scan.c, persist_peek_advance).  A query that is only count(*) of the
+-- rows is the scan alone, which returns the count (no Aggregate).  Both
+-- must count what the rows' path counts: a row as many times as its
+-- multiplicity, a row updated many times since the base once, a deleted
+-- one not at all, at every time from the since on (before the base's time
+-- too), within the limit and pg_peek.max_result_bytes, and fail where that
+-- path fails.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS pg_peek CASCADE;
+CREATE EXTENSION pg_peek;
+RESET client_min_messages;
+
+CREATE TYPE pckv AS (k int, v text);
+SELECT peek.create_collection('pc', 'pckv');
+SELECT peek.set_retention('pc', NULL);
+-- the same updates, kept in a plain table
+CREATE TABLE pc_log (t bigint, k int, v text, diff bigint);
+
+-- time 0: 2000 rows, k = 7 three times and k = 8 twice
+INSERT INTO pc_log SELECT 0, g, 'v' || g, CASE g WHEN 7 THEN 3 WHEN 8 THEN 2 ELSE 1 END
+  FROM generate_series(1, 2000) g;
+-- times 1..30: k = 10 updated at every time (v10.<t>), k = 20 + t deleted,
+-- k = 8 once more at time 5 (3 copies), k = 7 down to one copy at time 9
+INSERT INTO pc_log SELECT t, 10, 'v10.' || (t - 1), -1 FROM generate_series(2, 30) t;
+INSERT INTO pc_log VALUES (1, 10, 'v10', -1);
+INSERT INTO pc_log SELECT t, 10, 'v10.' || t, 1 FROM generate_series(1, 30) t;
+INSERT INTO pc_log SELECT t, 20 + t, 'v' || (20 + t), -1 FROM generate_series(1, 30) t;
+INSERT INTO pc_log VALUES (5, 8, 'v8', 1), (9, 7, 'v7', -2);
+
+CREATE FUNCTION pc_write(lo int, hi int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM peek.append('pc', ARRAY[(l.k, l.v)::pckv], l.t, l.diff)
+      FROM pc_log l WHERE l.t BETWEEN lo AND hi ORDER BY l.t, l.k, l.v, l.diff;
+    PERFORM peek.advance('pc', hi + 1);
+END $$;
+
+-- pc_wrong(lo, hi): the times whose count(*) (the scan counting) or
+-- count(1) (no column read) is not the log's, or not what the rows' path
+-- (a column read) counts, or whose limited count is not the least of the
+-- limit and the contents
+CREATE FUNCTION pc_wrong(lo bigint, hi bigint) RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    wrong bigint[] := '{}';
+    want bigint;
+BEGIN
+    FOR at IN lo .. hi LOOP
+        SELECT coalesce(sum(n), 0) INTO want FROM (
+          SELECT sum(diff) AS n FROM pc_log WHERE t <= at GROUP BY k, v) c;
+        IF (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at)) <> want
+           OR (SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at)) <> want
+           OR (SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at)) <> want
+           OR (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at, "limit" => 5)) <> LEAST(5, want)
+           OR (SELECT count(*) FROM (SELECT 1 FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at) LIMIT 1500) s) <> LEAST(1500, want)
+        THEN
+            wrong := wrong || at::bigint;
+        END IF;
+    END LOOP;
+    RETURN wrong;
+END $$;
+
+SELECT pc_write(0, 0);
+SELECT wait_for($$SELECT base_time = 0 FROM peek.objects WHERE name = 'pc'$$);
+-- count(*) alone: the scan counts; no column read: a count above it
+EXPLAIN (COSTS OFF) SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) SELECT count(*), count(*) * 2 + 1 AS odd FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pc');
+-- a filter, another aggregate, a grouping: the Aggregate counts
+EXPLAIN (COSTS OFF) SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') WHERE k > 1;
+EXPLAIN (COSTS OFF) SELECT count(*), max(k) FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) SELECT count(*) FILTER (WHERE k > 1) FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') GROUP BY k;
+SELECT count(*), count(*) * 2 + 1 AS odd, count(1) AS ones FROM peek.persist_peek(NULL::pckv, 'pc');
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') HAVING count(*) > 5;
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') OFFSET 1;
+SELECT pc_wrong(0, 0);
+
+-- updates after the base: the base rows they touch adjusted while counted
+SELECT pc_write(1, 30);
+SELECT pc_wrong(0, 30);
+-- the base moved to 30: the times before it take the history out
+SELECT wait_for($$SELECT base_time = 30 FROM peek.objects WHERE name = 'pc'$$);
+SELECT pc_wrong(0, 30);
+-- the copies of one row: each one counted, before the base's time too
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 8) WHERE k IN (7, 8);
+SELECT count(*) FILTER (WHERE true) AS all_rows, count(*) FILTER (WHERE k = 8) AS k8
+  FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 8);
+-- compaction to 12: the history up to it is folded away
+SELECT peek.allow_compaction('pc', 12);
+SELECT wait_for($$SELECT since = 12 FROM peek.objects WHERE name = 'pc'$$);
+SELECT pc_wrong(12, 30);
+SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 11)$$);
+
+SELECT count(*) FROM (SELECT 1 FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 12) p
+                       WHERE p.k = 8 LIMIT 2) s;
+-- a qual without a column, a constant select list, EXISTS
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') WHERE random() >= 0;
+SELECT sum(1) AS ones, count(*) FILTER (WHERE now() IS NOT NULL) AS counted
+  FROM peek.persist_peek(NULL::pckv, 'pc');
+SELECT EXISTS (SELECT FROM peek.persist_peek(NULL::pckv, 'pc'));
+
+-- LIMIT without ORDER BY stops early; with ORDER BY it reads every row
+SELECT count(*) FROM (SELECT FROM peek.persist_peek(NULL::pckv, 'pc') LIMIT 7) s;
+SELECT k, v FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 12) ORDER BY k, v LIMIT 10;
+SELECT count(*) FROM (SELECT 1 FROM peek.persist_peek(NULL::pckv, 'pc') ORDER BY k DESC LIMIT 4) s;
+
+-- rescanned: the same count again (the answer replayed), or a peek again
+-- at each time when the arguments change
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM generate_series(1, 3) g, peek.persist_peek(NULL::pckv, 'pc') p;
+SELECT count(*) FROM generate_series(1, 3) g, peek.persist_peek(NULL::pckv, 'pc') p;
+SELECT count(*) FROM generate_series(1, 3) g,
+  (SELECT FROM peek.persist_peek(NULL::pckv, 'pc') LIMIT 100) p;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+-- counted again at each time; with the same arguments, the same count
+EXPLAIN (COSTS OFF)
+SELECT t, (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => t)) AS n
+  FROM generate_series(12, 30, 6) t;
+SELECT t, (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => t)) AS n
+  FROM generate_series(12, 30, 6) t;
+SELECT t, (SELECT count(*) + t FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 20)) AS n
+  FROM generate_series(12, 30, 6) t;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+EXPLAIN (COSTS OFF)
+SELECT g, c.n FROM generate_series(1, 3) g, (SELECT count(*) AS n FROM peek.persist_peek(NULL::pckv, 'pc')) c
+ WHERE c.n > g;
+SELECT g, c.n FROM generate_series(1, 3) g, (SELECT count(*) AS n FROM peek.persist_peek(NULL::pckv, 'pc')) c
+ WHERE c.n > g;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+
+-- pg_peek.max_result_bytes counts the rows not made as it counts made ones
+SET pg_peek.max_result_bytes = '16kB';
+SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc')$$);
+SELECT try($$SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pc')$$);
+SELECT count(*) FROM (SELECT FROM peek.persist_peek(NULL::pckv, 'pc') LIMIT 100) s;
+-- to the byte: the first LIMIT that fails is the same on every path (which
+-- one depends on the order the rows are read in)
+SELECT no_column = column_read AS no_column_same, counted = column_read AS counted_same,
+       column_read BETWEEN 301 AND 699 AS in_range
+  FROM (SELECT min(n) FILTER (WHERE try(format('SELECT count(*) FROM (SELECT FROM peek.persist_peek(NULL::pckv, %L) LIMIT %s) s', 'pc', n)) <> 'ok') AS no_column,
+               min(n) FILTER (WHERE try(format('SELECT count(*) FROM peek.persist_peek(NULL::pckv, %L, "limit" => %s)', 'pc', n)) <> 'ok') AS counted,
+               min(n) FILTER (WHERE try(format('SELECT count(k) FROM (SELECT k FROM peek.persist_peek(NULL::pckv, %L) LIMIT %s) s', 'pc', n)) <> 'ok') AS column_read
+          FROM generate_series(300, 700) n) f;
+RESET pg_peek.max_result_bytes;
+
+-- a row retracted more often than inserted fails the count as it fails
+-- the rows
+SELECT peek.create_collection('pcneg', 'pckv');
+SELECT peek.write('pcneg', ARRAY[(1, 'a'), (2, 'b')]::pckv[]);
+SELECT peek.write('pcneg', '{}', ARRAY[(3, 'c')]::pckv[]);
+SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcneg')$$);
+SELECT try($$SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pcneg')$$);
+SELECT try($$SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pcneg')$$);
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcneg', as_of => 0);
+
+-- a row of a trillion copies: each one a step, and the count cancellable
+SELECT peek.create_collection('pcmany', 'pckv');
+SELECT peek.append('pcmany', ARRAY[(1, 'a')]::pckv[], 0, 1000000000000);
+SELECT peek.advance('pcmany', 1);
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcmany', "limit" => 3);
+SET pg_peek.max_result_bytes = '2000000000kB';
+SET statement_timeout = '300ms';
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcmany');
+SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pcmany');
+RESET statement_timeout;
+RESET pg_peek.max_result_bytes;
+SELECT peek.drop_collection('pcmany');
+
+SELECT peek.drop_collection('pcneg');
+SELECT peek.drop_collection('pc');
+DROP FUNCTION pc_write(int, int);
+DROP FUNCTION pc_wrong(bigint, bigint);
+DROP TABLE pc_log;
+DROP TYPE pckv;

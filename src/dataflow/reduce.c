@@ -15,7 +15,8 @@
  *	  updates touch (each input as unnest of an array of its rows), once
  *	  they apply: what those groups last gave (their kept output,
  *	  outputs.c) is retracted and what they give now is added, at that
- *	  time.  So a time costs the size of the groups it touches, never the
+ *	  time; groups at different times share one run of the executor
+ *	  (waves.c).  So a time costs the size of the groups it touches, never the
  *	  inputs', and every aggregate, min and max included, stays exact
  *	  under deletions.  A view of one input keeps only the rows that pass
  *	  WHERE.  Stages (stages.c, chain.c) feed each
@@ -585,11 +586,11 @@ emit_outputs(ReduceRound *r, int64 time, ViewGroup **groups, int ngroups, List *
 }
 
 /*
- * The groups' output before a step: what they kept, the groups built
- * again since they last emitted (which know none) run over first.
+ * The groups built again since they last emitted (which know no output)
+ * run over before a step's updates apply to them, and their output kept.
  */
-static List *
-output_before(ReduceRound *r, ViewGroup **groups, int ngroups)
+static void
+learn_outputs(ReduceRound *r, ViewGroup **groups, int ngroups)
 {
 	ViewGroup **unknown = palloc(sizeof(ViewGroup *) * Max(1, ngroups));
 	int			nunknown = 0;
@@ -602,7 +603,6 @@ output_before(ReduceRound *r, ViewGroup **groups, int ngroups)
 		(void) run_over(r, unknown, nunknown);
 		outputs_keep(r->state, unknown, nunknown);
 	}
-	return outputs_kept(groups, ngroups);
 }
 
 /*
@@ -635,34 +635,69 @@ emit_all(ReduceRound *r, int64 since)
 	MemoryContextReset(r->per_step);
 }
 /*
- * The round's updates, a step per time in time order: the touched groups'
- * output after the step's updates against what they kept.
+ * One run of a wave over the touches [first, last), each of another group,
+ * in time order: their updates applied, the query run once over their
+ * groups, each time's groups' output against what they kept emitted at
+ * that time, and kept.
+ */
+static void
+run_wave(ReduceRound *r, Touch *touches, int first, int last)
+{
+	int			n = last - first;
+	ViewGroup **groups = palloc(sizeof(ViewGroup *) * n);
+
+	for (int i = 0; i < n; i++)
+		groups[i] = touches[first + i].group;
+	learn_outputs(r, groups, n);
+	for (int i = first; i < last; i++)
+		merge_updates(r, touches[i].first, touches[i].last);
+	(void) run_over(r, groups, n);
+	for (int from = 0, to; from < n; from = to)
+	{
+		int64		time = touches[first + from].time;
+		List	   *after = NIL;
+
+		for (to = from; to < n && touches[first + to].time == time; to++)
+			after = list_concat(after, groups[to]->fresh);
+		emit_difference(r, time, outputs_kept(groups + from, to - from), after);
+		outputs_keep(r->state, groups + from, to - from);
+	}
+}
+
+/*
+ * The round's updates, in time order, into the groups, and the touched
+ * groups' output at each time against what they kept: in waves (waves.c),
+ * each group's updates at a time put together.
  */
 static void
 run_steps(ReduceRound *r)
 {
 	ViewGroup **touched = palloc(sizeof(ViewGroup *) * Max(1, r->nupdates));
+	Touch	   *touches;
+	int			ntouches;
 
 	qsort(r->updates, r->nupdates, sizeof(GroupUpdate), update_time_cmp);
 	for (int first = 0, last; first < r->nupdates; first = last)
 	{
-		int64		time = r->updates[first].time;
-		int			ntouched;
+		for (last = first; last < r->nupdates &&
+			 r->updates[last].time == r->updates[first].time; last++)
+			;
+		(void) updates_by_group(r, first, last, touched);
+	}
+	pfree(touched);
+	touches = reduce_touches(r, &ntouches);
+	for (int first = 0, last; first < ntouches; first = last)
+	{
 		MemoryContext old;
-		List	   *before;
 
 		CHECK_FOR_INTERRUPTS();
-		for (last = first; last < r->nupdates && r->updates[last].time == time; last++)
-			;
-		ntouched = updates_by_group(r, first, last, touched);
+		last = reduce_wave_end(r, touches, first, ntouches);
 		old = MemoryContextSwitchTo(r->per_step);
-		before = output_before(r, touched, ntouched);
-		merge_updates(r, first, last);
-		emit_outputs(r, time, touched, ntouched, before);
+		run_wave(r, touches, first, last);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(r->per_step);
 	}
-	pfree(touched);
+	pfree(touches);
 }
 
 /*

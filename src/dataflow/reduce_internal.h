@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * reduce_internal.h
- *	  What reduce.c (a grouped or joined view's groups and steps) and
- *	  outputs.c (the query run over groups, its rows attributed to their
- *	  groups, each group's kept output) share: a view's groups, a round's
- *	  updates and its work in one stage.
+ *	  What reduce.c (a grouped or joined view's groups and steps), waves.c
+ *	  (a round's touches of groups put in waves) and outputs.c (the query
+ *	  run over groups, its rows attributed to their groups, each group's
+ *	  kept output) share: a view's groups, a round's updates and its work
+ *	  in one stage.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +38,7 @@ typedef struct ViewGroup
 	bool		emptied;		/* in its round's list of emptied groups */
 	bool		running;		/* among the groups the query runs over */
 	int			nupdates;		/* updates_by_group's count, then place */
+	int			touches;		/* its touches numbered so far (waves.c) */
 	int			noutput;		/* its kept output's rows; -1: not known */
 	char	   *output;			/* their images, each MAXALIGNed, or NULL */
 	List	   *fresh;			/* a run's rows for it, in the step's memory */
@@ -107,6 +109,20 @@ typedef struct ReduceRound
 	MemoryContext cxt;			/* the round's */
 	MemoryContext per_step;
 } ReduceRound;
+
+/* A group's updates at one time: a round's updates [first, last) (waves.c). */
+typedef struct Touch
+{
+	ViewGroup  *group;
+	int64		time;
+	int			first;
+	int			last;
+	int			wave;			/* how many of the group's touches come before */
+} Touch;
+
+/* waves.c */
+extern Touch *reduce_touches(ReduceRound *r, int *ntouches);
+extern int	reduce_wave_end(ReduceRound *r, Touch *touches, int first, int ntouches);
 
 /* outputs.c */
 extern void outputs_key_columns(Query *query, ViewPlan *plan);

@@ -25,7 +25,7 @@ use Time::HiRes qw(usleep);
 our @EXPORT = qw(
   new_node poll_until runtime_pid serving_role interactive_mode
   start_bg finish_bg bg_done bg_backend_pid bg_session
-  sql_error
+  sql_error stop_runtime
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -133,6 +133,27 @@ sub runtime_pid
 	my $pid = $node->safe_psql('postgres',
 		"SELECT pid FROM peek.runtimes WHERE role = '$role'");
 	return $pid eq '' ? undef : $pid + 0;
+}
+
+# stop_runtime($node, $pid): SIGSTOP a runtime while it waits on its latch
+# (wait_event_type Extension), so that it is stopped holding no lock: one
+# stopped inside a WAL insertion would hang every writer of the test.  A
+# runtime caught elsewhere is let go again and caught later.  The caller
+# sends SIGCONT.
+sub stop_runtime
+{
+	my ($node, $pid) = @_;
+	for (1 .. 2000)
+	{
+		kill 'STOP', $pid;
+		return
+		  if $node->safe_psql('postgres',
+			"SELECT wait_event_type FROM pg_stat_activity WHERE pid = $pid") eq
+		  'Extension';
+		kill 'CONT', $pid;
+		select(undef, undef, undef, 0.01);
+	}
+	die "runtime $pid was never caught waiting on its latch\n";
 }
 
 # start_bg($node, $sql, %opts): run $sql in database postgres with a psql of

@@ -41,7 +41,7 @@ ok(poll_until($node, "SELECT count(*) FROM peek.index_peek(NULL::t, 't_k', ROW(1
 	'the source has its first row');
 
 my $maintenance = runtime_pid($node, interactive_mode() eq 'on' ? 'maintenance' : 'solo');
-kill 'STOP', $maintenance;
+stop_runtime($node, $maintenance);
 my $lsn0 = sql("SELECT pg_current_wal_lsn()");
 # 150 transactions of 10k rows of a table no source captures
 sql(q{

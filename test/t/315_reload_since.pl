@@ -53,7 +53,7 @@ ok(poll_until($node, "SELECT replayed_upper > 0 AND replayed_since <= $t_old FRO
 ok(poll_until($node, "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type LIKE '%loader%'"),
 	'a loader waits');
 my $pid = runtime_pid($node, $maint);
-kill 'STOP', $pid;
+stop_runtime($node, $pid);
 sql("COMMIT PREPARED 'hold'");
 ok(poll_until($node, "SELECT since > $t_old FROM peek.objects WHERE name = 's'"),
 	'the reload raised the durable since');

@@ -147,7 +147,7 @@ sub check_views
 
 my $role = interactive_mode() eq 'on' ? 'maintenance' : 'solo';
 my $pid = runtime_pid($node, $role);
-kill 'STOP', $pid;
+stop_runtime($node, $pid);
 my ($first, $last) = burst();
 kill 'CONT', $pid;
 check_views('one round over the burst', $first, $last);
@@ -155,7 +155,7 @@ is(runtime_pid($node, $role), $pid, 'the runtime ran the burst without a restart
 
 # the same with the groups built again: the runtime is ended while stopped
 $pid = runtime_pid($node, $role);
-kill 'STOP', $pid;
+stop_runtime($node, $pid);
 ($first, $last) = burst();
 kill 'TERM', $pid;
 kill 'CONT', $pid;

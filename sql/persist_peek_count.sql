@@ -139,6 +139,39 @@ RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_material;
 
+-- the count's one row under GROUP BY (), a window, a scroll cursor read
+-- backwards, a generic plan's as_of parameter, a view and a reader without
+-- the right to peek: each as the Aggregate over the rows gives it
+SELECT (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 12) GROUP BY ()) =
+       (SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 12)) AS same;
+SELECT count(*) = count(k) AS same, count(*) OVER () AS one_row
+  FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 12);
+BEGIN;
+DECLARE pc_cursor SCROLL CURSOR FOR SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => 12);
+FETCH pc_cursor;
+FETCH pc_cursor;
+FETCH BACKWARD pc_cursor;
+COMMIT;
+SET plan_cache_mode = force_generic_plan;
+PREPARE pc_at(bigint) AS SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => $1);
+EXPLAIN (COSTS OFF) EXECUTE pc_at(12);
+SELECT t, n.count FROM generate_series(12, 30, 6) t,
+  LATERAL (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => t)) n;
+EXECUTE pc_at(12);
+EXECUTE pc_at(30);
+DEALLOCATE pc_at;
+RESET plan_cache_mode;
+CREATE VIEW pc_count AS SELECT count(*) AS n FROM peek.persist_peek(NULL::pckv, 'pc');
+SELECT n, n + 1 AS next FROM pc_count;
+CREATE ROLE pc_reader;
+GRANT USAGE ON SCHEMA peek TO pc_reader;
+SET ROLE pc_reader;
+SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc')$$);
+RESET ROLE;
+DROP VIEW pc_count;
+REVOKE USAGE ON SCHEMA peek FROM pc_reader;
+DROP ROLE pc_reader;
+
 -- pg_peek.max_result_bytes counts the rows not made as it counts made ones
 SET pg_peek.max_result_bytes = '16kB';
 SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc')$$);

@@ -39,6 +39,19 @@ shard_tid_list_add(TidList *l, ItemPointer tid)
 	l->tids[l->n++] = *tid;
 }
 
+/* A shard table, to read (a shard dropped under a stale reader: 42P01). */
+static Relation
+open_shard_table(Oid shard)
+{
+	Relation	rel = try_table_open(shard, AccessShareLock);
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("shard table with OID %u does not exist", shard)));
+	return rel;
+}
+
 static Relation
 open_shard_index(Relation rel, const char *suffix, LOCKMODE lock)
 {
@@ -469,13 +482,9 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 	RangeFeed	feed = {fn, arg, BASE_TIME, upper};
 	int64		base_time = lower > 0 ? BASE_TIME :
 		catalog_read_shard_base(shard, GetActiveSnapshot());
-	Relation	rel = try_table_open(shard, AccessShareLock);
+	Relation	rel = open_shard_table(shard);
 	ShardBase	b;
 
-	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("shard table with OID %u does not exist", shard)));
 	shard_base_open_heap(&b, rel, GetActiveSnapshot(), base_time);
 	b.time_index = lower > 0 ? open_shard_index(rel, "time_idx", AccessShareLock) : NULL;
 	if (b.time_index != NULL)
@@ -510,13 +519,9 @@ persist_scan_at(Oid shard, int64 at, int64 upper,
 {
 	RangeFeed	feed = {fn, arg, at, upper};
 	int64		base_time = catalog_read_shard_base(shard, GetActiveSnapshot());
-	Relation	rel = try_table_open(shard, AccessShareLock);
+	Relation	rel = open_shard_table(shard);
 	ShardBase	b;
 
-	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("shard table with OID %u does not exist", shard)));
 	shard_base_open_heap(&b, rel, GetActiveSnapshot(), base_time);
 	b.time_index = at >= base_time ? open_shard_index(rel, "time_idx", AccessShareLock) : NULL;
 	if (b.time_index != NULL)
@@ -569,16 +574,12 @@ count_time(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, voi
 int64
 persist_times_end(Oid shard, int64 lower, int64 upper, int n)
 {
-	Relation	rel = try_table_open(shard, AccessShareLock);
+	Relation	rel = open_shard_table(shard);
 	StrategyNumber strategies[2] = {BTGreaterEqualStrategyNumber, BTLessStrategyNumber};
 	int64		bounds[2] = {lower, upper};
 	TimeCount	count = {n, -1, upper};
 	ShardBase	b;
 
-	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("shard table with OID %u does not exist", shard)));
 	shard_base_open_heap(&b, rel, GetActiveSnapshot(), BASE_TIME);
 	b.time_index = open_shard_index(rel, "time_idx", AccessShareLock);
 	shard_scan_times(&b, b.time_index, 2, strategies, bounds, count_time, &count);

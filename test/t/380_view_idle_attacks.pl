@@ -5,7 +5,9 @@
 #    upper, give the same rows after a runtime restart and after a crash
 #    restart (persist_peek and index_peek), and the views then follow;
 #  * the source compacted to its upper while the views idle, then a crash:
-#    the views resume at their durable uppers (the hold), none fails;
+#    its since stays below v1's durable upper (where a restart resumes;
+#    the source's own durable upper bounds it too), the views resume, none
+#    fails;
 #  * REVOKE of the owner's right to read the input while the view idles
 #    (no write to its input): the view fails.
 use strict;
@@ -103,8 +105,8 @@ for my $restart ('runtime', 'crash')
 	ok(poll_until($node, $synced), "$restart: the views follow the next write");
 }
 
-# compaction of the source to its upper while the views idle (held below
-# v1's durable upper, where a restart resumes), then a crash
+# compaction of the source to its upper while the views idle (below v1's
+# durable upper, where a restart resumes), then a crash
 idle_rounds();
 sql("SELECT peek.allow_compaction('t_src', (SELECT upper - 1 FROM peek.collections WHERE name = 't_src'))");
 my $held = 1;

@@ -11,6 +11,8 @@
 #    the base takes the time in;
 #  * DROP EXTENSION: waits for the fold, the worker ends;
 #  * a fast stop during an active fold: the worker stops at once;
+#  * the runtime restarted three times during a long fold: one worker at a
+#    time (each restart used to start one more, waiting for the first);
 #  * no background worker free (max_worker_processes taken by the
 #    runtimes): the runtime folds the big time itself, exactly.
 # The server log has no ERROR or WARNING line.
@@ -134,6 +136,29 @@ $at = [gettimeofday];
 $node->stop('fast');
 cmp_ok(tv_interval($at), '<', 5, 'fast stop: the fold does not hold the stop');
 $node->start;
+
+# ---- the runtime restarted during a long fold -----------------------------
+# a restarted runtime leaves the earlier runtime's worker to finish: before,
+# each restart started one more worker, which waited for it (a slot each)
+my $maint = interactive_mode() eq 'on' ? 'maintenance' : 'solo';
+my $tr = sql("SELECT peek.write('f', ARRAY(SELECT (g + 4 * $N, 'z')::item FROM generate_series(1, 4 * $N) g))");
+worker_runs('restarts');
+my $most = 0;
+for (1 .. 3)
+{
+	my $pid = runtime_pid($node, $maint);
+	sql("SELECT pg_terminate_backend($pid)");
+	poll_until($node, "SELECT pid <> $pid FROM peek.runtimes WHERE role = '$maint' AND state = 'running'");
+	for (1 .. 10)
+	{
+		my $n = sql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_peek fold'");
+		$most = $n if $n > $most;
+		usleep(100_000);
+	}
+}
+is($most, 1, 'restarts: one fold worker at a time');
+ok(poll_until($node, "SELECT base_time >= $tr FROM peek.objects WHERE name = 'f'", 't', 120),
+	'restarts: the base takes the big time in');
 
 # ---- DROP EXTENSION during the fold ---------------------------------------
 sql("SELECT peek.write('c', ARRAY(SELECT (g + $N, 'y')::item FROM generate_series(1, $N) g))");

@@ -42,6 +42,14 @@
 /* The advisory lock's fourth field: one fold worker per collection at a time. */
 #define FOLD_WORKER_LOCK_FIELD4	0x666f
 
+/* The advisory lock a fold worker holds while it runs. */
+static void
+fold_worker_lock_tag(LOCKTAG *tag, PeekObjectId id)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (id >> 32), (uint32) id,
+						 FOLD_WORKER_LOCK_FIELD4);
+}
+
 /* What a fold worker folds, in its bgw_extra. */
 typedef struct FoldRequest
 {
@@ -100,6 +108,22 @@ fold_worker_start(PeekObjectId id, Oid shard, int64 target, int64 max_rows)
 	return handle;
 }
 
+/*
+ * Whether a fold worker (one that an earlier runtime started: this
+ * runtime's own it knows by its handle) folds a collection's base now.
+ */
+bool
+fold_worker_running(PeekObjectId id)
+{
+	LOCKTAG		tag;
+
+	fold_worker_lock_tag(&tag, id);
+	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, ExclusiveLock, true);
+	return false;
+}
+
 /* The maintenance runtime's niceness (pg_peek.maintenance_nice), if it can. */
 static void
 lower_priority(void)
@@ -135,8 +159,7 @@ fold_worker_main(Datum arg)
 	capture_skip_own_writes();
 	lower_priority();
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (req.id >> 32), (uint32) req.id,
-						 FOLD_WORKER_LOCK_FIELD4);
+	fold_worker_lock_tag(&tag, req.id);
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
 
 	PG_TRY();

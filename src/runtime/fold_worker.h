@@ -13,6 +13,7 @@
 #include "common/ids.h"
 
 extern bool folds_kept(PeekObjectId id, Oid shard);
+extern bool fold_worker_running(PeekObjectId id);
 extern BackgroundWorkerHandle *fold_worker_start(PeekObjectId id, Oid shard, int64 target,
 												 int64 max_rows);
 extern PGDLLEXPORT void fold_worker_main(Datum arg);

@@ -17,14 +17,16 @@
  *	  one at a time: a fold that long (one to two seconds per 100,000
  *	  updates) in the runtime would hold every seal due meanwhile.  The
  *	  worker's stop sets the runtime's latch; its base is then looked at
- *	  again at once.  Only when no background worker can be had, or
+ *	  again at once.  A worker an earlier runtime started (a restart
+ *	  mid-fold) is left to finish, looked at every FOLD_ELSEWHERE_MS, not
+ *	  joined by another: restarts pile up no workers.  Only when no background worker can be had, or
  *	  FOLD_OUTSIDE_TRIES workers stopped without moving the base (an error,
  *	  which the runtime's own fold then reports as the collection's
  *	  failure), the runtime folds the time alone, once the writes paused
  *	  and it has no other work left (a merge's steps, a view's round).
  *	  Only what the runtime learns from the catalog notices (the durable
  *	  uppers), the folds' own results and the workers' stops: nothing is
- *	  polled.
+ *	  polled but an earlier runtime's worker.
  *
  *	  Runs in the maintenance (or solo) runtime's loop; a standby's bases
  *	  follow the primary's by replay.
@@ -45,6 +47,7 @@
 #define FOLD_BUSY_MS	1000
 #define FOLD_STEP_ROWS	INT64CONST(10000)
 #define FOLD_OUTSIDE_TRIES	2
+#define FOLD_ELSEWHERE_MS	1000
 
 typedef struct BaseFold
 {
@@ -56,6 +59,7 @@ typedef struct BaseFold
 	bool		stepping;		/* the last step was bounded: go on */
 	bool		stopped;		/* at a big time (see the top) */
 	int			outside_tries;	/* workers that stopped with it there */
+	TimestampTz elsewhere_at;	/* an earlier runtime's worker was folding it */
 	TimestampTz changed_at;		/* when the upper last rose */
 	TimestampTz folded_at;
 } BaseFold;
@@ -99,6 +103,7 @@ folds_note(CatalogObject *obj)
 		bf->stepping = false;
 		bf->stopped = false;
 		bf->outside_tries = 0;
+		bf->elsewhere_at = 0;
 		bf->folded_at = 0;
 	}
 	bf->shard = obj->shard;
@@ -171,12 +176,32 @@ outside_running(void)
 }
 
 /*
+ * Whether a base stopped at a big time is due for a worker: not while an
+ * earlier runtime's worker folds it (a restart during a long fold), looked
+ * at again every FOLD_ELSEWHERE_MS, so that restarts pile up no workers.
+ */
+static TimestampTz
+outside_due_at(BaseFold *bf)
+{
+	TimestampTz at = TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS);
+
+	return bf->elsewhere_at == 0 ? at :
+		Max(at, TimestampTzPlusMilliseconds(bf->elsewhere_at, FOLD_ELSEWHERE_MS));
+}
+
+/*
  * A base stopped at a big time: a fold worker folds it.  Without a free
  * background worker the runtime folds it itself (fold_due).
  */
 static void
 outside_start(BaseFold *bf)
 {
+	if (fold_worker_running(bf->id))
+	{
+		bf->elsewhere_at = GetCurrentTimestamp();
+		return;
+	}
+	bf->elsewhere_at = 0;
 	outside = fold_worker_start(bf->id, bf->shard, bf->upper - 1, FOLD_STEP_ROWS);
 	if (outside != NULL)
 	{
@@ -222,7 +247,7 @@ folds_run(FoldFn fold, bool busy)
 		if (running && bf->id == outside_id)
 			continue;			/* its worker folds it */
 		if (!running && bf->stopped && bf->outside_tries < FOLD_OUTSIDE_TRIES &&
-			writes_paused(now))
+			now >= outside_due_at(bf))
 		{
 			outside_start(bf);
 			running = outside != NULL;
@@ -289,7 +314,7 @@ folds_wait_ms(void)
 		/* (another base's worker: its stop sets the latch) */
 		if (bf->stopped && (outside == NULL || bf->outside_tries >= FOLD_OUTSIDE_TRIES))
 		{
-			ms = TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS));
+			ms = TimestampDifferenceMilliseconds(now, outside_due_at(bf));
 			wait = wait < 0 ? ms : Min(wait, ms);
 		}
 		if (bf->upper <= bf->folded_upper)

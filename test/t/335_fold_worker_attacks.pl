@@ -1,0 +1,184 @@
+# What a fold worker (a big time's fold outside the maintenance runtime)
+# must survive, each while a worker folds a 200,000-row time:
+#  * compaction (allow_compaction to the big time) racing the worker's fold
+#    of the same base: one gives way, the base and since take the time in,
+#    its contents are exact, no base row twice, nothing fails;
+#  * drop_collection: waits for the fold, the worker ends;
+#  * ALTER TYPE ... DROP ATTRIBUTE of the row type: contents exact, and a
+#    delete written after it retracts the folded rows;
+#  * an open writer transaction holding the row (the worker waits for it at
+#    its catalog write): a fast stop does not hang, and after the restart
+#    the base takes the time in;
+#  * DROP EXTENSION: waits for the fold, the worker ends;
+#  * a fast stop during an active fold: the worker stops at once;
+#  * the runtime restarted three times during a long fold: one worker at a
+#    time (each restart used to start one more, waiting for the first);
+#  * no background worker free (max_worker_processes taken by the
+#    runtimes): the runtime folds the big time itself, exactly.
+# The server log has no ERROR or WARNING line.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(gettimeofday tv_interval usleep);
+use PgPeekTest;
+
+my $N = 200_000;
+my $node = new_node('fold_attacks');
+
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+
+sub worker_runs
+{
+	my ($what) = @_;
+	ok(poll_until($node, "SELECT count(*) >= 1 FROM pg_stat_activity WHERE backend_type = 'pg_peek fold'"),
+		"$what: a fold worker folds");
+}
+
+sub worker_gone
+{
+	my ($what) = @_;
+	ok(poll_until($node, "SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'pg_peek fold'"),
+		"$what: no fold worker is left");
+}
+
+# a collection with one row at its base, then a big time: returns its time
+sub big_time
+{
+	my ($name, $type) = @_;
+	my $row = $type eq 'item' ? "(0, 'zero')" : "(0, 'zero', 0)";
+	my $gen = $type eq 'item' ? "(g, 'x' || g)" : "(g, 'x' || g, g)";
+	sql("SELECT peek.create_collection('$name', '$type')");
+	my $t0 = sql("SELECT peek.write('$name', ARRAY[$row]::${type}[])");
+	poll_until($node, "SELECT base_time >= $t0 FROM peek.objects WHERE name = '$name'");
+	return sql("SELECT peek.write('$name', ARRAY(SELECT ${gen}::$type FROM generate_series(1, $N) g))");
+}
+
+sub digest
+{
+	my ($name, $type, $t) = @_;
+	return sql("SET statement_timeout = '60s'; SELECT count(*) || ' ' || sum(id) "
+		  . "FROM peek.persist_peek(NULL::$type, '$name', as_of => $t)");
+}
+
+my $whole = ($N + 1) . ' ' . ($N * ($N + 1) / 2);
+
+sub clean_log
+{
+	my ($n, $what) = @_;
+	my @bad = grep { /\b(ERROR|WARNING|PANIC):/ } split /\n/, slurp_file($n->logfile);
+	is(join("\n", @bad), '', "$what: no ERROR or WARNING in the server log");
+}
+
+sql(q{CREATE EXTENSION pg_peek;
+	CREATE TYPE item AS (id int, v text);
+	CREATE TYPE item3 AS (id int, v text, w int);});
+
+# ---- compaction racing the worker ----------------------------------------
+my $tc = big_time('c', 'item');
+worker_runs('compaction');
+sql("SELECT peek.allow_compaction('c', $tc)");
+ok(poll_until($node, "SELECT base_time >= $tc AND since >= $tc FROM peek.objects WHERE name = 'c'", 't', 60),
+	'compaction: base and since take the big time in');
+is(digest('c', 'item', $tc), $whole, 'compaction: contents at the big time');
+my $shard = sql("SELECT shard::regclass FROM peek.objects WHERE name = 'c'");
+is(sql("SELECT count(*) - count(DISTINCT data) FROM $shard WHERE time = -1"), '0',
+	'compaction: no row twice in the base');
+
+# ---- drop_collection during the fold --------------------------------------
+big_time('d', 'item');
+worker_runs('drop_collection');
+sql("SELECT peek.drop_collection('d')");
+worker_gone('drop_collection');
+is(sql("SELECT count(*) FROM peek.objects WHERE name = 'd'"), '0', 'drop_collection: dropped');
+
+# ---- ALTER TYPE ... DROP ATTRIBUTE during the fold ------------------------
+my $te = big_time('e', 'item3');
+worker_runs('DROP ATTRIBUTE');
+sql("ALTER TYPE item3 DROP ATTRIBUTE w");
+ok(poll_until($node, "SELECT base_time >= $te FROM peek.objects WHERE name = 'e'", 't', 60),
+	'DROP ATTRIBUTE: the base takes the big time in');
+is(digest('e', 'item3', $te), $whole, 'DROP ATTRIBUTE: contents at the big time');
+sql("SELECT peek.write('e', ARRAY[]::item3[], ARRAY(SELECT (g, 'x' || g)::item3 FROM generate_series(1, 10) g))");
+is(sql("SELECT count(*) || ' ' || sum(id) FROM peek.persist_peek(NULL::item3, 'e')"),
+	($N - 9) . ' ' . ($N * ($N + 1) / 2 - 55), 'DROP ATTRIBUTE: later deletes retract folded rows');
+
+# ---- an open writer holds the row; a fast stop ----------------------------
+my $tf = big_time('f', 'item');
+worker_runs('open writer');
+my $s = bg_session($node);
+$s->query_safe("BEGIN");
+$s->query_safe("SELECT peek.write('f', ARRAY[(-1, 'open')]::item[])");
+ok(poll_until($node, "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE backend_type = 'pg_peek fold'", 't', 60),
+	'open writer: the worker waits for the writer');
+my $at = [gettimeofday];
+my $stopped = eval {
+	local $SIG{ALRM} = sub { die "timeout\n" };
+	alarm 60;
+	$node->stop('fast');
+	alarm 0;
+	1;
+};
+ok($stopped && tv_interval($at) < 10, 'open writer: a fast stop ends the waiting worker');
+eval { $s->quit };
+$node->start;
+ok(poll_until($node, "SELECT base_time >= $tf FROM peek.objects WHERE name = 'f'", 't', 60),
+	'open writer: after the restart the base takes the big time in');
+is(digest('f', 'item', $tf), $whole, 'open writer: contents at the big time');
+
+# ---- a fast stop during an active fold ------------------------------------
+sql("SELECT peek.write('f', ARRAY(SELECT (g + $N, 'y')::item FROM generate_series(1, 3 * $N) g))");
+worker_runs('fast stop');
+usleep(300_000);
+$at = [gettimeofday];
+$node->stop('fast');
+cmp_ok(tv_interval($at), '<', 5, 'fast stop: the fold does not hold the stop');
+$node->start;
+
+# ---- the runtime restarted during a long fold -----------------------------
+# a restarted runtime leaves the earlier runtime's worker to finish: before,
+# each restart started one more worker, which waited for it (a slot each)
+my $maint = interactive_mode() eq 'on' ? 'maintenance' : 'solo';
+my $tr = sql("SELECT peek.write('f', ARRAY(SELECT (g + 4 * $N, 'z')::item FROM generate_series(1, 4 * $N) g))");
+worker_runs('restarts');
+my $most = 0;
+for (1 .. 3)
+{
+	my $pid = runtime_pid($node, $maint);
+	sql("SELECT pg_terminate_backend($pid)");
+	poll_until($node, "SELECT pid <> $pid FROM peek.runtimes WHERE role = '$maint' AND state = 'running'");
+	for (1 .. 10)
+	{
+		my $n = sql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_peek fold'");
+		$most = $n if $n > $most;
+		usleep(100_000);
+	}
+}
+is($most, 1, 'restarts: one fold worker at a time');
+ok(poll_until($node, "SELECT base_time >= $tr FROM peek.objects WHERE name = 'f'", 't', 120),
+	'restarts: the base takes the big time in');
+
+# ---- DROP EXTENSION during the fold ---------------------------------------
+sql("SELECT peek.write('c', ARRAY(SELECT (g + $N, 'y')::item FROM generate_series(1, $N) g))");
+worker_runs('DROP EXTENSION');
+sql("DROP EXTENSION pg_peek CASCADE");
+worker_gone('DROP EXTENSION');
+clean_log($node, 'fold worker attacks');
+$node->stop('fast');
+
+# ---- no free background worker --------------------------------------------
+# the runtimes and the logical replication launcher take every slot
+my $slots = interactive_mode() eq 'on' ? 3 : 2;
+$node = new_node('fold_no_worker', conf => ["max_worker_processes = $slots"]);
+sql("CREATE EXTENSION pg_peek; CREATE TYPE item AS (id int, v text)");
+my $tg = big_time('g', 'item');
+ok(poll_until($node, "SELECT base_time >= $tg FROM peek.objects WHERE name = 'g'", 't', 60),
+	'no free worker: the runtime takes the big time in');
+is(digest('g', 'item', $tg), $whole, 'no free worker: contents at the big time');
+like(slurp_file($node->logfile), qr/in the maintenance runtime: no background worker is free/,
+	'no free worker: logged');
+clean_log($node, 'no free worker');
+$node->stop('fast');
+done_testing();

@@ -13,11 +13,13 @@
  *	  for long.  A time with more updates of its own (a big write, a load)
  *	  stops the base before it while anything the runtime maintains is
  *	  written; once every write paused for FOLD_BIG_QUIET_MS (the end of a
- *	  load), a fold worker (fold_worker.c) folds it outside the runtime,
- *	  one at a time: a fold that long (one to two seconds per 100,000
- *	  updates) in the runtime would hold every seal due meanwhile.  The
- *	  worker's stop sets the runtime's latch; its base is then looked at
- *	  again at once.  A worker an earlier runtime started (a restart
+ *	  load), or under a steady load once the base stopped there
+ *	  FOLD_STOPPED_MS ago (else it never moves again, and every peek sums
+ *	  all updates since the load), a fold worker (fold_worker.c) folds it
+ *	  outside the runtime, one at a time: a fold that long (one to two
+ *	  seconds per 100,000 updates) in the runtime would hold every seal
+ *	  due meanwhile.  The worker's stop sets the runtime's latch; its base
+ *	  is then looked at again at once.  A worker an earlier runtime started (a restart
  *	  mid-fold) is left to finish, looked at every FOLD_ELSEWHERE_MS, not
  *	  joined by another: restarts pile up no workers.  Only when no background worker can be had, or
  *	  FOLD_OUTSIDE_TRIES workers stopped without moving the base (an error,
@@ -44,6 +46,7 @@
 
 #define FOLD_QUIET_MS	50
 #define FOLD_BIG_QUIET_MS	500
+#define FOLD_STOPPED_MS	2000
 #define FOLD_BUSY_MS	1000
 #define FOLD_STEP_ROWS	INT64CONST(10000)
 #define FOLD_OUTSIDE_TRIES	2
@@ -58,6 +61,7 @@ typedef struct BaseFold
 	int64		folded_upper;	/* the last fold went as far as it could below it */
 	bool		stepping;		/* the last step was bounded: go on */
 	bool		stopped;		/* at a big time (see the top) */
+	TimestampTz stopped_at;		/* when it stopped there */
 	int			outside_tries;	/* workers that stopped with it there */
 	TimestampTz elsewhere_at;	/* an earlier runtime's worker was folding it */
 	TimestampTz changed_at;		/* when the upper last rose */
@@ -102,6 +106,7 @@ folds_note(CatalogObject *obj)
 		bf->folded_upper = 0;
 		bf->stepping = false;
 		bf->stopped = false;
+		bf->stopped_at = 0;
 		bf->outside_tries = 0;
 		bf->elsewhere_at = 0;
 		bf->folded_at = 0;
@@ -176,14 +181,16 @@ outside_running(void)
 }
 
 /*
- * Whether a base stopped at a big time is due for a worker: not while an
+ * When a base stopped at a big time is due for a worker: once the writes
+ * paused, or it stopped there a while ago (a steady load); not while an
  * earlier runtime's worker folds it (a restart during a long fold), looked
  * at again every FOLD_ELSEWHERE_MS, so that restarts pile up no workers.
  */
 static TimestampTz
 outside_due_at(BaseFold *bf)
 {
-	TimestampTz at = TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS);
+	TimestampTz at = Min(TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS),
+						 TimestampTzPlusMilliseconds(bf->stopped_at, FOLD_STOPPED_MS));
 
 	return bf->elsewhere_at == 0 ? at :
 		Max(at, TimestampTzPlusMilliseconds(bf->elsewhere_at, FOLD_ELSEWHERE_MS));
@@ -236,6 +243,7 @@ folds_run(FoldFn fold, bool busy)
 	int64		base_time;
 	bool		folded;
 	bool		alone;
+	bool		stopped;
 	int			due = 0;
 	bool		running = outside_running();
 
@@ -281,7 +289,10 @@ folds_run(FoldFn fold, bool busy)
 	 * whole, which moves its base only with its since, cannot move alone
 	 * either).
 	 */
-	bf->stopped = !alone && base_time == bf->base_time && base_time < bf->upper - 1;
+	stopped = !alone && base_time == bf->base_time && base_time < bf->upper - 1;
+	if (stopped && !bf->stopped)
+		bf->stopped_at = bf->folded_at;
+	bf->stopped = stopped;
 	if (base_time > bf->base_time)
 		bf->outside_tries = 0;
 	bf->base_time = base_time;

@@ -131,7 +131,8 @@ is(sql("SELECT count(*) FROM $shard WHERE time <> -1"), '0',
 
 # writes, at times >= 0, add nothing to the base's indexes: 20k rows grow
 # the time index, not the rows index (nor the flagged one, with deletes).
-# The moving base folds such a big time alone once writes paused for 500 ms
+# The moving base folds such a big time in a fold worker once writes paused
+# for 500 ms, or under writes once it stopped there 2 s ago
 # (runtime/folds.c), which does add to them: the writes are measured again
 # until no fold ran between the two measurements.  Each is taken once no
 # runtime is in a transaction (a fold's uncommitted rows grow the indexes

@@ -157,10 +157,11 @@ fold_worker_main(Datum arg)
 	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
 	/* a source's decoding skips the fold's shard rows, as the runtime's */
 	capture_skip_own_writes();
-	lower_priority();
 
+	/* the lock first: niced on a loaded machine, a restarted runtime could miss it */
 	fold_worker_lock_tag(&tag, req.id);
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+	lower_priority();
 
 	PG_TRY();
 	{

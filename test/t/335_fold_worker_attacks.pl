@@ -156,7 +156,11 @@ for (1 .. 3)
 		usleep(100_000);
 	}
 }
-is($most, 1, 'restarts: one fold worker at a time');
+# (at most two: a worker that has just started, on a loaded machine niced
+# and not yet holding its collection's lock, can be missed by a restarted
+# runtime, whose worker then waits for it; before, every restart added one
+# more, four after three restarts)
+cmp_ok($most, '<=', 2, 'restarts: the workers do not pile up');
 ok(poll_until($node, "SELECT base_time >= $tr FROM peek.objects WHERE name = 'f'", 't', 120),
 	'restarts: the base takes the big time in');
 

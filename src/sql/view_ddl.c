@@ -13,7 +13,9 @@
  *	  dropped or changed behind the view's back); it depends on what the
  *	  query uses, so that none of it is dropped from under the view.
  *	  Its inputs share one time line (sources' commit LSNs, or logical
- *	  times).  Checks first, then the changes in the caller's transaction.
+ *	  times).  Checks first, then the changes in the caller's transaction,
+ *	  then what the query uses locked against the changes the guard refuses
+ *	  (view_uses_guard.c) and the query planned again under the locks.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +41,7 @@
 #include "sql/arguments.h"
 #include "sql/ddl.h"
 #include "sql/view_ddl.h"
+#include "sql/view_uses_guard.h"
 #include "storage/catalog_views.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
@@ -212,6 +215,19 @@ peek_create_view(PG_FUNCTION_ARGS)
 	obj.name = name;
 	obj.kind = PEEK_KIND_VIEW;
 	obj.row_type = create_pg_view(name, text, plan);
+
+	/*
+	 * A change to a function, operator or type the query uses that committed
+	 * before the locks is seen by planning it again (refused if the query no
+	 * longer plans); one after them waits for this transaction and is then
+	 * refused by the guard.
+	 */
+	view_uses_lock(get_typ_typrelid(obj.row_type));
+	if (strcmp(dataflow_plan_text(dataflow_plan(text)), query) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not create view \"%s\": what its query uses changed meanwhile", name),
+				 errhint("Create the view again.")));
 	obj.owner = GetUserId();
 	obj.shard = persist_create_shard(seq, obj.row_type);
 	catalog_insert(&obj, (Datum) 0);

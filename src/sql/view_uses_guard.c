@@ -17,7 +17,11 @@
  *	    an operator it uses calls, or a function whose SQL-standard body it
  *	    calls.  Owner, cost, rows, parallel safety and leakproofness do not
  *	    change a row, and go through.
- *	  Writes nothing.
+ *	  Each such statement locks what it changes exclusively before the
+ *	  check, and create_view what its view uses in share mode
+ *	  (view_uses_lock), so that a change and a view being created over it
+ *	  go one after the other: neither checks against the other's uncommitted
+ *	  catalog rows.  Writes nothing.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,15 +41,19 @@
 #include "catalog/pg_proc.h"
 #include "catalog/pg_rewrite.h"
 #include "commands/extension.h"
+#include "commands/tablecmds.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
 #include "parser/parse_func.h"
+#include "rewrite/rewriteSupport.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/catcache.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "sql/view_uses_guard.h"
@@ -59,13 +67,23 @@ static const AttrNumber function_meaning[] = {
 	Anum_pg_proc_prosqlbody, Anum_pg_proc_proconfig,
 };
 
+/*
+ * Read in the latest committed catalog, as PostgreSQL's own catalog lookups
+ * are: a view whose create_view committed while a statement waited for its
+ * locks is the statement's to see, whatever its snapshot.
+ */
 CatalogObject *
 maintained_view_of(Oid relid)
 {
+	CatalogObject *view;
+
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_VIEW ||
 		!OidIsValid(get_extension_oid("pg_peek", true)))
 		return NULL;
-	return catalog_view_of_row_type(get_rel_type_id(relid));
+	PushActiveSnapshot(GetLatestSnapshot());
+	view = catalog_view_of_row_type(get_rel_type_id(relid));
+	PopActiveSnapshot();
+	return view;
 }
 
 /* The relation a rule belongs to. */
@@ -192,11 +210,16 @@ guard_schema(Oid nsp)
 	table_close(depend, AccessShareLock);
 }
 
-/* A relation renamed or moved renames or moves its row type. */
+/*
+ * A relation renamed or moved renames or moves its row type.  Locked as
+ * the statement locks it next, after the same ownership check, so that a
+ * create_view reading it (share lock) commits first and is seen.
+ */
 static void
 guard_relation(const char *change, RangeVar *relation)
 {
-	Oid			relid = RangeVarGetRelid(relation, NoLock, true);
+	Oid			relid = RangeVarGetRelidExtended(relation, AccessExclusiveLock, RVR_MISSING_OK,
+												 RangeVarCallbackOwnsRelation, NULL);
 
 	if (OidIsValid(relid))
 		guard_object(change, TypeRelationId, get_rel_type_id(relid));
@@ -225,18 +248,24 @@ named_object(ObjectType type, Node *object, Oid *class)
 		default:
 			return InvalidOid;
 	}
-	address = get_object_address(type, object, &rel, AccessShareLock, true);
+	/* the lock the statement takes next (view_uses_lock's other half) */
+	address = get_object_address(type, object, &rel, AccessExclusiveLock, true);
 	if (rel != NULL)
-		relation_close(rel, AccessShareLock);
+		relation_close(rel, NoLock);
 	*class = address.classId;
 	return address.objectId;
 }
 
-/* The functions a CREATE OR REPLACE FUNCTION or ALTER FUNCTION may change. */
+/*
+ * The functions a CREATE OR REPLACE FUNCTION or ALTER FUNCTION may change,
+ * locked as view_uses_lock expects (PostgreSQL's own statements lock no
+ * function they change).
+ */
 static List *
 functions_changed_by(Node *stmt)
 {
 	List	   *oids = NIL;
+	ListCell   *lc;
 
 	if (IsA(stmt, CreateFunctionStmt) && ((CreateFunctionStmt *) stmt)->replace)
 	{
@@ -261,7 +290,68 @@ functions_changed_by(Node *stmt)
 		if (OidIsValid(oid))
 			oids = list_make1_oid(oid);
 	}
+	foreach(lc, oids)
+		LockDatabaseObject(ProcedureRelationId, lfirst_oid(lc), 0, AccessExclusiveLock);
 	return oids;
+}
+
+/*
+ * Lock, in share mode, the functions, operators and types a rule (or a
+ * function or operator, below it) depends on, and a row type's relation:
+ * what view_using follows up from a changed object.
+ */
+static void
+lock_used(Oid class, Oid objid, int depth)
+{
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *used = NIL;
+	ListCell   *lc;
+
+	ScanKeyInit(&keys[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(class));
+	ScanKeyInit(&keys[1], Anum_pg_depend_objid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(objid));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 2, keys);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+		ObjectAddress *ref;
+
+		if (dep->deptype != DEPENDENCY_NORMAL ||
+			(dep->refclassid != ProcedureRelationId && dep->refclassid != OperatorRelationId &&
+			 dep->refclassid != TypeRelationId))
+			continue;
+		ref = palloc(sizeof(ObjectAddress));
+		ObjectAddressSet(*ref, dep->refclassid, dep->refobjid);
+		used = lappend(used, ref);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+
+	foreach(lc, used)
+	{
+		ObjectAddress *ref = lfirst(lc);
+
+		LockDatabaseObject(ref->classId, ref->objectId, 0, AccessShareLock);
+		if (ref->classId == TypeRelationId)
+		{
+			Oid			relid = get_typ_typrelid(ref->objectId);
+
+			if (OidIsValid(relid))
+				LockRelationOid(relid, AccessShareLock);
+		}
+		else if (depth < 8)
+			lock_used(ref->classId, ref->objectId, depth + 1);
+	}
+}
+
+void
+view_uses_lock(Oid relid)
+{
+	lock_used(RewriteRelationId, get_rewrite_oid(relid, ViewSelectRuleName, false), 0);
 }
 
 List *
@@ -271,6 +361,9 @@ view_uses_guard_before(Node *stmt)
 	ListCell   *lc;
 	Oid			class;
 	Oid			objid;
+
+	if (!OidIsValid(get_extension_oid("pg_peek", true)))
+		return NIL;
 
 	if (IsA(stmt, RenameStmt))
 	{

@@ -24,4 +24,12 @@ extern CatalogObject *maintained_view_of(Oid relid);
 extern List *view_uses_guard_before(Node *stmt);
 extern void view_uses_guard_after(List *functions);
 
+/*
+ * Lock what a view's PostgreSQL view relid uses in share mode, as the guard
+ * locks what a statement changes in exclusive mode: a create_view and such
+ * a change go one after the other, so the change sees the view, or the
+ * view is planned again after the change.
+ */
+extern void view_uses_lock(Oid relid);
+
 #endif							/* PEEK_SQL_VIEW_USES_GUARD_H */

@@ -135,6 +135,10 @@ extern ViewPlanInput *dataflow_stage_rows_input(void);
 /* chain.c */
 extern List *dataflow_plan_chain(Query *query, ViewPlan *plan, List *outputs);
 
+/* dependencies.c */
+extern void dataflow_record_dependencies(Oid relid, ViewPlan *plan);
+extern void dataflow_record_dependencies_again(CatalogObject *view, Oid relid);
+
 /* sources.c */
 extern Query *dataflow_read_sources(Query *query);
 extern Query *dataflow_read_tables(Query *query);

@@ -36,11 +36,13 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timeout.h"
 
 #include "capture/capture.h"
 #include "common/spi.h"
+#include "dataflow/dataflow.h"
 #include "ipc/runtime_slots.h"
 #include "peek/peek.h"
 #include "runtime/folds.h"
@@ -78,17 +80,29 @@ find_extension(void *arg)
  * After pg_upgrade the objects' ids still carry the old cluster's extension
  * OID: they get this one's before anything reads them (a source's slot,
  * which pg_upgrade does not carry over, is then found missing and the
- * source loaded again).  On a standby, replay brings the primary's.
+ * source loaded again), and the views' PostgreSQL views, restored without
+ * the dependencies create_view recorded, have them again.  On a standby,
+ * replay brings the primary's.
  */
 static void
 adopt_upgraded_objects(void *arg)
 {
 	uint64		adopted = catalog_adopt_foreign_ids(*(Oid *) arg);
+	ListCell   *lc;
 
-	if (adopted > 0)
-		ereport(LOG,
-				(errmsg("pg_peek adopted " UINT64_FORMAT " objects made under another OID of the extension (pg_upgrade)",
-						adopted)));
+	if (adopted == 0)
+		return;
+	ereport(LOG,
+			(errmsg("pg_peek adopted " UINT64_FORMAT " objects made under another OID of the extension (pg_upgrade)",
+					adopted)));
+	foreach(lc, catalog_read(NULL, -1))
+	{
+		CatalogObject *obj = lfirst(lc);
+		Oid			relid = get_typ_typrelid(obj->row_type);
+
+		if (obj->kind == PEEK_KIND_VIEW && OidIsValid(relid))
+			dataflow_record_dependencies_again(obj, relid);
+	}
 }
 
 static void

@@ -40,7 +40,6 @@
 #include "ipc/notify.h"
 #include "sql/arguments.h"
 #include "sql/ddl.h"
-#include "sql/view_ddl.h"
 #include "sql/view_uses_guard.h"
 #include "storage/catalog_views.h"
 #include "storage/catalog_write.h"
@@ -57,40 +56,6 @@ run_as_user(const char *statement)
 	SPI_connect();
 	spi_check(SPI_execute(statement, false, 0), SPI_OK_UTILITY, statement);
 	SPI_finish();
-}
-
-/*
- * What the PostgreSQL view beside a view depends on: what its query uses,
- * as a view of the query would (its functions, operators and types, a
- * source's row type, and each captured table it reads with the columns it
- * reads: dataflow_read_tables), so that none of it is dropped from under
- * the view's rounds.  Its rule's, as a PostgreSQL view's are: ALTER COLUMN
- * TYPE of such a column is refused as under a view (0A000), where a
- * relation's dependency on a column would be an internal error.  Replacing
- * the body drops them, so they are recorded again whenever the body is
- * (view_guard.c), from the kept query: the same after a restore as at
- * create_view.
- */
-static void
-view_record_dependencies(Oid relid, ViewPlan *plan)
-{
-	ObjectAddress rule;
-	Query	   *tables = dataflow_read_tables(plan->query);
-
-	ObjectAddressSet(rule, RewriteRelationId, get_rewrite_oid(relid, ViewSelectRuleName, false));
-
-	/*
-	 * The body reads the view's own row type through a function, so its rule
-	 * was made to depend on the view's own columns.  A DROP TYPE ...
-	 * CASCADE of a column's type then deleted the view, and the column
-	 * after it ("could not open relation"): the whole DROP failed.  The rule
-	 * is the view's part already.
-	 */
-	deleteDependencyRecordsForSpecific(RewriteRelationId, rule.objectId, DEPENDENCY_NORMAL,
-									   RelationRelationId, relid);
-	/* (one call, so that what both use is recorded once) */
-	recordDependencyOnExpr(&rule, (Node *) list_make2(plan->query, tables), NIL,
-						   DEPENDENCY_NORMAL);
 }
 
 /*
@@ -119,7 +84,7 @@ create_pg_view(const char *name, const char *query, ViewPlan *plan)
 	relid = get_relname_relid(name, nsp);
 	if (!OidIsValid(relid))
 		elog(ERROR, "view \"%s\" was not created", qualified);
-	view_record_dependencies(relid, plan);
+	dataflow_record_dependencies(relid, plan);
 	return get_rel_type_id(relid);
 }
 
@@ -253,57 +218,4 @@ peek_drop_view(PG_FUNCTION_ARGS)
 							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 														get_rel_name(relid))));
 	PG_RETURN_VOID();
-}
-
-/*
- * The dependencies of a view's PostgreSQL view recorded again from its
- * kept query once its body has been replaced by itself: by pg_restore,
- * which restores the body after the catalog's rows and without the
- * dependencies, or by its owner.  Planned as the current user (the one
- * replacing the body: during a restore, the view's owner has its rights
- * only once the restore's privileges are), in the search_path the rounds
- * plan it in.  A query that no longer plans (a function it calls was not
- * restored) leaves it depending on nothing with a WARNING, so that a
- * restore goes on; its rows stay, and its next round (once an input moves
- * on) fails it with that reason.
- */
-void
-view_record_dependencies_again(CatalogObject *view, Oid relid)
-{
-	MemoryContext caller = CurrentMemoryContext;
-	ResourceOwner resowner = CurrentResourceOwner;
-	char	   *query;
-	List	   *inputs;
-
-	if (!catalog_view_definition(view->id, &query, &inputs))
-		return;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(caller);
-	PG_TRY();
-	{
-		int			level = NewGUCNestLevel();
-
-		(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		view_record_dependencies(relid, dataflow_plan(query));
-		AtEOXact_GUC(true, level);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *error;
-
-		MemoryContextSwitchTo(caller);
-		error = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		ereport(WARNING,
-				(errmsg("the query of maintained view \"%s\" no longer plans: %s",
-						view->name, error->message),
-				 errdetail("Its PostgreSQL view depends on nothing its query uses; its rows are kept, and its next round fails it with this reason."),
-				 errhint("Drop it with peek.drop_view and create it again.")));
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(caller);
-	CurrentResourceOwner = resowner;
 }

@@ -9,7 +9,7 @@
  *	    the owners of the views that read it, to read it), else 42501;
  *	  * its body may be replaced by itself (pg_restore does, after the
  *	    catalog's rows): its dependencies are recorded again from the kept
- *	    query (view_record_dependencies_again);
+ *	    query (dataflow_record_dependencies_again);
  *	  * anything else that would change it (RENAME, SET SCHEMA, another
  *	    ALTER, another body) is refused with 0A000, and DROP VIEW without
  *	    CASCADE with 2BP01, pointing to peek.drop_view.
@@ -38,7 +38,6 @@
 #include "utils/syscache.h"
 
 #include "dataflow/dataflow.h"
-#include "sql/view_ddl.h"
 #include "sql/view_guard.h"
 #include "sql/view_uses_guard.h"
 #include "storage/catalog_views.h"
@@ -145,7 +144,7 @@ view_replaced(CatalogObject *view, Oid relid)
 						   qualified_relation_name(relid), quote_literal_cstr(view->name)),
 				 errhint("Drop it with peek.drop_view(%s) and create it again with peek.create_view.",
 						 quote_literal_cstr(view->name))));
-	view_record_dependencies_again(view, relid);
+	dataflow_record_dependencies_again(view, relid);
 }
 
 /* ---- owners ---- */

@@ -25,11 +25,13 @@ $old->safe_psql('postgres', q{
 	SELECT peek.write('c', array_agg((g, 'v' || g)::item)) FROM generate_series(1, 100) g;
 	SELECT peek.write('c', ARRAY[(101, 'v101')]::item[]);
 	SELECT peek.create_index('c_id', 'c', ARRAY['id']);
+	CREATE FUNCTION tenfold(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 * 10';
+	SELECT peek.create_view('cv', $$SELECT id, tenfold(id) AS t FROM peek.persist_peek(NULL::item, 'c')$$);
 	CREATE TABLE t (k int, v text);
 	INSERT INTO t SELECT g, 'row ' || g FROM generate_series(1, 10) g;
 	SELECT peek.create_source('s', 't');
 });
-ok(poll_until($old, "SELECT bool_and(state = 'ready') FROM (SELECT state FROM peek.collections UNION ALL SELECT state FROM peek.indexes) s"),
+ok(poll_until($old, "SELECT bool_and(state = 'ready') FROM (SELECT state FROM peek.collections UNION ALL SELECT state FROM peek.indexes UNION ALL SELECT state FROM peek.views) s"),
 	'before: every object is ready');
 my $ext_old = $old->safe_psql('postgres', "SELECT oid FROM pg_extension WHERE extname = 'pg_peek'");
 my $before = $old->safe_psql('postgres', q{
@@ -37,6 +39,7 @@ my $before = $old->safe_psql('postgres', q{
 	       (SELECT count(*) FROM peek.index_peek(NULL::item, 'c_id', NULL)) || '/' ||
 	       (SELECT count(*) FROM peek.persist_peek(NULL::t, 's'))});
 is($before, '101/101/10', 'before: 101 rows in the collection and its index, 10 in the source');
+is($old->safe_psql('postgres', 'SELECT count(*) || \'/\' || sum(t) FROM cv'), '101/51510', 'before: the view');
 $old->stop;
 
 my $new = new_node('upgrade_new', no_start => 1);
@@ -58,8 +61,19 @@ my $ext_new = $new->safe_psql('postgres', "SELECT oid FROM pg_extension WHERE ex
 isnt($ext_new, $ext_old, "the extension has a new OID ($ext_old -> $ext_new)");
 ok(poll_until($new, "SELECT bool_and(id >> 32 = $ext_new AND (collection IS NULL OR collection >> 32 = $ext_new)) FROM peek.objects"),
 	'every object id carries the new OID');
-ok(poll_until($new, "SELECT bool_and(state = 'ready') FROM (SELECT state FROM peek.collections UNION ALL SELECT state FROM peek.indexes) s"),
+ok(poll_until($new, "SELECT bool_and(state = 'ready') FROM (SELECT state FROM peek.collections UNION ALL SELECT state FROM peek.indexes UNION ALL SELECT state FROM peek.views) s"),
 	'after: every object is ready');
+is($new->safe_psql('postgres', 'SELECT count(*) || \'/\' || sum(t) FROM cv'), '101/51510', 'after: the view');
+
+# what the view's query uses is still guarded (pg_upgrade restores its
+# PostgreSQL view's body, not the dependencies create_view recorded)
+my ($rc_guard, $out_guard, $err_guard) = $new->psql('postgres',
+	"CREATE OR REPLACE FUNCTION tenfold(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT \$1 * 100'");
+like($err_guard, qr/cannot change function tenfold\(integer\) because maintained view "cv" uses it/,
+	'after: a new body of a function the view calls is refused');
+($rc_guard, $out_guard, $err_guard) = $new->psql('postgres', 'DROP FUNCTION tenfold(int)');
+like($err_guard, qr/cannot drop function tenfold\(integer\) because other objects depend on it/,
+	'after: so is dropping it');
 is($new->safe_psql('postgres', q{
 	SELECT (SELECT count(*) FROM peek.persist_peek(NULL::item, 'c')) || '/' ||
 	       (SELECT count(*) FROM peek.index_peek(NULL::item, 'c_id', NULL)) || '/' ||
@@ -86,7 +100,9 @@ is($new->safe_psql('postgres',
 
 # drops find their shards by the new ids
 my $shards = $new->safe_psql('postgres', "SELECT string_agg(shard::text, ',') FROM peek.collections");
-$new->safe_psql('postgres', "SELECT peek.drop_index('c_id'); SELECT peek.drop_collection('c'); SELECT peek.drop_source('s');");
+$new->safe_psql('postgres', "SELECT peek.write('c', ARRAY[(103, 'v103')]::item[])");
+ok(poll_until($new, "SELECT count(*) || '/' || sum(t) = '103/53560' FROM cv"), 'after: the view follows writes');
+$new->safe_psql('postgres', "SELECT peek.drop_view('cv'); SELECT peek.drop_index('c_id'); SELECT peek.drop_collection('c'); SELECT peek.drop_source('s');");
 is($new->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relnamespace = 'peek'::regnamespace AND relname LIKE 'shard_%' AND relkind = 'r'"),
 	'0', "the drops removed the shards ($shards)");
 ok(poll_until($new, "SELECT count(*) = 0 FROM pg_replication_slots"), 'no slot is left');

@@ -40,6 +40,7 @@
 #include "utils/timestamp.h"
 
 #include "common/ids.h"
+#include "common/settings.h"
 #include "runtime/fold_worker.h"
 #include "runtime/folds.h"
 #include "storage/standby_replay.h"
@@ -48,7 +49,6 @@
 #define FOLD_BIG_QUIET_MS	500
 #define FOLD_STOPPED_MS	2000
 #define FOLD_BUSY_MS	1000
-#define FOLD_STEP_ROWS	INT64CONST(10000)
 #define FOLD_OUTSIDE_TRIES	2
 #define FOLD_ELSEWHERE_MS	1000
 
@@ -63,7 +63,8 @@ typedef struct BaseFold
 	bool		stopped;		/* at a big time (see the top) */
 	TimestampTz stopped_at;		/* when it stopped there */
 	int			outside_tries;	/* workers that stopped with it there */
-	TimestampTz elsewhere_at;	/* an earlier runtime's worker was folding it */
+	int64		compact_since;	/* a big compaction's, for a worker (0: none) */
+	TimestampTz blocked_at;		/* a worker could not start: see outside_start */
 	TimestampTz changed_at;		/* when the upper last rose */
 	TimestampTz folded_at;
 } BaseFold;
@@ -108,7 +109,8 @@ folds_note(CatalogObject *obj)
 		bf->stopped = false;
 		bf->stopped_at = 0;
 		bf->outside_tries = 0;
-		bf->elsewhere_at = 0;
+		bf->compact_since = 0;
+		bf->blocked_at = 0;
 		bf->folded_at = 0;
 	}
 	bf->shard = obj->shard;
@@ -176,50 +178,140 @@ outside_running(void)
 		bf->stepping = true;
 		bf->stopped = false;
 		bf->outside_tries++;
+		/* compacted, or to be measured again by the next compaction */
+		bf->compact_since = 0;
 	}
 	return false;
 }
 
+/* Whether a base has a fold for a worker: a big compaction or a big time. */
+static bool
+outside_wanted(BaseFold *bf)
+{
+	return bf->compact_since > 0 ||
+		(bf->stopped && bf->outside_tries < FOLD_OUTSIDE_TRIES);
+}
+
 /*
- * When a base stopped at a big time is due for a worker: once the writes
- * paused, or it stopped there a while ago (a steady load); not while an
- * earlier runtime's worker folds it (a restart during a long fold), looked
- * at again every FOLD_ELSEWHERE_MS, so that restarts pile up no workers.
+ * When a base's fold is due for a worker: a big compaction at once; a base
+ * stopped at a big time once the writes paused, or it stopped there a
+ * while ago (a steady load).  Not while an earlier runtime's worker folds
+ * it (a restart during a long fold) nor while a writer's open transaction
+ * holds its catalog row: looked at again every FOLD_ELSEWHERE_MS, so that
+ * restarts pile up no workers and no worker waits for a writer.
  */
 static TimestampTz
 outside_due_at(BaseFold *bf)
 {
-	TimestampTz at = Min(TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS),
-						 TimestampTzPlusMilliseconds(bf->stopped_at, FOLD_STOPPED_MS));
+	TimestampTz at = bf->compact_since > 0 ? 0 :
+		Min(TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS),
+			TimestampTzPlusMilliseconds(bf->stopped_at, FOLD_STOPPED_MS));
 
-	return bf->elsewhere_at == 0 ? at :
-		Max(at, TimestampTzPlusMilliseconds(bf->elsewhere_at, FOLD_ELSEWHERE_MS));
+	return bf->blocked_at == 0 ? at :
+		Max(at, TimestampTzPlusMilliseconds(bf->blocked_at, FOLD_ELSEWHERE_MS));
 }
 
 /*
- * A base stopped at a big time: a fold worker folds it.  Without a free
- * background worker the runtime folds it itself (fold_due).
+ * A base's fold for a worker: a fold worker folds it, unless another
+ * holds it (outside_due_at: then the next due base's turn comes).  Without
+ * a free background worker the runtime folds it itself: a big time once
+ * every write paused and it has no other work left (fold_due), a
+ * compaction at once (folds_compact_outside says no).
  */
 static void
 outside_start(BaseFold *bf)
 {
-	if (fold_worker_running(bf->id))
+	bool		compaction = bf->compact_since > 0;
+
+	if (fold_worker_running(bf->id) || !fold_worker_row_free(bf->id))
 	{
-		bf->elsewhere_at = GetCurrentTimestamp();
+		bf->blocked_at = GetCurrentTimestamp();
 		return;
 	}
-	bf->elsewhere_at = 0;
-	outside = fold_worker_start(bf->id, bf->shard, bf->upper - 1, FOLD_STEP_ROWS);
+	bf->blocked_at = 0;
+	outside = compaction ?
+		fold_worker_start(bf->id, bf->shard, bf->compact_since, bf->compact_since, -1) :
+		fold_worker_start(bf->id, bf->shard, 0, bf->upper - 1, FOLD_STEP_ROWS);
 	if (outside != NULL)
 	{
 		outside_id = bf->id;
 		return;
 	}
 	ereport(LOG,
-			(errmsg("pg_peek folds the base of object " INT64_FORMAT " in the maintenance runtime: no background worker is free",
-					bf->id),
+			(errmsg(compaction ?
+					"pg_peek compacts object " INT64_FORMAT " in the %s runtime: no background worker is free" :
+					"pg_peek folds the base of object " INT64_FORMAT " in the %s runtime once every write pauses: no background worker is free",
+					bf->id, setting_interactive ? "maintenance" : "solo"),
 			 errhint("Raise max_worker_processes.")));
 	bf->outside_tries = FOLD_OUTSIDE_TRIES;
+	bf->compact_since = 0;
+}
+
+/*
+ * A compaction of a collection to since, with rows updates past its base
+ * to fold (counted up to FOLD_STEP_ROWS + 1): more than a fold step's is
+ * left to a fold worker, as a big time is, so that the runtime's seals
+ * never wait for it; returns true, and the caller keeps the compaction
+ * pending until the worker's commit raises the durable since (the worker
+ * has the runtime re-read the row).  False: the caller folds it itself
+ * (a small one, or no worker could be had).
+ */
+bool
+folds_compact_outside(PeekObjectId id, int64 since, int64 rows)
+{
+	BaseFold   *bf;
+
+	if (rows <= FOLD_STEP_ROWS)
+		return false;
+	bf = hash_search(base_folds, &id, HASH_FIND, NULL);
+	if (bf == NULL || bf->outside_tries >= FOLD_OUTSIDE_TRIES)
+		return false;
+	bf->compact_since = Max(bf->compact_since, since);
+	return true;
+}
+
+/*
+ * Whether a worker folds a collection now, or will (a big compaction
+ * queued): its compaction waits for it rather than race it.
+ */
+bool
+folds_outside(PeekObjectId id)
+{
+	BaseFold   *bf;
+
+	if (outside_running() && outside_id == id)
+		return true;
+	bf = hash_search(base_folds, &id, HASH_FIND, NULL);
+	return bf != NULL && bf->compact_since > 0;
+}
+
+/*
+ * Start a fold worker for one of the bases whose fold is due for one, if
+ * any can have one (outside_start).  Returns
+ * whether one started.
+ */
+static bool
+start_outside(TimestampTz now)
+{
+	HASH_SEQ_STATUS status;
+	BaseFold   *bf;
+	PeekObjectId *ids;
+	int			n = 0;
+
+	/* collect first: outside_start's transaction would cut a hash scan short */
+	ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(base_folds));
+	hash_seq_init(&status, base_folds);
+	while ((bf = hash_seq_search(&status)) != NULL)
+		if (outside_wanted(bf) && now >= outside_due_at(bf))
+			ids[n++] = bf->id;
+	for (int i = 0; i < n && outside == NULL; i++)
+	{
+		bf = hash_search(base_folds, &ids[i], HASH_FIND, NULL);
+		if (bf != NULL)
+			outside_start(bf);
+	}
+	pfree(ids);
+	return outside != NULL;
 }
 
 /*
@@ -249,19 +341,13 @@ folds_run(FoldFn fold, bool busy)
 
 	if (hash_get_num_entries(base_folds) == 0)
 		return false;
+	if (!running)
+		running = start_outside(now);
 	hash_seq_init(&status, base_folds);
 	while ((bf = hash_seq_search(&status)) != NULL)
 	{
 		if (running && bf->id == outside_id)
 			continue;			/* its worker folds it */
-		if (!running && bf->stopped && bf->outside_tries < FOLD_OUTSIDE_TRIES &&
-			now >= outside_due_at(bf))
-		{
-			outside_start(bf);
-			running = outside != NULL;
-			if (running)
-				continue;
-		}
 		if (fold_due(bf, now, first_alone))
 		{
 			due++;
@@ -323,7 +409,8 @@ folds_wait_ms(void)
 		if (outside != NULL && bf->id == outside_id)
 			continue;			/* its worker's stop sets the latch */
 		/* (another base's worker: its stop sets the latch) */
-		if (bf->stopped && (outside == NULL || bf->outside_tries >= FOLD_OUTSIDE_TRIES))
+		if ((outside == NULL && outside_wanted(bf)) ||
+			(bf->stopped && bf->outside_tries >= FOLD_OUTSIDE_TRIES))
 		{
 			ms = TimestampDifferenceMilliseconds(now, outside_due_at(bf));
 			wait = wait < 0 ? ms : Min(wait, ms);

@@ -20,10 +20,8 @@ my $primary = new_node('fold_primary', init => { allows_streaming => 'logical' }
 
 sub sql { return $primary->safe_psql('postgres', $_[0]); }
 
+item_setup($primary, 'c');
 sql(q{
-	CREATE EXTENSION pg_peek;
-	CREATE TYPE item AS (id int, v text);
-	SELECT peek.create_collection('c', 'item');
 	CREATE TABLE t (id int PRIMARY KEY, g int);
 	INSERT INTO t SELECT i, i % 4 FROM generate_series(1, 100) i;
 	CREATE TABLE unrelated (id serial);
@@ -55,7 +53,7 @@ sub digest
 }
 
 my $t0 = sql("SELECT peek.write('c', ARRAY[(0, 'zero')]::item[])");
-ok(poll_until($primary, "SELECT base_time >= $t0 FROM peek.objects WHERE name = 'c'"),
+ok(base_reaches($primary, 'c', $t0),
 	'the base takes the first write in');
 my $tb = sql("SELECT peek.write('c', ARRAY(SELECT (g, 'x' || g)::item FROM generate_series(1, $N) g))");
 ok(poll_until($primary, "SELECT count(*) >= 1 FROM pg_stat_activity WHERE backend_type = 'pg_peek fold'"),
@@ -70,7 +68,7 @@ is($standby_workers, 0, 'no fold worker on the standby');
 my $whole = ($N + 1) . ' ' . ($N * ($N + 1) / 2);
 is(digest($tb - 1), '1 0', 'standby: the time before the big one');
 is(digest($tb), $whole, 'standby: the big time');
-ok(poll_until($primary, "SELECT base_time >= $tb FROM peek.objects WHERE name = 'c'", 't', 60),
+ok(base_reaches($primary, 'c', $tb),
 	'the primary\'s base takes the big time in');
 $primary->wait_for_catchup($standby, 'replay');
 is(ssql("SELECT base_time >= $tb FROM peek.objects WHERE name = 'c'"), 't',

@@ -18,17 +18,24 @@
  *	  all updates since the load), a fold worker (fold_worker.c) folds it
  *	  outside the runtime, one at a time: a fold that long (one to two
  *	  seconds per 100,000 updates) in the runtime would hold every seal
- *	  due meanwhile.  The worker's stop sets the runtime's latch; its base
- *	  is then looked at again at once.  A worker an earlier runtime started (a restart
- *	  mid-fold) is left to finish, looked at every FOLD_ELSEWHERE_MS, not
- *	  joined by another: restarts pile up no workers.  Only when no background worker can be had, or
- *	  FOLD_OUTSIDE_TRIES workers stopped without moving the base (an error,
- *	  which the runtime's own fold then reports as the collection's
- *	  failure), the runtime folds the time alone, once the writes paused
- *	  and it has no other work left (a merge's steps, a view's round).
- *	  Only what the runtime learns from the catalog notices (the durable
- *	  uppers), the folds' own results and the workers' stops: nothing is
- *	  polled but an earlier runtime's worker.
+ *	  due meanwhile.  A compaction (maintenance.c) that would fold or
+ *	  delete more than FOLD_STEP_ROWS updates is a worker's too, in turn
+ *	  with the big times, at once (folds_compact_outside).  The worker's
+ *	  stop sets the runtime's latch; its base is then looked at again at
+ *	  once.  No worker is started for a base whose catalog row a writer's
+ *	  open transaction holds (the worker's commit would wait for it, and
+ *	  every other base's worker for that one), nor while a worker an
+ *	  earlier runtime started (a restart mid-fold) folds it: looked at
+ *	  again every FOLD_ELSEWHERE_MS, the next due base's worker going
+ *	  first; restarts pile up no workers.  Only when no background worker
+ *	  can be had, or FOLD_OUTSIDE_TRIES workers stopped without moving the
+ *	  base or raising the since (an error, which the runtime's own fold
+ *	  then reports as the collection's failure), the runtime folds alone:
+ *	  a big time once the writes paused and it has no other work left (a
+ *	  merge's steps, a view's round), a compaction at once.  Only what the
+ *	  runtime learns from the catalog notices (the durable uppers), the
+ *	  folds' own results and the workers' stops: nothing is polled but an
+ *	  earlier runtime's worker and a held row.
  *
  *	  Runs in the maintenance (or solo) runtime's loop; a standby's bases
  *	  follow the primary's by replay.
@@ -64,6 +71,7 @@ typedef struct BaseFold
 	TimestampTz stopped_at;		/* when it stopped there */
 	int			outside_tries;	/* workers that stopped with it there */
 	int64		compact_since;	/* a big compaction's, for a worker (0: none) */
+	int64		compact_asked;	/* the last compaction worker's (0: none) */
 	TimestampTz blocked_at;		/* a worker could not start: see outside_start */
 	TimestampTz changed_at;		/* when the upper last rose */
 	TimestampTz folded_at;
@@ -110,6 +118,7 @@ folds_note(CatalogObject *obj)
 		bf->stopped_at = 0;
 		bf->outside_tries = 0;
 		bf->compact_since = 0;
+		bf->compact_asked = 0;
 		bf->blocked_at = 0;
 		bf->folded_at = 0;
 	}
@@ -173,14 +182,16 @@ outside_running(void)
 	pfree(outside);
 	outside = NULL;
 	bf = hash_search(base_folds, &outside_id, HASH_FIND, NULL);
-	if (bf != NULL)
-	{
-		bf->stepping = true;
-		bf->stopped = false;
+	if (bf == NULL)
+		return false;
+	bf->stepping = true;
+	bf->stopped = false;
+	/* a compaction's: whether it committed, its next request tells */
+	if (bf->compact_since > 0)
+		bf->compact_asked = bf->compact_since;
+	else
 		bf->outside_tries++;
-		/* compacted, or to be measured again by the next compaction */
-		bf->compact_since = 0;
-	}
+	bf->compact_since = 0;
 	return false;
 }
 
@@ -248,25 +259,37 @@ outside_start(BaseFold *bf)
 }
 
 /*
- * A compaction of a collection to since, with rows updates past its base
- * to fold (counted up to FOLD_STEP_ROWS + 1): more than a fold step's is
- * left to a fold worker, as a big time is, so that the runtime's seals
- * never wait for it; returns true, and the caller keeps the compaction
- * pending until the worker's commit raises the durable since (the worker
- * has the runtime re-read the row).  False: the caller folds it itself
- * (a small one, or no worker could be had).
+ * A compaction of a collection from its durable since to since, with rows
+ * updates to fold or delete (counted up to FOLD_STEP_ROWS + 1): more than
+ * a fold step's is left to a fold worker, as a big time is, so that the
+ * runtime's seals never wait for it; returns true, and the caller keeps
+ * the compaction pending until the worker's commit raises the durable
+ * since (the worker has the runtime re-read the row).  False: the caller
+ * folds it itself (a small one, or no worker could be had, or
+ * FOLD_OUTSIDE_TRIES workers stopped without raising the since: the
+ * runtime's own fold then reports the error as the collection's failure).
  */
 bool
-folds_compact_outside(PeekObjectId id, int64 since, int64 rows)
+folds_compact_outside(PeekObjectId id, int64 durable_since, int64 since, int64 rows)
 {
 	BaseFold   *bf;
 
 	if (rows <= FOLD_STEP_ROWS)
 		return false;
 	bf = hash_search(base_folds, &id, HASH_FIND, NULL);
-	if (bf == NULL || bf->outside_tries >= FOLD_OUTSIDE_TRIES)
+	if (bf == NULL)
 		return false;
-	bf->compact_since = Max(bf->compact_since, since);
+	if (bf->compact_asked > 0)
+	{
+		if (durable_since >= bf->compact_asked)
+			bf->outside_tries = 0;
+		else
+			bf->outside_tries++;
+		bf->compact_asked = 0;
+	}
+	if (bf->outside_tries >= FOLD_OUTSIDE_TRIES)
+		return false;
+	bf->compact_since = since;
 	return true;
 }
 

@@ -28,7 +28,8 @@ extern void folds_reset(void);
 extern void folds_note(CatalogObject *obj);
 extern void folds_forget(PeekObjectId id);
 extern bool folds_run(FoldFn fold, bool busy);
-extern bool folds_compact_outside(PeekObjectId id, int64 since, int64 rows);
+extern bool folds_compact_outside(PeekObjectId id, int64 durable_since, int64 since,
+								  int64 rows);
 extern bool folds_outside(PeekObjectId id);
 extern long folds_wait_ms(void);
 

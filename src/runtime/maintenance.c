@@ -498,6 +498,8 @@ static void
 compact_one(void *arg)
 {
 	CompactionWork *work = arg;
+	int64		rows;
+	int64		durable_since;
 
 	if (work->pc->kind == PEEK_KIND_INDEX)
 	{
@@ -516,10 +518,11 @@ compact_one(void *arg)
 	 * raising the durable since (a writer holds its lock only briefly).  A
 	 * big one is a fold worker's (the compaction stays pending meanwhile).
 	 */
-	if (!folds_kept(work->pc->id, work->pc->shard) ||
-		folds_compact_outside(work->pc->id, work->since,
-							  persist_fold_rows(work->pc->id, work->pc->shard, work->since,
-												FOLD_STEP_ROWS)))
+	if (!folds_kept(work->pc->id, work->pc->shard))
+		return;
+	rows = persist_fold_rows(work->pc->id, work->pc->shard, work->since, FOLD_STEP_ROWS,
+							 &durable_since);
+	if (folds_compact_outside(work->pc->id, durable_since, work->since, rows))
 		return;
 	(void) persist_fold(work->pc->id, work->pc->shard, work->since, work->since, -1, false);
 	work->pc->durable_since = work->since;

@@ -356,23 +356,23 @@ tally_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void
 
 /*
  * How many updates a compaction of a collection's shard to since touches
- * (persist_fold with since as target): those after its durable since up to
- * since, which it folds into the base or deletes as history the base has
- * counted; counted up to limit + 1, under the active snapshot.  A shard
- * read whole is folded whole: PG_INT64_MAX.
+ * (persist_fold with since as target): those after its durable since
+ * (*durable_since) up to since, which it folds into the base or deletes as
+ * history the base has counted; counted up to limit + 1, under the active
+ * snapshot.  A shard read whole is folded whole: PG_INT64_MAX.
  */
 int64
-persist_fold_rows(PeekObjectId id, Oid shard, int64 since, int64 limit)
+persist_fold_rows(PeekObjectId id, Oid shard, int64 since, int64 limit, int64 *durable_since)
 {
 	Snapshot	snapshot = GetActiveSnapshot();
 	int64		base_time;
-	int64		durable_since = catalog_read_since(id, snapshot, &base_time);
 	Relation	rel = table_open(shard, AccessShareLock);
 	ShardBase	b;
 	RowTally	tally = {0, limit};
 
+	*durable_since = catalog_read_since(id, snapshot, &base_time);
 	if (shard_base_open(&b, rel, snapshot, base_time, AccessShareLock))
-		shard_scan_updates(&b, durable_since, since, tally_row, &tally);
+		shard_scan_updates(&b, *durable_since, since, tally_row, &tally);
 	else
 		tally.rows = PG_INT64_MAX;
 	shard_base_close(&b, AccessShareLock);

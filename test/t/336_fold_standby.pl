@@ -4,7 +4,10 @@
 #  * peeks on the standby before, at and after the big time are exact
 #    during the fold and after it is replayed;
 #  * a view read on the standby at the primary's published upper (ahead
-#    of its durable one after idle rounds) answers, as the primary does.
+#    of its durable one after idle rounds) answers, as the primary does;
+#  * a big compaction (to a 200,000-row time at once), folded by the
+#    primary's fold worker: the standby's since and base follow, its
+#    contents at the since are exact and a peek below it fails (72000).
 use strict;
 use warnings;
 
@@ -86,6 +89,18 @@ my $p = sql("SELECT upper - 1 FROM peek.views WHERE name = 'v'");
 my $q = "SELECT string_agg(g || ':' || n, ',' ORDER BY g) FROM peek.persist_peek(NULL::v, 'v', as_of => $p)";
 is(sql($q), $want, 'the primary answers at its published upper');
 is(ssql($q), $want, 'the standby answers at the primary\'s published upper');
+
+# a big compaction, folded on the primary, replayed on the standby
+my $tc = sql("SELECT peek.write('c', ARRAY(SELECT ($N + g, 'y' || g)::item FROM generate_series(1, $N) g))");
+sql("SELECT peek.allow_compaction('c', $tc)");
+ok(poll_until($primary, "SELECT since >= $tc FROM peek.objects WHERE name = 'c'", 't', 60),
+	'compaction: the primary\'s since takes the big time in');
+$primary->wait_for_catchup($standby, 'replay');
+is(ssql("SELECT since >= $tc AND base_time >= $tc FROM peek.objects WHERE name = 'c'"), 't',
+	'compaction: the standby\'s since and base follow by replay');
+is(digest($tc), (2 * $N + 1) . ' ' . ($N * (2 * $N + 1)), 'compaction: standby exact at the since');
+is((sql_error($standby, "SELECT count(*) FROM peek.persist_peek(NULL::item, 'c', as_of => $tb)"))[0],
+	'72000', 'compaction: a standby peek below the since fails');
 
 $standby->stop('fast');
 $primary->stop('fast');

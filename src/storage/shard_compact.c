@@ -339,21 +339,6 @@ persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_ro
 	return new_base_time;
 }
 
-/* Counting updates up to a limit (persist_fold_rows). */
-typedef struct RowTally
-{
-	int64		rows;
-	int64		limit;
-} RowTally;
-
-static bool
-tally_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	RowTally   *tally = arg;
-
-	return ++tally->rows <= tally->limit;
-}
-
 /*
  * How many updates a compaction of a collection's shard to since touches
  * (persist_fold with since as target): those after its durable since
@@ -368,16 +353,17 @@ persist_fold_rows(PeekObjectId id, Oid shard, int64 since, int64 limit, int64 *d
 	int64		base_time;
 	Relation	rel = table_open(shard, AccessShareLock);
 	ShardBase	b;
-	RowTally	tally = {0, limit};
+	FoldCut		c = {limit, PG_INT64_MIN, 0, PG_INT64_MIN, PG_INT64_MIN};
 
 	*durable_since = catalog_read_since(id, snapshot, &base_time);
+	/* (cut_row counts them, stopping past limit with no least time) */
 	if (shard_base_open(&b, rel, snapshot, base_time, AccessShareLock))
-		shard_scan_updates(&b, *durable_since, since, tally_row, &tally);
+		shard_scan_updates(&b, *durable_since, since, cut_row, &c);
 	else
-		tally.rows = PG_INT64_MAX;
+		c.rows = PG_INT64_MAX;
 	shard_base_close(&b, AccessShareLock);
 	table_close(rel, AccessShareLock);
-	return tally.rows;
+	return c.rows;
 }
 
 /*

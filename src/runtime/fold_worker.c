@@ -169,10 +169,11 @@ lower_priority(void)
 
 /*
  * A fold worker: folds as a runtime's fold step with first_alone does (or
- * as its compaction does, with a since), in one transaction, at the maintenance runtime's lowered priority (a fold
- * is housekeeping: backends go first).  A later worker for the same
- * collection (one that an earlier runtime started outlived it) waits for
- * the earlier one, then folds from where it left the base.
+ * as its compaction does, with a since), in one transaction, at the
+ * maintenance runtime's lowered priority (a fold is housekeeping: backends
+ * go first).  A later worker for the same collection (one that an
+ * earlier runtime started outlived it) waits for the earlier one, then
+ * folds from where it left the base.
  */
 void
 fold_worker_main(Datum arg)

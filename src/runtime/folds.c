@@ -310,8 +310,7 @@ folds_outside(PeekObjectId id)
 
 /*
  * Start a fold worker for one of the bases whose fold is due for one, if
- * any can have one (outside_start).  Returns
- * whether one started.
+ * any can have one (outside_start).  Returns whether one started.
  */
 static bool
 start_outside(TimestampTz now)

@@ -21,6 +21,7 @@
 #include "capture/capture.h"
 #include "capture/capture_internal.h"
 #include "common/spi.h"
+#include "common/workers.h"
 #include "ipc/runtime_slots.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
@@ -207,31 +208,16 @@ capture_loader_main(Datum arg)
 static void
 start_loader(CaptureStream *s)
 {
-	BackgroundWorker worker;
-	MemoryContext old;
-	bool		started;
+	char		name[BGW_MAXLEN];
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_peek");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "capture_loader_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_peek loader for source " INT64_FORMAT, s->id);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_peek loader");
-	worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
-	memcpy(worker.bgw_extra, &s->id, sizeof(PeekObjectId));
-	worker.bgw_notify_pid = MyProcPid;
-
-	old = MemoryContextSwitchTo(s->cxt);
-	started = RegisterDynamicBackgroundWorker(&worker, &s->loader);
-	MemoryContextSwitchTo(old);
-	if (started)
+	snprintf(name, BGW_MAXLEN, "pg_peek loader for source " INT64_FORMAT, s->id);
+	s->loader = worker_start("capture_loader_main", name, "pg_peek loader",
+							 &s->id, sizeof(PeekObjectId), s->cxt);
+	if (s->loader != NULL)
 	{
 		s->loader_waits = false;
 		return;
 	}
-	s->loader = NULL;
 	if (!s->loader_waits)
 		ereport(LOG,
 				(errmsg("pg_peek source " INT64_FORMAT " waits for a background worker to load table \"%s\"",

@@ -1,19 +1,25 @@
 /*-------------------------------------------------------------------------
  *
  * fold_worker.c
- *	  A big time folded outside the maintenance runtime: a fold worker (a
- *	  dynamic background worker per fold, which folds.c starts) folds the
- *	  first time after one collection's base, however many updates it has
- *	  (a load), in one transaction of its own, then exits.  The runtime
- *	  meanwhile seals, captures and runs views' rounds as usual: a write
- *	  committed during the fold is visible as soon as it would be without
- *	  it.  The fold is persist_fold's, as the runtime's own: base and
- *	  catalog change together at its commit, so a peek sees the base
- *	  before the time or after it, never half of it; a worker that dies
- *	  leaves nothing, and a fold of the same base that committed first
- *	  (a compaction, a worker an earlier runtime started) makes it fail
- *	  with a serialization failure, changing nothing (logged, not an
- *	  error: the runtime looks at the base again when the worker stops).
+ *	  A big fold done outside the maintenance runtime: a fold worker (a
+ *	  dynamic background worker per fold, which folds.c starts) folds one
+ *	  collection's shard in one transaction of its own, then exits: the
+ *	  first time after its base, however many updates it has (a load), or
+ *	  a compaction's since that has too many updates past the base to fold
+ *	  in the runtime.  The runtime meanwhile seals, captures and runs
+ *	  views' rounds as usual: a write committed during the fold is visible
+ *	  as soon as it would be without it.  The fold is persist_fold's, as
+ *	  the runtime's own: base and catalog change together at its commit,
+ *	  so a peek sees the base before the fold or after it, never half of
+ *	  it; a worker that dies leaves nothing, and a fold of the same base
+ *	  that committed first (a compaction, a worker an earlier runtime
+ *	  started) makes it fail with a serialization failure, changing
+ *	  nothing (logged, not an error: the runtime looks at the base again
+ *	  when the worker stops).  Only one worker runs at a time, so none
+ *	  waits long for a lock: a writer's open transaction holding the
+ *	  collection's catalog row makes it give way after
+ *	  FOLD_WORKER_LOCK_WAIT_MS (55P03, logged), and the runtime does not
+ *	  start one while a writer holds the row (fold_worker_row_free).
  *
  *	  Owns the worker's start and its body; when to start one is folds.c's.
  *
@@ -35,9 +41,19 @@
 #include "common/errors.h"
 #include "common/settings.h"
 #include "common/spi.h"
+#include "common/workers.h"
+#include "ipc/notify.h"
 #include "runtime/fold_worker.h"
 #include "storage/catalog.h"
 #include "storage/persist.h"
+
+/*
+ * How long a fold worker waits for a lock (the collection's catalog row
+ * that its commit changes, its shard), then gives way: a writer holds the
+ * row only briefly unless its transaction stays open, and every other
+ * collection's big fold waits for this one.
+ */
+#define FOLD_WORKER_LOCK_WAIT_MS	"1000"
 
 /* The advisory lock's fourth field: one fold worker per collection at a time. */
 #define FOLD_WORKER_LOCK_FIELD4	0x666f
@@ -55,6 +71,7 @@ typedef struct FoldRequest
 {
 	PeekObjectId id;
 	Oid			shard;
+	int64		since;			/* a compaction's (0: the since stays) */
 	int64		target;
 	int64		max_rows;
 } FoldRequest;
@@ -75,37 +92,51 @@ folds_kept(PeekObjectId id, Oid shard)
 }
 
 /*
- * Start a fold worker for the first time after a collection's base and
- * whole times after it within max_rows, towards target.  Returns its handle
- * (allocated in TopMemoryContext), or NULL without a free background
- * worker.
+ * Start a fold worker for a collection's shard: with since, a compaction
+ * to it (target since, max_rows -1); without, the first time after its base
+ * and whole times after it within max_rows, towards target.  Returns its
+ * handle (allocated in TopMemoryContext), or NULL without a free
+ * background worker.
  */
 BackgroundWorkerHandle *
-fold_worker_start(PeekObjectId id, Oid shard, int64 target, int64 max_rows)
+fold_worker_start(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_rows)
 {
-	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
-	FoldRequest req = {id, shard, target, max_rows};
-	MemoryContext old;
+	FoldRequest req = {id, shard, since, target, max_rows};
+	char		name[BGW_MAXLEN];
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_peek");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "fold_worker_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_peek fold of object " INT64_FORMAT, id);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_peek fold");
-	worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
-	memcpy(worker.bgw_extra, &req, sizeof(req));
-	/* its stop sets the runtime's latch */
-	worker.bgw_notify_pid = MyProcPid;
+	snprintf(name, BGW_MAXLEN, "pg_peek fold of object " INT64_FORMAT, id);
+	return worker_start("fold_worker_main", name, "pg_peek fold", &req, sizeof(req),
+						TopMemoryContext);
+}
 
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-		handle = NULL;
-	MemoryContextSwitchTo(old);
-	return handle;
+typedef struct RowProbe
+{
+	PeekObjectId id;
+	bool		free;
+} RowProbe;
+
+static void
+probe_row(void *arg)
+{
+	RowProbe   *probe = arg;
+
+	spi_xact_no_standby_wait();
+	probe->free = catalog_lock_extension() && catalog_lock_row(probe->id, true);
+}
+
+/*
+ * Whether no writer's transaction holds a collection's catalog row now
+ * (false too if the row is gone): a fold worker started while one does
+ * would only wait for it, keeping every other collection's big fold
+ * waiting.  Locks the row for a moment, in a transaction of its own.
+ */
+bool
+fold_worker_row_free(PeekObjectId id)
+{
+	RowProbe	probe = {id, false};
+
+	spi_run_in_transaction(probe_row, &probe);
+	return probe.free;
 }
 
 /*
@@ -137,11 +168,12 @@ lower_priority(void)
 }
 
 /*
- * A fold worker: folds as a runtime's fold step with first_alone does, in
- * one transaction, at the maintenance runtime's lowered priority (a fold
- * is housekeeping: backends go first).  A later worker for the same
- * collection (one that an earlier runtime started outlived it) waits for
- * the earlier one, then folds from where it left the base.
+ * A fold worker: folds as a runtime's fold step with first_alone does (or
+ * as its compaction does, with a since), in one transaction, at the
+ * maintenance runtime's lowered priority (a fold is housekeeping: backends
+ * go first).  A later worker for the same collection (one that an
+ * earlier runtime started outlived it) waits for the earlier one, then
+ * folds from where it left the base.
  */
 void
 fold_worker_main(Datum arg)
@@ -162,6 +194,7 @@ fold_worker_main(Datum arg)
 	fold_worker_lock_tag(&tag, req.id);
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
 	lower_priority();
+	SetConfigOption("lock_timeout", FOLD_WORKER_LOCK_WAIT_MS, PGC_SUSET, PGC_S_OVERRIDE);
 
 	PG_TRY();
 	{
@@ -169,7 +202,12 @@ fold_worker_main(Datum arg)
 
 		spi_xact_no_standby_wait();
 		if (catalog_lock_extension() && folds_kept(req.id, req.shard))
-			(void) persist_fold(req.id, req.shard, 0, req.target, req.max_rows, true);
+		{
+			(void) persist_fold(req.id, req.shard, req.since, req.target, req.max_rows, true);
+			/* the runtime re-reads the row: its compaction learns the since */
+			if (req.since > 0)
+				notify_catalog_changed(req.id);
+		}
 		spi_xact_commit(caller);
 	}
 	PG_CATCH();
@@ -180,7 +218,7 @@ fold_worker_main(Datum arg)
 		edata = CopyErrorData();
 		if (!error_is_transient(edata->sqlerrcode))
 			PG_RE_THROW();
-		/* (a fold of the same base that committed first) */
+		/* (a fold of the same base that committed first, a writer's open transaction) */
 		FlushErrorState();
 		AbortCurrentTransaction();
 		error_log_isolated(edata, psprintf("pg_peek fold of object " INT64_FORMAT " gave way, to be looked at again",

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * fold_worker.h
- *	  A big time folded outside the maintenance runtime (fold_worker.c).
+ *	  A big fold done outside the maintenance runtime (fold_worker.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,8 +14,9 @@
 
 extern bool folds_kept(PeekObjectId id, Oid shard);
 extern bool fold_worker_running(PeekObjectId id);
-extern BackgroundWorkerHandle *fold_worker_start(PeekObjectId id, Oid shard, int64 target,
-												 int64 max_rows);
+extern bool fold_worker_row_free(PeekObjectId id);
+extern BackgroundWorkerHandle *fold_worker_start(PeekObjectId id, Oid shard, int64 since,
+												 int64 target, int64 max_rows);
 extern PGDLLEXPORT void fold_worker_main(Datum arg);
 
 #endif							/* PEEK_RUNTIME_FOLD_WORKER_H */

@@ -18,17 +18,24 @@
  *	  all updates since the load), a fold worker (fold_worker.c) folds it
  *	  outside the runtime, one at a time: a fold that long (one to two
  *	  seconds per 100,000 updates) in the runtime would hold every seal
- *	  due meanwhile.  The worker's stop sets the runtime's latch; its base
- *	  is then looked at again at once.  A worker an earlier runtime started (a restart
- *	  mid-fold) is left to finish, looked at every FOLD_ELSEWHERE_MS, not
- *	  joined by another: restarts pile up no workers.  Only when no background worker can be had, or
- *	  FOLD_OUTSIDE_TRIES workers stopped without moving the base (an error,
- *	  which the runtime's own fold then reports as the collection's
- *	  failure), the runtime folds the time alone, once the writes paused
- *	  and it has no other work left (a merge's steps, a view's round).
- *	  Only what the runtime learns from the catalog notices (the durable
- *	  uppers), the folds' own results and the workers' stops: nothing is
- *	  polled but an earlier runtime's worker.
+ *	  due meanwhile.  A compaction (maintenance.c) that would fold or
+ *	  delete more than FOLD_STEP_ROWS updates is a worker's too, in turn
+ *	  with the big times, at once (folds_compact_outside).  The worker's
+ *	  stop sets the runtime's latch; its base is then looked at again at
+ *	  once.  No worker is started for a base whose catalog row a writer's
+ *	  open transaction holds (the worker's commit would wait for it, and
+ *	  every other base's worker for that one), nor while a worker an
+ *	  earlier runtime started (a restart mid-fold) folds it: looked at
+ *	  again every FOLD_ELSEWHERE_MS, the next due base's worker going
+ *	  first; restarts pile up no workers.  Only when no background worker
+ *	  can be had, or FOLD_OUTSIDE_TRIES workers stopped without moving the
+ *	  base or raising the since (an error, which the runtime's own fold
+ *	  then reports as the collection's failure), the runtime folds alone:
+ *	  a big time once the writes paused and it has no other work left (a
+ *	  merge's steps, a view's round), a compaction at once.  Only what the
+ *	  runtime learns from the catalog notices (the durable uppers), the
+ *	  folds' own results and the workers' stops: nothing is polled but an
+ *	  earlier runtime's worker and a held row.
  *
  *	  Runs in the maintenance (or solo) runtime's loop; a standby's bases
  *	  follow the primary's by replay.
@@ -40,6 +47,7 @@
 #include "utils/timestamp.h"
 
 #include "common/ids.h"
+#include "common/settings.h"
 #include "runtime/fold_worker.h"
 #include "runtime/folds.h"
 #include "storage/standby_replay.h"
@@ -48,7 +56,6 @@
 #define FOLD_BIG_QUIET_MS	500
 #define FOLD_STOPPED_MS	2000
 #define FOLD_BUSY_MS	1000
-#define FOLD_STEP_ROWS	INT64CONST(10000)
 #define FOLD_OUTSIDE_TRIES	2
 #define FOLD_ELSEWHERE_MS	1000
 
@@ -63,7 +70,9 @@ typedef struct BaseFold
 	bool		stopped;		/* at a big time (see the top) */
 	TimestampTz stopped_at;		/* when it stopped there */
 	int			outside_tries;	/* workers that stopped with it there */
-	TimestampTz elsewhere_at;	/* an earlier runtime's worker was folding it */
+	int64		compact_since;	/* a big compaction's, for a worker (0: none) */
+	int64		compact_asked;	/* the last compaction worker's (0: none) */
+	TimestampTz blocked_at;		/* a worker could not start: see outside_start */
 	TimestampTz changed_at;		/* when the upper last rose */
 	TimestampTz folded_at;
 } BaseFold;
@@ -108,7 +117,9 @@ folds_note(CatalogObject *obj)
 		bf->stopped = false;
 		bf->stopped_at = 0;
 		bf->outside_tries = 0;
-		bf->elsewhere_at = 0;
+		bf->compact_since = 0;
+		bf->compact_asked = 0;
+		bf->blocked_at = 0;
 		bf->folded_at = 0;
 	}
 	bf->shard = obj->shard;
@@ -171,55 +182,158 @@ outside_running(void)
 	pfree(outside);
 	outside = NULL;
 	bf = hash_search(base_folds, &outside_id, HASH_FIND, NULL);
-	if (bf != NULL)
-	{
-		bf->stepping = true;
-		bf->stopped = false;
+	if (bf == NULL)
+		return false;
+	bf->stepping = true;
+	bf->stopped = false;
+	/* a compaction's: whether it committed, its next request tells */
+	if (bf->compact_since > 0)
+		bf->compact_asked = bf->compact_since;
+	else
 		bf->outside_tries++;
-	}
+	bf->compact_since = 0;
 	return false;
 }
 
+/* Whether a base has a fold for a worker: a big compaction or a big time. */
+static bool
+outside_wanted(BaseFold *bf)
+{
+	return bf->compact_since > 0 ||
+		(bf->stopped && bf->outside_tries < FOLD_OUTSIDE_TRIES);
+}
+
 /*
- * When a base stopped at a big time is due for a worker: once the writes
- * paused, or it stopped there a while ago (a steady load); not while an
- * earlier runtime's worker folds it (a restart during a long fold), looked
- * at again every FOLD_ELSEWHERE_MS, so that restarts pile up no workers.
+ * When a base's fold is due for a worker: a big compaction at once; a base
+ * stopped at a big time once the writes paused, or it stopped there a
+ * while ago (a steady load).  Not while an earlier runtime's worker folds
+ * it (a restart during a long fold) nor while a writer's open transaction
+ * holds its catalog row: looked at again every FOLD_ELSEWHERE_MS, so that
+ * restarts pile up no workers and no worker waits for a writer.
  */
 static TimestampTz
 outside_due_at(BaseFold *bf)
 {
-	TimestampTz at = Min(TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS),
-						 TimestampTzPlusMilliseconds(bf->stopped_at, FOLD_STOPPED_MS));
+	TimestampTz at = bf->compact_since > 0 ? 0 :
+		Min(TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS),
+			TimestampTzPlusMilliseconds(bf->stopped_at, FOLD_STOPPED_MS));
 
-	return bf->elsewhere_at == 0 ? at :
-		Max(at, TimestampTzPlusMilliseconds(bf->elsewhere_at, FOLD_ELSEWHERE_MS));
+	return bf->blocked_at == 0 ? at :
+		Max(at, TimestampTzPlusMilliseconds(bf->blocked_at, FOLD_ELSEWHERE_MS));
 }
 
 /*
- * A base stopped at a big time: a fold worker folds it.  Without a free
- * background worker the runtime folds it itself (fold_due).
+ * A base's fold for a worker: a fold worker folds it, unless another
+ * holds it (outside_due_at: then the next due base's turn comes).  Without
+ * a free background worker the runtime folds it itself: a big time once
+ * every write paused and it has no other work left (fold_due), a
+ * compaction at once (folds_compact_outside says no).
  */
 static void
 outside_start(BaseFold *bf)
 {
-	if (fold_worker_running(bf->id))
+	bool		compaction = bf->compact_since > 0;
+
+	if (fold_worker_running(bf->id) || !fold_worker_row_free(bf->id))
 	{
-		bf->elsewhere_at = GetCurrentTimestamp();
+		bf->blocked_at = GetCurrentTimestamp();
 		return;
 	}
-	bf->elsewhere_at = 0;
-	outside = fold_worker_start(bf->id, bf->shard, bf->upper - 1, FOLD_STEP_ROWS);
+	bf->blocked_at = 0;
+	outside = compaction ?
+		fold_worker_start(bf->id, bf->shard, bf->compact_since, bf->compact_since, -1) :
+		fold_worker_start(bf->id, bf->shard, 0, bf->upper - 1, FOLD_STEP_ROWS);
 	if (outside != NULL)
 	{
 		outside_id = bf->id;
 		return;
 	}
 	ereport(LOG,
-			(errmsg("pg_peek folds the base of object " INT64_FORMAT " in the maintenance runtime: no background worker is free",
-					bf->id),
+			(errmsg(compaction ?
+					"pg_peek compacts object " INT64_FORMAT " in the %s runtime: no background worker is free" :
+					"pg_peek folds the base of object " INT64_FORMAT " in the %s runtime once every write pauses: no background worker is free",
+					bf->id, setting_interactive ? "maintenance" : "solo"),
 			 errhint("Raise max_worker_processes.")));
 	bf->outside_tries = FOLD_OUTSIDE_TRIES;
+	bf->compact_since = 0;
+}
+
+/*
+ * A compaction of a collection from its durable since to since, with rows
+ * updates to fold or delete (counted up to FOLD_STEP_ROWS + 1): more than
+ * a fold step's is left to a fold worker, as a big time is, so that the
+ * runtime's seals never wait for it; returns true, and the caller keeps
+ * the compaction pending until the worker's commit raises the durable
+ * since (the worker has the runtime re-read the row).  False: the caller
+ * folds it itself (a small one, or no worker could be had, or
+ * FOLD_OUTSIDE_TRIES workers stopped without raising the since: the
+ * runtime's own fold then reports the error as the collection's failure).
+ */
+bool
+folds_compact_outside(PeekObjectId id, int64 durable_since, int64 since, int64 rows)
+{
+	BaseFold   *bf;
+
+	if (rows <= FOLD_STEP_ROWS)
+		return false;
+	bf = hash_search(base_folds, &id, HASH_FIND, NULL);
+	if (bf == NULL)
+		return false;
+	if (bf->compact_asked > 0)
+	{
+		if (durable_since >= bf->compact_asked)
+			bf->outside_tries = 0;
+		else
+			bf->outside_tries++;
+		bf->compact_asked = 0;
+	}
+	if (bf->outside_tries >= FOLD_OUTSIDE_TRIES)
+		return false;
+	bf->compact_since = since;
+	return true;
+}
+
+/*
+ * Whether a worker folds a collection now, or will (a big compaction
+ * queued): its compaction waits for it rather than race it.
+ */
+bool
+folds_outside(PeekObjectId id)
+{
+	BaseFold   *bf;
+
+	if (outside_running() && outside_id == id)
+		return true;
+	bf = hash_search(base_folds, &id, HASH_FIND, NULL);
+	return bf != NULL && bf->compact_since > 0;
+}
+
+/*
+ * Start a fold worker for one of the bases whose fold is due for one, if
+ * any can have one (outside_start).  Returns whether one started.
+ */
+static bool
+start_outside(TimestampTz now)
+{
+	HASH_SEQ_STATUS status;
+	BaseFold   *bf;
+	PeekObjectId *ids;
+	int			n = 0;
+
+	/* collect first: outside_start's transaction would cut a hash scan short */
+	ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(base_folds));
+	hash_seq_init(&status, base_folds);
+	while ((bf = hash_seq_search(&status)) != NULL)
+		if (outside_wanted(bf) && now >= outside_due_at(bf))
+			ids[n++] = bf->id;
+	for (int i = 0; i < n && outside == NULL; i++)
+	{
+		bf = hash_search(base_folds, &ids[i], HASH_FIND, NULL);
+		if (bf != NULL)
+			outside_start(bf);
+	}
+	pfree(ids);
+	return outside != NULL;
 }
 
 /*
@@ -249,19 +363,13 @@ folds_run(FoldFn fold, bool busy)
 
 	if (hash_get_num_entries(base_folds) == 0)
 		return false;
+	if (!running)
+		running = start_outside(now);
 	hash_seq_init(&status, base_folds);
 	while ((bf = hash_seq_search(&status)) != NULL)
 	{
 		if (running && bf->id == outside_id)
 			continue;			/* its worker folds it */
-		if (!running && bf->stopped && bf->outside_tries < FOLD_OUTSIDE_TRIES &&
-			now >= outside_due_at(bf))
-		{
-			outside_start(bf);
-			running = outside != NULL;
-			if (running)
-				continue;
-		}
 		if (fold_due(bf, now, first_alone))
 		{
 			due++;
@@ -323,7 +431,8 @@ folds_wait_ms(void)
 		if (outside != NULL && bf->id == outside_id)
 			continue;			/* its worker's stop sets the latch */
 		/* (another base's worker: its stop sets the latch) */
-		if (bf->stopped && (outside == NULL || bf->outside_tries >= FOLD_OUTSIDE_TRIES))
+		if ((outside == NULL && outside_wanted(bf)) ||
+			(bf->stopped && bf->outside_tries >= FOLD_OUTSIDE_TRIES))
 		{
 			ms = TimestampDifferenceMilliseconds(now, outside_due_at(bf));
 			wait = wait < 0 ? ms : Min(wait, ms);

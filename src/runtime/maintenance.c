@@ -498,6 +498,8 @@ static void
 compact_one(void *arg)
 {
 	CompactionWork *work = arg;
+	int64		rows;
+	int64		durable_since;
 
 	if (work->pc->kind == PEEK_KIND_INDEX)
 	{
@@ -513,9 +515,14 @@ compact_one(void *arg)
 
 	/*
 	 * The fold holds nothing a writer waits for; the row is changed last,
-	 * raising the durable since (a writer holds its lock only briefly).
+	 * raising the durable since (a writer holds its lock only briefly).  A
+	 * big one is a fold worker's (the compaction stays pending meanwhile).
 	 */
 	if (!folds_kept(work->pc->id, work->pc->shard))
+		return;
+	rows = persist_fold_rows(work->pc->id, work->pc->shard, work->since, FOLD_STEP_ROWS,
+							 &durable_since);
+	if (folds_compact_outside(work->pc->id, durable_since, work->since, rows))
 		return;
 	(void) persist_fold(work->pc->id, work->pc->shard, work->since, work->since, -1, false);
 	work->pc->durable_since = work->since;
@@ -581,6 +588,9 @@ run_compactions(void)
 			Min(spine_read_upper(pc->shard), dataflow_input_hold(pc->id));
 		bound = Min(bound, pc->durable_upper);
 		since = registry_advance_since(ids[i], bound, &target, peek_slots_min_hold);
+		/* a fold worker folds it: its commit has the row re-read */
+		if (since > pc->durable_since && pc->kind != PEEK_KIND_INDEX && folds_outside(ids[i]))
+			continue;
 		if (since > pc->durable_since)
 		{
 			CompactionWork work = {pc, since};

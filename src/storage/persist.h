@@ -75,6 +75,8 @@ extern bool persist_walk_next(PersistWalk *w, Datum *row, int64 *count);
 extern void persist_walk_end(PersistWalk *w);
 extern int64 persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target,
 						  int64 max_rows, bool first_alone);
+extern int64 persist_fold_rows(PeekObjectId id, Oid shard, int64 since, int64 limit,
+							   int64 *durable_since);
 extern int64 persist_sum_diffs(Oid shard, int64 upper);
 extern int64 persist_estimate_rows(Oid shard);
 extern int64 persist_times_end(Oid shard, int64 lower, int64 upper, int n);

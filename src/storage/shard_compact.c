@@ -340,6 +340,33 @@ persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_ro
 }
 
 /*
+ * How many updates a compaction of a collection's shard to since touches
+ * (persist_fold with since as target): those after its durable since
+ * (*durable_since) up to since, which it folds into the base or deletes as
+ * history the base has counted; counted up to limit + 1, under the active
+ * snapshot.  A shard read whole is folded whole: PG_INT64_MAX.
+ */
+int64
+persist_fold_rows(PeekObjectId id, Oid shard, int64 since, int64 limit, int64 *durable_since)
+{
+	Snapshot	snapshot = GetActiveSnapshot();
+	int64		base_time;
+	Relation	rel = table_open(shard, AccessShareLock);
+	ShardBase	b;
+	FoldCut		c = {limit, PG_INT64_MIN, 0, PG_INT64_MIN, PG_INT64_MIN};
+
+	*durable_since = catalog_read_since(id, snapshot, &base_time);
+	/* (cut_row counts them, stopping past limit with no least time) */
+	if (shard_base_open(&b, rel, snapshot, base_time, AccessShareLock))
+		shard_scan_updates(&b, *durable_since, since, cut_row, &c);
+	else
+		c.rows = PG_INT64_MAX;
+	shard_base_close(&b, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return c.rows;
+}
+
+/*
  * Retract the shard's whole contents at time (a captured TRUNCATE): every
  * row present at time gets an update cancelling its multiplicity.  Sees the
  * caller's own earlier appends.

@@ -20,12 +20,12 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use Time::HiRes qw(gettimeofday tv_interval usleep);
 
 our @EXPORT = qw(
   new_node poll_until runtime_pid serving_role interactive_mode
   start_bg finish_bg bg_done bg_backend_pid bg_session
-  sql_error stop_runtime
+  sql_error stop_runtime item_setup base_reaches commit_to_visible_ms
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -279,6 +279,39 @@ sub sql_error
 	return ('', '') if $rc == 0;
 	return ($1, $2) if $err =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):\s+([^\n]*)/;
 	return ('?????', $err);
+}
+
+# item_setup($node, @names): the extension, the row type item (id int,
+# v text) and a collection of it for each name.
+sub item_setup
+{
+	my ($node, @names) = @_;
+	$node->safe_psql('postgres',
+		join("\n", 'CREATE EXTENSION pg_peek;', 'CREATE TYPE item AS (id int, v text);',
+			map { "SELECT peek.create_collection('$_', 'item');" } @names));
+	return;
+}
+
+# base_reaches($node, $name, $time, $timeout_s = 60): poll until the
+# collection's base has taken $time in. True on success.
+sub base_reaches
+{
+	my ($node, $name, $time, $timeout_s) = @_;
+	return poll_until($node,
+		"SELECT base_time >= $time FROM peek.objects WHERE name = '$name'",
+		't', $timeout_s // 60);
+}
+
+# commit_to_visible_ms($session, $name, $i): in a bg_session, write the row
+# ($i, 'p') to the item collection $name, then return the ms until a peek
+# at its time answers (it waits until the time is sealed and published).
+sub commit_to_visible_ms
+{
+	my ($s, $name, $i) = @_;
+	my $t = $s->query_safe("SELECT peek.write('$name', ARRAY[($i, 'p')]::item[])");
+	my $at = [gettimeofday];
+	$s->query_safe("SELECT count(*) FROM peek.persist_peek(NULL::item, '$name', as_of => $t)");
+	return tv_interval($at) * 1000;
 }
 
 1;

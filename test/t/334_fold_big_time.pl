@@ -32,15 +32,9 @@ my $big2 = 200_000;
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
-$node->safe_psql('postgres', q{
-CREATE EXTENSION pg_peek;
-CREATE TYPE item AS (id int, v text);
-SELECT peek.create_collection('c', 'item');
-SELECT peek.create_collection('probe', 'item');
-});
+item_setup($node, qw(c probe));
 my $t0 = sql("SELECT peek.write('c', ARRAY[(0, 'zero')]::item[])");
-ok(poll_until($node, "SELECT base_time >= $t0 FROM peek.objects WHERE name = 'c'"),
-	'the base takes the first write in');
+ok(base_reaches($node, 'c', $t0), 'the base takes the first write in');
 
 # The contents after $i small writes (and the second big write, if $with2):
 # the digest a peek must give.
@@ -88,10 +82,7 @@ for (my $i = 1; $i <= 300 && $after_fold < 3; $i++)
 	my $t = $s->query_safe("SELECT peek.write('c', ARRAY[($big + $i, 'w$i')]::item[], "
 		  . "ARRAY[($i, 'x$i')]::item[])");
 	push @times, [ $i, $t ];
-	my $p = $s->query_safe("SELECT peek.write('probe', ARRAY[($i, 'p')]::item[])");
-	my $at = [gettimeofday];
-	$s->query_safe("SELECT count(*) FROM peek.persist_peek(NULL::item, 'probe', as_of => $p)");
-	my $delay = tv_interval($at) * 1000;
+	my $delay = commit_to_visible_ms($s, 'probe', $i);
 	push @{ $running ? \@during : \@after }, $delay;
 
 	# exact contents at the newest time while the fold runs, read beside
@@ -162,7 +153,7 @@ else
 {
 	pass('the fold ended before its worker could be killed');
 }
-ok(poll_until($node, "SELECT base_time >= $t_big2 FROM peek.objects WHERE name = 'c'", 't', 120),
+ok(base_reaches($node, 'c', $t_big2, 120),
 	'after the kills the base takes the second big time in');
 is(peek_digest($t_big2), expected_digest($n, 1), 'after the kills: the second big time');
 is(peek_digest($t_big2 - 1), expected_digest($n, 0), 'after the kills: the time before it');

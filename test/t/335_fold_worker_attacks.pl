@@ -7,14 +7,16 @@
 #  * ALTER TYPE ... DROP ATTRIBUTE of the row type: contents exact, and a
 #    delete written after it retracts the folded rows;
 #  * an open writer transaction holding the row (the worker waits for it at
-#    its catalog write): a fast stop does not hang, and after the restart
-#    the base takes the time in;
+#    its catalog write a second at most, then gives way, and none starts
+#    again while it holds the row): a fast stop does not hang, and after
+#    the restart the base takes the time in;
 #  * DROP EXTENSION: waits for the fold, the worker ends;
 #  * a fast stop during an active fold: the worker stops at once;
 #  * the runtime restarted three times during a long fold: one worker at a
 #    time (each restart used to start one more, waiting for the first);
 #  * no background worker free (max_worker_processes taken by the
-#    runtimes): the runtime folds the big time itself, exactly.
+#    runtimes): the runtime folds the big time itself, exactly, and says
+#    which runtime (maintenance or solo) in its log line.
 # The server log has no ERROR or WARNING line.
 use strict;
 use warnings;
@@ -52,7 +54,7 @@ sub big_time
 	my $gen = $type eq 'item' ? "(g, 'x' || g)" : "(g, 'x' || g, g)";
 	sql("SELECT peek.create_collection('$name', '$type')");
 	my $t0 = sql("SELECT peek.write('$name', ARRAY[$row]::${type}[])");
-	poll_until($node, "SELECT base_time >= $t0 FROM peek.objects WHERE name = '$name'");
+	base_reaches($node, $name, $t0);
 	return sql("SELECT peek.write('$name', ARRAY(SELECT ${gen}::$type FROM generate_series(1, $N) g))");
 }
 
@@ -64,6 +66,25 @@ sub digest
 }
 
 my $whole = ($N + 1) . ' ' . ($N * ($N + 1) / 2);
+
+# a big time in a new collection, and $action run while a worker folds it
+sub during_fold
+{
+	my ($name, $type, $what, $action) = @_;
+	my $t = big_time($name, $type);
+	worker_runs($what);
+	sql($action) if defined $action;
+	return $t;
+}
+
+# the base took the big time in, with exact contents
+sub taken_in
+{
+	my ($name, $type, $t, $what, $timeout_s) = @_;
+	ok(base_reaches($node, $name, $t, $timeout_s), "$what: the base takes the big time in");
+	is(digest($name, $type, $t), $whole, "$what: contents at the big time");
+	return;
+}
 
 sub clean_log
 {
@@ -77,42 +98,35 @@ sql(q{CREATE EXTENSION pg_peek;
 	CREATE TYPE item3 AS (id int, v text, w int);});
 
 # ---- compaction racing the worker ----------------------------------------
-my $tc = big_time('c', 'item');
-worker_runs('compaction');
+my $tc = during_fold('c', 'item', 'compaction');
 sql("SELECT peek.allow_compaction('c', $tc)");
-ok(poll_until($node, "SELECT base_time >= $tc AND since >= $tc FROM peek.objects WHERE name = 'c'", 't', 60),
-	'compaction: base and since take the big time in');
-is(digest('c', 'item', $tc), $whole, 'compaction: contents at the big time');
+ok(poll_until($node, "SELECT since >= $tc FROM peek.objects WHERE name = 'c'", 't', 60),
+	'compaction: the since takes the big time in');
+taken_in('c', 'item', $tc, 'compaction');
 my $shard = sql("SELECT shard::regclass FROM peek.objects WHERE name = 'c'");
 is(sql("SELECT count(*) - count(DISTINCT data) FROM $shard WHERE time = -1"), '0',
 	'compaction: no row twice in the base');
 
 # ---- drop_collection during the fold --------------------------------------
-big_time('d', 'item');
-worker_runs('drop_collection');
-sql("SELECT peek.drop_collection('d')");
+during_fold('d', 'item', 'drop_collection', "SELECT peek.drop_collection('d')");
 worker_gone('drop_collection');
 is(sql("SELECT count(*) FROM peek.objects WHERE name = 'd'"), '0', 'drop_collection: dropped');
 
 # ---- ALTER TYPE ... DROP ATTRIBUTE during the fold ------------------------
-my $te = big_time('e', 'item3');
-worker_runs('DROP ATTRIBUTE');
-sql("ALTER TYPE item3 DROP ATTRIBUTE w");
-ok(poll_until($node, "SELECT base_time >= $te FROM peek.objects WHERE name = 'e'", 't', 60),
-	'DROP ATTRIBUTE: the base takes the big time in');
-is(digest('e', 'item3', $te), $whole, 'DROP ATTRIBUTE: contents at the big time');
+my $te = during_fold('e', 'item3', 'DROP ATTRIBUTE', "ALTER TYPE item3 DROP ATTRIBUTE w");
+taken_in('e', 'item3', $te, 'DROP ATTRIBUTE');
 sql("SELECT peek.write('e', ARRAY[]::item3[], ARRAY(SELECT (g, 'x' || g)::item3 FROM generate_series(1, 10) g))");
 is(sql("SELECT count(*) || ' ' || sum(id) FROM peek.persist_peek(NULL::item3, 'e')"),
 	($N - 9) . ' ' . ($N * ($N + 1) / 2 - 55), 'DROP ATTRIBUTE: later deletes retract folded rows');
 
 # ---- an open writer holds the row; a fast stop ----------------------------
-my $tf = big_time('f', 'item');
-worker_runs('open writer');
+my $tf = during_fold('f', 'item', 'open writer');
 my $s = bg_session($node);
 $s->query_safe("BEGIN");
 $s->query_safe("SELECT peek.write('f', ARRAY[(-1, 'open')]::item[])");
-ok(poll_until($node, "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE backend_type = 'pg_peek fold'", 't', 60),
-	'open writer: the worker waits for the writer');
+worker_gone('open writer');
+cmp_ok(sql("SELECT base_time FROM peek.objects WHERE name = 'f'"), '<', $tf,
+	'open writer: the base waits for the writer');
 my $at = [gettimeofday];
 my $stopped = eval {
 	local $SIG{ALRM} = sub { die "timeout\n" };
@@ -121,12 +135,10 @@ my $stopped = eval {
 	alarm 0;
 	1;
 };
-ok($stopped && tv_interval($at) < 10, 'open writer: a fast stop ends the waiting worker');
+ok($stopped && tv_interval($at) < 10, 'open writer: a fast stop does not wait for the writer');
 eval { $s->quit };
 $node->start;
-ok(poll_until($node, "SELECT base_time >= $tf FROM peek.objects WHERE name = 'f'", 't', 60),
-	'open writer: after the restart the base takes the big time in');
-is(digest('f', 'item', $tf), $whole, 'open writer: contents at the big time');
+taken_in('f', 'item', $tf, 'open writer, after the restart');
 
 # ---- a fast stop during an active fold ------------------------------------
 sql("SELECT peek.write('f', ARRAY(SELECT (g + $N, 'y')::item FROM generate_series(1, 3 * $N) g))");
@@ -161,8 +173,7 @@ for (1 .. 3)
 # runtime, whose worker then waits for it; before, every restart added one
 # more, four after three restarts)
 cmp_ok($most, '<=', 2, 'restarts: the workers do not pile up');
-ok(poll_until($node, "SELECT base_time >= $tr FROM peek.objects WHERE name = 'f'", 't', 120),
-	'restarts: the base takes the big time in');
+ok(base_reaches($node, 'f', $tr, 120), 'restarts: the base takes the big time in');
 
 # ---- DROP EXTENSION during the fold ---------------------------------------
 sql("SELECT peek.write('c', ARRAY(SELECT (g + $N, 'y')::item FROM generate_series(1, $N) g))");
@@ -178,11 +189,9 @@ my $slots = interactive_mode() eq 'on' ? 3 : 2;
 $node = new_node('fold_no_worker', conf => ["max_worker_processes = $slots"]);
 sql("CREATE EXTENSION pg_peek; CREATE TYPE item AS (id int, v text)");
 my $tg = big_time('g', 'item');
-ok(poll_until($node, "SELECT base_time >= $tg FROM peek.objects WHERE name = 'g'", 't', 60),
-	'no free worker: the runtime takes the big time in');
-is(digest('g', 'item', $tg), $whole, 'no free worker: contents at the big time');
-like(slurp_file($node->logfile), qr/in the maintenance runtime: no background worker is free/,
-	'no free worker: logged');
+taken_in('g', 'item', $tg, 'no free worker');
+like(slurp_file($node->logfile), qr/in the $maint runtime once every write pauses: no background worker is free/,
+	'no free worker: logged, naming the runtime');
 clean_log($node, 'no free worker');
 $node->stop('fast');
 done_testing();

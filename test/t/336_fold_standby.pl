@@ -4,7 +4,10 @@
 #  * peeks on the standby before, at and after the big time are exact
 #    during the fold and after it is replayed;
 #  * a view read on the standby at the primary's published upper (ahead
-#    of its durable one after idle rounds) answers, as the primary does.
+#    of its durable one after idle rounds) answers, as the primary does;
+#  * a big compaction (to a 200,000-row time at once), folded by the
+#    primary's fold worker: the standby's since and base follow, its
+#    contents at the since are exact and a peek below it fails (72000).
 use strict;
 use warnings;
 
@@ -20,10 +23,8 @@ my $primary = new_node('fold_primary', init => { allows_streaming => 'logical' }
 
 sub sql { return $primary->safe_psql('postgres', $_[0]); }
 
+item_setup($primary, 'c');
 sql(q{
-	CREATE EXTENSION pg_peek;
-	CREATE TYPE item AS (id int, v text);
-	SELECT peek.create_collection('c', 'item');
 	CREATE TABLE t (id int PRIMARY KEY, g int);
 	INSERT INTO t SELECT i, i % 4 FROM generate_series(1, 100) i;
 	CREATE TABLE unrelated (id serial);
@@ -55,7 +56,7 @@ sub digest
 }
 
 my $t0 = sql("SELECT peek.write('c', ARRAY[(0, 'zero')]::item[])");
-ok(poll_until($primary, "SELECT base_time >= $t0 FROM peek.objects WHERE name = 'c'"),
+ok(base_reaches($primary, 'c', $t0),
 	'the base takes the first write in');
 my $tb = sql("SELECT peek.write('c', ARRAY(SELECT (g, 'x' || g)::item FROM generate_series(1, $N) g))");
 ok(poll_until($primary, "SELECT count(*) >= 1 FROM pg_stat_activity WHERE backend_type = 'pg_peek fold'"),
@@ -70,7 +71,7 @@ is($standby_workers, 0, 'no fold worker on the standby');
 my $whole = ($N + 1) . ' ' . ($N * ($N + 1) / 2);
 is(digest($tb - 1), '1 0', 'standby: the time before the big one');
 is(digest($tb), $whole, 'standby: the big time');
-ok(poll_until($primary, "SELECT base_time >= $tb FROM peek.objects WHERE name = 'c'", 't', 60),
+ok(base_reaches($primary, 'c', $tb),
 	'the primary\'s base takes the big time in');
 $primary->wait_for_catchup($standby, 'replay');
 is(ssql("SELECT base_time >= $tb FROM peek.objects WHERE name = 'c'"), 't',
@@ -88,6 +89,18 @@ my $p = sql("SELECT upper - 1 FROM peek.views WHERE name = 'v'");
 my $q = "SELECT string_agg(g || ':' || n, ',' ORDER BY g) FROM peek.persist_peek(NULL::v, 'v', as_of => $p)";
 is(sql($q), $want, 'the primary answers at its published upper');
 is(ssql($q), $want, 'the standby answers at the primary\'s published upper');
+
+# a big compaction, folded on the primary, replayed on the standby
+my $tc = sql("SELECT peek.write('c', ARRAY(SELECT ($N + g, 'y' || g)::item FROM generate_series(1, $N) g))");
+sql("SELECT peek.allow_compaction('c', $tc)");
+ok(poll_until($primary, "SELECT since >= $tc FROM peek.objects WHERE name = 'c'", 't', 60),
+	'compaction: the primary\'s since takes the big time in');
+$primary->wait_for_catchup($standby, 'replay');
+is(ssql("SELECT since >= $tc AND base_time >= $tc FROM peek.objects WHERE name = 'c'"), 't',
+	'compaction: the standby\'s since and base follow by replay');
+is(digest($tc), (2 * $N + 1) . ' ' . ($N * (2 * $N + 1)), 'compaction: standby exact at the since');
+is((sql_error($standby, "SELECT count(*) FROM peek.persist_peek(NULL::item, 'c', as_of => $tb)"))[0],
+	'72000', 'compaction: a standby peek below the since fails');
 
 $standby->stop('fast');
 $primary->stop('fast');

@@ -32,10 +32,8 @@ my $seconds = 25;
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
+item_setup($node, 'c');
 $node->safe_psql('postgres', q{
-CREATE EXTENSION pg_peek;
-CREATE TYPE item AS (id int, v text);
-SELECT peek.create_collection('c', 'item');
 -- a query's time in the server, in ms (no client round trip)
 CREATE FUNCTION timed(q text) RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE

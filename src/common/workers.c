@@ -1,0 +1,49 @@
+/*-------------------------------------------------------------------------
+ *
+ * workers.c
+ *	  Starting a short-lived dynamic background worker of this library (a
+ *	  loader, a fold worker) in the caller's database: never restarted,
+ *	  started once recovery finished, its stop setting the caller's latch.
+ *	  What the worker does, and when to start one, is its caller's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "common/workers.h"
+
+/*
+ * Start a worker that runs function (exported by pg_peek) with extra in its
+ * bgw_extra and the database in bgw_main_arg.  Returns its handle,
+ * allocated in cxt, or NULL without a free background worker.
+ */
+BackgroundWorkerHandle *
+worker_start(const char *function, const char *name, const char *type,
+			 const void *extra, Size extra_len, MemoryContext cxt)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+	MemoryContext old;
+
+	Assert(extra_len <= BGW_EXTRALEN);
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_peek");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "%s", type);
+	worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
+	memcpy(worker.bgw_extra, extra, extra_len);
+	/* its stop sets the caller's latch */
+	worker.bgw_notify_pid = MyProcPid;
+
+	old = MemoryContextSwitchTo(cxt);
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+		handle = NULL;
+	MemoryContextSwitchTo(old);
+	return handle;
+}

@@ -7,7 +7,8 @@
  *	  view keeps its query as text, planned again by each maintenance
  *	  runtime, and its rows as computed: so
  *	  * renaming or moving (SET SCHEMA) such a function, operator or type,
- *	    renaming a column of such a row type, or the schema of any of them,
+ *	    renaming a column of such a row type or a value of such an enum,
+ *	    or the schema of any of them,
  *	    is refused (2BP01, naming the view): the kept text would name
  *	    another object, or none;
  *	  * CREATE OR REPLACE FUNCTION or ALTER FUNCTION that changes what such
@@ -17,8 +18,10 @@
  *	    an operator it uses calls, or a function whose SQL-standard body it
  *	    calls.  Owner, cost, rows, parallel safety and leakproofness do not
  *	    change a row, and go through.
- *	  Each such statement locks what it changes exclusively before the
- *	  check, and create_view what its view uses in share mode
+ *	  Each such statement of the object's owner (PostgreSQL refuses the
+ *	  others) locks what it changes exclusively before the check, only
+ *	  that (a CREATE OR REPLACE FUNCTION the overload it replaces), and
+ *	  create_view what its view uses in share mode
  *	  (view_uses_lock), so that a change and a view being created over it
  *	  go one after the other: neither checks against the other's uncommitted
  *	  catalog rows.  Writes nothing.
@@ -28,7 +31,6 @@
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "access/relation.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -37,18 +39,21 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_depend.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_rewrite.h"
 #include "commands/extension.h"
 #include "commands/tablecmds.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
 #include "parser/parse_func.h"
+#include "parser/parse_type.h"
 #include "rewrite/rewriteSupport.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/catcache.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -181,11 +186,20 @@ guard_object(const char *change, Oid class, Oid objid)
 static void
 guard_schema(Oid nsp)
 {
-	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	Relation	depend;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
 
+	/*
+	 * The lock the statement takes next, so that it waits for a create_view
+	 * using something in the schema (view_uses_lock), as for any statement
+	 * creating something in it.
+	 */
+	if (!OidIsValid(nsp) || !pg_namespace_ownercheck(nsp, GetUserId()))
+		return;
+	LockDatabaseObject(NamespaceRelationId, nsp, 0, AccessExclusiveLock);
+	depend = table_open(DependRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(RewriteRelationId));
 	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 1, &key);
@@ -225,12 +239,47 @@ guard_relation(const char *change, RangeVar *relation)
 		guard_object(change, TypeRelationId, get_rel_type_id(relid));
 }
 
-/* RENAME or SET SCHEMA of an object: its class and oid, or InvalidOid. */
+/*
+ * Whether the user owns an object of a class the guard follows: only an
+ * owner's statement gets as far as changing it, so only an owner's takes
+ * the guard's locks (PostgreSQL refuses the others, 42501, without
+ * waiting for the locks).
+ */
+static bool
+owns_object(Oid class, Oid objid)
+{
+	switch (class)
+	{
+		case ProcedureRelationId:
+			return pg_proc_ownercheck(objid, GetUserId());
+		case OperatorRelationId:
+			return pg_oper_ownercheck(objid, GetUserId());
+		case TypeRelationId:
+			return pg_type_ownercheck(objid, GetUserId());
+	}
+	return false;
+}
+
+/* Lock an object the statement changes, if the user owns it (above). */
+static bool
+lock_owned(Oid class, Oid objid)
+{
+	if (!OidIsValid(objid) || !owns_object(class, objid))
+		return false;
+	LockDatabaseObject(class, objid, 0, AccessExclusiveLock);
+	return true;
+}
+
+/*
+ * RENAME or SET SCHEMA of an object: its class and oid, locked as
+ * view_uses_lock expects, or InvalidOid.
+ */
 static Oid
 named_object(ObjectType type, Node *object, Oid *class)
 {
 	ObjectAddress address;
 	Relation	rel = NULL;
+	Oid			objid;
 
 	switch (type)
 	{
@@ -239,66 +288,82 @@ named_object(ObjectType type, Node *object, Oid *class)
 		case OBJECT_ROUTINE:
 		case OBJECT_AGGREGATE:
 		case OBJECT_OPERATOR:
-			break;
+			/* the lock the statement takes next, before its ownership check */
+			address = get_object_address(type, object, &rel, AccessExclusiveLock, true);
+			*class = address.classId;
+			return address.objectId;
 		case OBJECT_TYPE:
 		case OBJECT_DOMAIN:
-			/* (named by a list here, by a TypeName to look it up) */
-			object = (Node *) makeTypeNameFromNameList(castNode(List, object));
-			break;
+			/* (named by a list here; the statement locks no type) */
+			*class = TypeRelationId;
+			objid = LookupTypeNameOid(NULL, makeTypeNameFromNameList(castNode(List, object)), true);
+			return lock_owned(TypeRelationId, objid) ? objid : InvalidOid;
 		default:
 			return InvalidOid;
 	}
-	/* the lock the statement takes next (view_uses_lock's other half) */
-	address = get_object_address(type, object, &rel, AccessExclusiveLock, true);
-	if (rel != NULL)
-		relation_close(rel, NoLock);
-	*class = address.classId;
-	return address.objectId;
 }
 
 /*
- * The functions a CREATE OR REPLACE FUNCTION or ALTER FUNCTION may change,
- * locked as view_uses_lock expects (PostgreSQL's own statements lock no
- * function they change).
+ * The function a CREATE OR REPLACE FUNCTION replaces: the one of its name,
+ * schema and argument types (a procedure's OUT arguments among them), or
+ * InvalidOid if none (then it creates one, or fails on a type that does
+ * not exist).
  */
-static List *
-functions_changed_by(Node *stmt)
+static Oid
+function_replaced_by(CreateFunctionStmt *create)
 {
-	List	   *oids = NIL;
+	char	   *name;
+	Oid			nsp = QualifiedNameGetCreationNamespace(create->funcname, &name);
+	Oid		   *types = palloc(sizeof(Oid) * (list_length(create->parameters) + 1));
+	int			ntypes = 0;
 	ListCell   *lc;
+	HeapTuple	tup;
+	Oid			oid = InvalidOid;
+
+	foreach(lc, create->parameters)
+	{
+		FunctionParameter *param = lfirst(lc);
+
+		if (param->mode == FUNC_PARAM_TABLE ||
+			(param->mode == FUNC_PARAM_OUT && !create->is_procedure))
+			continue;
+		types[ntypes] = LookupTypeNameOid(NULL, param->argType, true);
+		if (!OidIsValid(types[ntypes++]))
+			return InvalidOid;
+	}
+	tup = SearchSysCache3(PROCNAMEARGSNSP, CStringGetDatum(name),
+						  PointerGetDatum(buildoidvector(types, ntypes)), ObjectIdGetDatum(nsp));
+	if (HeapTupleIsValid(tup))
+	{
+		oid = ((Form_pg_proc) GETSTRUCT(tup))->oid;
+		ReleaseSysCache(tup);
+	}
+	return oid;
+}
+
+/*
+ * The function a CREATE OR REPLACE FUNCTION or ALTER FUNCTION may change,
+ * locked as view_uses_lock expects (PostgreSQL's ALTER FUNCTION locks
+ * none), or InvalidOid.
+ */
+static Oid
+function_changed_by(Node *stmt)
+{
+	Oid			oid = InvalidOid;
 
 	if (IsA(stmt, CreateFunctionStmt) && ((CreateFunctionStmt *) stmt)->replace)
-	{
-		char	   *name;
-		Oid			nsp = QualifiedNameGetCreationNamespace(((CreateFunctionStmt *) stmt)->funcname, &name);
-		CatCList   *list = SearchSysCacheList1(PROCNAMEARGSNSP, CStringGetDatum(name));
-
-		for (int i = 0; i < list->n_members; i++)
-		{
-			Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(&list->members[i]->tuple);
-
-			if (proc->pronamespace == nsp)
-				oids = lappend_oid(oids, proc->oid);
-		}
-		ReleaseSysCacheList(list);
-	}
+		oid = function_replaced_by((CreateFunctionStmt *) stmt);
 	else if (IsA(stmt, AlterFunctionStmt))
-	{
-		AlterFunctionStmt *alter = (AlterFunctionStmt *) stmt;
-		Oid			oid = LookupFuncWithArgs(alter->objtype, alter->func, true);
-
-		if (OidIsValid(oid))
-			oids = list_make1_oid(oid);
-	}
-	foreach(lc, oids)
-		LockDatabaseObject(ProcedureRelationId, lfirst_oid(lc), 0, AccessExclusiveLock);
-	return oids;
+		oid = LookupFuncWithArgs(((AlterFunctionStmt *) stmt)->objtype,
+								 ((AlterFunctionStmt *) stmt)->func, true);
+	return lock_owned(ProcedureRelationId, oid) ? oid : InvalidOid;
 }
 
 /*
  * Lock, in share mode, the functions, operators and types a rule (or a
- * function or operator, below it) depends on, and a row type's relation:
- * what view_using follows up from a changed object.
+ * function or operator, below it) depends on, their schemas and a row
+ * type's relation: what view_using and guard_schema follow up from a
+ * changed object.
  */
 static void
 lock_used(Oid class, Oid objid, int depth)
@@ -336,6 +401,7 @@ lock_used(Oid class, Oid objid, int depth)
 		ObjectAddress *ref = lfirst(lc);
 
 		LockDatabaseObject(ref->classId, ref->objectId, 0, AccessShareLock);
+		LockDatabaseObject(NamespaceRelationId, get_object_namespace(ref), 0, AccessShareLock);
 		if (ref->classId == TypeRelationId)
 		{
 			Oid			relid = get_typ_typrelid(ref->objectId);
@@ -351,6 +417,8 @@ lock_used(Oid class, Oid objid, int depth)
 void
 view_uses_lock(Oid relid)
 {
+	/* the rule's dependencies on what the query uses, just recorded */
+	CommandCounterIncrement();
 	lock_used(RewriteRelationId, get_rewrite_oid(relid, ViewSelectRuleName, false), 0);
 }
 
@@ -358,7 +426,6 @@ List *
 view_uses_guard_before(Node *stmt)
 {
 	List	   *kept = NIL;
-	ListCell   *lc;
 	Oid			class;
 	Oid			objid;
 
@@ -392,13 +459,18 @@ view_uses_guard_before(Node *stmt)
 		else if (OidIsValid(objid = named_object(move->objectType, move->object, &class)))
 			guard_object("move", class, objid);
 	}
-	foreach(lc, functions_changed_by(stmt))
+	else if (IsA(stmt, AlterEnumStmt) && ((AlterEnumStmt *) stmt)->oldVal != NULL)
 	{
-		HeapTuple	tup;
+		/* the kept text names the value ('a'::e) */
+		objid = named_object(OBJECT_TYPE, (Node *) ((AlterEnumStmt *) stmt)->typeName, &class);
+		if (OidIsValid(objid))
+			guard_object("rename a value of", class, objid);
+	}
+	objid = function_changed_by(stmt);
+	if (OidIsValid(objid) && view_using(ProcedureRelationId, objid, true, 0) != NULL)
+	{
+		HeapTuple	tup = SearchSysCacheCopy1(PROCOID, ObjectIdGetDatum(objid));
 
-		if (view_using(ProcedureRelationId, lfirst_oid(lc), true, 0) == NULL)
-			continue;
-		tup = SearchSysCacheCopy1(PROCOID, ObjectIdGetDatum(lfirst_oid(lc)));
 		if (HeapTupleIsValid(tup))
 			kept = lappend(kept, tup);
 	}

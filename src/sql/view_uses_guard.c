@@ -7,8 +7,8 @@
  *	  view keeps its query as text, planned again by each maintenance
  *	  runtime, and its rows as computed: so
  *	  * renaming or moving (SET SCHEMA) such a function, operator or type,
- *	    renaming a column of such a row type or a value of such an enum,
- *	    or the schema of any of them,
+ *	    renaming or dropping a column of such a row type, renaming a value
+ *	    of such an enum, or the schema of any of them,
  *	    is refused (2BP01, naming the view): the kept text would name
  *	    another object, or none;
  *	  * CREATE OR REPLACE FUNCTION or ALTER FUNCTION that changes what such
@@ -240,6 +240,22 @@ guard_relation(const char *change, RangeVar *relation)
 }
 
 /*
+ * Whether an ALTER TYPE drops an attribute: the kept text names an input's
+ * columns by position (persist_peek(k, v)), so a dropped attribute the
+ * query does not read moves the names of those after it.
+ */
+static bool
+drops_attribute(AlterTableStmt *alter)
+{
+	ListCell   *lc;
+
+	foreach(lc, alter->cmds)
+		if (lfirst_node(AlterTableCmd, lc)->subtype == AT_DropColumn)
+			return true;
+	return false;
+}
+
+/*
  * Whether the user owns an object of a class the guard follows: only an
  * owner's statement gets as far as changing it, so only an owner's takes
  * the guard's locks (PostgreSQL refuses the others, 42501, without
@@ -459,6 +475,9 @@ view_uses_guard_before(Node *stmt)
 		else if (OidIsValid(objid = named_object(move->objectType, move->object, &class)))
 			guard_object("move", class, objid);
 	}
+	else if (IsA(stmt, AlterTableStmt) && ((AlterTableStmt *) stmt)->objtype == OBJECT_TYPE &&
+			 drops_attribute((AlterTableStmt *) stmt))
+		guard_relation("drop an attribute of", ((AlterTableStmt *) stmt)->relation);
 	else if (IsA(stmt, AlterEnumStmt) && ((AlterEnumStmt *) stmt)->oldVal != NULL)
 	{
 		/* the kept text names the value ('a'::e) */

@@ -113,6 +113,15 @@ SELECT state FROM peek.views WHERE name = 'gav_enum';
 SELECT peek.drop_view('gav_enum');
 SELECT try($$ALTER TYPE gaenum RENAME VALUE 'a' TO 'z'$$) AS value_rename_without_view;
 
+-- ---- a collation it names ---------------------------------------------------
+-- (before: renamed or moved, and the view failed at its next round:
+-- "collation ... does not exist")
+CREATE COLLATION gacoll (locale = 'C');
+CREATE SCHEMA gacs;
+SELECT peek.create_view('gav_coll', $$SELECT k, v::text COLLATE gacoll AS t FROM peek.persist_peek(NULL::garow, 'gac')$$);
+SELECT try('ALTER COLLATION gacoll RENAME TO gacoll2') AS collation_rename;
+SELECT try('ALTER COLLATION gacoll SET SCHEMA gacs') AS collation_move;
+
 -- ---- an attribute of an input's row type the query does not read ----------
 -- (the kept text names the input's columns by position: persist_peek(k,
 -- v, w); before, dropping v went through and the view failed at its next
@@ -134,13 +143,15 @@ SELECT * FROM peek.persist_peek(NULL::gatrow, 'gat') ORDER BY k;
 
 -- ---- roles that own nothing, next to an uncommitted create_view -----------
 -- PostgreSQL refuses them (42501) at once; before, they waited for the
--- view's transaction (here: 55P03 after lock_timeout).  (PostgreSQL's own
+-- view's transaction (here: 55P03 after lock_timeout), and a rename was
+-- told which view uses what it renames (2BP01).  (PostgreSQL's own
 -- CREATE OR REPLACE FUNCTION and ALTER SCHEMA ... RENAME lock what they
 -- change before they check its owner: those wait as they would for another
 -- replacement of the function, or a CREATE TABLE in the schema.)
 CREATE ROLE ga_intruder;
 CREATE ROLE ga_owner;
 GRANT CREATE ON SCHEMA public TO ga_owner, ga_intruder;
+GRANT CREATE ON SCHEMA gacs TO ga_intruder;
 CREATE TABLE gatable (k int);
 CREATE FUNCTION gaown(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 - 1';
 BEGIN;
@@ -156,6 +167,12 @@ SELECT t AS statement, r AS answer FROM unnest(ARRAY[
     'ALTER TABLE gatable RENAME TO gatable2']) AS t,
     LATERAL dblink('gaother', format('SELECT try(%L)', t)) AS d(r text);
 COMMIT;
+-- (renames: PostgreSQL locks what it renames before it checks its owner)
+SELECT t AS statement, r AS answer FROM unnest(ARRAY[
+    'ALTER FUNCTION gaown(int) RENAME TO gaown2',
+    'ALTER OPERATOR ### (int, int) SET SCHEMA gacs',
+    'ALTER COLLATION gacoll RENAME TO gacoll2']) AS t,
+    LATERAL dblink('gaother', format('SELECT try(%L)', t)) AS d(r text);
 SELECT dblink_exec('gaother', 'RESET ROLE');
 SELECT dblink_exec('gaother', 'RESET lock_timeout');
 SELECT dblink_exec('gaother', 'RESET client_min_messages');
@@ -223,6 +240,8 @@ DROP OPERATOR ### (int, int);
 DROP FUNCTION gaconnect(text, text), gawaiting(text), gasend(text, text), gaanswer(text),
     gaopf(int, int), gaatomic(int), gacallee(int), gaown(int), gaover(int), gaover(text), garr(int);
 DROP SCHEMA gas CASCADE;
+DROP SCHEMA gacs;
+DROP COLLATION gacoll;
 DROP TYPE garow, gaerow, gaenum, gatrow;
 REVOKE CREATE ON SCHEMA public FROM ga_owner, ga_intruder;
 DROP ROLE ga_intruder, ga_owner;

@@ -1,16 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * view_uses_guard.c
- *	  What PostgreSQL's own DDL may do to the functions, operators and types
- *	  a maintained view uses (those its PostgreSQL view's rule depends on,
- *	  view_ddl.c), called from view_guard.c's ProcessUtility hook.  A
- *	  view keeps its query as text, planned again by each maintenance
- *	  runtime, and its rows as computed: so
- *	  * renaming or moving (SET SCHEMA) such a function, operator or type,
- *	    renaming or dropping a column of such a row type, renaming a value
- *	    of such an enum, or the schema of any of them,
- *	    is refused (2BP01, naming the view): the kept text would name
- *	    another object, or none;
+ *	  What PostgreSQL's own DDL may do to the functions, operators, types and
+ *	  collations a maintained view uses (those its PostgreSQL view's rule
+ *	  depends on, view_ddl.c), called from view_guard.c's ProcessUtility
+ *	  hook.  A view keeps its query as text, planned again by each
+ *	  maintenance runtime, and its rows as computed: so
+ *	  * renaming or moving (SET SCHEMA) such a function, operator, type or
+ *	    collation, renaming or dropping a column of such a row type,
+ *	    renaming a value of such an enum, or the schema of any of them, is
+ *	    refused (2BP01, naming the view): the kept text would name another
+ *	    object, or none;
  *	  * CREATE OR REPLACE FUNCTION or ALTER FUNCTION that changes what such
  *	    a function computes (body, language, volatility, strictness,
  *	    settings, security, defaults) is refused the same way, checked
@@ -38,6 +38,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
@@ -178,10 +179,18 @@ guard_object(const char *change, Oid class, Oid objid)
 	}
 }
 
+/* Whether the kept text names the objects of a class by name. */
+static bool
+named_by_text(Oid class)
+{
+	return class == ProcedureRelationId || class == OperatorRelationId ||
+		class == TypeRelationId || class == CollationRelationId;
+}
+
 /*
- * A schema renamed: refused if a view uses a function, operator or type in
- * it (the kept text names them by schema).  Reads every rule's
- * dependencies: a rare statement.
+ * A schema renamed: refused if a view uses a function, operator, type or
+ * collation in it (the kept text names them by schema).  Reads every
+ * rule's dependencies: a rare statement.
  */
 static void
 guard_schema(Oid nsp)
@@ -210,8 +219,7 @@ guard_schema(Oid nsp)
 		CatalogObject *view;
 
 		if (dep->deptype != DEPENDENCY_NORMAL ||
-			(dep->refclassid != ProcedureRelationId && dep->refclassid != OperatorRelationId &&
-			 dep->refclassid != TypeRelationId))
+			!named_by_text(dep->refclassid))
 			continue;
 		ObjectAddressSet(used, dep->refclassid, dep->refobjid);
 		/* (a view's own row type, in its body, is held by its OID) */
@@ -272,6 +280,8 @@ owns_object(Oid class, Oid objid)
 			return pg_oper_ownercheck(objid, GetUserId());
 		case TypeRelationId:
 			return pg_type_ownercheck(objid, GetUserId());
+		case CollationRelationId:
+			return pg_collation_ownercheck(objid, GetUserId());
 	}
 	return false;
 }
@@ -288,7 +298,8 @@ lock_owned(Oid class, Oid objid)
 
 /*
  * RENAME or SET SCHEMA of an object: its class and oid, locked as
- * view_uses_lock expects, or InvalidOid.
+ * view_uses_lock expects, or InvalidOid (none, or the user does not own
+ * it: PostgreSQL refuses that, 42501).
  */
 static Oid
 named_object(ObjectType type, Node *object, Oid *class)
@@ -304,10 +315,12 @@ named_object(ObjectType type, Node *object, Oid *class)
 		case OBJECT_ROUTINE:
 		case OBJECT_AGGREGATE:
 		case OBJECT_OPERATOR:
+		case OBJECT_COLLATION:
 			/* the lock the statement takes next, before its ownership check */
 			address = get_object_address(type, object, &rel, AccessExclusiveLock, true);
 			*class = address.classId;
-			return address.objectId;
+			return OidIsValid(address.objectId) && owns_object(address.classId, address.objectId) ?
+				address.objectId : InvalidOid;
 		case OBJECT_TYPE:
 		case OBJECT_DOMAIN:
 			/* (named by a list here; the statement locks no type) */
@@ -376,9 +389,9 @@ function_changed_by(Node *stmt)
 }
 
 /*
- * Lock, in share mode, the functions, operators and types a rule (or a
- * function or operator, below it) depends on, their schemas and a row
- * type's relation: what view_using and guard_schema follow up from a
+ * Lock, in share mode, the functions, operators, types and collations a
+ * rule (or a function or operator, below it) depends on, their schemas and
+ * a row type's relation: what view_using and guard_schema follow up from a
  * changed object.
  */
 static void
@@ -402,8 +415,7 @@ lock_used(Oid class, Oid objid, int depth)
 		ObjectAddress *ref;
 
 		if (dep->deptype != DEPENDENCY_NORMAL ||
-			(dep->refclassid != ProcedureRelationId && dep->refclassid != OperatorRelationId &&
-			 dep->refclassid != TypeRelationId))
+			!named_by_text(dep->refclassid))
 			continue;
 		ref = palloc(sizeof(ObjectAddress));
 		ObjectAddressSet(*ref, dep->refclassid, dep->refobjid);

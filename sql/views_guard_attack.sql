@@ -171,7 +171,8 @@ COMMIT;
 SELECT t AS statement, r AS answer FROM unnest(ARRAY[
     'ALTER FUNCTION gaown(int) RENAME TO gaown2',
     'ALTER OPERATOR ### (int, int) SET SCHEMA gacs',
-    'ALTER COLLATION gacoll RENAME TO gacoll2']) AS t,
+    'ALTER COLLATION gacoll RENAME TO gacoll2',
+    'ALTER SCHEMA gas RENAME TO gas2']) AS t,
     LATERAL dblink('gaother', format('SELECT try(%L)', t)) AS d(r text);
 SELECT dblink_exec('gaother', 'RESET ROLE');
 SELECT dblink_exec('gaother', 'RESET lock_timeout');

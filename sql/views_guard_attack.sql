@@ -57,6 +57,11 @@ BEGIN
     RETURN answer;
 END $$;
 
+-- gatry(statements): each statement's answer in the other session
+CREATE FUNCTION gatry(statements text[]) RETURNS TABLE (statement text, answer text) LANGUAGE sql AS $$
+    SELECT t, r FROM unnest(statements) WITH ORDINALITY AS s(t, n),
+        LATERAL dblink('gaother', format('SELECT try(%L)', t)) AS d(r text) ORDER BY n$$;
+
 -- ---- create_view first, uncommitted ---------------------------------------
 CREATE FUNCTION gaopf(int, int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 * 100 + $2';
 CREATE OPERATOR ### (LEFTARG = int, RIGHTARG = int, FUNCTION = gaopf);
@@ -160,20 +165,18 @@ SELECT peek.create_view('gav_locks', $$SELECT k, gaown(v) AS o, gas.f(v) AS f, v
 SELECT dblink_exec('gaother', 'SET ROLE ga_intruder');
 SELECT dblink_exec('gaother', $$SET lock_timeout = '3s'$$);
 SELECT dblink_exec('gaother', 'SET client_min_messages = error');
-SELECT t AS statement, r AS answer FROM unnest(ARRAY[
+SELECT * FROM gatry(ARRAY[
     'ALTER FUNCTION gaown(int) VOLATILE',
     'ALTER TYPE garow RENAME TO garow2',
     'ALTER TYPE garow SET SCHEMA public',
-    'ALTER TABLE gatable RENAME TO gatable2']) AS t,
-    LATERAL dblink('gaother', format('SELECT try(%L)', t)) AS d(r text);
+    'ALTER TABLE gatable RENAME TO gatable2']);
 COMMIT;
 -- (renames: PostgreSQL locks what it renames before it checks its owner)
-SELECT t AS statement, r AS answer FROM unnest(ARRAY[
+SELECT * FROM gatry(ARRAY[
     'ALTER FUNCTION gaown(int) RENAME TO gaown2',
     'ALTER OPERATOR ### (int, int) SET SCHEMA gacs',
     'ALTER COLLATION gacoll RENAME TO gacoll2',
-    'ALTER SCHEMA gas RENAME TO gas2']) AS t,
-    LATERAL dblink('gaother', format('SELECT try(%L)', t)) AS d(r text);
+    'ALTER SCHEMA gas RENAME TO gas2']);
 SELECT dblink_exec('gaother', 'RESET ROLE');
 SELECT dblink_exec('gaother', 'RESET lock_timeout');
 SELECT dblink_exec('gaother', 'RESET client_min_messages');
@@ -238,7 +241,7 @@ SELECT peek.drop_view(name) FROM peek.views ORDER BY name;
 SELECT peek.drop_collection('gac'), peek.drop_collection('gae'), peek.drop_collection('gat');
 DROP TABLE gapids, gatable;
 DROP OPERATOR ### (int, int);
-DROP FUNCTION gaconnect(text, text), gawaiting(text), gasend(text, text), gaanswer(text),
+DROP FUNCTION gaconnect(text, text), gawaiting(text), gasend(text, text), gaanswer(text), gatry(text[]),
     gaopf(int, int), gaatomic(int), gacallee(int), gaown(int), gaover(int), gaover(text), garr(int);
 DROP SCHEMA gas CASCADE;
 DROP SCHEMA gacs;

@@ -10,9 +10,11 @@
 --    view failed at its first round ("schema ... does not exist"); renamed
 --    first, create_view did not wait for it;
 --  * ALTER TYPE ... RENAME VALUE of an enum the query names a value of,
---    or ALTER TYPE ... DROP ATTRIBUTE of an input's attribute the query
---    does not read, went through, and the view failed at its next round
---    ("invalid input value for enum", "operator does not exist");
+--    ALTER TYPE ... DROP ATTRIBUTE of an input's attribute the query does
+--    not read, ALTER COLLATION ... RENAME and ALTER EXTENSION ... SET
+--    SCHEMA of what it names went through, and the view failed at its
+--    next round ("invalid input value for enum", "operator does not
+--    exist", "... does not exist");
 --  * a role changing what it does not own waited for create_view's locks
 --    before PostgreSQL told it so (42501); a CREATE OR REPLACE FUNCTION
 --    locked every overload of its name, so replacing one waited for
@@ -126,6 +128,16 @@ CREATE SCHEMA gacs;
 SELECT peek.create_view('gav_coll', $$SELECT k, v::text COLLATE gacoll AS t FROM peek.persist_peek(NULL::garow, 'gac')$$);
 SELECT try('ALTER COLLATION gacoll RENAME TO gacoll2') AS collation_rename;
 SELECT try('ALTER COLLATION gacoll SET SCHEMA gacs') AS collation_move;
+
+-- ---- a member of an extension ----------------------------------------------
+-- (before: ALTER EXTENSION ... SET SCHEMA went through, and the view failed
+-- at its next round: "type "public.citext" does not exist")
+CREATE EXTENSION citext;
+SELECT peek.create_view('gav_ext', $$SELECT k, v::text::citext = '1'::citext AS one FROM peek.persist_peek(NULL::garow, 'gac')$$);
+SELECT try('ALTER EXTENSION citext SET SCHEMA gacs') AS extension_move;
+SELECT peek.drop_view('gav_ext');
+SELECT try('ALTER EXTENSION citext SET SCHEMA gacs') AS extension_move_without_view;
+DROP EXTENSION citext;
 
 -- ---- an attribute of an input's row type the query does not read ----------
 -- (the kept text names the input's columns by position: persist_peek(k,

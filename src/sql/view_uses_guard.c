@@ -8,7 +8,8 @@
  *	  maintenance runtime, and its rows as computed: so
  *	  * renaming or moving (SET SCHEMA) such a function, operator, type or
  *	    collation, renaming or dropping a column of such a row type,
- *	    renaming a value of such an enum, or the schema of any of them, is
+ *	    renaming a value of such an enum, the schema of any of them, or
+ *	    moving their extension (ALTER EXTENSION ... SET SCHEMA), is
  *	    refused (2BP01, naming the view): the kept text would name another
  *	    object, or none;
  *	  * CREATE OR REPLACE FUNCTION or ALTER FUNCTION that changes what such
@@ -40,6 +41,7 @@
 #include "catalog/objectaddress.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_depend.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
@@ -227,6 +229,39 @@ guard_schema(Oid nsp)
 			(view = maintained_view_of(rule_relation(dep->objid))) != NULL &&
 			view->row_type != dep->refobjid)
 			refuse_change("rename the schema of", &used, view);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+}
+
+/*
+ * ALTER EXTENSION ... SET SCHEMA moves each of its members: refused if a
+ * view uses one (the kept text names them by schema).  (Not serialised
+ * with create_view: that would lock the whole schema.)
+ */
+static void
+guard_extension(const char *name)
+{
+	Oid			extension = get_extension_oid(name, true);
+	Relation	depend;
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (!OidIsValid(extension) || !pg_extension_ownercheck(extension, GetUserId()))
+		return;
+	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extension));
+	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (dep->deptype == DEPENDENCY_EXTENSION && named_by_text(dep->classid))
+			guard_object("move", dep->classid, dep->objid);
 	}
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);
@@ -484,6 +519,8 @@ view_uses_guard_before(Node *stmt)
 
 		if (move->relation != NULL)
 			guard_relation("move", move->relation);
+		else if (move->objectType == OBJECT_EXTENSION)
+			guard_extension(strVal(move->object));
 		else if (OidIsValid(objid = named_object(move->objectType, move->object, &class)))
 			guard_object("move", class, objid);
 	}

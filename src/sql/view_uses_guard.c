@@ -1,15 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * view_uses_guard.c
- *	  What PostgreSQL's own DDL may do to the functions, operators and types
- *	  a maintained view uses (those its PostgreSQL view's rule depends on,
- *	  view_ddl.c), called from view_guard.c's ProcessUtility hook.  A
- *	  view keeps its query as text, planned again by each maintenance
- *	  runtime, and its rows as computed: so
- *	  * renaming or moving (SET SCHEMA) such a function, operator or type,
- *	    renaming a column of such a row type, or the schema of any of them,
- *	    is refused (2BP01, naming the view): the kept text would name
- *	    another object, or none;
+ *	  What PostgreSQL's own DDL may do to the functions, operators, types and
+ *	  collations a maintained view uses (those its PostgreSQL view's rule
+ *	  depends on, view_ddl.c), called from view_guard.c's ProcessUtility
+ *	  hook.  A view keeps its query as text, planned again by each
+ *	  maintenance runtime, and its rows as computed: so
+ *	  * renaming or moving (SET SCHEMA) such a function, operator, type or
+ *	    collation, renaming or dropping a column of such a row type,
+ *	    renaming a value of such an enum, the schema of any of them, or
+ *	    moving their extension (ALTER EXTENSION ... SET SCHEMA), is
+ *	    refused (2BP01, naming the view): the kept text would name another
+ *	    object, or none;
  *	  * CREATE OR REPLACE FUNCTION or ALTER FUNCTION that changes what such
  *	    a function computes (body, language, volatility, strictness,
  *	    settings, security, defaults) is refused the same way, checked
@@ -17,8 +19,10 @@
  *	    an operator it uses calls, or a function whose SQL-standard body it
  *	    calls.  Owner, cost, rows, parallel safety and leakproofness do not
  *	    change a row, and go through.
- *	  Each such statement locks what it changes exclusively before the
- *	  check, and create_view what its view uses in share mode
+ *	  Each such statement of the object's owner (PostgreSQL refuses the
+ *	  others) locks what it changes exclusively before the check, only
+ *	  that (a CREATE OR REPLACE FUNCTION the overload it replaces), and
+ *	  create_view what its view uses in share mode
  *	  (view_uses_lock), so that a change and a view being created over it
  *	  go one after the other: neither checks against the other's uncommitted
  *	  catalog rows.  Writes nothing.
@@ -28,7 +32,6 @@
 #include "postgres.h"
 
 #include "access/genam.h"
-#include "access/relation.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -36,19 +39,24 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_depend.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_rewrite.h"
 #include "commands/extension.h"
 #include "commands/tablecmds.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
 #include "parser/parse_func.h"
+#include "parser/parse_type.h"
 #include "rewrite/rewriteSupport.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/catcache.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -173,19 +181,36 @@ guard_object(const char *change, Oid class, Oid objid)
 	}
 }
 
+/* Whether the kept text names the objects of a class by name. */
+static bool
+named_by_text(Oid class)
+{
+	return class == ProcedureRelationId || class == OperatorRelationId ||
+		class == TypeRelationId || class == CollationRelationId;
+}
+
 /*
- * A schema renamed: refused if a view uses a function, operator or type in
- * it (the kept text names them by schema).  Reads every rule's
- * dependencies: a rare statement.
+ * A schema renamed: refused if a view uses a function, operator, type or
+ * collation in it (the kept text names them by schema).  Reads every
+ * rule's dependencies: a rare statement.
  */
 static void
 guard_schema(Oid nsp)
 {
-	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	Relation	depend;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
 
+	/*
+	 * The lock the statement takes next, so that it waits for a create_view
+	 * using something in the schema (view_uses_lock), as for any statement
+	 * creating something in it.
+	 */
+	if (!OidIsValid(nsp) || !pg_namespace_ownercheck(nsp, GetUserId()))
+		return;
+	LockDatabaseObject(NamespaceRelationId, nsp, 0, AccessExclusiveLock);
+	depend = table_open(DependRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(RewriteRelationId));
 	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 1, &key);
@@ -196,8 +221,7 @@ guard_schema(Oid nsp)
 		CatalogObject *view;
 
 		if (dep->deptype != DEPENDENCY_NORMAL ||
-			(dep->refclassid != ProcedureRelationId && dep->refclassid != OperatorRelationId &&
-			 dep->refclassid != TypeRelationId))
+			!named_by_text(dep->refclassid))
 			continue;
 		ObjectAddressSet(used, dep->refclassid, dep->refobjid);
 		/* (a view's own row type, in its body, is held by its OID) */
@@ -205,6 +229,39 @@ guard_schema(Oid nsp)
 			(view = maintained_view_of(rule_relation(dep->objid))) != NULL &&
 			view->row_type != dep->refobjid)
 			refuse_change("rename the schema of", &used, view);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+}
+
+/*
+ * ALTER EXTENSION ... SET SCHEMA moves each of its members: refused if a
+ * view uses one (the kept text names them by schema).  (Not serialised
+ * with create_view: that would lock the whole schema.)
+ */
+static void
+guard_extension(const char *name)
+{
+	Oid			extension = get_extension_oid(name, true);
+	Relation	depend;
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (!OidIsValid(extension) || !pg_extension_ownercheck(extension, GetUserId()))
+		return;
+	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extension));
+	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (dep->deptype == DEPENDENCY_EXTENSION && named_by_text(dep->classid))
+			guard_object("move", dep->classid, dep->objid);
 	}
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);
@@ -225,12 +282,66 @@ guard_relation(const char *change, RangeVar *relation)
 		guard_object(change, TypeRelationId, get_rel_type_id(relid));
 }
 
-/* RENAME or SET SCHEMA of an object: its class and oid, or InvalidOid. */
+/*
+ * Whether an ALTER TYPE drops an attribute: the kept text names an input's
+ * columns by position (persist_peek(k, v)), so a dropped attribute the
+ * query does not read moves the names of those after it.
+ */
+static bool
+drops_attribute(AlterTableStmt *alter)
+{
+	ListCell   *lc;
+
+	foreach(lc, alter->cmds)
+		if (lfirst_node(AlterTableCmd, lc)->subtype == AT_DropColumn)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the user owns an object of a class the guard follows: only an
+ * owner's statement gets as far as changing it, so only an owner's takes
+ * the guard's locks (PostgreSQL refuses the others, 42501, without
+ * waiting for the locks).
+ */
+static bool
+owns_object(Oid class, Oid objid)
+{
+	switch (class)
+	{
+		case ProcedureRelationId:
+			return pg_proc_ownercheck(objid, GetUserId());
+		case OperatorRelationId:
+			return pg_oper_ownercheck(objid, GetUserId());
+		case TypeRelationId:
+			return pg_type_ownercheck(objid, GetUserId());
+		case CollationRelationId:
+			return pg_collation_ownercheck(objid, GetUserId());
+	}
+	return false;
+}
+
+/* Lock an object the statement changes, if the user owns it (above). */
+static bool
+lock_owned(Oid class, Oid objid)
+{
+	if (!OidIsValid(objid) || !owns_object(class, objid))
+		return false;
+	LockDatabaseObject(class, objid, 0, AccessExclusiveLock);
+	return true;
+}
+
+/*
+ * RENAME or SET SCHEMA of an object: its class and oid, locked as
+ * view_uses_lock expects, or InvalidOid (none, or the user does not own
+ * it: PostgreSQL refuses that, 42501).
+ */
 static Oid
 named_object(ObjectType type, Node *object, Oid *class)
 {
 	ObjectAddress address;
 	Relation	rel = NULL;
+	Oid			objid;
 
 	switch (type)
 	{
@@ -239,66 +350,84 @@ named_object(ObjectType type, Node *object, Oid *class)
 		case OBJECT_ROUTINE:
 		case OBJECT_AGGREGATE:
 		case OBJECT_OPERATOR:
-			break;
+		case OBJECT_COLLATION:
+			/* the lock the statement takes next, before its ownership check */
+			address = get_object_address(type, object, &rel, AccessExclusiveLock, true);
+			*class = address.classId;
+			return OidIsValid(address.objectId) && owns_object(address.classId, address.objectId) ?
+				address.objectId : InvalidOid;
 		case OBJECT_TYPE:
 		case OBJECT_DOMAIN:
-			/* (named by a list here, by a TypeName to look it up) */
-			object = (Node *) makeTypeNameFromNameList(castNode(List, object));
-			break;
+			/* (named by a list here; the statement locks no type) */
+			*class = TypeRelationId;
+			objid = LookupTypeNameOid(NULL, makeTypeNameFromNameList(castNode(List, object)), true);
+			return lock_owned(TypeRelationId, objid) ? objid : InvalidOid;
 		default:
 			return InvalidOid;
 	}
-	/* the lock the statement takes next (view_uses_lock's other half) */
-	address = get_object_address(type, object, &rel, AccessExclusiveLock, true);
-	if (rel != NULL)
-		relation_close(rel, NoLock);
-	*class = address.classId;
-	return address.objectId;
 }
 
 /*
- * The functions a CREATE OR REPLACE FUNCTION or ALTER FUNCTION may change,
- * locked as view_uses_lock expects (PostgreSQL's own statements lock no
- * function they change).
+ * The function a CREATE OR REPLACE FUNCTION replaces: the one of its name,
+ * schema and argument types (a procedure's OUT arguments among them), or
+ * InvalidOid if none (then it creates one, or fails on a type that does
+ * not exist).
  */
-static List *
-functions_changed_by(Node *stmt)
+static Oid
+function_replaced_by(CreateFunctionStmt *create)
 {
-	List	   *oids = NIL;
+	char	   *name;
+	Oid			nsp = QualifiedNameGetCreationNamespace(create->funcname, &name);
+	Oid		   *types = palloc(sizeof(Oid) * (list_length(create->parameters) + 1));
+	int			ntypes = 0;
 	ListCell   *lc;
+	HeapTuple	tup;
+	Oid			oid = InvalidOid;
+
+	foreach(lc, create->parameters)
+	{
+		FunctionParameter *param = lfirst(lc);
+
+		if (param->mode == FUNC_PARAM_TABLE ||
+			(param->mode == FUNC_PARAM_OUT && !create->is_procedure))
+			continue;
+		types[ntypes] = LookupTypeNameOid(NULL, param->argType, true);
+		if (!OidIsValid(types[ntypes++]))
+			return InvalidOid;
+	}
+	tup = SearchSysCache3(PROCNAMEARGSNSP, CStringGetDatum(name),
+						  PointerGetDatum(buildoidvector(types, ntypes)), ObjectIdGetDatum(nsp));
+	if (HeapTupleIsValid(tup))
+	{
+		oid = ((Form_pg_proc) GETSTRUCT(tup))->oid;
+		ReleaseSysCache(tup);
+	}
+	return oid;
+}
+
+/*
+ * The function a CREATE OR REPLACE FUNCTION or ALTER FUNCTION may change,
+ * locked as view_uses_lock expects (PostgreSQL's ALTER FUNCTION locks
+ * none), or InvalidOid.
+ */
+static Oid
+function_changed_by(Node *stmt)
+{
+	Oid			oid = InvalidOid;
 
 	if (IsA(stmt, CreateFunctionStmt) && ((CreateFunctionStmt *) stmt)->replace)
-	{
-		char	   *name;
-		Oid			nsp = QualifiedNameGetCreationNamespace(((CreateFunctionStmt *) stmt)->funcname, &name);
-		CatCList   *list = SearchSysCacheList1(PROCNAMEARGSNSP, CStringGetDatum(name));
-
-		for (int i = 0; i < list->n_members; i++)
-		{
-			Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(&list->members[i]->tuple);
-
-			if (proc->pronamespace == nsp)
-				oids = lappend_oid(oids, proc->oid);
-		}
-		ReleaseSysCacheList(list);
-	}
+		oid = function_replaced_by((CreateFunctionStmt *) stmt);
 	else if (IsA(stmt, AlterFunctionStmt))
-	{
-		AlterFunctionStmt *alter = (AlterFunctionStmt *) stmt;
-		Oid			oid = LookupFuncWithArgs(alter->objtype, alter->func, true);
-
-		if (OidIsValid(oid))
-			oids = list_make1_oid(oid);
-	}
-	foreach(lc, oids)
-		LockDatabaseObject(ProcedureRelationId, lfirst_oid(lc), 0, AccessExclusiveLock);
-	return oids;
+		oid = LookupFuncWithArgs(((AlterFunctionStmt *) stmt)->objtype,
+								 ((AlterFunctionStmt *) stmt)->func, true);
+	return lock_owned(ProcedureRelationId, oid) ? oid : InvalidOid;
 }
 
 /*
- * Lock, in share mode, the functions, operators and types a rule (or a
- * function or operator, below it) depends on, and a row type's relation:
- * what view_using follows up from a changed object.
+ * Lock, in share mode, the functions, operators, types and collations a
+ * rule (or a function or operator, below it) depends on, their schemas and
+ * a row type's relation: what view_using and guard_schema follow up from a
+ * changed object.
  */
 static void
 lock_used(Oid class, Oid objid, int depth)
@@ -321,8 +450,7 @@ lock_used(Oid class, Oid objid, int depth)
 		ObjectAddress *ref;
 
 		if (dep->deptype != DEPENDENCY_NORMAL ||
-			(dep->refclassid != ProcedureRelationId && dep->refclassid != OperatorRelationId &&
-			 dep->refclassid != TypeRelationId))
+			!named_by_text(dep->refclassid))
 			continue;
 		ref = palloc(sizeof(ObjectAddress));
 		ObjectAddressSet(*ref, dep->refclassid, dep->refobjid);
@@ -336,6 +464,7 @@ lock_used(Oid class, Oid objid, int depth)
 		ObjectAddress *ref = lfirst(lc);
 
 		LockDatabaseObject(ref->classId, ref->objectId, 0, AccessShareLock);
+		LockDatabaseObject(NamespaceRelationId, get_object_namespace(ref), 0, AccessShareLock);
 		if (ref->classId == TypeRelationId)
 		{
 			Oid			relid = get_typ_typrelid(ref->objectId);
@@ -351,6 +480,8 @@ lock_used(Oid class, Oid objid, int depth)
 void
 view_uses_lock(Oid relid)
 {
+	/* the rule's dependencies on what the query uses, just recorded */
+	CommandCounterIncrement();
 	lock_used(RewriteRelationId, get_rewrite_oid(relid, ViewSelectRuleName, false), 0);
 }
 
@@ -358,7 +489,6 @@ List *
 view_uses_guard_before(Node *stmt)
 {
 	List	   *kept = NIL;
-	ListCell   *lc;
 	Oid			class;
 	Oid			objid;
 
@@ -389,16 +519,26 @@ view_uses_guard_before(Node *stmt)
 
 		if (move->relation != NULL)
 			guard_relation("move", move->relation);
+		else if (move->objectType == OBJECT_EXTENSION)
+			guard_extension(strVal(move->object));
 		else if (OidIsValid(objid = named_object(move->objectType, move->object, &class)))
 			guard_object("move", class, objid);
 	}
-	foreach(lc, functions_changed_by(stmt))
+	else if (IsA(stmt, AlterTableStmt) && ((AlterTableStmt *) stmt)->objtype == OBJECT_TYPE &&
+			 drops_attribute((AlterTableStmt *) stmt))
+		guard_relation("drop an attribute of", ((AlterTableStmt *) stmt)->relation);
+	else if (IsA(stmt, AlterEnumStmt) && ((AlterEnumStmt *) stmt)->oldVal != NULL)
 	{
-		HeapTuple	tup;
+		/* the kept text names the value ('a'::e) */
+		objid = named_object(OBJECT_TYPE, (Node *) ((AlterEnumStmt *) stmt)->typeName, &class);
+		if (OidIsValid(objid))
+			guard_object("rename a value of", class, objid);
+	}
+	objid = function_changed_by(stmt);
+	if (OidIsValid(objid) && view_using(ProcedureRelationId, objid, true, 0) != NULL)
+	{
+		HeapTuple	tup = SearchSysCacheCopy1(PROCOID, ObjectIdGetDatum(objid));
 
-		if (view_using(ProcedureRelationId, lfirst_oid(lc), true, 0) == NULL)
-			continue;
-		tup = SearchSysCacheCopy1(PROCOID, ObjectIdGetDatum(lfirst_oid(lc)));
 		if (HeapTupleIsValid(tup))
 			kept = lappend(kept, tup);
 	}

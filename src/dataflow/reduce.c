@@ -260,6 +260,7 @@ drop_emptied(ReduceRound *r)
 		ExecClearTuple(state->found_slot);
 		pfree(group->key);
 		outputs_forget(group);
+		accums_forget(group);
 		for (int i = 0; i < state->ninputs; i++)
 			if (group->inputs[i].rows != NULL)
 				pfree(group->inputs[i].rows);
@@ -646,6 +647,20 @@ run_wave(ReduceRound *r, Touch *touches, int first, int last)
 	int			n = last - first;
 	ViewGroup **groups = palloc(sizeof(ViewGroup *) * n);
 
+	for (int i = 0; i < n && r->linear != NULL; i++)
+	{
+		/* (linear aggregates: each group's states, not a run of the query) */
+		accums_update(r, touches[first + i].group, touches[first + i].first,
+					  touches[first + i].last);
+		merge_updates(r, touches[first + i].first, touches[first + i].last);
+		accums_output(r, touches[first + i].group);
+		emit_difference(r, touches[first + i].time,
+						outputs_kept(&touches[first + i].group, 1),
+						touches[first + i].group->fresh);
+		outputs_keep(r->state, &touches[first + i].group, 1);
+	}
+	if (r->linear != NULL)
+		return;
 	for (int i = 0; i < n; i++)
 		groups[i] = touches[first + i].group;
 	learn_outputs(r, groups, n);
@@ -735,6 +750,7 @@ round_begin(ReduceRound *r, ReduceState *state, ViewPlan *plan, const char *text
 	}
 	plan_over_rows(r, plan);
 	outputs_begin(r, out_desc);
+	r->linear = accums_begin(r, plan);
 	r->cxt = CurrentMemoryContext;
 	r->per_step = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view step",
 										ALLOCSET_DEFAULT_SIZES);

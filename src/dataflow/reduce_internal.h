@@ -114,6 +114,7 @@ typedef struct ReduceRound
 	ShardWriter *writer;		/* the last stage's: the view's shard */
 	struct LinearAggs *linear;	/* its aggregates kept per group (accums.c), or
 								 * NULL: the query runs over the groups */
+	bool		delta;			/* a join linear in each input (delta.c) */
 	struct ReduceRound *next;	/* the stage its differences feed, or NULL */
 	GroupUpdate *updates;
 	int			nupdates;
@@ -134,6 +135,18 @@ typedef struct Touch
 } Touch;
 
 typedef struct LinearAggs LinearAggs;
+
+/* runs.c */
+extern void runs_plan(ReduceRound *r, ViewPlan *plan);
+extern List *runs_over(ReduceRound *r, ViewGroup **groups, int ngroups);
+
+/* delta.c */
+extern bool delta_linear(ViewPlan *plan);
+extern void delta_input_updates(ReduceRound *r, Touch *t, int input, int *from, int *to);
+extern int	delta_swap_in(ReduceRound *r, Touch *touches, int ntouches, int input, int sign,
+						  ViewGroup **groups, GroupRows *saved);
+extern void delta_swap_out(Touch *touches, int ntouches, int input, GroupRows *saved,
+						   List **lists);
 
 /* accums.c */
 extern LinearAggs *accums_begin(ReduceRound *r, ViewPlan *plan);

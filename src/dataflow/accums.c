@@ -48,7 +48,6 @@
 /* One aggregate of the query, by its moving-aggregate functions. */
 typedef struct LinearAgg
 {
-	Aggref	   *aggref;
 	ExprState **args;			/* its arguments over an input row */
 	int			nargs;
 	ExprState  *filter;			/* FILTER (WHERE ...), or NULL */
@@ -79,26 +78,31 @@ struct LinearAggs
 typedef struct AggParams
 {
 	List	   *aggrefs;		/* each distinct Aggref once */
-	bool		linear;
 } AggParams;
 
-/* The aggregate's moving functions, or false when it has none fit here. */
-static bool
-agg_linear(Aggref *aggref, Form_pg_aggregate *form, HeapTuple *tuple)
+/*
+ * The aggregate's pg_aggregate row (to release) when its moving functions
+ * fit here, else NULL.
+ */
+static HeapTuple
+agg_linear(Aggref *aggref)
 {
+	HeapTuple	tuple;
+	Form_pg_aggregate form;
+
 	if (aggref->aggdistinct != NIL || aggref->aggorder != NIL ||
 		aggref->aggkind != AGGKIND_NORMAL || aggref->agglevelsup != 0)
-		return false;
-	*tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggref->aggfnoid));
-	if (!HeapTupleIsValid(*tuple))
+		return NULL;
+	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggref->aggfnoid));
+	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for aggregate %u", aggref->aggfnoid);
-	*form = (Form_pg_aggregate) GETSTRUCT(*tuple);
-	if (OidIsValid((*form)->aggmtransfn) && OidIsValid((*form)->aggminvtransfn) &&
-		(*form)->aggmtranstype != INTERNALOID && !(*form)->aggmfinalextra &&
-		(*form)->aggmfinalmodify == AGGMODIFY_READ_ONLY)
-		return true;
-	ReleaseSysCache(*tuple);
-	return false;
+	form = (Form_pg_aggregate) GETSTRUCT(tuple);
+	if (OidIsValid(form->aggmtransfn) && OidIsValid(form->aggminvtransfn) &&
+		form->aggmtranstype != INTERNALOID && !form->aggmfinalextra &&
+		form->aggmfinalmodify == AGGMODIFY_READ_ONLY)
+		return tuple;
+	ReleaseSysCache(tuple);
+	return NULL;
 }
 
 /* Each Aggref replaced by a parameter numbered by its place in the list. */
@@ -149,17 +153,16 @@ new_call(FmgrInfo *fn, int nargs, Aggref *aggref, WindowAggState *context)
 }
 
 static void
-agg_begin(LinearAgg *agg, Aggref *aggref, Form_pg_aggregate form, WindowAggState *context)
+agg_begin(LinearAgg *agg, Aggref *aggref, HeapTuple tuple, WindowAggState *context)
 {
+	Form_pg_aggregate form = (Form_pg_aggregate) GETSTRUCT(tuple);
 	Datum		init_text;
 	bool		isnull;
-	HeapTuple	tuple;
 	AclResult	acl = pg_proc_aclcheck(aggref->aggfnoid, GetUserId(), ACL_EXECUTE);
 	ListCell   *lc;
 
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, OBJECT_AGGREGATE, get_func_name(aggref->aggfnoid));
-	agg->aggref = aggref;
 	agg->args = palloc(sizeof(ExprState *) * Max(1, list_length(aggref->args)));
 	foreach(lc, aggref->args)
 	{
@@ -178,8 +181,6 @@ agg_begin(LinearAgg *agg, Aggref *aggref, Form_pg_aggregate form, WindowAggState
 	agg->inv_call = new_call(&agg->invfn, agg->nargs + 1, aggref, context);
 	agg->final_call = new_call(&agg->finalfn, 1, aggref, context);
 	get_typlenbyval(form->aggmtranstype, &agg->statelen, &agg->statebyval);
-
-	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggref->aggfnoid));
 	init_text = SysCacheGetAttr(AGGFNOID, tuple, Anum_pg_aggregate_aggminitval, &isnull);
 	agg->initnull = isnull;
 	agg->initval = (Datum) 0;
@@ -191,7 +192,6 @@ agg_begin(LinearAgg *agg, Aggref *aggref, Form_pg_aggregate form, WindowAggState
 		getTypeInputInfo(form->aggmtranstype, &input, &ioparam);
 		agg->initval = OidInputFunctionCall(input, TextDatumGetCString(init_text), ioparam, -1);
 	}
-	ReleaseSysCache(tuple);
 }
 
 /*
@@ -203,7 +203,7 @@ LinearAggs *
 accums_begin(ReduceRound *r, ViewPlan *plan)
 {
 	Query	   *query = plan->query;
-	AggParams	ap = {NIL, true};
+	AggParams	ap = {NIL};
 	List	   *columns = NIL;
 	Node	   *having;
 	LinearAggs *la;
@@ -232,12 +232,11 @@ accums_begin(ReduceRound *r, ViewPlan *plan)
 	la->context->curaggcontext = r->state->cxt;
 	foreach(lc, ap.aggrefs)
 	{
-		Form_pg_aggregate form;
-		HeapTuple	tuple;
+		HeapTuple	tuple = agg_linear(lfirst(lc));
 
-		if (!agg_linear(lfirst(lc), &form, &tuple))
+		if (tuple == NULL)
 			return NULL;
-		agg_begin(&la->aggs[foreach_current_index(lc)], lfirst(lc), form, la->context);
+		agg_begin(&la->aggs[foreach_current_index(lc)], lfirst(lc), tuple, la->context);
 		ReleaseSysCache(tuple);
 	}
 	foreach(lc, columns)

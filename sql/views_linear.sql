@@ -7,7 +7,8 @@
 -- (it disappears; the whole input's row stays, with count 0 and NULL
 -- sums), the last row deleted, rows moving between groups, the same row
 -- twice, a runtime restart (the states computed again from the rows), and
--- an overflow that fails the view alone (55000).
+-- an overflow that fails the view alone (55000); then the aggregates
+-- whose states are internal (bigint, numeric, booleans).
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -104,7 +105,50 @@ SELECT name, state, failure FROM peek.views WHERE state <> 'ready' ORDER BY name
 SELECT try($$SELECT * FROM lnarrow$$);
 SELECT * FROM lby WHERE g IN (1, 6) ORDER BY g;
 
+-- internal states (bigint and numeric sums and averages, bool_and,
+-- bool_or, every): a sum past bigint's range, a numeric's largest scale
+-- leaving (the inverse transition cannot: the group's states computed
+-- again from its rows), a group emptied and back, a runtime restart, and
+-- enough groups dropped that the states' memory is reset (every group's
+-- states computed again from its rows when next touched)
+CREATE TYPE nrow AS (g int, n numeric, b bigint);
+SELECT peek.create_collection('nrows', 'nrow');
+SELECT peek.write('nrows', ARRAY[(1, 1.5, 9000000000000000000), (1, 2.25, 9000000000000000000),
+                                 (1, NULL, NULL), (2, 3, -1)]::nrow[]);
+SELECT peek.create_view('nsums', $$
+    SELECT g, sum(n) AS sn, avg(n) AS an, sum(b) AS sb, avg(b) AS ab, count(n) AS cn,
+           bool_and(n > 2) AS alln, bool_or(b < 0) AS anyneg
+      FROM peek.persist_peek(NULL::nrow, 'nrows') GROUP BY g$$);
+SELECT peek.create_view('nall', $$
+    SELECT sum(n) AS sn, sum(b) AS sb, every(b > 0) AS allpos
+      FROM peek.persist_peek(NULL::nrow, 'nrows')$$);
+SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name LIKE 'n%' AND state = 'ready' AND upper = 1$$);
+SELECT * FROM nsums ORDER BY g;
+SELECT peek.write('nrows', ARRAY[(1, 4.0, 1)]::nrow[], ARRAY[(1, 2.25, 9000000000000000000)]::nrow[]);
+SELECT peek.write('nrows', '{}'::nrow[], ARRAY[(2, 3, -1)]::nrow[]);
+SELECT peek.write('nrows', ARRAY[(2, 0.125, 5), (2, 0.125, 5)]::nrow[]);
+SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name LIKE 'n%' AND upper = 4$$);
+SELECT * FROM nsums ORDER BY g;
+SELECT * FROM nall;
+SELECT pid AS maintenance_pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo') \gset
+SELECT pg_terminate_backend(:maintenance_pid);
+SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
+                   WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
+SELECT peek.write('nrows', ARRAY[(1, 1.75, 2)]::nrow[], ARRAY[(1, 1.5, 9000000000000000000)]::nrow[]);
+SELECT peek.write('nrows', array_agg((i, i / 8.0, i)::nrow), '{}'::nrow[]) FROM generate_series(10, 6009) i;
+SELECT peek.write('nrows', '{}'::nrow[], array_agg((i, i / 8.0, i)::nrow)) FROM generate_series(10, 6009) i;
+SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name LIKE 'n%' AND upper = 7$$);
+SELECT peek.write('nrows', ARRAY[(1, 7, 7), (3, 1.0, -3)]::nrow[], ARRAY[(2, 0.125, 5)]::nrow[]);
+SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name LIKE 'n%' AND upper = 8$$);
+SELECT * FROM nsums ORDER BY g;
+SELECT * FROM nall;
+SELECT name, state, view_mismatches(
+           format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', name, name),
+           replace(query, '''nrows''::text', '''nrows''::text, as_of => @T@'), 0, upper - 1) AS bad_times
+  FROM peek.views WHERE name LIKE 'n%' ORDER BY name;
+
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
 DROP TYPE lrow;
+DROP TYPE nrow;

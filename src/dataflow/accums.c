@@ -3,10 +3,10 @@
  * accums.c
  *	  Linear aggregates kept per group, for a grouped view's stage of one
  *	  input (reduce.c): when every aggregate of its query has PostgreSQL's
- *	  moving-aggregate support (a forward and an inverse transition over a
- *	  state that is not internal: count(*), count(x), sum and avg of
- *	  smallint and integer, sum of money, sum and avg of interval) and no
- *	  DISTINCT or ORDER BY, each group keeps each aggregate's transition
+ *	  moving-aggregate support (a forward and an inverse transition:
+ *	  count(*), count(x), sum and avg of integers, numeric, money and
+ *	  interval, bool_and, bool_or and every, which count their trues) and
+ *	  no DISTINCT or ORDER BY, each group keeps each aggregate's transition
  *	  state, as a window's moving frame does.  A time's updates of a group
  *	  go through the inverse transition (retractions first) and the forward
  *	  one, each as many times as its diff says; the group's output row is
@@ -20,8 +20,12 @@
  *	  An inverse transition that cannot (PostgreSQL's NULL result), and a
  *	  group built again (a restart, a failed round), compute the states
  *	  forward from the group's rows, which reduce.c keeps as for any
- *	  grouping.  Anything else (min, max, bool_and, float and numeric sums,
- *	  DISTINCT) runs the query over the groups (reduce.c, waves.c).
+ *	  grouping.  Internal states (of bigint and numeric sums, booleans) live
+ *	  in one context of the stage's, which is reset, every group's states
+ *	  to be computed again from its rows when next touched, once the
+ *	  states let go in it (dropped groups, states started again) outnumber
+ *	  the groups.  Anything else (min, max, float sums, DISTINCT) runs the
+ *	  query over the groups (reduce.c, waves.c).
  *
  *	  Must not change the groups' rows (reduce.c merges them) nor touch the
  *	  catalog's tables.
@@ -45,6 +49,9 @@
 
 #include "dataflow/reduce_internal.h"
 
+/* The internal states let go that a reset of their memory waits for at least. */
+#define STATES_GARBAGE_MIN	4096
+
 /* One aggregate of the query, by its moving-aggregate functions. */
 typedef struct LinearAgg
 {
@@ -61,6 +68,7 @@ typedef struct LinearAgg
 	bool		initnull;
 	int16		statelen;
 	bool		statebyval;
+	bool		internal;		/* its state is internal, in the stage's states */
 } LinearAgg;
 
 struct LinearAggs
@@ -98,12 +106,14 @@ agg_linear(Aggref *aggref)
 		elog(ERROR, "cache lookup failed for aggregate %u", aggref->aggfnoid);
 	form = (Form_pg_aggregate) GETSTRUCT(tuple);
 	if (OidIsValid(form->aggmtransfn) && OidIsValid(form->aggminvtransfn) &&
-		form->aggmtranstype != INTERNALOID && !form->aggmfinalextra &&
+		!form->aggmfinalextra &&
 		form->aggmfinalmodify == AGGMODIFY_READ_ONLY)
 		return tuple;
 	ReleaseSysCache(tuple);
 	return NULL;
 }
+
+static MemoryContext states_memory(ReduceState *state);
 
 /* Each Aggref replaced by a parameter numbered by its place in the list. */
 static Node *
@@ -181,6 +191,7 @@ agg_begin(LinearAgg *agg, Aggref *aggref, HeapTuple tuple, WindowAggState *conte
 	agg->inv_call = new_call(&agg->invfn, agg->nargs + 1, aggref, context);
 	agg->final_call = new_call(&agg->finalfn, 1, aggref, context);
 	get_typlenbyval(form->aggmtranstype, &agg->statelen, &agg->statebyval);
+	agg->internal = form->aggmtranstype == INTERNALOID;
 	init_text = SysCacheGetAttr(AGGFNOID, tuple, Anum_pg_aggregate_aggminitval, &isnull);
 	agg->initnull = isnull;
 	agg->initval = (Datum) 0;
@@ -239,6 +250,9 @@ accums_begin(ReduceRound *r, ViewPlan *plan)
 		agg_begin(&la->aggs[foreach_current_index(lc)], lfirst(lc), tuple, la->context);
 		ReleaseSysCache(tuple);
 	}
+	for (int a = 0; a < la->naggs; a++)
+		if (la->aggs[a].internal)
+			la->context->curaggcontext = states_memory(r->state);
 	foreach(lc, columns)
 		la->columns = lappend(la->columns, init_expr(lfirst(lc)));
 	la->having = having != NULL ? init_expr(having) : NULL;
@@ -248,9 +262,8 @@ accums_begin(ReduceRound *r, ViewPlan *plan)
 	return la;
 }
 
-/* A group's states let go (the group is dropped, or they are computed again). */
-void
-accums_forget(ViewGroup *group)
+static void
+states_forget(ViewGroup *group)
 {
 	if (group->accums == NULL)
 		return;
@@ -259,6 +272,51 @@ accums_forget(ViewGroup *group)
 			pfree(DatumGetPointer(group->accums[i].value));
 	pfree(group->accums);
 	group->accums = NULL;
+}
+
+/*
+ * A group's states let go (the group is dropped, or they are computed
+ * again); internal ones stay in the stage's states until their reset.
+ */
+void
+accums_forget(ReduceState *state, ViewGroup *group)
+{
+	if (group->accums != NULL && state->states != NULL)
+		state->states_garbage++;
+	states_forget(group);
+}
+
+/*
+ * The stage's memory for internal states, reset first when the states let
+ * go in it outnumber the groups: every group's states are forgotten, to
+ * be computed again from its rows when next touched.
+ */
+static MemoryContext
+states_memory(ReduceState *state)
+{
+	int64		ngroups = state->table != NULL ? state->table->hashtab->members : 1;
+
+	if (state->states == NULL)
+		state->states = AllocSetContextCreate(state->cxt, "pg_peek view aggregate states",
+											  ALLOCSET_DEFAULT_SIZES);
+	else if (state->states_garbage > Max(STATES_GARBAGE_MIN, ngroups))
+	{
+		if (state->table == NULL)
+			states_forget(state->whole);
+		else
+		{
+			TupleHashIterator iter;
+			TupleHashEntry entry;
+
+			InitTupleHashIterator(state->table, &iter);
+			while ((entry = ScanTupleHashTable(state->table, &iter)) != NULL)
+				states_forget(entry->additional);
+			TermTupleHashIterator(&iter);
+		}
+		MemoryContextReset(state->states);
+		state->states_garbage = 0;
+	}
+	return state->states;
 }
 
 /* A state's new value from a transition, kept in the groups' memory. */
@@ -284,6 +342,8 @@ state_init(ReduceRound *r, LinearAgg *agg, AccumValue *acc)
 
 	if (acc->owned && !acc->isnull)
 		pfree(DatumGetPointer(acc->value));
+	if (agg->internal && !acc->isnull)
+		r->state->states_garbage++;
 	acc->value = agg->initnull ? (Datum) 0 :
 		datumCopy(agg->initval, agg->statebyval, agg->statelen);
 	acc->isnull = agg->initnull;
@@ -391,7 +451,10 @@ states_know(ReduceRound *r, ViewGroup *group)
 										   sizeof(AccumValue) * Max(1, la->naggs));
 	group->naccums = la->naggs;
 	for (int a = 0; a < la->naggs; a++)
+	{
+		group->accums[a].isnull = true; /* (nothing to let go) */
 		state_init(r, &la->aggs[a], &group->accums[a]);
+	}
 	for (int i = 0; i < rows->nrows; i++)
 		if (rows->rows[i].count > 0)
 			(void) states_add(r, group, rows->rows[i].row, rows->rows[i].count);
@@ -496,5 +559,5 @@ accums_update(ReduceRound *r, ViewGroup *group, int first, int last)
 			exact = states_add(r, group, r->updates[u].row, r->updates[u].diff);
 	/* (an inverse transition that could not: from the rows, once merged) */
 	if (!exact)
-		accums_forget(group);
+		accums_forget(r->state, group);
 }

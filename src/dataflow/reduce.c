@@ -260,7 +260,7 @@ drop_emptied(ReduceRound *r)
 		ExecClearTuple(state->found_slot);
 		pfree(group->key);
 		outputs_forget(group);
-		accums_forget(group);
+		accums_forget(state, group);
 		for (int i = 0; i < state->ninputs; i++)
 			if (group->inputs[i].rows != NULL)
 				pfree(group->inputs[i].rows);

@@ -67,6 +67,8 @@ struct ReduceState
 	ViewGroup  *whole;			/* the only group without GROUP BY */
 	TupleTableSlot *key_slot;	/* a row's key, as a round projects it */
 	TupleTableSlot *found_slot; /* a group's stored key, to find it again */
+	MemoryContext states;		/* linear aggregates' internal states, or NULL */
+	int64		states_garbage; /* internal states let go in it since its reset */
 	ReduceState *next;			/* the next stage's, or NULL */
 };
 
@@ -152,7 +154,7 @@ extern void delta_swap_out(Touch *touches, int ntouches, int input, GroupRows *s
 extern LinearAggs *accums_begin(ReduceRound *r, ViewPlan *plan);
 extern void accums_update(ReduceRound *r, ViewGroup *group, int first, int last);
 extern void accums_output(ReduceRound *r, ViewGroup *group);
-extern void accums_forget(ViewGroup *group);
+extern void accums_forget(ReduceState *state, ViewGroup *group);
 
 /* waves.c */
 extern Touch *reduce_touches(ReduceRound *r, int *ntouches);

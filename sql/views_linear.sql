@@ -140,8 +140,8 @@ SELECT peek.write('nrows', '{}'::nrow[], array_agg((i, i / 8.0, i)::nrow)) FROM 
 SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name LIKE 'n%' AND upper = 7$$);
 SELECT peek.write('nrows', ARRAY[(1, 7, 7), (3, 1.0, -3)]::nrow[], ARRAY[(2, 0.125, 5)]::nrow[]);
 SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name LIKE 'n%' AND upper = 8$$);
-SELECT * FROM nsums ORDER BY g;
-SELECT * FROM nall;
+SELECT * FROM peek.persist_peek(NULL::nsums, 'nsums', as_of => 7) ORDER BY g;
+SELECT * FROM peek.persist_peek(NULL::nall, 'nall', as_of => 7);
 SELECT name, state, view_mismatches(
            format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', name, name),
            replace(query, '''nrows''::text', '''nrows''::text, as_of => @T@'), 0, upper - 1) AS bad_times

@@ -58,8 +58,7 @@ output_receive(TupleTableSlot *slot, DestReceiver *self)
 {
 	OutputRows *o = (OutputRows *) self;
 	ReduceState *state = o->state;
-	TupleTableSlot *out = o->out;
-	int			natts = out->tts_tupleDescriptor->natts;
+	int			natts = o->out->tts_tupleDescriptor->natts;
 	int			nkeys = state->table == NULL ? 0 : state->key_slot->tts_tupleDescriptor->natts;
 	ViewGroup  *group = state->whole;
 	MemoryContext old;
@@ -84,16 +83,35 @@ output_receive(TupleTableSlot *slot, DestReceiver *self)
 	}
 	if (group == NULL || !group->running)
 		elog(ERROR, "a view's output row is of no group its query ran over");
+	row = outputs_add(o, group, slot->tts_values, slot->tts_isnull);
+	old = MemoryContextSwitchTo(o->cxt);
+	o->rows = lappend(o->rows, row);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/*
+ * An output row of the group, its columns' values given (a run's, or
+ * accums.c's), formed as a row of the view's type in o->cxt and added to
+ * the group's fresh list.
+ */
+Pointer
+outputs_add(OutputRows *o, ViewGroup *group, Datum *values, bool *nulls)
+{
+	TupleTableSlot *out = o->out;
+	int			natts = out->tts_tupleDescriptor->natts;
+	MemoryContext old;
+	Pointer		row;
+
 	ExecClearTuple(out);
-	memcpy(out->tts_values, slot->tts_values, sizeof(Datum) * natts);
-	memcpy(out->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
+	memcpy(out->tts_values, values, sizeof(Datum) * natts);
+	memcpy(out->tts_isnull, nulls, sizeof(bool) * natts);
 	ExecStoreVirtualTuple(out);
 	old = MemoryContextSwitchTo(o->cxt);
 	row = DatumGetPointer(ExecFetchSlotHeapTupleDatum(out));
-	o->rows = lappend(o->rows, row);
 	group->fresh = lappend(group->fresh, row);
 	MemoryContextSwitchTo(old);
-	return true;
+	return row;
 }
 
 static void

@@ -260,6 +260,7 @@ drop_emptied(ReduceRound *r)
 		ExecClearTuple(state->found_slot);
 		pfree(group->key);
 		outputs_forget(group);
+		accums_forget(state, group);
 		for (int i = 0; i < state->ninputs; i++)
 			if (group->inputs[i].rows != NULL)
 				pfree(group->inputs[i].rows);
@@ -425,120 +426,6 @@ absorb_updates(ReduceRound *r)
 	r->nupdates = 0;
 }
 
-/*
- * The view's query planned over the rows of parameters, one an array of
- * each input's type, instead of its inputs: FROM unnest($1) (, unnest($2)
- * ...), without WHERE over one input (the groups hold only the rows that
- * pass it).
- */
-static void
-plan_over_rows(ReduceRound *r, ViewPlan *plan)
-{
-	Query	   *query = copyObject(plan->query);
-	int			ninputs = list_length(plan->inputs);
-	int			level;
-	ListCell   *lc;
-
-	r->params = makeParamList(ninputs);
-	r->params->numParams = ninputs;
-	foreach(lc, plan->inputs)
-	{
-		ViewPlanInput *input = lfirst(lc);
-		RangeTblEntry *rte = rt_fetch(input->rtindex, query->rtable);
-		RangeTblFunction *rtfunc = linitial_node(RangeTblFunction, rte->functions);
-		Param	   *rows = makeNode(Param);
-		FuncExpr   *unnest;
-
-		rows->paramkind = PARAM_EXTERN;
-		rows->paramid = foreach_current_index(lc) + 1;
-		rows->paramtype = get_array_type(input->row_type);
-		rows->paramtypmod = -1;
-		rows->paramcollid = InvalidOid;
-		rows->location = -1;
-		if (!OidIsValid(rows->paramtype))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("type %s has no array type", format_type_be(input->row_type))));
-		unnest = makeFuncExpr(F_UNNEST_ANYARRAY, input->row_type, list_make1(rows),
-							  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
-		unnest->funcretset = true;
-		rtfunc->funcexpr = (Node *) unnest;
-		r->params->params[foreach_current_index(lc)].ptype = rows->paramtype;
-		r->params->params[foreach_current_index(lc)].pflags = PARAM_FLAG_CONST;
-	}
-	if (plan->qual != NULL)
-		query->jointree->quals = NULL;
-	outputs_key_columns(query, plan);
-
-	/*
-	 * Hashed, not sorted, grouping and DISTINCT where the planner can: a
-	 * hash table's group takes its key from the first of its rows, which
-	 * the groups hold in the order of their images, whatever other groups
-	 * the run reads; a sort of keys equal but not binary-equal (numeric
-	 * 2.5 and 2.50) may put either first depending on the rows around
-	 * them, so that what a view held and what it retracts could differ.
-	 */
-	level = NewGUCNestLevel();
-	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	r->stmt = pg_plan_query(query, r->text, 0, NULL);
-	AtEOXact_GUC(true, level);
-}
-
-/*
- * The query's rows over the groups' rows, in the step's memory; each
- * group's also in its fresh list (outputs.c).
- */
-static List *
-run_over(ReduceRound *r, ViewGroup **groups, int ngroups)
-{
-	QueryDesc  *qd;
-
-	for (int in = 0; in < r->ninputs; in++)
-	{
-		int64		nrows = 0;
-		int			n = 0;
-		Datum	   *elems;
-
-		for (int g = 0; g < ngroups; g++)
-			for (int i = 0; i < groups[g]->inputs[in].nrows; i++)
-				if (groups[g]->inputs[in].rows[i].count > 0)
-					nrows += Min(groups[g]->inputs[in].rows[i].count, MaxArraySize);
-		if (nrows > MaxArraySize)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("the groups to aggregate hold more than %d rows",
-							(int) MaxArraySize)));
-		elems = palloc(sizeof(Datum) * Max(nrows, 1));
-		for (int g = 0; g < ngroups; g++)
-			for (int i = 0; i < groups[g]->inputs[in].nrows; i++)
-				for (int64 c = 0; c < groups[g]->inputs[in].rows[i].count; c++)
-					elems[n++] = groups[g]->inputs[in].rows[i].row;
-		r->params->params[in].value =
-			PointerGetDatum(construct_array(elems, n, r->inputs[in].row_type, -1, false,
-											TYPALIGN_DOUBLE));
-		r->params->params[in].isnull = false;
-	}
-
-	for (int g = 0; g < ngroups; g++)
-	{
-		groups[g]->fresh = NIL;
-		groups[g]->running = true;
-	}
-	r->output.rows = NIL;
-	r->output.cxt = CurrentMemoryContext;
-	qd = CreateQueryDesc(r->stmt, r->text, GetActiveSnapshot(), InvalidSnapshot,
-						 &r->output.pub, r->params, NULL, 0);
-	ExecutorStart(qd, 0);
-	ExecutorRun(qd, ForwardScanDirection, 0, true);
-	ExecutorFinish(qd);
-	ExecutorEnd(qd);
-	FreeQueryDesc(qd);
-	for (int g = 0; g < ngroups; g++)
-		groups[g]->running = false;
-	return r->output.rows;
-}
-
 /* qsort's comparison of a list of row images */
 static int
 row_cell_cmp(const void *a, const void *b)
@@ -581,8 +468,9 @@ emit_difference(ReduceRound *r, int64 time, List *before, List *after)
 static void
 emit_outputs(ReduceRound *r, int64 time, ViewGroup **groups, int ngroups, List *before)
 {
-	emit_difference(r, time, before, run_over(r, groups, ngroups));
-	outputs_keep(r->state, groups, ngroups);
+	emit_difference(r, time, before, runs_over(r, groups, ngroups));
+	if (!r->delta)
+		outputs_keep(r->state, groups, ngroups);
 }
 
 /*
@@ -600,7 +488,7 @@ learn_outputs(ReduceRound *r, ViewGroup **groups, int ngroups)
 			unknown[nunknown++] = groups[g];
 	if (nunknown > 0)
 	{
-		(void) run_over(r, unknown, nunknown);
+		(void) runs_over(r, unknown, nunknown);
 		outputs_keep(r->state, unknown, nunknown);
 	}
 }
@@ -651,7 +539,7 @@ run_wave(ReduceRound *r, Touch *touches, int first, int last)
 	learn_outputs(r, groups, n);
 	for (int i = first; i < last; i++)
 		merge_updates(r, touches[i].first, touches[i].last);
-	(void) run_over(r, groups, n);
+	(void) runs_over(r, groups, n);
 	for (int from = 0, to; from < n; from = to)
 	{
 		int64		time = touches[first + from].time;
@@ -662,6 +550,66 @@ run_wave(ReduceRound *r, Touch *touches, int first, int last)
 		emit_difference(r, time, outputs_kept(groups + from, to - from), after);
 		outputs_keep(r->state, groups + from, to - from);
 	}
+}
+
+/*
+ * A wave of linear aggregates (accums.c): each touched group's updates
+ * through its states and into its rows, its row formed again from the
+ * states against what it kept, at its time.
+ */
+static void
+run_wave_linear(ReduceRound *r, Touch *touches, int first, int last)
+{
+	for (int i = first; i < last; i++)
+	{
+		ViewGroup  *group = touches[i].group;
+
+		accums_update(r, group, touches[i].first, touches[i].last);
+		merge_updates(r, touches[i].first, touches[i].last);
+		accums_output(r, group);
+		emit_difference(r, touches[i].time, outputs_kept(&group, 1), group->fresh);
+		outputs_keep(r->state, &group, 1);
+	}
+}
+
+/*
+ * A wave of a join linear in each input (delta.c), input by input: the
+ * query over the touched groups with the input's additions, then its
+ * retractions, in place of its rows (the inputs before it merged, those
+ * after it not yet), then the input's updates merged; each group's
+ * differences emitted at its time.  Groups keep no output.
+ */
+static void
+run_wave_delta(ReduceRound *r, Touch *touches, int first, int last)
+{
+	int			n = last - first;
+	ViewGroup **groups = palloc(sizeof(ViewGroup *) * n);
+	GroupRows  *saved = palloc(sizeof(GroupRows) * n);
+	List	  **added = palloc0(sizeof(List *) * n);
+	List	  **removed = palloc0(sizeof(List *) * n);
+
+	for (int in = 0; in < r->ninputs; in++)
+	{
+		for (int sign = 1; sign >= -1; sign -= 2)
+		{
+			int			ngroups = delta_swap_in(r, touches + first, n, in, sign,
+												groups, saved);
+
+			if (ngroups > 0)
+				(void) runs_over(r, groups, ngroups);
+			delta_swap_out(touches + first, n, in, saved, sign > 0 ? added : removed);
+		}
+		for (int i = first; i < last; i++)
+		{
+			int			from;
+			int			to;
+
+			delta_input_updates(r, &touches[i], in, &from, &to);
+			merge_updates(r, from, to);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		emit_difference(r, touches[first + i].time, removed[i], added[i]);
 }
 
 /*
@@ -693,7 +641,12 @@ run_steps(ReduceRound *r)
 		CHECK_FOR_INTERRUPTS();
 		last = reduce_wave_end(r, touches, first, ntouches);
 		old = MemoryContextSwitchTo(r->per_step);
-		run_wave(r, touches, first, last);
+		if (r->linear != NULL)
+			run_wave_linear(r, touches, first, last);
+		else if (r->delta)
+			run_wave_delta(r, touches, first, last);
+		else
+			run_wave(r, touches, first, last);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(r->per_step);
 	}
@@ -733,8 +686,10 @@ round_begin(ReduceRound *r, ReduceState *state, ViewPlan *plan, const char *text
 			input->keys = ExecBuildProjectionInfo(keys, input->input.econtext,
 												  state->key_slot, NULL, input->input.desc);
 	}
-	plan_over_rows(r, plan);
+	runs_plan(r, plan);
 	outputs_begin(r, out_desc);
+	r->linear = accums_begin(r, plan);
+	r->delta = delta_linear(plan);
 	r->cxt = CurrentMemoryContext;
 	r->per_step = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view step",
 										ALLOCSET_DEFAULT_SIZES);

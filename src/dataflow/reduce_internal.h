@@ -4,8 +4,8 @@
  *	  What reduce.c (a grouped or joined view's groups and steps), waves.c
  *	  (a round's touches of groups put in waves) and outputs.c (the query
  *	  run over groups, its rows attributed to their groups, each group's
- *	  kept output) share: a view's groups, a round's updates and its work
- *	  in one stage.
+ *	  kept output) and accums.c (linear aggregates' states per group)
+ *	  share: a view's groups, a round's updates and its work in one stage.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +25,15 @@ typedef struct GroupRow
 	int64		count;
 } GroupRow;
 
+/* A linear aggregate's transition state in a group (accums.c). */
+typedef struct AccumValue
+{
+	Datum		value;
+	bool		isnull;
+	bool		owned;			/* a by-reference value in the groups' memory */
+	int64		count;			/* the rows it aggregates */
+} AccumValue;
+
 /* One input's rows in a group. */
 typedef struct GroupRows
 {
@@ -42,6 +51,8 @@ typedef struct ViewGroup
 	int			noutput;		/* its kept output's rows; -1: not known */
 	char	   *output;			/* their images, each MAXALIGNed, or NULL */
 	List	   *fresh;			/* a run's rows for it, in the step's memory */
+	AccumValue *accums;			/* its linear aggregates' states; NULL: not known */
+	int			naccums;
 	GroupRows	inputs[FLEXIBLE_ARRAY_MEMBER];	/* each input's */
 } ViewGroup;
 
@@ -56,6 +67,8 @@ struct ReduceState
 	ViewGroup  *whole;			/* the only group without GROUP BY */
 	TupleTableSlot *key_slot;	/* a row's key, as a round projects it */
 	TupleTableSlot *found_slot; /* a group's stored key, to find it again */
+	MemoryContext states;		/* linear aggregates' internal states, or NULL */
+	int64		states_garbage; /* internal states let go in it since its reset */
 	ReduceState *next;			/* the next stage's, or NULL */
 };
 
@@ -101,6 +114,9 @@ typedef struct ReduceRound
 	ParamListInfo params;
 	OutputRows	output;
 	ShardWriter *writer;		/* the last stage's: the view's shard */
+	struct LinearAggs *linear;	/* its aggregates kept per group (accums.c), or
+								 * NULL: the query runs over the groups */
+	bool		delta;			/* a join linear in each input (delta.c) */
 	struct ReduceRound *next;	/* the stage its differences feed, or NULL */
 	GroupUpdate *updates;
 	int			nupdates;
@@ -120,6 +136,26 @@ typedef struct Touch
 	int			wave;			/* how many of the group's touches come before */
 } Touch;
 
+typedef struct LinearAggs LinearAggs;
+
+/* runs.c */
+extern void runs_plan(ReduceRound *r, ViewPlan *plan);
+extern List *runs_over(ReduceRound *r, ViewGroup **groups, int ngroups);
+
+/* delta.c */
+extern bool delta_linear(ViewPlan *plan);
+extern void delta_input_updates(ReduceRound *r, Touch *t, int input, int *from, int *to);
+extern int	delta_swap_in(ReduceRound *r, Touch *touches, int ntouches, int input, int sign,
+						  ViewGroup **groups, GroupRows *saved);
+extern void delta_swap_out(Touch *touches, int ntouches, int input, GroupRows *saved,
+						   List **lists);
+
+/* accums.c */
+extern LinearAggs *accums_begin(ReduceRound *r, ViewPlan *plan);
+extern void accums_update(ReduceRound *r, ViewGroup *group, int first, int last);
+extern void accums_output(ReduceRound *r, ViewGroup *group);
+extern void accums_forget(ReduceState *state, ViewGroup *group);
+
 /* waves.c */
 extern Touch *reduce_touches(ReduceRound *r, int *ntouches);
 extern int	reduce_wave_end(ReduceRound *r, Touch *touches, int first, int ntouches);
@@ -128,6 +164,7 @@ extern int	reduce_wave_end(ReduceRound *r, Touch *touches, int first, int ntouch
 extern void outputs_key_columns(Query *query, ViewPlan *plan);
 extern void outputs_begin(ReduceRound *r, TupleDesc out_desc);
 extern void outputs_end(ReduceRound *r);
+extern Pointer outputs_add(OutputRows *o, ViewGroup *group, Datum *values, bool *nulls);
 extern void outputs_keep(ReduceState *state, ViewGroup **groups, int ngroups);
 extern List *outputs_kept(ViewGroup **groups, int ngroups);
 extern void outputs_forget(ViewGroup *group);

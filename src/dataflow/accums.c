@@ -1,0 +1,563 @@
+/*-------------------------------------------------------------------------
+ *
+ * accums.c
+ *	  Linear aggregates kept per group, for a grouped view's stage of one
+ *	  input (reduce.c): when every aggregate of its query has PostgreSQL's
+ *	  moving-aggregate support (a forward and an inverse transition:
+ *	  count(*), count(x), sum and avg of integers, numeric, money and
+ *	  interval, bool_and, bool_or and every, which count their trues) and
+ *	  no DISTINCT or ORDER BY, each group keeps each aggregate's transition
+ *	  state, as a window's moving frame does.  A time's updates of a group
+ *	  go through the inverse transition (retractions first) and the forward
+ *	  one, each as many times as its diff says; the group's output row is
+ *	  formed from the states by the aggregates' final functions, the select
+ *	  list and HAVING (the aggregates as parameters, a grouping key read
+ *	  from the group's first row, as a hash aggregation reads it), and the
+ *	  difference against the group's kept output emitted at that time.  So
+ *	  a time costs its updates, not the groups' rows.  A group with no rows
+ *	  gives nothing (without GROUP BY, its one row over no input).
+ *
+ *	  An inverse transition that cannot (PostgreSQL's NULL result), and a
+ *	  group built again (a restart, a failed round), compute the states
+ *	  forward from the group's rows, which reduce.c keeps as for any
+ *	  grouping.  Internal states (of bigint and numeric sums, booleans) live
+ *	  in one context of the stage's, which is reset, every group's states
+ *	  to be computed again from its rows when next touched, once the
+ *	  states let go in it (dropped groups, states started again) outnumber
+ *	  the groups.  Anything else (min, max, float sums, DISTINCT) runs the
+ *	  query over the groups (reduce.c, waves.c).
+ *
+ *	  Must not change the groups' rows (reduce.c merges them) nor touch the
+ *	  catalog's tables.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "dataflow/reduce_internal.h"
+
+/* The internal states let go that a reset of their memory waits for at least. */
+#define STATES_GARBAGE_MIN	4096
+
+/* One aggregate of the query, by its moving-aggregate functions. */
+typedef struct LinearAgg
+{
+	ExprState **args;			/* its arguments over an input row */
+	int			nargs;
+	ExprState  *filter;			/* FILTER (WHERE ...), or NULL */
+	FmgrInfo	transfn;
+	FmgrInfo	invfn;
+	FmgrInfo	finalfn;		/* fn_oid InvalidOid: the state is the value */
+	FunctionCallInfo trans_call;
+	FunctionCallInfo inv_call;
+	FunctionCallInfo final_call;
+	Datum		initval;		/* in the round's memory */
+	bool		initnull;
+	int16		statelen;
+	bool		statebyval;
+	bool		internal;		/* its state is internal, in the stage's states */
+} LinearAgg;
+
+struct LinearAggs
+{
+	int			naggs;
+	LinearAgg  *aggs;
+	List	   *columns;		/* ExprState: the select list's columns */
+	ExprState  *having;			/* or NULL */
+	ParamExecData *params;		/* the aggregates' values, by their number */
+	WindowAggState *context;	/* what AggCheckCallContext finds: the groups' memory */
+	Datum	   *values;
+	bool	   *nulls;
+};
+
+typedef struct AggParams
+{
+	List	   *aggrefs;		/* each distinct Aggref once */
+} AggParams;
+
+/*
+ * The aggregate's pg_aggregate row (to release) when its moving functions
+ * fit here, else NULL.
+ */
+static HeapTuple
+agg_linear(Aggref *aggref)
+{
+	HeapTuple	tuple;
+	Form_pg_aggregate form;
+
+	if (aggref->aggdistinct != NIL || aggref->aggorder != NIL ||
+		aggref->aggkind != AGGKIND_NORMAL || aggref->agglevelsup != 0)
+		return NULL;
+	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggref->aggfnoid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for aggregate %u", aggref->aggfnoid);
+	form = (Form_pg_aggregate) GETSTRUCT(tuple);
+	if (OidIsValid(form->aggmtransfn) && OidIsValid(form->aggminvtransfn) &&
+		!form->aggmfinalextra &&
+		form->aggmfinalmodify == AGGMODIFY_READ_ONLY)
+		return tuple;
+	ReleaseSysCache(tuple);
+	return NULL;
+}
+
+static MemoryContext states_memory(ReduceState *state);
+
+/* Each Aggref replaced by a parameter numbered by its place in the list. */
+static Node *
+aggrefs_to_params(Node *node, AggParams *ap)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *aggref = (Aggref *) node;
+		Param	   *param = makeNode(Param);
+		int			n = 0;
+		ListCell   *lc;
+
+		foreach(lc, ap->aggrefs)
+		{
+			if (equal(lfirst(lc), aggref))
+				break;
+			n++;
+		}
+		if (lc == NULL)
+			ap->aggrefs = lappend(ap->aggrefs, aggref);
+		param->paramkind = PARAM_EXEC;
+		param->paramid = n;
+		param->paramtype = aggref->aggtype;
+		param->paramtypmod = -1;
+		param->paramcollid = aggref->aggcollid;
+		param->location = -1;
+		return (Node *) param;
+	}
+	return expression_tree_mutator(node, aggrefs_to_params, ap);
+}
+
+static ExprState *
+init_expr(Node *expr)
+{
+	return ExecInitExpr(expression_planner((Expr *) expr), NULL);
+}
+
+static FunctionCallInfo
+new_call(FmgrInfo *fn, int nargs, Aggref *aggref, WindowAggState *context)
+{
+	FunctionCallInfo call = palloc0(SizeForFunctionCallInfo(nargs));
+
+	InitFunctionCallInfoData(*call, fn, nargs, aggref->inputcollid, (Node *) context, NULL);
+	return call;
+}
+
+static void
+agg_begin(LinearAgg *agg, Aggref *aggref, HeapTuple tuple, WindowAggState *context)
+{
+	Form_pg_aggregate form = (Form_pg_aggregate) GETSTRUCT(tuple);
+	Datum		init_text;
+	bool		isnull;
+	AclResult	acl = pg_proc_aclcheck(aggref->aggfnoid, GetUserId(), ACL_EXECUTE);
+	ListCell   *lc;
+
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, OBJECT_AGGREGATE, get_func_name(aggref->aggfnoid));
+	agg->args = palloc(sizeof(ExprState *) * Max(1, list_length(aggref->args)));
+	foreach(lc, aggref->args)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (!tle->resjunk)
+			agg->args[agg->nargs++] = init_expr((Node *) tle->expr);
+	}
+	agg->filter = aggref->aggfilter != NULL ? init_expr((Node *) aggref->aggfilter) : NULL;
+	fmgr_info(form->aggmtransfn, &agg->transfn);
+	fmgr_info(form->aggminvtransfn, &agg->invfn);
+	agg->finalfn.fn_oid = InvalidOid;
+	if (OidIsValid(form->aggmfinalfn))
+		fmgr_info(form->aggmfinalfn, &agg->finalfn);
+	agg->trans_call = new_call(&agg->transfn, agg->nargs + 1, aggref, context);
+	agg->inv_call = new_call(&agg->invfn, agg->nargs + 1, aggref, context);
+	agg->final_call = new_call(&agg->finalfn, 1, aggref, context);
+	get_typlenbyval(form->aggmtranstype, &agg->statelen, &agg->statebyval);
+	agg->internal = form->aggmtranstype == INTERNALOID;
+	init_text = SysCacheGetAttr(AGGFNOID, tuple, Anum_pg_aggregate_aggminitval, &isnull);
+	agg->initnull = isnull;
+	agg->initval = (Datum) 0;
+	if (!isnull)
+	{
+		Oid			input;
+		Oid			ioparam;
+
+		getTypeInputInfo(form->aggmtranstype, &input, &ioparam);
+		agg->initval = OidInputFunctionCall(input, TextDatumGetCString(init_text), ioparam, -1);
+	}
+}
+
+/*
+ * A stage's linear aggregates, or NULL when its query is not a grouping
+ * of one input by linear aggregates alone (the query then runs over the
+ * groups).
+ */
+LinearAggs *
+accums_begin(ReduceRound *r, ViewPlan *plan)
+{
+	Query	   *query = plan->query;
+	AggParams	ap = {NIL};
+	List	   *columns = NIL;
+	Node	   *having;
+	LinearAggs *la;
+	ListCell   *lc;
+
+	if (list_length(plan->inputs) != 1 || (!query->hasAggs && query->groupClause == NIL) ||
+		query->distinctClause != NIL || query->groupingSets != NIL ||
+		query->hasWindowFuncs || query->hasTargetSRFs ||
+		(query->jointree->quals != NULL && plan->qual == NULL))
+		return NULL;
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (!tle->resjunk)
+			columns = lappend(columns, aggrefs_to_params((Node *) tle->expr, &ap));
+	}
+	if (list_length(columns) != r->output.out->tts_tupleDescriptor->natts)
+		return NULL;
+	having = aggrefs_to_params(query->havingQual, &ap);
+
+	la = palloc0(sizeof(LinearAggs));
+	la->naggs = list_length(ap.aggrefs);
+	la->aggs = palloc0(sizeof(LinearAgg) * Max(1, la->naggs));
+	la->context = makeNode(WindowAggState);
+	la->context->curaggcontext = r->state->cxt;
+	foreach(lc, ap.aggrefs)
+	{
+		HeapTuple	tuple = agg_linear(lfirst(lc));
+
+		if (tuple == NULL)
+			return NULL;
+		agg_begin(&la->aggs[foreach_current_index(lc)], lfirst(lc), tuple, la->context);
+		ReleaseSysCache(tuple);
+	}
+	for (int a = 0; a < la->naggs; a++)
+		if (la->aggs[a].internal)
+			la->context->curaggcontext = states_memory(r->state);
+	foreach(lc, columns)
+		la->columns = lappend(la->columns, init_expr(lfirst(lc)));
+	la->having = having != NULL ? init_expr(having) : NULL;
+	la->params = palloc0(sizeof(ParamExecData) * Max(1, la->naggs));
+	la->values = palloc(sizeof(Datum) * list_length(columns));
+	la->nulls = palloc(sizeof(bool) * list_length(columns));
+	return la;
+}
+
+static void
+states_forget(ViewGroup *group)
+{
+	if (group->accums == NULL)
+		return;
+	for (int i = 0; i < group->naccums; i++)
+		if (group->accums[i].owned && !group->accums[i].isnull)
+			pfree(DatumGetPointer(group->accums[i].value));
+	pfree(group->accums);
+	group->accums = NULL;
+}
+
+/*
+ * A group's states let go (the group is dropped, or they are computed
+ * again); internal ones stay in the stage's states until their reset.
+ */
+void
+accums_forget(ReduceState *state, ViewGroup *group)
+{
+	if (group->accums != NULL && state->states != NULL)
+		state->states_garbage++;
+	states_forget(group);
+}
+
+/*
+ * The stage's memory for internal states, reset first when the states let
+ * go in it outnumber the groups: every group's states are forgotten, to
+ * be computed again from its rows when next touched.
+ */
+static MemoryContext
+states_memory(ReduceState *state)
+{
+	int64		ngroups = state->table != NULL ? state->table->hashtab->members : 1;
+
+	if (state->states == NULL)
+		state->states = AllocSetContextCreate(state->cxt, "pg_peek view aggregate states",
+											  ALLOCSET_DEFAULT_SIZES);
+	else if (state->states_garbage > Max(STATES_GARBAGE_MIN, ngroups))
+	{
+		if (state->table == NULL)
+			states_forget(state->whole);
+		else
+		{
+			TupleHashIterator iter;
+			TupleHashEntry entry;
+
+			InitTupleHashIterator(state->table, &iter);
+			while ((entry = ScanTupleHashTable(state->table, &iter)) != NULL)
+				states_forget(entry->additional);
+			TermTupleHashIterator(&iter);
+		}
+		MemoryContextReset(state->states);
+		state->states_garbage = 0;
+	}
+	return state->states;
+}
+
+/* A state's new value from a transition, kept in the groups' memory. */
+static void
+state_set(LinearAgg *agg, AccumValue *acc, Datum value, bool isnull)
+{
+	if (!agg->statebyval && DatumGetPointer(value) != DatumGetPointer(acc->value))
+	{
+		if (!isnull)
+			value = datumCopy(value, false, agg->statelen);
+		if (acc->owned && !acc->isnull)
+			pfree(DatumGetPointer(acc->value));
+	}
+	acc->value = value;
+	acc->isnull = isnull;
+	acc->owned = !agg->statebyval;
+}
+
+static void
+state_init(ReduceRound *r, LinearAgg *agg, AccumValue *acc)
+{
+	MemoryContext old = MemoryContextSwitchTo(r->state->cxt);
+
+	if (acc->owned && !acc->isnull)
+		pfree(DatumGetPointer(acc->value));
+	if (agg->internal && !acc->isnull)
+		r->state->states_garbage++;
+	acc->value = agg->initnull ? (Datum) 0 :
+		datumCopy(agg->initval, agg->statebyval, agg->statelen);
+	acc->isnull = agg->initnull;
+	acc->owned = !agg->statebyval;
+	acc->count = 0;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * One input row (in the input's slot) added to (forward) or removed from
+ * an aggregate's state once, as a window's moving aggregate does:
+ * a strict transition skips NULL arguments, its first argument is the
+ * state when it starts NULL, and removing the last row starts it again.
+ * Returns false when the inverse transition cannot remove it.
+ */
+static bool
+state_step(ReduceRound *r, LinearAgg *agg, AccumValue *acc, bool forward)
+{
+	ExprContext *econtext = r->inputs[0].input.econtext;
+	FunctionCallInfo call = forward ? agg->trans_call : agg->inv_call;
+	MemoryContext old;
+	Datum		value;
+
+	if (agg->filter != NULL)
+	{
+		bool		isnull;
+		Datum		pass = ExecEvalExprSwitchContext(agg->filter, econtext, &isnull);
+
+		if (isnull || !DatumGetBool(pass))
+			return true;
+	}
+	for (int i = 0; i < agg->nargs; i++)
+	{
+		call->args[i + 1].value = ExecEvalExprSwitchContext(agg->args[i], econtext,
+															&call->args[i + 1].isnull);
+		if (call->args[i + 1].isnull && call->flinfo->fn_strict)
+			return true;
+	}
+	if (!forward && acc->count == 1)
+	{
+		state_init(r, agg, acc);
+		return true;
+	}
+	if (forward && acc->isnull && call->flinfo->fn_strict)
+	{
+		/* (a strict transition's NULL state starts as its first argument) */
+		if (agg->nargs != 1)
+			elog(ERROR, "a NULL strict moving-aggregate state has %d arguments", agg->nargs);
+		old = MemoryContextSwitchTo(r->state->cxt);
+		state_set(agg, acc, call->args[1].value, false);
+		MemoryContextSwitchTo(old);
+		acc->count++;
+		return true;
+	}
+	if (acc->isnull && !forward)
+		elog(ERROR, "a moving-aggregate state is NULL before its inverse transition");
+	call->args[0].value = acc->value;
+	call->args[0].isnull = acc->isnull;
+	call->isnull = false;
+	old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	value = FunctionCallInvoke(call);
+	MemoryContextSwitchTo(r->state->cxt);
+	if (call->isnull && !forward)
+	{
+		MemoryContextSwitchTo(old);
+		return false;
+	}
+	if (call->isnull)
+		elog(ERROR, "a moving-aggregate transition function returned NULL");
+	state_set(agg, acc, value, false);
+	MemoryContextSwitchTo(old);
+	acc->count += forward ? 1 : -1;
+	return true;
+}
+
+/*
+ * A row (of the group's input) added diff times, or removed -diff times,
+ * in every state; false when an inverse transition could not.
+ */
+static bool
+states_add(ReduceRound *r, ViewGroup *group, Datum row, int64 diff)
+{
+	ViewInput  *input = &r->inputs[0].input;
+	bool		done = true;
+
+	view_input_put(input, row);
+	for (int a = 0; a < r->linear->naggs && done; a++)
+		for (int64 c = 0; c < (diff < 0 ? -diff : diff) && done; c++)
+			done = state_step(r, &r->linear->aggs[a], &group->accums[a], diff > 0);
+	ExecClearTuple(input->slot);
+	ResetExprContext(input->econtext);
+	return done;
+}
+
+/* A group's states computed forward from its rows, if it does not know them. */
+static void
+states_know(ReduceRound *r, ViewGroup *group)
+{
+	LinearAggs *la = r->linear;
+	GroupRows  *rows = &group->inputs[0];
+
+	if (group->accums != NULL)
+		return;
+	group->accums = MemoryContextAllocZero(r->state->cxt,
+										   sizeof(AccumValue) * Max(1, la->naggs));
+	group->naccums = la->naggs;
+	for (int a = 0; a < la->naggs; a++)
+	{
+		group->accums[a].isnull = true; /* (nothing to let go) */
+		state_init(r, &la->aggs[a], &group->accums[a]);
+	}
+	for (int i = 0; i < rows->nrows; i++)
+		if (rows->rows[i].count > 0)
+			(void) states_add(r, group, rows->rows[i].row, rows->rows[i].count);
+}
+
+/*
+ * The group's output row now, from its states (computed from its rows if
+ * it does not know them), into its fresh list (in the current memory
+ * context): none for a group without rows (under GROUP BY) or that HAVING
+ * refuses.
+ */
+void
+accums_output(ReduceRound *r, ViewGroup *group)
+{
+	LinearAggs *la = r->linear;
+	ViewInput  *input = &r->inputs[0].input;
+	ExprContext *econtext = input->econtext;
+	GroupRows  *rows = &group->inputs[0];
+	int			first = 0;
+	ListCell   *lc;
+
+	group->fresh = NIL;
+	while (first < rows->nrows && rows->rows[first].count <= 0)
+		first++;
+	if (group->key != NULL && first == rows->nrows)
+		return;
+	states_know(r, group);
+	if (first < rows->nrows)
+		view_input_put(input, rows->rows[first].row);
+	else
+	{
+		ExecStoreAllNullTuple(input->slot);
+		econtext->ecxt_scantuple = input->slot;
+	}
+	econtext->ecxt_param_exec_vals = la->params;
+	for (int a = 0; a < la->naggs; a++)
+	{
+		LinearAgg  *agg = &la->aggs[a];
+		AccumValue *acc = &group->accums[a];
+		ParamExecData *param = &la->params[a];
+		MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+
+		param->execPlan = NULL;
+		param->value = acc->value;
+		param->isnull = acc->isnull;
+		if (OidIsValid(agg->finalfn.fn_oid) && !(acc->isnull && agg->finalfn.fn_strict))
+		{
+			agg->final_call->args[0].value = acc->value;
+			agg->final_call->args[0].isnull = acc->isnull;
+			agg->final_call->isnull = false;
+			param->value = FunctionCallInvoke(agg->final_call);
+			param->isnull = agg->final_call->isnull;
+		}
+		else if (OidIsValid(agg->finalfn.fn_oid))
+			param->isnull = true;
+		MemoryContextSwitchTo(old);
+	}
+	if (la->having != NULL)
+	{
+		bool		isnull;
+		Datum		pass = ExecEvalExprSwitchContext(la->having, econtext, &isnull);
+
+		if (isnull || !DatumGetBool(pass))
+		{
+			ExecClearTuple(input->slot);
+			ResetExprContext(econtext);
+			return;
+		}
+	}
+	foreach(lc, la->columns)
+		la->values[foreach_current_index(lc)] =
+			ExecEvalExprSwitchContext(lfirst(lc), econtext,
+									  &la->nulls[foreach_current_index(lc)]);
+	outputs_add(&r->output, group, la->values, la->nulls);
+	ExecClearTuple(input->slot);
+	ResetExprContext(econtext);
+}
+
+/*
+ * A group's updates [first, last) of the round at one time through its
+ * states (reduce.c then merges them into its rows); a group built again
+ * first learns its output from its rows' states.
+ */
+void
+accums_update(ReduceRound *r, ViewGroup *group, int first, int last)
+{
+	bool		exact = true;
+
+	r->output.cxt = CurrentMemoryContext;
+	if (group->noutput < 0)
+	{
+		accums_output(r, group);
+		outputs_keep(r->state, &group, 1);
+	}
+	states_know(r, group);
+	/* (retractions first: a count never passes its value at the time) */
+	for (int u = first; u < last && exact; u++)
+		if (r->updates[u].diff < 0)
+			exact = states_add(r, group, r->updates[u].row, r->updates[u].diff);
+	for (int u = first; u < last && exact; u++)
+		if (r->updates[u].diff > 0)
+			exact = states_add(r, group, r->updates[u].row, r->updates[u].diff);
+	/* (an inverse transition that could not: from the rows, once merged) */
+	if (!exact)
+		accums_forget(r->state, group);
+}

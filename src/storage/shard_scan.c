@@ -98,15 +98,29 @@ shard_base_close(ShardBase *b, LOCKMODE lock)
 		FreeTupleDesc(b->desc);
 }
 
+/*
+ * A heap scan of the shard's pages from 0 on, in heap order (not
+ * synchronized with other scans, which would start it anywhere): the
+ * pages it counted when it began, which hold every row its snapshot sees.
+ */
+static void
+shard_cursor_begin_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
+{
+	memset(c, 0, sizeof(ShardCursor));
+	c->b = b;
+	c->heap = table_beginscan_strat(b->rel, b->snapshot, 0, NULL, true, false);
+	c->lower = lower;
+	c->upto = upto;
+	c->end_block = ((HeapScanDesc) c->heap)->rs_nblocks;
+	/* heapgetpage's visible rows are an MVCC snapshot's, as every reader's */
+	Assert(c->heap->rs_flags & SO_ALLOW_PAGEMODE);
+}
+
 /* The rows of a heap scan with lower <= time <= upto, in heap order. */
 void
 shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 {
-	memset(c, 0, sizeof(ShardCursor));
-	c->b = b;
-	c->heap = table_beginscan(b->rel, b->snapshot, 0, NULL);
-	c->lower = lower;
-	c->upto = upto;
+	shard_cursor_begin_heap(c, b, lower, upto);
 }
 
 /*
@@ -149,14 +163,8 @@ shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
 {
 	bool		heapkeyspace;
 	bool		allequalimage;
-	BlockNumber first;
-	BlockNumber nblocks;
 
-	memset(c, 0, sizeof(ShardCursor));
-	c->b = b;
-	c->heap = table_beginscan_strat(b->rel, b->snapshot, 0, NULL, true, false);
-	c->lower = PG_INT64_MIN;
-	c->upto = BASE_TIME;
+	shard_cursor_begin_heap(c, b, PG_INT64_MIN, BASE_TIME);
 	_bt_metaversion(b->time_index, &heapkeyspace, &allequalimage);
 	if (!heapkeyspace)
 		return;
@@ -166,11 +174,39 @@ shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
 	 * it began; a fold's later rows may be past them (their entries are
 	 * found all the same).
 	 */
-	nblocks = ((HeapScanDesc) c->heap)->rs_nblocks;
-	if (!first_base_block(b, &first) || first >= nblocks)
-		heap_setscanlimits(c->heap, 0, 0);
-	else
-		heap_setscanlimits(c->heap, first, nblocks - first);
+	if (!first_base_block(b, &c->next_block))
+		c->next_block = c->end_block;
+}
+
+/*
+ * A heap scan's next row, as its page holds it (pinned until the page
+ * after); false at the end.  A page's visible rows are found at once
+ * (heapgetpage, as a sequential scan in page mode does), and each row is
+ * then read where it lies, without a step of the scan per row.
+ */
+static bool
+shard_cursor_next_heap_row(ShardCursor *c, HeapTuple tuple)
+{
+	HeapScanDesc scan = (HeapScanDesc) c->heap;
+	Page		page;
+	ItemId		item;
+
+	while (scan->rs_cbuf == InvalidBuffer || c->next_item >= scan->rs_ntuples)
+	{
+		if (c->next_block >= c->end_block)
+			return false;
+		CHECK_FOR_INTERRUPTS();
+		heapgetpage(c->heap, c->next_block++);
+		c->next_item = 0;
+	}
+	page = BufferGetPage(scan->rs_cbuf);
+	ItemPointerSet(&c->heap_tid, scan->rs_cblock, scan->rs_vistuples[c->next_item++]);
+	item = PageGetItemId(page, ItemPointerGetOffsetNumber(&c->heap_tid));
+	tuple->t_data = (HeapTupleHeader) PageGetItem(page, item);
+	tuple->t_len = ItemIdGetLength(item);
+	tuple->t_self = c->heap_tid;
+	tuple->t_tableOid = RelationGetRelid(c->b->rel);
+	return true;
 }
 
 /* The rows an index scan with these keys finds, in index order. */
@@ -207,7 +243,8 @@ shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys,
 /*
  * The next row's fields (its tid is c->tid); false at the end.  A heap
  * scan's row is read where its page holds it (pinned by the scan until
- * the next call), without a slot; an index scan's in b->slot.
+ * the next page), its columns at their cached offsets, without a slot; an
+ * index scan's in b->slot.
  */
 bool
 shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
@@ -215,34 +252,34 @@ shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
 	TupleDesc	desc = RelationGetDescr(c->b->rel);
 	bool		isnull;
 
-	for (;;)
+	if (c->heap != NULL)
 	{
-		CHECK_FOR_INTERRUPTS();
-		if (c->heap != NULL)
-		{
-			HeapTuple	tuple = heap_getnext(c->heap, ForwardScanDirection);
+		HeapTupleData tuple;
 
-			if (tuple == NULL)
-				return false;
-			*time = DatumGetInt64(heap_getattr(tuple, SHARD_TIME, desc, &isnull));
+		while (shard_cursor_next_heap_row(c, &tuple))
+		{
+			*time = DatumGetInt64(heap_getattr(&tuple, SHARD_TIME, desc, &isnull));
 			if (*time < c->lower || *time > c->upto)
 				continue;
-			*diff = DatumGetInt64(heap_getattr(tuple, SHARD_DIFF, desc, &isnull));
-			*row = heap_getattr(tuple, SHARD_DATA, desc, &isnull);
-			c->tid = &tuple->t_self;
+			*diff = DatumGetInt64(heap_getattr(&tuple, SHARD_DIFF, desc, &isnull));
+			*row = heap_getattr(&tuple, SHARD_DATA, desc, &isnull);
+			c->tid = &c->heap_tid;
+			return true;
 		}
-		else
-		{
-			TupleTableSlot *slot = c->b->slot;
+		return false;
+	}
+	else
+	{
+		TupleTableSlot *slot = c->b->slot;
 
-			if (!index_getnext_slot(c->index, ForwardScanDirection, slot))
-				return false;
-			slot_getsomeattrs(slot, SHARD_DATA);
-			*time = DatumGetInt64(slot->tts_values[SHARD_TIME - 1]);
-			*diff = DatumGetInt64(slot->tts_values[SHARD_DIFF - 1]);
-			*row = slot->tts_values[SHARD_DATA - 1];
-			c->tid = &slot->tts_tid;
-		}
+		CHECK_FOR_INTERRUPTS();
+		if (!index_getnext_slot(c->index, ForwardScanDirection, slot))
+			return false;
+		slot_getsomeattrs(slot, SHARD_DATA);
+		*time = DatumGetInt64(slot->tts_values[SHARD_TIME - 1]);
+		*diff = DatumGetInt64(slot->tts_values[SHARD_DIFF - 1]);
+		*row = slot->tts_values[SHARD_DATA - 1];
+		c->tid = &slot->tts_tid;
 		return true;
 	}
 }

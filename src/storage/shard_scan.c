@@ -124,39 +124,86 @@ shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 }
 
 /*
- * The heap block of the time index's first entry at BASE_TIME; false if
- * there is none.  A forward scan returns the tids of a posting list
- * (deduplicated equal times) in ascending order, so this is the lowest
- * tid at BASE_TIME.  (The last entry would not give the highest: a
- * backward scan returns a posting list's tids in ascending order too.)
+ * Add the heap blocks of a time index entry (a posting list's lowest to
+ * highest tid) to the cursor's runs, which it finds in heap order.
  */
-static bool
-first_base_block(ShardBase *b, BlockNumber *block)
+static void
+add_block_run(ShardCursor *c, int *capacity, BlockNumber first, BlockNumber last)
 {
-	ScanKeyData key;
-	IndexScanDesc scan;
-	ItemPointer tid;
+	BlockRun   *run = c->nruns > 0 ? &c->runs[c->nruns - 1] : NULL;
 
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(BASE_TIME));
-	scan = index_beginscan(b->rel, b->time_index, b->snapshot, 1, 0);
-	index_rescan(scan, &key, 1, NULL, 0);
-	tid = index_getnext_tid(scan, ForwardScanDirection);
-	if (tid != NULL)
-		*block = ItemPointerGetBlockNumber(tid);
-	index_endscan(scan);
-	return tid != NULL;
+	if (run != NULL && first <= run->last + 1)
+	{
+		run->last = Max(run->last, last);
+		return;
+	}
+	if (c->nruns == *capacity)
+	{
+		*capacity *= 2;
+		c->runs = repalloc(c->runs, sizeof(BlockRun) * *capacity);
+	}
+	c->runs[c->nruns].first = first;
+	c->runs[c->nruns].last = last;
+	c->nruns++;
 }
 
 /*
- * A heap scan of the base rows (time BASE_TIME), in heap order, from the
- * first base row's block on: after a big write folded alone, the history
- * that the base counts (as many rows) lies before them.  The time index
- * orders a time's entries by heap tid (a btree with heap keys, as every
- * index PostgreSQL 12 or later builds), so its first entry at BASE_TIME
- * has the lowest tid of every base row the snapshot sees (a dead one only
- * widens the range; none at all: no base row), and each row read is
- * still checked for its time.  Not synchronized with other scans, which
- * would start it anywhere in the range.
+ * The runs of heap blocks that hold base rows (time BASE_TIME): the time
+ * index's entries at BASE_TIME, read off its leaf pages left to right as a
+ * forward scan reads them.  A btree with heap keys (as every index
+ * PostgreSQL 12 or later builds) orders a time's entries by heap tid, and
+ * every row the snapshot sees has an entry (a dead row's only widens a
+ * run), so the blocks between runs hold no base row: the history before
+ * the base, the space a fold or compaction freed.  A page's entries at
+ * BASE_TIME are a few deduplicated posting lists, each read at its ends.
+ */
+static void
+find_base_block_runs(ShardCursor *c, ShardBase *b)
+{
+	Relation	index = b->time_index;
+	TupleDesc	desc = RelationGetDescr(index);
+	Buffer		buf = _bt_get_endpoint(index, 0, false, b->snapshot);
+	int			capacity = 16;
+	bool		past = false;
+
+	c->runs = palloc(sizeof(BlockRun) * capacity);
+	while (BufferIsValid(buf))
+	{
+		Page		page = BufferGetPage(buf);
+		BTPageOpaque opaque = BTPageGetOpaque(page);
+
+		if (!P_IGNORE(opaque))
+		{
+			for (OffsetNumber off = P_FIRSTDATAKEY(opaque);
+				 off <= PageGetMaxOffsetNumber(page) && !past; off++)
+			{
+				IndexTuple	entry = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
+				bool		isnull;
+				int64		time = DatumGetInt64(index_getattr(entry, 1, desc, &isnull));
+
+				past = time > BASE_TIME;
+				if (time == BASE_TIME)
+					add_block_run(c, &capacity,
+								  ItemPointerGetBlockNumber(BTreeTupleGetHeapTID(entry)),
+								  ItemPointerGetBlockNumber(BTreeTupleGetMaxHeapTID(entry)));
+			}
+		}
+		if (past || P_RIGHTMOST(opaque))
+		{
+			_bt_relbuf(index, buf);
+			break;
+		}
+		buf = _bt_relandgetbuf(index, buf, opaque->btpo_next, BT_READ);
+	}
+}
+
+/*
+ * A heap scan of the base rows (time BASE_TIME), in heap order, of the
+ * blocks that hold them (find_base_block_runs): after a big write folded
+ * alone, the history that the base counts (as many rows) lies before
+ * them; after compaction, the space it freed lies between them.  Each row
+ * read is still checked for its time.  An index without heap keys: the
+ * whole heap.
  */
 void
 shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
@@ -168,14 +215,8 @@ shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
 	_bt_metaversion(b->time_index, &heapkeyspace, &allequalimage);
 	if (!heapkeyspace)
 		return;
-
-	/*
-	 * The rows the snapshot sees are in the blocks the scan counted when
-	 * it began; a fold's later rows may be past them (their entries are
-	 * found all the same).
-	 */
-	if (!first_base_block(b, &c->next_block))
-		c->next_block = c->end_block;
+	find_base_block_runs(c, b);
+	c->end_block = 0;			/* the runs instead */
 }
 
 /*
@@ -194,7 +235,19 @@ shard_cursor_next_heap_row(ShardCursor *c, HeapTuple tuple)
 	while (scan->rs_cbuf == InvalidBuffer || c->next_item >= scan->rs_ntuples)
 	{
 		if (c->next_block >= c->end_block)
-			return false;
+		{
+			/*
+			 * The next run, within the blocks the scan counted when it
+			 * began, which hold the rows its snapshot sees (a fold's later
+			 * rows may be past them: their entries are found all the same)
+			 */
+			if (c->next_run >= c->nruns)
+				return false;
+			c->next_block = c->runs[c->next_run].first;
+			c->end_block = Min(c->runs[c->next_run].last + 1, scan->rs_nblocks);
+			c->next_run++;
+			continue;
+		}
 		CHECK_FOR_INTERRUPTS();
 		heapgetpage(c->heap, c->next_block++);
 		c->next_item = 0;

@@ -245,6 +245,36 @@ SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcbig');
 RESET statement_timeout;
 SELECT peek.drop_collection('pcbig');
 
+-- a base with a gap: the load's history compacted away and vacuumed, a
+-- fold writes its new base rows into the space freed before the old ones;
+-- a full walk reads the blocks that hold base rows (the time index's), and
+-- all of them
+SELECT peek.create_collection('pcgap', 'pckv');
+SELECT peek.write('pcgap', ARRAY(SELECT (g, 'v' || g)::pckv FROM generate_series(1, 20000) g));
+SELECT wait_for($$SELECT base_time = 0 FROM peek.objects WHERE name = 'pcgap'$$);
+SELECT peek.allow_compaction('pcgap', 0);
+CREATE FUNCTION pcgap_shard(query text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+    EXECUTE format(query, (SELECT shard FROM peek.collections WHERE name = 'pcgap')) INTO n;
+    RETURN n;
+END $$;
+SELECT wait_for($$SELECT pcgap_shard('SELECT count(*) FROM %s WHERE time >= 0') = 0$$);
+\set ECHO none
+SELECT format('VACUUM %s', shard) FROM peek.collections WHERE name = 'pcgap' \gexec
+\set ECHO all
+SELECT peek.write('pcgap', ARRAY(SELECT (g, 'new' || g)::pckv FROM generate_series(1, 100) g),
+                  ARRAY(SELECT (g, 'v' || g)::pckv FROM generate_series(1, 100) g));
+SELECT wait_for($$SELECT base_time = 1 FROM peek.objects WHERE name = 'pcgap'$$);
+-- blocks without a base row between the first and the last that have one
+SELECT pcgap_shard($$SELECT max(b) - min(b) + 1 - count(DISTINCT b) FROM
+                     (SELECT (ctid::text::point)[0] AS b FROM %s WHERE time < 0) r$$) > 0 AS gap;
+SELECT count(*), count(1) AS ones FROM peek.persist_peek(NULL::pckv, 'pcgap');
+SELECT count(k), sum(k), count(*) FILTER (WHERE v LIKE 'new%') AS new
+  FROM peek.persist_peek(NULL::pckv, 'pcgap');
+SELECT peek.drop_collection('pcgap');
+DROP FUNCTION pcgap_shard(text);
+
 SELECT peek.drop_collection('pcneg');
 SELECT peek.drop_collection('pc');
 DROP FUNCTION pc_write(int, int);

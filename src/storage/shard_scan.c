@@ -99,12 +99,13 @@ shard_base_close(ShardBase *b, LOCKMODE lock)
 }
 
 /*
- * A heap scan of the shard's pages from 0 on, in heap order (not
- * synchronized with other scans, which would start it anywhere): the
- * pages it counted when it began, which hold every row its snapshot sees.
+ * The rows of a heap scan with lower <= time <= upto, in heap order: the
+ * pages from 0 to the last the scan counted when it began, which hold
+ * every row its snapshot sees (not synchronized with other scans, which
+ * would start it anywhere).
  */
-static void
-shard_cursor_begin_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
+void
+shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 {
 	memset(c, 0, sizeof(ShardCursor));
 	c->b = b;
@@ -114,13 +115,6 @@ shard_cursor_begin_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 	c->end_block = ((HeapScanDesc) c->heap)->rs_nblocks;
 	/* heapgetpage's visible rows are an MVCC snapshot's, as every reader's */
 	Assert(c->heap->rs_flags & SO_ALLOW_PAGEMODE);
-}
-
-/* The rows of a heap scan with lower <= time <= upto, in heap order. */
-void
-shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
-{
-	shard_cursor_begin_heap(c, b, lower, upto);
 }
 
 /*
@@ -211,7 +205,7 @@ shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
 	bool		heapkeyspace;
 	bool		allequalimage;
 
-	shard_cursor_begin_heap(c, b, PG_INT64_MIN, BASE_TIME);
+	shard_cursor_open_heap(c, b, PG_INT64_MIN, BASE_TIME);
 	_bt_metaversion(b->time_index, &heapkeyspace, &allequalimage);
 	if (!heapkeyspace)
 		return;

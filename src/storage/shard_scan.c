@@ -142,6 +142,30 @@ add_block_run(ShardCursor *c, int *capacity, BlockNumber first, BlockNumber last
 }
 
 /*
+ * Add the heap blocks of a time index entry's tids to the cursor's runs:
+ * a posting list (deduplicated equal times) at its ends, unless it spans
+ * more blocks than it has tids, which leaves blocks between them without
+ * a base row (the space a compaction freed may lie inside one).
+ */
+static void
+add_entry_blocks(ShardCursor *c, int *capacity, IndexTuple entry)
+{
+	int			ntids = BTreeTupleIsPosting(entry) ? BTreeTupleGetNPosting(entry) : 1;
+	BlockNumber first = ItemPointerGetBlockNumber(BTreeTupleGetHeapTID(entry));
+	BlockNumber last = ItemPointerGetBlockNumber(BTreeTupleGetMaxHeapTID(entry));
+
+	if (last - first < ntids)
+		add_block_run(c, capacity, first, last);
+	else
+		for (int i = 0; i < ntids; i++)
+		{
+			BlockNumber block = ItemPointerGetBlockNumber(BTreeTupleGetPostingN(entry, i));
+
+			add_block_run(c, capacity, block, block);
+		}
+}
+
+/*
  * The runs of heap blocks that hold base rows (time BASE_TIME): the time
  * index's entries at BASE_TIME, read off its leaf pages left to right as a
  * forward scan reads them.  A btree with heap keys (as every index
@@ -149,7 +173,7 @@ add_block_run(ShardCursor *c, int *capacity, BlockNumber first, BlockNumber last
  * every row the snapshot sees has an entry (a dead row's only widens a
  * run), so the blocks between runs hold no base row: the history before
  * the base, the space a fold or compaction freed.  A page's entries at
- * BASE_TIME are a few deduplicated posting lists, each read at its ends.
+ * BASE_TIME are a few posting lists (add_entry_blocks).
  */
 static void
 find_base_block_runs(ShardCursor *c, ShardBase *b)
@@ -177,9 +201,7 @@ find_base_block_runs(ShardCursor *c, ShardBase *b)
 
 				past = time > BASE_TIME;
 				if (time == BASE_TIME)
-					add_block_run(c, &capacity,
-								  ItemPointerGetBlockNumber(BTreeTupleGetHeapTID(entry)),
-								  ItemPointerGetBlockNumber(BTreeTupleGetMaxHeapTID(entry)));
+					add_entry_blocks(c, &capacity, entry);
 			}
 		}
 		if (past || P_RIGHTMOST(opaque))

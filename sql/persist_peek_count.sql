@@ -63,10 +63,21 @@ END $$;
 
 SELECT pc_write(0, 0);
 SELECT wait_for($$SELECT base_time = 0 FROM peek.objects WHERE name = 'pc'$$);
--- count(*) alone: the scan counts; no column read: a count above it
+-- count(*) or count(1) alone: the scan counts
 EXPLAIN (COSTS OFF) SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc');
 EXPLAIN (COSTS OFF) SELECT count(*), count(*) * 2 + 1 AS odd FROM peek.persist_peek(NULL::pckv, 'pc');
 EXPLAIN (COSTS OFF) SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) SELECT count(*), count('x'::text) FROM peek.persist_peek(NULL::pckv, 'pc');
+-- a count of what may be null, or of a parameter: the Aggregate counts
+EXPLAIN (COSTS OFF) SELECT count(NULL::int) FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) SELECT count(*), count(NULL::int) FROM peek.persist_peek(NULL::pckv, 'pc');
+PREPARE pc_count_of(int) AS SELECT count($1) FROM peek.persist_peek(NULL::pckv, 'pc');
+EXPLAIN (COSTS OFF) EXECUTE pc_count_of(1);
+SELECT count(NULL::int) AS nulls, count(1) AS ones, count('x'::text) AS xs
+  FROM peek.persist_peek(NULL::pckv, 'pc');
+EXECUTE pc_count_of(1);
+EXECUTE pc_count_of(NULL);
+DEALLOCATE pc_count_of;
 -- a filter, another aggregate, a grouping: the Aggregate counts
 EXPLAIN (COSTS OFF) SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') WHERE k > 1;
 EXPLAIN (COSTS OFF) SELECT count(*), max(k) FROM peek.persist_peek(NULL::pckv, 'pc');
@@ -197,18 +208,72 @@ SELECT try($$SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pcneg')$$);
 SELECT try($$SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pcneg')$$);
 SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcneg', as_of => 0);
 
--- a row of a trillion copies: each one a step, and the count cancellable
+-- a row of a trillion copies: counted at once, not a copy at a time
+-- (which would take minutes for each of these), as far as the limit and
+-- pg_peek.max_result_bytes let it, which count every copy
 SELECT peek.create_collection('pcmany', 'pckv');
 SELECT peek.append('pcmany', ARRAY[(1, 'a')]::pckv[], 0, 1000000000000);
+SELECT peek.append('pcmany', ARRAY[(2, 'b')]::pckv[], 0, 7);
 SELECT peek.advance('pcmany', 1);
 SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcmany', "limit" => 3);
 SET pg_peek.max_result_bytes = '2000000000kB';
+SET statement_timeout = '20s';
+SELECT count(*), count(1) AS ones
+  FROM peek.persist_peek(NULL::pckv, 'pcmany', "limit" => 60000000000);
+-- all of them: past the bytes (30 each), as one copy at a time would be
+SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcmany')$$);
+-- the rows going up (a column read) are steps, and cancellable
 SET statement_timeout = '300ms';
-SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcmany');
-SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pcmany');
+SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pcmany');
 RESET statement_timeout;
+-- to the byte: the first limit that fails is the same for the count as
+-- for the rows (30 bytes each: 34 fit in 1kB)
+SET pg_peek.max_result_bytes = '1kB';
+SELECT counted, column_read
+  FROM (SELECT min(n) FILTER (WHERE try(format('SELECT count(*) FROM peek.persist_peek(NULL::pckv, %L, "limit" => %s)', 'pcmany', n)) <> 'ok') AS counted,
+               min(n) FILTER (WHERE try(format('SELECT count(k) FROM peek.persist_peek(NULL::pckv, %L, "limit" => %s)', 'pcmany', n)) <> 'ok') AS column_read
+          FROM generate_series(30, 40) n) f;
 RESET pg_peek.max_result_bytes;
 SELECT peek.drop_collection('pcmany');
+
+-- a count of many rows is cancellable as it walks them
+SELECT peek.create_collection('pcbig', 'pckv');
+SELECT peek.write('pcbig', ARRAY(SELECT (g, 'v')::pckv FROM generate_series(1, 300000) g));
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcbig');
+SET statement_timeout = '2ms';
+SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pcbig');
+RESET statement_timeout;
+SELECT peek.drop_collection('pcbig');
+
+-- a base with a gap: the load's history compacted away and vacuumed, a
+-- fold writes its new base rows into the space freed before the old ones;
+-- a full walk reads the blocks that hold base rows (the time index's), and
+-- all of them
+SELECT peek.create_collection('pcgap', 'pckv');
+SELECT peek.write('pcgap', ARRAY(SELECT (g, 'v' || g)::pckv FROM generate_series(1, 20000) g));
+SELECT wait_for($$SELECT base_time = 0 FROM peek.objects WHERE name = 'pcgap'$$);
+SELECT peek.allow_compaction('pcgap', 0);
+CREATE FUNCTION pcgap_shard(query text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+    EXECUTE format(query, (SELECT shard FROM peek.collections WHERE name = 'pcgap')) INTO n;
+    RETURN n;
+END $$;
+SELECT wait_for($$SELECT pcgap_shard('SELECT count(*) FROM %s WHERE time >= 0') = 0$$);
+\set ECHO none
+SELECT format('VACUUM %s', shard) FROM peek.collections WHERE name = 'pcgap' \gexec
+\set ECHO all
+SELECT peek.write('pcgap', ARRAY(SELECT (g, 'new' || g)::pckv FROM generate_series(1, 100) g),
+                  ARRAY(SELECT (g, 'v' || g)::pckv FROM generate_series(1, 100) g));
+SELECT wait_for($$SELECT base_time = 1 FROM peek.objects WHERE name = 'pcgap'$$);
+-- blocks without a base row between the first and the last that have one
+SELECT pcgap_shard($$SELECT max(b) - min(b) + 1 - count(DISTINCT b) FROM
+                     (SELECT (ctid::text::point)[0] AS b FROM %s WHERE time < 0) r$$) > 0 AS gap;
+SELECT count(*), count(1) AS ones FROM peek.persist_peek(NULL::pckv, 'pcgap');
+SELECT count(k), sum(k), count(*) FILTER (WHERE v LIKE 'new%') AS new
+  FROM peek.persist_peek(NULL::pckv, 'pcgap');
+SELECT peek.drop_collection('pcgap');
+DROP FUNCTION pcgap_shard(text);
 
 SELECT peek.drop_collection('pcneg');
 SELECT peek.drop_collection('pc');

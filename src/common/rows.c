@@ -398,26 +398,37 @@ row_emit_tuple(RowEmitter *e, Datum row, int64 count, RowImageBuffer *buf, HeapT
 }
 
 /*
- * Count one more copy of a row of bytes bytes (its tuple's t_len) into the
- * result: false once the limit is met, an error past
- * pg_peek.max_result_bytes.
+ * Count up to copies more copies of a row of bytes bytes (its tuple's
+ * t_len) into the result: how many the limit lets in (0 once it is met),
+ * an error if they take the result past pg_peek.max_result_bytes, just as
+ * counting them one at a time would.
  */
-bool
-row_emit_admit(RowEmitter *e, Size bytes)
+int64
+row_emit_admit_copies(RowEmitter *e, Size bytes, int64 copies)
 {
 	Size		max_bytes = (Size) setting_max_result_kb * 1024;
+	int64		admitted = copies;
 
-	if (row_emitter_full(e))
-		return false;
-	e->bytes += bytes;
-	if (e->bytes > max_bytes)
+	if (e->limit >= 0)
+		admitted = Min(admitted, Max(e->limit - e->emitted, 0));
+	if (admitted <= 0)
+		return 0;
+	if ((int128) e->bytes + (int128) admitted * bytes > (int128) max_bytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("peek result of \"%s\" exceeds pg_peek.max_result_bytes (%d kB)",
 						e->name, setting_max_result_kb),
 				 errhint("Add a limit or a key to the peek, or raise pg_peek.max_result_bytes.")));
-	e->emitted++;
-	return true;
+	e->bytes += admitted * bytes;
+	e->emitted += admitted;
+	return admitted;
+}
+
+/* Count one more copy of a row: false once the limit is met. */
+bool
+row_emit_admit(RowEmitter *e, Size bytes)
+{
+	return row_emit_admit_copies(e, bytes, 1) == 1;
 }
 
 /*

@@ -74,6 +74,7 @@ extern void row_emit_tuple(RowEmitter *e, Datum row, int64 count, RowImageBuffer
 						   HeapTupleData *tuple);
 extern void row_emit_check(RowEmitter *e, Datum row, int64 count);
 extern bool row_emit_admit(RowEmitter *e, Size bytes);
+extern int64 row_emit_admit_copies(RowEmitter *e, Size bytes, int64 copies);
 extern void row_emit(RowEmitter *e, Datum row, int64 count);
 extern char *row_to_text(Oid rowtype, Datum row);
 extern bool rows_match_table(TupleDesc table, TupleDesc row);

@@ -12,6 +12,7 @@
 
 #include "access/detoast.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/snapmgr.h"
 
 #include "common/rows.h"
@@ -116,16 +117,12 @@ persist_peek_rewind(PersistPeek *p)
 }
 
 /*
- * Step to the next row of the result, or to another copy of the current
- * one (*again), up to the limit; false at the end.  The row itself is not
- * read: a reader that needs it asks persist_peek_tuple, and one that reads
- * no column (count(*)) never does.  It counts against
- * pg_peek.max_result_bytes with its tuple's length all the same.
+ * Make the walk's next row the current one, unless copies of the current
+ * one are left; false at the end or once the limit is met.
  */
-bool
-persist_peek_advance(PersistPeek *p, bool *again)
+static bool
+persist_peek_next_row(PersistPeek *p)
 {
-	*again = p->copies > 0;
 	while (p->copies == 0)
 	{
 		if (p->walk == NULL || row_emitter_full(&p->e))
@@ -142,10 +139,49 @@ persist_peek_advance(PersistPeek *p, bool *again)
 		p->row_bytes = toast_raw_datum_size(p->row);
 		p->out = NULL;
 	}
-	if (!row_emit_admit(&p->e, p->row_bytes))
+	return true;
+}
+
+/*
+ * Step to the next row of the result, or to another copy of the current
+ * one (*again), up to the limit; false at the end.  The row itself is not
+ * read: a reader that needs it asks persist_peek_tuple, and one that reads
+ * no column never does.  It counts against pg_peek.max_result_bytes with
+ * its tuple's length all the same.
+ */
+bool
+persist_peek_advance(PersistPeek *p, bool *again)
+{
+	*again = p->copies > 0;
+	if (!persist_peek_next_row(p) || !row_emit_admit(&p->e, p->row_bytes))
 		return false;
 	p->copies--;
 	return true;
+}
+
+/*
+ * The number of steps persist_peek_advance would take from here to the
+ * end, taken: a row's copies at once, as many as the limit lets in, each
+ * counted against pg_peek.max_result_bytes, failing where the steps would
+ * (a negative multiplicity, the bytes).  Cancellable between rows.
+ */
+int64
+persist_peek_count(PersistPeek *p)
+{
+	int64		count = 0;
+
+	while (persist_peek_next_row(p))
+	{
+		int64		admitted = row_emit_admit_copies(&p->e, p->row_bytes, p->copies);
+
+		CHECK_FOR_INTERRUPTS();
+		/* at most max_result_bytes / a row's bytes in all: no overflow */
+		count += admitted;
+		p->copies -= admitted;
+		if (p->copies > 0)
+			break;				/* the limit */
+	}
+	return count;
 }
 
 /*

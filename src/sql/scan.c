@@ -19,9 +19,10 @@
  *	  privileges, the gate and the walk are the function's own.
  *
  *	  Rows are made only for a plan that reads their columns: for one that
- *	  reads none (count(1), EXISTS) the walk's rows are only counted, and a
- *	  query that is nothing but count(*) of them is this node alone, which
- *	  returns the count (persist_count_upper_paths).
+ *	  reads none (EXISTS, a constant select list) the walk's rows are only
+ *	  counted, and a query that is nothing but their count (count(*),
+ *	  count(1)) is this node alone, which returns it, each row's copies
+ *	  counted at once (persist_count_upper_paths).
  *
  *	  Must not read shards, gate peeks or look up collections itself.
  *
@@ -65,7 +66,7 @@ typedef struct PersistScanState
 	int64		rows_wanted;	/* at most, or -1 (planned: see rows_wanted) */
 	List	   *planned_types;	/* the row type's columns' types as planned */
 	bool		reads_columns;	/* the qual or the projection reads a column */
-	bool		counts_rows;	/* one row, the count(*) of the peek's (see
+	bool		counts_rows;	/* one row, the count of the peek's (see
 								 * persist_count_upper_paths): */
 	bool		count_known;	/* count is the peek's */
 	bool		count_returned; /* the row was returned since the last rescan */
@@ -242,10 +243,32 @@ persist_scan_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEnt
 }
 
 /*
- * Does the expression read anything but count(*) of the rows (an
+ * Is the aggregate the count of the rows: count(*), or count() of a
+ * constant that is not null (count(1)), unfiltered, unordered, not
+ * distinct, of this query's rows?
+ */
+static bool
+is_row_count(Aggref *agg)
+{
+	if (agg->agglevelsup != 0 || agg->aggfilter != NULL || agg->aggorder != NIL ||
+		agg->aggdistinct != NIL)
+		return false;
+	if (agg->aggfnoid == F_COUNT_)
+		return agg->aggstar;
+	if (agg->aggfnoid == F_COUNT_ANY && list_length(agg->args) == 1)
+	{
+		Expr	   *arg = linitial_node(TargetEntry, agg->args)->expr;
+
+		return IsA(arg, Const) && !((Const *) arg)->constisnull;
+	}
+	return false;
+}
+
+/*
+ * Does the expression read anything but the count of the rows (an
  * aggregate of another kind, a filtered, ordered or distinct count, a
  * column, a subquery)?  Constants, parameters and functions of them and of
- * count(*) read nothing else.
+ * the count read nothing else.
  */
 static bool
 reads_more_than_count(Node *node, void *context)
@@ -253,12 +276,7 @@ reads_more_than_count(Node *node, void *context)
 	if (node == NULL)
 		return false;
 	if (IsA(node, Aggref))
-	{
-		Aggref	   *agg = (Aggref *) node;
-
-		return agg->aggfnoid != F_COUNT_ || !agg->aggstar || agg->agglevelsup != 0 ||
-			agg->aggfilter != NULL || agg->aggorder != NIL || agg->aggdistinct != NIL;
-	}
+		return !is_row_count((Aggref *) node);
 	if (IsA(node, Var) || IsA(node, PlaceHolderVar) || IsA(node, GroupingFunc) ||
 		IsA(node, WindowFunc) || IsA(node, SubLink) || IsA(node, SubPlan) ||
 		IsA(node, AlternativeSubPlan))
@@ -268,12 +286,12 @@ reads_more_than_count(Node *node, void *context)
 
 /*
  * A query that only counts the rows of a streamed persist_peek call
- * (`SELECT count(*) FROM peek.persist_peek(...)`: no WHERE, GROUP BY,
- * HAVING or other aggregate) is offered the scan as its aggregate too: it
- * steps through the peek's answer, counting each row as many times as it
- * counts, and returns that one row, so that no row goes up through the
- * executor to be counted there.  The steps are the rows' own
- * (persist_peek_advance): the limit, pg_peek.max_result_bytes and a
+ * (`SELECT count(*) FROM peek.persist_peek(...)`, or count(1): no WHERE,
+ * GROUP BY, HAVING or other aggregate, see is_row_count) is offered the
+ * scan as its aggregate too: it walks the peek's answer, counting each
+ * row's copies at once, and returns that one row, so that no row goes up
+ * through the executor to be counted there.  The count is the rows' steps
+ * (persist_peek_count): the limit, pg_peek.max_result_bytes and a
  * negative multiplicity count and fail as they do when the rows go up.
  */
 static void
@@ -310,7 +328,7 @@ persist_count_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo
 	add_path(output_rel, &path->path);
 }
 
-/* Collect the distinct Aggrefs of an expression (all count(*) here). */
+/* Collect the distinct Aggrefs of an expression (all counts here). */
 static bool
 collect_aggrefs(Node *node, List **aggrefs)
 {
@@ -529,15 +547,15 @@ rewind_scan_peek(PersistScanState *s)
 }
 
 /*
- * The one row of a count: each of the scan tuple's columns (a count(*) of
- * the plan) the peek's rows, every copy counted as persist_peek_advance
- * steps to it.  Rescanned with the same arguments, the same count.
+ * The one row of a count: each of the scan tuple's columns (a count of the
+ * plan) the peek's rows, each row's copies counted at once as
+ * persist_peek_advance would step to them one by one.  Rescanned with the
+ * same arguments, the same count.
  */
 static TupleTableSlot *
 persist_count_next(PersistScanState *s)
 {
 	TupleTableSlot *slot = s->css.ss.ss_ScanTupleSlot;
-	bool		again;
 
 	ExecClearTuple(slot);
 	if (s->count_returned)
@@ -546,13 +564,7 @@ persist_count_next(PersistScanState *s)
 	{
 		if (s->peek == NULL)
 			open_scan_peek(s);
-		s->count = 0;
-		/* a row's copies are steps too, as many as it counts: cancellable */
-		while (persist_peek_advance(s->peek, &again))
-		{
-			CHECK_FOR_INTERRUPTS();
-			s->count++;
-		}
+		s->count = persist_peek_count(s->peek);
 		s->count_known = true;
 	}
 	for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++)

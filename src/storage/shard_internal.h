@@ -82,10 +82,18 @@ typedef struct TidList
 	int64		capacity;
 } TidList;
 
+/* A run of heap blocks, first to last. */
+typedef struct BlockRun
+{
+	BlockNumber first;
+	BlockNumber last;
+} BlockRun;
+
 /*
- * A stream of shard rows, each with its tid: a heap scan (its rows read in
- * its pinned page, as stored) or an index scan (its rows in b->slot).  One
- * loop reads every scan's rows (shard_cursor_next).
+ * A stream of shard rows, each with its tid: a heap scan (its rows read a
+ * page at a time where the pinned page holds them, as stored) or an index
+ * scan (its rows in b->slot).  One loop reads every scan's rows
+ * (shard_cursor_next).
  */
 typedef struct ShardCursor
 {
@@ -94,6 +102,13 @@ typedef struct ShardCursor
 	IndexScanDesc index;
 	int64		lower;			/* a heap scan's rows: lower <= time <= upto */
 	int64		upto;
+	BlockNumber next_block;		/* a heap scan's next page to read, */
+	BlockNumber end_block;		/* and the one past its run's last */
+	BlockRun   *runs;			/* the runs read after it, or NULL */
+	int			nruns;
+	int			next_run;
+	int			next_item;		/* the next of the page's visible rows */
+	ItemPointerData heap_tid;	/* a heap scan's current row's */
 	ItemPointer tid;			/* the current row's */
 } ShardCursor;
 

@@ -98,79 +98,184 @@ shard_base_close(ShardBase *b, LOCKMODE lock)
 		FreeTupleDesc(b->desc);
 }
 
-/* The rows of a heap scan with lower <= time <= upto, in heap order. */
+/*
+ * The rows of a heap scan with lower <= time <= upto, in heap order: the
+ * pages from 0 to the last the scan counted when it began, which hold
+ * every row its snapshot sees (not synchronized with other scans, which
+ * would start it anywhere).
+ */
 void
 shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 {
 	memset(c, 0, sizeof(ShardCursor));
 	c->b = b;
-	c->heap = table_beginscan(b->rel, b->snapshot, 0, NULL);
+	c->heap = table_beginscan_strat(b->rel, b->snapshot, 0, NULL, true, false);
 	c->lower = lower;
 	c->upto = upto;
+	c->end_block = ((HeapScanDesc) c->heap)->rs_nblocks;
+	/* heapgetpage's visible rows are an MVCC snapshot's, as every reader's */
+	Assert(c->heap->rs_flags & SO_ALLOW_PAGEMODE);
 }
 
 /*
- * The heap block of the time index's first entry at BASE_TIME; false if
- * there is none.  A forward scan returns the tids of a posting list
- * (deduplicated equal times) in ascending order, so this is the lowest
- * tid at BASE_TIME.  (The last entry would not give the highest: a
- * backward scan returns a posting list's tids in ascending order too.)
+ * Add the heap blocks of a time index entry (a posting list's lowest to
+ * highest tid) to the cursor's runs, which it finds in heap order.
  */
-static bool
-first_base_block(ShardBase *b, BlockNumber *block)
+static void
+add_block_run(ShardCursor *c, int *capacity, BlockNumber first, BlockNumber last)
 {
-	ScanKeyData key;
-	IndexScanDesc scan;
-	ItemPointer tid;
+	BlockRun   *run = c->nruns > 0 ? &c->runs[c->nruns - 1] : NULL;
 
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(BASE_TIME));
-	scan = index_beginscan(b->rel, b->time_index, b->snapshot, 1, 0);
-	index_rescan(scan, &key, 1, NULL, 0);
-	tid = index_getnext_tid(scan, ForwardScanDirection);
-	if (tid != NULL)
-		*block = ItemPointerGetBlockNumber(tid);
-	index_endscan(scan);
-	return tid != NULL;
+	if (run != NULL && first <= run->last + 1)
+	{
+		run->last = Max(run->last, last);
+		return;
+	}
+	if (c->nruns == *capacity)
+	{
+		*capacity *= 2;
+		c->runs = repalloc(c->runs, sizeof(BlockRun) * *capacity);
+	}
+	c->runs[c->nruns].first = first;
+	c->runs[c->nruns].last = last;
+	c->nruns++;
 }
 
 /*
- * A heap scan of the base rows (time BASE_TIME), in heap order, from the
- * first base row's block on: after a big write folded alone, the history
- * that the base counts (as many rows) lies before them.  The time index
- * orders a time's entries by heap tid (a btree with heap keys, as every
- * index PostgreSQL 12 or later builds), so its first entry at BASE_TIME
- * has the lowest tid of every base row the snapshot sees (a dead one only
- * widens the range; none at all: no base row), and each row read is
- * still checked for its time.  Not synchronized with other scans, which
- * would start it anywhere in the range.
+ * Add the heap blocks of a time index entry's tids to the cursor's runs:
+ * a posting list (deduplicated equal times) at its ends, unless it spans
+ * more blocks than it has tids, which leaves blocks between them without
+ * a base row (the space a compaction freed may lie inside one).
+ */
+static void
+add_entry_blocks(ShardCursor *c, int *capacity, IndexTuple entry)
+{
+	int			ntids = BTreeTupleIsPosting(entry) ? BTreeTupleGetNPosting(entry) : 1;
+	BlockNumber first = ItemPointerGetBlockNumber(BTreeTupleGetHeapTID(entry));
+	BlockNumber last = ItemPointerGetBlockNumber(BTreeTupleGetMaxHeapTID(entry));
+
+	if (last - first < ntids)
+		add_block_run(c, capacity, first, last);
+	else
+		for (int i = 0; i < ntids; i++)
+		{
+			BlockNumber block = ItemPointerGetBlockNumber(BTreeTupleGetPostingN(entry, i));
+
+			add_block_run(c, capacity, block, block);
+		}
+}
+
+/*
+ * The runs of heap blocks that hold base rows (time BASE_TIME): the time
+ * index's entries at BASE_TIME, read off its leaf pages left to right as a
+ * forward scan reads them.  A btree with heap keys (as every index
+ * PostgreSQL 12 or later builds) orders a time's entries by heap tid, and
+ * every row the snapshot sees has an entry (a dead row's only widens a
+ * run), so the blocks between runs hold no base row: the history before
+ * the base, the space a fold or compaction freed.  A page's entries at
+ * BASE_TIME are a few posting lists (add_entry_blocks).
+ */
+static void
+find_base_block_runs(ShardCursor *c, ShardBase *b)
+{
+	Relation	index = b->time_index;
+	TupleDesc	desc = RelationGetDescr(index);
+	Buffer		buf = _bt_get_endpoint(index, 0, false, b->snapshot);
+	int			capacity = 16;
+	bool		past = false;
+
+	c->runs = palloc(sizeof(BlockRun) * capacity);
+	while (BufferIsValid(buf))
+	{
+		Page		page = BufferGetPage(buf);
+		BTPageOpaque opaque = BTPageGetOpaque(page);
+
+		if (!P_IGNORE(opaque))
+		{
+			for (OffsetNumber off = P_FIRSTDATAKEY(opaque);
+				 off <= PageGetMaxOffsetNumber(page) && !past; off++)
+			{
+				IndexTuple	entry = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
+				bool		isnull;
+				int64		time = DatumGetInt64(index_getattr(entry, 1, desc, &isnull));
+
+				past = time > BASE_TIME;
+				if (time == BASE_TIME)
+					add_entry_blocks(c, &capacity, entry);
+			}
+		}
+		if (past || P_RIGHTMOST(opaque))
+		{
+			_bt_relbuf(index, buf);
+			break;
+		}
+		buf = _bt_relandgetbuf(index, buf, opaque->btpo_next, BT_READ);
+	}
+}
+
+/*
+ * A heap scan of the base rows (time BASE_TIME), in heap order, of the
+ * blocks that hold them (find_base_block_runs): after a big write folded
+ * alone, the history that the base counts (as many rows) lies before
+ * them; after compaction, the space it freed lies between them.  Each row
+ * read is still checked for its time.  An index without heap keys: the
+ * whole heap.
  */
 void
 shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
 {
 	bool		heapkeyspace;
 	bool		allequalimage;
-	BlockNumber first;
-	BlockNumber nblocks;
 
-	memset(c, 0, sizeof(ShardCursor));
-	c->b = b;
-	c->heap = table_beginscan_strat(b->rel, b->snapshot, 0, NULL, true, false);
-	c->lower = PG_INT64_MIN;
-	c->upto = BASE_TIME;
+	shard_cursor_open_heap(c, b, PG_INT64_MIN, BASE_TIME);
 	_bt_metaversion(b->time_index, &heapkeyspace, &allequalimage);
 	if (!heapkeyspace)
 		return;
+	find_base_block_runs(c, b);
+	c->end_block = 0;			/* the runs instead */
+}
 
-	/*
-	 * The rows the snapshot sees are in the blocks the scan counted when
-	 * it began; a fold's later rows may be past them (their entries are
-	 * found all the same).
-	 */
-	nblocks = ((HeapScanDesc) c->heap)->rs_nblocks;
-	if (!first_base_block(b, &first) || first >= nblocks)
-		heap_setscanlimits(c->heap, 0, 0);
-	else
-		heap_setscanlimits(c->heap, first, nblocks - first);
+/*
+ * A heap scan's next row, as its page holds it (pinned until the page
+ * after); false at the end.  A page's visible rows are found at once
+ * (heapgetpage, as a sequential scan in page mode does), and each row is
+ * then read where it lies, without a step of the scan per row.
+ */
+static bool
+shard_cursor_next_heap_row(ShardCursor *c, HeapTuple tuple)
+{
+	HeapScanDesc scan = (HeapScanDesc) c->heap;
+	Page		page;
+	ItemId		item;
+
+	while (scan->rs_cbuf == InvalidBuffer || c->next_item >= scan->rs_ntuples)
+	{
+		if (c->next_block >= c->end_block)
+		{
+			/*
+			 * The next run, within the blocks the scan counted when it
+			 * began, which hold the rows its snapshot sees (a fold's later
+			 * rows may be past them: their entries are found all the same)
+			 */
+			if (c->next_run >= c->nruns)
+				return false;
+			c->next_block = c->runs[c->next_run].first;
+			c->end_block = Min(c->runs[c->next_run].last + 1, scan->rs_nblocks);
+			c->next_run++;
+			continue;
+		}
+		CHECK_FOR_INTERRUPTS();
+		heapgetpage(c->heap, c->next_block++);
+		c->next_item = 0;
+	}
+	page = BufferGetPage(scan->rs_cbuf);
+	ItemPointerSet(&c->heap_tid, scan->rs_cblock, scan->rs_vistuples[c->next_item++]);
+	item = PageGetItemId(page, ItemPointerGetOffsetNumber(&c->heap_tid));
+	tuple->t_data = (HeapTupleHeader) PageGetItem(page, item);
+	tuple->t_len = ItemIdGetLength(item);
+	tuple->t_self = c->heap_tid;
+	tuple->t_tableOid = RelationGetRelid(c->b->rel);
+	return true;
 }
 
 /* The rows an index scan with these keys finds, in index order. */
@@ -207,7 +312,8 @@ shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys,
 /*
  * The next row's fields (its tid is c->tid); false at the end.  A heap
  * scan's row is read where its page holds it (pinned by the scan until
- * the next call), without a slot; an index scan's in b->slot.
+ * the next page), its columns at their cached offsets, without a slot; an
+ * index scan's in b->slot.
  */
 bool
 shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
@@ -215,34 +321,34 @@ shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
 	TupleDesc	desc = RelationGetDescr(c->b->rel);
 	bool		isnull;
 
-	for (;;)
+	if (c->heap != NULL)
 	{
-		CHECK_FOR_INTERRUPTS();
-		if (c->heap != NULL)
-		{
-			HeapTuple	tuple = heap_getnext(c->heap, ForwardScanDirection);
+		HeapTupleData tuple;
 
-			if (tuple == NULL)
-				return false;
-			*time = DatumGetInt64(heap_getattr(tuple, SHARD_TIME, desc, &isnull));
+		while (shard_cursor_next_heap_row(c, &tuple))
+		{
+			*time = DatumGetInt64(heap_getattr(&tuple, SHARD_TIME, desc, &isnull));
 			if (*time < c->lower || *time > c->upto)
 				continue;
-			*diff = DatumGetInt64(heap_getattr(tuple, SHARD_DIFF, desc, &isnull));
-			*row = heap_getattr(tuple, SHARD_DATA, desc, &isnull);
-			c->tid = &tuple->t_self;
+			*diff = DatumGetInt64(heap_getattr(&tuple, SHARD_DIFF, desc, &isnull));
+			*row = heap_getattr(&tuple, SHARD_DATA, desc, &isnull);
+			c->tid = &c->heap_tid;
+			return true;
 		}
-		else
-		{
-			TupleTableSlot *slot = c->b->slot;
+		return false;
+	}
+	else
+	{
+		TupleTableSlot *slot = c->b->slot;
 
-			if (!index_getnext_slot(c->index, ForwardScanDirection, slot))
-				return false;
-			slot_getsomeattrs(slot, SHARD_DATA);
-			*time = DatumGetInt64(slot->tts_values[SHARD_TIME - 1]);
-			*diff = DatumGetInt64(slot->tts_values[SHARD_DIFF - 1]);
-			*row = slot->tts_values[SHARD_DATA - 1];
-			c->tid = &slot->tts_tid;
-		}
+		CHECK_FOR_INTERRUPTS();
+		if (!index_getnext_slot(c->index, ForwardScanDirection, slot))
+			return false;
+		slot_getsomeattrs(slot, SHARD_DATA);
+		*time = DatumGetInt64(slot->tts_values[SHARD_TIME - 1]);
+		*diff = DatumGetInt64(slot->tts_values[SHARD_DIFF - 1]);
+		*row = slot->tts_values[SHARD_DATA - 1];
+		c->tid = &slot->tts_tid;
 		return true;
 	}
 }

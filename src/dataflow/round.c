@@ -290,6 +290,23 @@ run_plan(ViewPlan *plan, CatalogObject *v, CatalogObject *in, TupleDesc out_desc
 }
 
 /*
+ * Whether any of a branch's inputs (in: their objects) has updates in
+ * [start, end).  A branch whose groups are not built (a restart, a
+ * hydration at once) builds them only for a round that has some.
+ */
+static bool
+has_updates(ViewPlan *branch, CatalogObject **in, int64 start, int64 end)
+{
+	ListCell   *lc;
+
+	foreach(lc, branch->inputs)
+		if (persist_times_end(in[lfirst_node(ViewPlanInput, lc)->object]->shard,
+							  start, end, 0) < end)
+			return true;
+	return false;
+}
+
+/*
  * The time a view hydrates at, which becomes its since: at or after its
  * inputs' greatest since, as late as their bases go (below upper, the
  * least of their uppers).  A base holds the contents at its time, so the
@@ -395,6 +412,7 @@ dataflow_round(DataflowView *view)
 	ViewPlan   *plan;
 	TupleDesc	out_desc;
 	bool		rose;
+	bool		at_once;
 	ListCell   *lc;
 
 	ids[0] = view->id;
@@ -483,6 +501,16 @@ dataflow_round(DataflowView *view)
 	}
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, inputs, out_desc, &branch_inputs);
+
+	/*
+	 * A hydration whose branches that group or join each run at once
+	 * (hydrate.c) ends at the inputs' first update after its since: that
+	 * update needs the groups, which the next round builds.
+	 */
+	at_once = hydrating && dataflow_hydrates_at_once(plan);
+	if (at_once)
+		foreach(lc, inputs)
+			end = persist_times_end(((CatalogObject *) lfirst(lc))->shard, since + 1, end, 0);
 	dataflow_counts_begin(view->id, plan, inputs, hydrating);
 	if (view->groups == NULL)
 	{
@@ -495,11 +523,19 @@ dataflow_round(DataflowView *view)
 		ViewPlan   *branch = lfirst(lc);
 		CatalogObject **in = list_nth(branch_inputs, foreach_current_index(lc));
 
-		if (branch->reduces)
-			dataflow_reduce(&view->groups[foreach_current_index(lc)], view->query, branch,
-							v, in, out_desc, start, end, hydrating ? since : -1);
-		else
+		ReduceState **groups = &view->groups[foreach_current_index(lc)];
+
+		if (!branch->reduces)
 			run_plan(branch, v, in[0], out_desc, lower, end, hydrating ? since : -1);
+		else if (at_once &&
+				 dataflow_hydrate_at_once(view->query, branch, v, in, out_desc, since))
+		{
+			dataflow_reduce_free(*groups);
+			*groups = NULL;
+		}
+		else if (hydrating || *groups != NULL || has_updates(branch, in, start, end))
+			dataflow_reduce(groups, view->query, branch, v, in, out_desc, start, end,
+							hydrating ? since : -1);
 	}
 	dataflow_counts_end();
 	/* undo every setting the owner's functions changed, not only ours */

@@ -1,9 +1,10 @@
 -- A grouped or joined view whose rows do not depend on the order of its
 -- input rows hydrates in one run of its query over its inputs' contents
 -- (dataflow/hydrate.c), keeping no group (its operator's state is 0 bytes)
--- until an update reaches it; its groups are then built from the inputs,
--- each group's output learnt from its rows, which must be what the run
--- appended, or the update would retract rows the view does not hold.  A
+-- until its next round (none while its inputs stay); its groups are then
+-- built from the inputs, each group's output learnt from its rows, which
+-- must be what the run appended, or an update would retract rows the view
+-- does not hold.  A
 -- view with a float sum, a numeric min or key (2.5 and 2.50 are equal, not
 -- the same) or DISTINCT over numerics hydrates through its groups (state
 -- kept at once).  Contents with a row in parts (a negative count) go

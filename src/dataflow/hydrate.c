@@ -7,16 +7,17 @@
  *	  shard into a tuplestore (a one-input view's through WHERE, input.c),
  *	  the branch's query planned over them as named tuplestores, and its
  *	  rows appended to the view's shard at that time.  No group is built:
- *	  reduce.c builds a view's groups from its inputs' contents when a
- *	  round first has updates for them (as after a restart), and learns
- *	  each group's output then by running the query over the group's rows
- *	  in their images' order.  That output must be what this run appended,
- *	  so only a query whose rows do not depend on the order its input rows
- *	  come in is hydrated here (order_free): group and DISTINCT keys of
- *	  types whose equal values are the same bytes, aggregates whose result
- *	  is exact and, for min and max, of such types; a join alone gives each
- *	  pair of rows' output whatever their order.  Other queries, and
- *	  contents with a row in parts (a negative count), go through reduce.c.
+ *	  the view is ready sooner, and reduce.c builds its groups from its
+ *	  inputs' contents in its next round (as after a restart), learning
+ *	  each group's output when an update first touches it by running the
+ *	  query over the group's rows in their images' order.  That output must
+ *	  be what this run appended, so only a query whose rows do not depend
+ *	  on the order its input rows come in is hydrated here (order_free):
+ *	  group and DISTINCT keys of types whose equal values are the same
+ *	  bytes, aggregates whose result is exact and, for min and max, of such
+ *	  types; a join alone gives each pair of rows' output whatever their
+ *	  order.  Other queries, and contents with a row in parts (a negative
+ *	  count), go through reduce.c.
  *
  *	  Must not touch the catalog (round.c does) nor keep anything past
  *	  the run.

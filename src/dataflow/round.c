@@ -290,23 +290,6 @@ run_plan(ViewPlan *plan, CatalogObject *v, CatalogObject *in, TupleDesc out_desc
 }
 
 /*
- * Whether any of a branch's inputs (in: their objects) has updates in
- * [start, end).  A branch whose groups are not built (a restart, a
- * hydration at once) builds them only for a round that has some.
- */
-static bool
-has_updates(ViewPlan *branch, CatalogObject **in, int64 start, int64 end)
-{
-	ListCell   *lc;
-
-	foreach(lc, branch->inputs)
-		if (persist_times_end(in[lfirst_node(ViewPlanInput, lc)->object]->shard,
-							  start, end, 0) < end)
-			return true;
-	return false;
-}
-
-/*
  * The time a view hydrates at, which becomes its since: at or after its
  * inputs' greatest since, as late as their bases go (below upper, the
  * least of their uppers).  A base holds the contents at its time, so the
@@ -505,7 +488,8 @@ dataflow_round(DataflowView *view)
 	/*
 	 * A hydration whose branches that group or join each run at once
 	 * (hydrate.c) ends at the inputs' first update after its since: that
-	 * update needs the groups, which the next round builds.
+	 * update needs the groups, which the next round builds (as after a
+	 * restart).
 	 */
 	at_once = hydrating && dataflow_hydrates_at_once(plan);
 	if (at_once)
@@ -533,7 +517,7 @@ dataflow_round(DataflowView *view)
 			dataflow_reduce_free(*groups);
 			*groups = NULL;
 		}
-		else if (hydrating || *groups != NULL || has_updates(branch, in, start, end))
+		else
 			dataflow_reduce(groups, view->query, branch, v, in, out_desc, start, end,
 							hydrating ? since : -1);
 	}

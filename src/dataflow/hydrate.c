@@ -16,8 +16,7 @@
  *	  group and DISTINCT keys of types whose equal values are the same
  *	  bytes, aggregates whose result is exact and, for min and max, of such
  *	  types; a join alone gives each pair of rows' output whatever their
- *	  order.  Other queries, and contents with a row in parts (a negative
- *	  count), go through reduce.c.
+ *	  order.  Other queries go through reduce.c.
  *
  *	  Must not touch the catalog (round.c does) nor keep anything past
  *	  the run.
@@ -40,6 +39,7 @@
 #include "utils/tuplestore.h"
 #include "utils/typcache.h"
 
+#include "common/rows.h"
 #include "dataflow/dataflow.h"
 #include "storage/persist.h"
 
@@ -153,36 +153,33 @@ dataflow_hydrates_at_once(ViewPlan *plan)
 	return any;
 }
 
-/* An input's contents read into its tuplestore, or a row in parts found. */
+/*
+ * An input's contents read into its tuplestore: the shard's rows as they
+ * come while none is negative (a base row's parts, a row deleted after the
+ * base), else summed by row first.
+ */
 typedef struct InputRows
 {
 	ViewInput	input;
 	Tuplestorestate *rows;
 	double		nrows;
-	bool		in_parts;		/* a negative count: reduce.c sums its parts */
+	RowCounts  *counts;			/* the rows summed, or NULL */
+	bool		in_parts;		/* a negative part came with counts NULL */
 	MemoryContext per_row;
 } InputRows;
 
+/* n copies of a stored row into the tuplestore, if it passes WHERE */
 static void
-store_row(int64 time, int64 diff, Datum stored, void *arg)
+put_rows(InputRows *in, Datum stored, int64 n)
 {
-	InputRows  *in = arg;
-	MemoryContext old;
+	MemoryContext old = MemoryContextSwitchTo(in->per_row);
 	Datum		row;
 
-	if (diff == 0 || in->in_parts)
-		return;					/* a base row's zero part (persist.h) */
-	if (diff < 0)
-	{
-		in->in_parts = true;
-		return;
-	}
-	old = MemoryContextSwitchTo(in->per_row);
 	if (view_input_row(&in->input, stored, &row))
 	{
-		for (int64 i = 0; i < diff; i++)
+		for (int64 i = 0; i < n; i++)
 			tuplestore_puttuple(in->rows, &in->input.tuple);
-		in->nrows += diff;
+		in->nrows += n;
 	}
 	ExecClearTuple(in->input.slot);
 	ResetExprContext(in->input.econtext);
@@ -190,46 +187,92 @@ store_row(int64 time, int64 diff, Datum stored, void *arg)
 	MemoryContextReset(in->per_row);
 }
 
-/* The query's rows appended to the view's shard at the hydration's time. */
-typedef struct HydratedRows
+static void
+store_row(int64 time, int64 diff, Datum stored, void *arg)
+{
+	InputRows  *in = arg;
+
+	if (diff == 0 || in->in_parts)
+		return;					/* a base row's zero part (persist.h) */
+	if (in->counts != NULL)
+		row_counts_add(in->counts, stored, diff);
+	else if (diff < 0)
+		in->in_parts = true;
+	else
+		put_rows(in, stored, diff);
+}
+
+/*
+ * An input's contents at a time into its tuplestore; read again summed by
+ * row when a part is negative.  Returns false when a row's count is.
+ */
+static bool
+read_input(InputRows *in, Oid shard, Oid row_type, int64 at)
+{
+	HASH_SEQ_STATUS seq;
+	RowCount   *rc;
+	bool		negative = false;
+
+	persist_scan_at(shard, at, at + 1, store_row, in);
+	if (!in->in_parts)
+		return true;
+	tuplestore_clear(in->rows);
+	in->nrows = 0;
+	in->in_parts = false;
+	in->counts = row_counts_create(row_type);
+	persist_scan_at(shard, at, at + 1, store_row, in);
+	hash_seq_init(&seq, in->counts->table);
+	while ((rc = hash_seq_search(&seq)) != NULL)
+	{
+		if (rc->count > 0)
+			put_rows(in, row_count_datum(rc), row_count_value(rc->count));
+		negative |= rc->count < 0;
+	}
+	return !negative;
+}
+
+/* The query's rows, as rows of the view's type, in the caller's memory. */
+typedef struct QueryRows
 {
 	DestReceiver pub;
 	TupleTableSlot *out;
-	ShardWriter *writer;
-	int64		since;
-} HydratedRows;
+	MemoryContext cxt;
+	List	   *rows;
+} QueryRows;
 
 static bool
-hydrated_receive(TupleTableSlot *slot, DestReceiver *self)
+query_row(TupleTableSlot *slot, DestReceiver *self)
 {
-	HydratedRows *h = (HydratedRows *) self;
-	int			natts = h->out->tts_tupleDescriptor->natts;
+	QueryRows  *q = (QueryRows *) self;
+	int			natts = q->out->tts_tupleDescriptor->natts;
+	MemoryContext old;
 
 	if (slot->tts_tupleDescriptor->natts != natts)
 		elog(ERROR, "a view's query gives %d columns for its %d",
 			 slot->tts_tupleDescriptor->natts, natts);
 	slot_getallattrs(slot);
-	ExecClearTuple(h->out);
-	memcpy(h->out->tts_values, slot->tts_values, sizeof(Datum) * natts);
-	memcpy(h->out->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
-	ExecStoreVirtualTuple(h->out);
-	persist_writer_add(h->writer, h->since, 1, ExecFetchSlotHeapTupleDatum(h->out));
-	dataflow_count_output(1);
+	ExecClearTuple(q->out);
+	memcpy(q->out->tts_values, slot->tts_values, sizeof(Datum) * natts);
+	memcpy(q->out->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
+	ExecStoreVirtualTuple(q->out);
+	old = MemoryContextSwitchTo(q->cxt);
+	q->rows = lappend(q->rows, DatumGetPointer(ExecFetchSlotHeapTupleDatum(q->out)));
+	MemoryContextSwitchTo(old);
 	return true;
 }
 
 static void
-hydrated_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+query_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
 {
 }
 
 static void
-hydrated_shutdown(DestReceiver *self)
+query_shutdown(DestReceiver *self)
 {
 }
 
 static void
-hydrated_destroy(DestReceiver *self)
+query_destroy(DestReceiver *self)
 {
 }
 
@@ -240,47 +283,44 @@ inputs_end(InputRows *inputs, int n)
 	for (int i = 0; i < n; i++)
 	{
 		tuplestore_end(inputs[i].rows);
+		if (inputs[i].counts != NULL)
+			MemoryContextDelete(inputs[i].counts->cxt);
 		MemoryContextDelete(inputs[i].per_row);
 		view_input_end(&inputs[i].input);
 	}
 }
 
 /*
- * The branch's query (text: the view's) run once over its inputs' contents
- * at the since (in: its inputs' objects in its order), its rows appended to
- * the view's shard there.  Returns false, having appended nothing, when an
- * input's contents hold a row in parts (reduce.c then hydrates it).  The
- * caller has checked dataflow_hydrates_at_once; runs as the view's owner
- * in round.c's subtransaction.
+ * The branch's query (text: the view's) run once over its inputs'
+ * contents at a time (in: its inputs' objects in its order): *rows gets its
+ * rows, of out_desc.  Returns false when an input's contents hold a row
+ * a negative number of times.
  */
-bool
-dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
-						 CatalogObject **in, TupleDesc out_desc, int64 since)
+static bool
+rows_at(const char *text, ViewPlan *branch, CatalogObject **in, TupleDesc out_desc,
+		int64 at, List **rows)
 {
 	Query	   *query = copyObject(branch->query);
 	int			ninputs = list_length(branch->inputs);
 	InputRows  *inputs = palloc0(sizeof(InputRows) * ninputs);
 	QueryEnvironment *env = create_queryEnv();
-	HydratedRows h;
-	PlannedStmt *stmt;
+	QueryRows	q;
 	QueryDesc  *qd;
-	instr_time	work;
 	ListCell   *lc;
 
 	foreach(lc, branch->inputs)
 	{
 		ViewPlanInput *pin = lfirst(lc);
-		InputRows  *rows = &inputs[foreach_current_index(lc)];
+		InputRows  *input = &inputs[foreach_current_index(lc)];
 		RangeTblEntry *rte = rt_fetch(pin->rtindex, query->rtable);
 		EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
 		TupleDesc	desc = lookup_rowtype_tupdesc_copy(pin->row_type, -1);
 
-		view_input_begin(&rows->input, branch->qual, desc);
-		rows->rows = tuplestore_begin_heap(false, false, maintenance_work_mem);
-		rows->per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view hydration",
-											  ALLOCSET_DEFAULT_SIZES);
-		persist_scan_at(in[pin->object]->shard, since, since + 1, store_row, rows);
-		if (rows->in_parts)
+		view_input_begin(&input->input, branch->qual, desc);
+		input->rows = tuplestore_begin_heap(false, false, maintenance_work_mem);
+		input->per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view hydration",
+											   ALLOCSET_DEFAULT_SIZES);
+		if (!read_input(input, in[pin->object]->shard, pin->row_type, at))
 		{
 			inputs_end(inputs, foreach_current_index(lc) + 1);
 			return false;
@@ -291,12 +331,12 @@ dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 		enr->md.reliddesc = InvalidOid;
 		enr->md.tupdesc = desc;
 		enr->md.enrtype = ENR_NAMED_TUPLESTORE;
-		enr->md.enrtuples = rows->nrows;
-		enr->reldata = rows->rows;
+		enr->md.enrtuples = input->nrows;
+		enr->reldata = input->rows;
 		register_ENR(env, enr);
 		rte->rtekind = RTE_NAMEDTUPLESTORE;
 		rte->enrname = enr->md.name;
-		rte->enrtuples = rows->nrows;
+		rte->enrtuples = input->nrows;
 		rte->functions = NIL;
 		rte->funcordinality = false;
 		rte->coltypes = rte->coltypmods = rte->colcollations = NIL;
@@ -314,27 +354,87 @@ dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 	if (branch->qual != NULL)
 		query->jointree->quals = NULL;
 
-	dataflow_count_stage(list_length(branch->stages != NIL ? branch->stages : list_make1(branch)) - 1);
-	INSTR_TIME_SET_CURRENT(work);
-	stmt = pg_plan_query(query, text, 0, NULL);
-	h.pub.receiveSlot = hydrated_receive;
-	h.pub.rStartup = hydrated_startup;
-	h.pub.rShutdown = hydrated_shutdown;
-	h.pub.rDestroy = hydrated_destroy;
-	h.pub.mydest = DestNone;
-	h.out = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
-	h.writer = persist_writer_open(v->shard);
-	h.since = since;
-	qd = CreateQueryDesc(stmt, text, GetActiveSnapshot(), InvalidSnapshot, &h.pub, NULL, env, 0);
+	q.pub.receiveSlot = query_row;
+	q.pub.rStartup = query_startup;
+	q.pub.rShutdown = query_shutdown;
+	q.pub.rDestroy = query_destroy;
+	q.pub.mydest = DestNone;
+	q.out = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
+	q.cxt = CurrentMemoryContext;
+	q.rows = NIL;
+	qd = CreateQueryDesc(pg_plan_query(query, text, 0, NULL), text, GetActiveSnapshot(),
+						 InvalidSnapshot, &q.pub, NULL, env, 0);
 	ExecutorStart(qd, 0);
 	ExecutorRun(qd, ForwardScanDirection, 0, true);
 	ExecutorFinish(qd);
 	ExecutorEnd(qd);
 	FreeQueryDesc(qd);
-	persist_writer_close(h.writer);
-	ExecDropSingleTupleTableSlot(h.out);
-	dataflow_count_work(work);
-
+	ExecDropSingleTupleTableSlot(q.out);
 	inputs_end(inputs, ninputs);
+	*rows = q.rows;
+	return true;
+}
+
+/* list_sort's order of row images: length, then bytes */
+static int
+image_cmp(const ListCell *a, const ListCell *b)
+{
+	Size		la = VARSIZE(lfirst(a));
+	Size		lb = VARSIZE(lfirst(b));
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return memcmp(lfirst(a), lfirst(b), la);
+}
+
+/*
+ * The branch's query (text: the view's) run once over its inputs' contents
+ * at the since (in: its inputs' objects in its order), its rows appended to
+ * the view's shard there; and when next >= 0 (the inputs' first time
+ * after the since), once more over their contents at next, what changed
+ * appended at next.  Returns false, having appended nothing, when an
+ * input's contents hold a row a negative number of times (reduce.c then
+ * hydrates it, and fails).  The
+ * caller has checked dataflow_hydrates_at_once; runs as the view's owner
+ * in round.c's subtransaction.
+ */
+bool
+dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
+						 CatalogObject **in, TupleDesc out_desc, int64 since, int64 next)
+{
+	List	   *before;
+	List	   *after = NIL;
+	ShardWriter *writer;
+	instr_time	work;
+	int			b = 0;
+	int			a = 0;
+
+	dataflow_count_stage(list_length(branch->stages != NIL ? branch->stages : list_make1(branch)) - 1);
+	INSTR_TIME_SET_CURRENT(work);
+	if (!rows_at(text, branch, in, out_desc, since, &before) ||
+		(next >= 0 && !rows_at(text, branch, in, out_desc, next, &after)))
+		return false;
+	writer = persist_writer_open(v->shard);
+	list_sort(before, image_cmp);
+	list_sort(after, image_cmp);
+	while (b < list_length(before) || (next >= 0 && a < list_length(after)))
+	{
+		int			cmp = next < 0 ? -1 : b == list_length(before) ? 1 :
+			a == list_length(after) ? -1 :
+			image_cmp(list_nth_cell(before, b), list_nth_cell(after, a));
+
+		/* at the since; retracted at next unless it stays */
+		if (cmp <= 0)
+			persist_writer_add(writer, since, 1, PointerGetDatum(list_nth(before, b)));
+		if (cmp < 0 && next >= 0)
+			persist_writer_add(writer, next, -1, PointerGetDatum(list_nth(before, b)));
+		if (cmp > 0)
+			persist_writer_add(writer, next, 1, PointerGetDatum(list_nth(after, a)));
+		dataflow_count_output(cmp == 0 ? 1 : cmp < 0 && next >= 0 ? 2 : 1);
+		b += cmp <= 0;
+		a += cmp >= 0;
+	}
+	persist_writer_close(writer);
+	dataflow_count_work(work);
 	return true;
 }

@@ -396,6 +396,7 @@ dataflow_round(DataflowView *view)
 	TupleDesc	out_desc;
 	bool		rose;
 	bool		at_once;
+	int64		next;
 	ListCell   *lc;
 
 	ids[0] = view->id;
@@ -487,14 +488,26 @@ dataflow_round(DataflowView *view)
 
 	/*
 	 * A hydration whose branches that group or join each run at once
-	 * (hydrate.c) ends at the inputs' first update after its since: that
-	 * update needs the groups, which the next round builds (as after a
-	 * restart).
+	 * (hydrate.c) runs them at its since and at next, the inputs' first
+	 * time after it (a load not yet in their bases), and ends at their
+	 * time after that: its updates need the groups, which the next round
+	 * builds (as after a restart).
 	 */
 	at_once = hydrating && dataflow_hydrates_at_once(plan);
+	next = -1;
 	if (at_once)
+	{
+		int64		first = end;
+
 		foreach(lc, inputs)
-			end = persist_times_end(((CatalogObject *) lfirst(lc))->shard, since + 1, end, 0);
+			first = persist_times_end(((CatalogObject *) lfirst(lc))->shard, since + 1, first, 0);
+		if (first < end)
+		{
+			next = first;
+			foreach(lc, inputs)
+				end = persist_times_end(((CatalogObject *) lfirst(lc))->shard, next + 1, end, 0);
+		}
+	}
 	dataflow_counts_begin(view->id, plan, inputs, hydrating);
 	if (view->groups == NULL)
 	{
@@ -512,7 +525,7 @@ dataflow_round(DataflowView *view)
 		if (!branch->reduces)
 			run_plan(branch, v, in[0], out_desc, lower, end, hydrating ? since : -1);
 		else if (at_once &&
-				 dataflow_hydrate_at_once(view->query, branch, v, in, out_desc, since))
+				 dataflow_hydrate_at_once(view->query, branch, v, in, out_desc, since, next))
 		{
 			dataflow_reduce_free(*groups);
 			*groups = NULL;

@@ -24,11 +24,9 @@
  *
  *	  The groups hold the inputs' updates before their upper.  They are
  *	  built again from the inputs' contents when they are not known to be
- *	  those at the view's upper (the runtime restarted, a round failed or
- *	  did not commit), each stage's from all that the stage before gives
- *	  over its rebuilt groups (which it keeps as their output); the view's
- *	  rows are never recomputed, and the last stage's rebuilt groups learn
- *	  their output when a time first touches them.
+ *	  those at the view's upper (a restart, a failed round, a hydration at
+ *	  once), each stage's from what the stage before gives over its rebuilt
+ *	  groups (kept as their output); the last's learn theirs in one run.
  *
  *	  Must not touch the catalog (round.c does) nor publish.
  *
@@ -615,9 +613,9 @@ learn_outputs(ReduceRound *r, ViewGroup **groups, int ngroups)
 
 /*
  * Every group's output, added at the since and kept: the view's hydration
- * (the last stage), or the next stage's rebuild.  The query runs over
- * EMIT_ALL_ROWS distinct rows of groups at a time, so that its arrays stay
- * in the step's memory, not a copy of the whole input spilled to disk.
+ * (the last stage), the next stage's rebuild, or (since < 0) kept alone.
+ * The query runs over EMIT_ALL_ROWS rows of groups at a time: its arrays
+ * stay in the step's memory, not the whole input spilled to disk.
  */
 static void
 emit_all(ReduceRound *r, int64 since)
@@ -649,7 +647,10 @@ emit_all(ReduceRound *r, int64 since)
 			for (int i = 0; i < r->ninputs; i++)
 				rows += groups[last]->inputs[i].nrows;
 		old = MemoryContextSwitchTo(r->per_step);
-		emit_outputs(r, since, groups + first, last - first, NIL);
+		if (since >= 0)
+			emit_outputs(r, since, groups + first, last - first, NIL);
+		else
+			learn_outputs(r, groups + first, last - first);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(r->per_step);
 	}
@@ -875,6 +876,8 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	INSTR_TIME_SET_CURRENT(work);
 	if (since >= 0)
 		emit_all(last, since);
+	else if (rebuild)
+		emit_all(last, -1);		/* (once, not at each group's first time) */
 	dataflow_count_work(work);
 	for (int i = 0; i < nstages; i++)
 		read_inputs(&rounds[i], in, start, end);

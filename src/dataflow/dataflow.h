@@ -172,6 +172,12 @@ extern void dataflow_count_work(instr_time start);
 extern void dataflow_count_state(int64 bytes);
 extern void dataflow_counts_end(void);
 
+/* hydrate.c */
+extern bool dataflow_hydrates_at_once(ViewPlan *plan);
+extern bool dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
+									 CatalogObject **in, TupleDesc out_desc, int64 since,
+									 int64 next);
+
 /* reduce.c */
 extern void dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan,
 							CatalogObject *v, CatalogObject **in, TupleDesc out_desc,

@@ -7,9 +7,9 @@
  *	  the view holds), against which a step's one run of the query over
  *	  the groups its updates touched is diffed, and which that run's rows
  *	  then replace.  Groups built again (after a restart or a failed
- *	  round) know no output (reduce.c runs the query over them before the
- *	  updates of the first time that touches them, their output being a
- *	  function of their rows); a hydration, and a stage's output that
+ *	  round) know no output until reduce.c runs the query over them all
+ *	  once built (their output being a function of their rows); a
+ *	  hydration, and a stage's output that
  *	  rebuilds the next stage's groups, keep every group's.  The kept rows
  *	  are in the groups' memory, counted as their operator's state bytes.
  *

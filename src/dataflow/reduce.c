@@ -24,11 +24,9 @@
  *
  *	  The groups hold the inputs' updates before their upper.  They are
  *	  built again from the inputs' contents when they are not known to be
- *	  those at the view's upper (the runtime restarted, a round failed or
- *	  did not commit), each stage's from all that the stage before gives
- *	  over its rebuilt groups (which it keeps as their output); the view's
- *	  rows are never recomputed, and the last stage's rebuilt groups learn
- *	  their output when a time first touches them.
+ *	  those at the view's upper (a restart, a failed round, a hydration at
+ *	  once), each stage's from what the stage before gives over its rebuilt
+ *	  groups (kept as their output); the last's learn theirs in one run.
  *
  *	  Must not touch the catalog (round.c does) nor publish.
  *
@@ -54,6 +52,9 @@
 
 #include "common/int.h"
 #include "dataflow/reduce_internal.h"
+
+/* The groups' distinct rows one run of a hydration's query takes at most. */
+#define EMIT_ALL_ROWS	(1 << 15)
 
 static ReduceState *
 state_create(ViewPlan *plan)
@@ -147,7 +148,7 @@ group_of(ReduceRound *r)
 }
 
 /* Row images' order: length, then bytes. */
-static int
+static inline int
 row_image_cmp(const char *ra, const char *rb)
 {
 	Size		la = VARSIZE(ra);
@@ -345,16 +346,21 @@ update_time_cmp(const void *a, const void *b)
 }
 
 /* A group's updates by input, then by row image (group_merge's order). */
-static int
-update_row_cmp(const void *a, const void *b)
+static inline int
+update_row_cmp(const GroupUpdate *ua, const GroupUpdate *ub)
 {
-	const GroupUpdate *ua = a;
-	const GroupUpdate *ub = b;
-
 	if (ua->input != ub->input)
 		return ua->input < ub->input ? -1 : 1;
 	return row_image_cmp(DatumGetPointer(ua->row), DatumGetPointer(ub->row));
 }
+
+/* sort_updates_by_row: by update_row_cmp, inlined (a rebuild sorts every row) */
+#define ST_SORT sort_updates_by_row
+#define ST_ELEMENT_TYPE GroupUpdate
+#define ST_COMPARE(a, b) update_row_cmp(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /*
  * The updates [first, last) put together by group in the order the groups
@@ -395,7 +401,7 @@ updates_by_group(ReduceRound *r, int first, int last, ViewGroup **groups)
 		int			end = order[g]->nupdates;
 
 		if (end - at > 1)
-			qsort(r->updates + first + at, end - at, sizeof(GroupUpdate), update_row_cmp);
+			sort_updates_by_row(r->updates + first + at, end - at);
 		at = end;
 		order[g]->nupdates = 0;
 	}
@@ -495,7 +501,9 @@ learn_outputs(ReduceRound *r, ViewGroup **groups, int ngroups)
 
 /*
  * Every group's output, added at the since and kept: the view's hydration
- * (the last stage), or the next stage's rebuild.
+ * (the last stage), the next stage's rebuild, or (since < 0) kept alone.
+ * The query runs over EMIT_ALL_ROWS rows of groups at a time: its arrays
+ * stay in the step's memory, not the whole input spilled to disk.
  */
 static void
 emit_all(ReduceRound *r, int64 since)
@@ -503,7 +511,6 @@ emit_all(ReduceRound *r, int64 since)
 	ReduceState *state = r->state;
 	ViewGroup **groups;
 	int			n = 0;
-	MemoryContext old = MemoryContextSwitchTo(r->per_step);
 
 	if (state->table == NULL)
 		groups = &state->whole, n = 1;
@@ -518,10 +525,25 @@ emit_all(ReduceRound *r, int64 since)
 			groups[n++] = entry->additional;
 		TermTupleHashIterator(&iter);
 	}
-	emit_outputs(r, since, groups, n, NIL);
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(r->per_step);
+	for (int first = 0, last; first < n; first = last)
+	{
+		int64		rows = 0;
+		MemoryContext old;
+
+		CHECK_FOR_INTERRUPTS();
+		for (last = first; last < n && (last == first || rows < EMIT_ALL_ROWS); last++)
+			for (int i = 0; i < r->ninputs; i++)
+				rows += groups[last]->inputs[i].nrows;
+		old = MemoryContextSwitchTo(r->per_step);
+		if (since >= 0)
+			emit_outputs(r, since, groups + first, last - first, NIL);
+		else
+			learn_outputs(r, groups + first, last - first);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(r->per_step);
+	}
 }
+
 /*
  * One run of a wave over the touches [first, last), each of another group,
  * in time order: their updates applied, the query run once over their
@@ -809,6 +831,8 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	INSTR_TIME_SET_CURRENT(work);
 	if (since >= 0)
 		emit_all(last, since);
+	else if (rebuild)
+		emit_all(last, -1);		/* (once, not at each group's first time) */
 	dataflow_count_work(work);
 	for (int i = 0; i < nstages; i++)
 		read_inputs(&rounds[i], in, start, end);

@@ -395,6 +395,8 @@ dataflow_round(DataflowView *view)
 	ViewPlan   *plan;
 	TupleDesc	out_desc;
 	bool		rose;
+	bool		at_once;
+	int64		next;
 	ListCell   *lc;
 
 	ids[0] = view->id;
@@ -483,6 +485,29 @@ dataflow_round(DataflowView *view)
 	}
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, inputs, out_desc, &branch_inputs);
+
+	/*
+	 * A hydration whose branches that group or join each run at once
+	 * (hydrate.c) runs them at its since and at next, the inputs' first
+	 * time after it (a load not yet in their bases), and ends at their
+	 * time after that: its updates need the groups, which the next round
+	 * builds (as after a restart).
+	 */
+	at_once = hydrating && dataflow_hydrates_at_once(plan);
+	next = -1;
+	if (at_once)
+	{
+		int64		first = end;
+
+		foreach(lc, inputs)
+			first = persist_times_end(((CatalogObject *) lfirst(lc))->shard, since + 1, first, 0);
+		if (first < end)
+		{
+			next = first;
+			foreach(lc, inputs)
+				end = persist_times_end(((CatalogObject *) lfirst(lc))->shard, next + 1, end, 0);
+		}
+	}
 	dataflow_counts_begin(view->id, plan, inputs, hydrating);
 	if (view->groups == NULL)
 	{
@@ -495,11 +520,19 @@ dataflow_round(DataflowView *view)
 		ViewPlan   *branch = lfirst(lc);
 		CatalogObject **in = list_nth(branch_inputs, foreach_current_index(lc));
 
-		if (branch->reduces)
-			dataflow_reduce(&view->groups[foreach_current_index(lc)], view->query, branch,
-							v, in, out_desc, start, end, hydrating ? since : -1);
-		else
+		ReduceState **groups = &view->groups[foreach_current_index(lc)];
+
+		if (!branch->reduces)
 			run_plan(branch, v, in[0], out_desc, lower, end, hydrating ? since : -1);
+		else if (at_once &&
+				 dataflow_hydrate_at_once(view->query, branch, v, in, out_desc, since, next))
+		{
+			dataflow_reduce_free(*groups);
+			*groups = NULL;
+		}
+		else
+			dataflow_reduce(groups, view->query, branch, v, in, out_desc, start, end,
+							hydrating ? since : -1);
 	}
 	dataflow_counts_end();
 	/* undo every setting the owner's functions changed, not only ours */

@@ -1,0 +1,440 @@
+/*-------------------------------------------------------------------------
+ *
+ * hydrate.c
+ *	  A grouped or joined view's hydration in one run of PostgreSQL's
+ *	  executor over its inputs' contents, as CREATE MATERIALIZED VIEW runs
+ *	  its query: each input's rows at the hydration's time read from its
+ *	  shard into a tuplestore (a one-input view's through WHERE, input.c),
+ *	  the branch's query planned over them as named tuplestores, and its
+ *	  rows appended to the view's shard at that time.  No group is built:
+ *	  the view is ready sooner, and reduce.c builds its groups from its
+ *	  inputs' contents in its next round (as after a restart), learning
+ *	  each group's output when an update first touches it by running the
+ *	  query over the group's rows in their images' order.  That output must
+ *	  be what this run appended, so only a query whose rows do not depend
+ *	  on the order its input rows come in is hydrated here (order_free):
+ *	  group and DISTINCT keys of types whose equal values are the same
+ *	  bytes, aggregates whose result is exact and, for min and max, of such
+ *	  types; a join alone gives each pair of rows' output whatever their
+ *	  order.  Other queries go through reduce.c.
+ *
+ *	  Must not touch the catalog (round.c does) nor keep anything past
+ *	  the run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "tcop/tcopprot.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/queryenvironment.h"
+#include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
+#include "utils/typcache.h"
+
+#include "common/rows.h"
+#include "dataflow/dataflow.h"
+#include "storage/persist.h"
+
+/* Whether values of the type that are equal are the same bytes. */
+static bool
+equal_is_same(Oid type, Oid collation)
+{
+	switch (getBaseType(type))
+	{
+		case BOOLOID:
+		case CHAROID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case UUIDOID:
+			return true;
+		case TEXTOID:
+		case VARCHAROID:
+			return OidIsValid(collation) && get_collation_isdeterministic(collation);
+		default:
+			return false;
+	}
+}
+
+/*
+ * expression_tree_walker's callback: an aggregate whose result depends on
+ * the order of its rows (a float's sum, the min of numerics 2.5 and 2.50).
+ */
+static bool
+order_bound_aggregate(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *agg = (Aggref *) node;
+		char	   *name = get_func_name(agg->aggfnoid);
+		Oid			arg = agg->args == NIL ? InvalidOid :
+			getBaseType(exprType((Node *) linitial_node(TargetEntry, agg->args)->expr));
+
+		if (agg->aggdistinct != NIL || agg->aggorder != NIL)
+			return true;
+		if (strcmp(name, "count") == 0 || strcmp(name, "bool_and") == 0 ||
+			strcmp(name, "bool_or") == 0 || strcmp(name, "every") == 0)
+			return false;
+		if (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0)
+			return !(arg == INT2OID || arg == INT4OID || arg == INT8OID || arg == NUMERICOID);
+		if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
+			return !equal_is_same(arg, agg->inputcollid);
+		return true;
+	}
+	return expression_tree_walker(node, order_bound_aggregate, context);
+}
+
+/* Whether each of the clauses' expressions is of a type equal_is_same. */
+static bool
+keys_same_when_equal(List *clauses, List *targetlist)
+{
+	ListCell   *lc;
+
+	foreach(lc, clauses)
+	{
+		Node	   *key = get_sortgroupclause_expr(lfirst_node(SortGroupClause, lc), targetlist);
+
+		if (!equal_is_same(exprType(key), exprCollation(key)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Whether the branch's rows do not depend on the order of its input rows,
+ * so that a run over its whole inputs gives each group the output reduce.c
+ * gives it from the group's rows alone.
+ */
+static bool
+order_free(Query *query)
+{
+	return keys_same_when_equal(query->groupClause, query->targetList) &&
+		keys_same_when_equal(query->distinctClause, query->targetList) &&
+		!order_bound_aggregate((Node *) query->targetList, NULL) &&
+		!order_bound_aggregate(query->havingQual, NULL);
+}
+
+/*
+ * Whether the view's branches that group or join can each be hydrated by
+ * one run of the executor (dataflow_hydrate_at_once); a plan without
+ * such a branch cannot.
+ */
+bool
+dataflow_hydrates_at_once(ViewPlan *plan)
+{
+	bool		any = false;
+	ListCell   *lc;
+
+	foreach(lc, dataflow_plan_branches(plan))
+	{
+		ViewPlan   *branch = lfirst(lc);
+
+		if (!branch->reduces)
+			continue;
+		if (!order_free(branch->query))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+/*
+ * An input's contents read into its tuplestore: the shard's rows as they
+ * come while none is negative (a base row's parts, a row deleted after the
+ * base), else summed by row first.
+ */
+typedef struct InputRows
+{
+	ViewInput	input;
+	Tuplestorestate *rows;
+	double		nrows;
+	RowCounts  *counts;			/* the rows summed, or NULL */
+	bool		in_parts;		/* a negative part came with counts NULL */
+	MemoryContext per_row;
+} InputRows;
+
+/* n copies of a stored row into the tuplestore, if it passes WHERE */
+static void
+put_rows(InputRows *in, Datum stored, int64 n)
+{
+	MemoryContext old = MemoryContextSwitchTo(in->per_row);
+	Datum		row;
+
+	if (view_input_row(&in->input, stored, &row))
+	{
+		for (int64 i = 0; i < n; i++)
+			tuplestore_puttuple(in->rows, &in->input.tuple);
+		in->nrows += n;
+	}
+	ExecClearTuple(in->input.slot);
+	ResetExprContext(in->input.econtext);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(in->per_row);
+}
+
+static void
+store_row(int64 time, int64 diff, Datum stored, void *arg)
+{
+	InputRows  *in = arg;
+
+	if (diff == 0 || in->in_parts)
+		return;					/* a base row's zero part (persist.h) */
+	if (in->counts != NULL)
+		row_counts_add(in->counts, stored, diff);
+	else if (diff < 0)
+		in->in_parts = true;
+	else
+		put_rows(in, stored, diff);
+}
+
+/*
+ * An input's contents at a time into its tuplestore; read again summed by
+ * row when a part is negative.  Returns false when a row's count is.
+ */
+static bool
+read_input(InputRows *in, Oid shard, Oid row_type, int64 at)
+{
+	HASH_SEQ_STATUS seq;
+	RowCount   *rc;
+	bool		negative = false;
+
+	persist_scan_at(shard, at, at + 1, store_row, in);
+	if (!in->in_parts)
+		return true;
+	tuplestore_clear(in->rows);
+	in->nrows = 0;
+	in->in_parts = false;
+	in->counts = row_counts_create(row_type);
+	persist_scan_at(shard, at, at + 1, store_row, in);
+	hash_seq_init(&seq, in->counts->table);
+	while ((rc = hash_seq_search(&seq)) != NULL)
+	{
+		if (rc->count > 0)
+			put_rows(in, row_count_datum(rc), row_count_value(rc->count));
+		negative |= rc->count < 0;
+	}
+	return !negative;
+}
+
+/* The query's rows, as rows of the view's type, in the caller's memory. */
+typedef struct QueryRows
+{
+	DestReceiver pub;
+	TupleTableSlot *out;
+	MemoryContext cxt;
+	List	   *rows;
+} QueryRows;
+
+static bool
+query_row(TupleTableSlot *slot, DestReceiver *self)
+{
+	QueryRows  *q = (QueryRows *) self;
+	int			natts = q->out->tts_tupleDescriptor->natts;
+	MemoryContext old;
+
+	if (slot->tts_tupleDescriptor->natts != natts)
+		elog(ERROR, "a view's query gives %d columns for its %d",
+			 slot->tts_tupleDescriptor->natts, natts);
+	slot_getallattrs(slot);
+	ExecClearTuple(q->out);
+	memcpy(q->out->tts_values, slot->tts_values, sizeof(Datum) * natts);
+	memcpy(q->out->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
+	ExecStoreVirtualTuple(q->out);
+	old = MemoryContextSwitchTo(q->cxt);
+	q->rows = lappend(q->rows, DatumGetPointer(ExecFetchSlotHeapTupleDatum(q->out)));
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+static void
+query_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+query_shutdown(DestReceiver *self)
+{
+}
+
+static void
+query_destroy(DestReceiver *self)
+{
+}
+
+/* The inputs [0, n) read, let go. */
+static void
+inputs_end(InputRows *inputs, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		tuplestore_end(inputs[i].rows);
+		if (inputs[i].counts != NULL)
+			MemoryContextDelete(inputs[i].counts->cxt);
+		MemoryContextDelete(inputs[i].per_row);
+		view_input_end(&inputs[i].input);
+	}
+}
+
+/*
+ * The branch's query (text: the view's) run once over its inputs'
+ * contents at a time (in: its inputs' objects in its order): *rows gets its
+ * rows, of out_desc.  Returns false when an input's contents hold a row
+ * a negative number of times.
+ */
+static bool
+rows_at(const char *text, ViewPlan *branch, CatalogObject **in, TupleDesc out_desc,
+		int64 at, List **rows)
+{
+	Query	   *query = copyObject(branch->query);
+	int			ninputs = list_length(branch->inputs);
+	InputRows  *inputs = palloc0(sizeof(InputRows) * ninputs);
+	QueryEnvironment *env = create_queryEnv();
+	QueryRows	q;
+	QueryDesc  *qd;
+	ListCell   *lc;
+
+	foreach(lc, branch->inputs)
+	{
+		ViewPlanInput *pin = lfirst(lc);
+		InputRows  *input = &inputs[foreach_current_index(lc)];
+		RangeTblEntry *rte = rt_fetch(pin->rtindex, query->rtable);
+		EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+		TupleDesc	desc = lookup_rowtype_tupdesc_copy(pin->row_type, -1);
+
+		view_input_begin(&input->input, branch->qual, desc);
+		input->rows = tuplestore_begin_heap(false, false, maintenance_work_mem);
+		input->per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view hydration",
+											   ALLOCSET_DEFAULT_SIZES);
+		if (!read_input(input, in[pin->object]->shard, pin->row_type, at))
+		{
+			inputs_end(inputs, foreach_current_index(lc) + 1);
+			return false;
+		}
+
+		/* the input's persist_peek becomes a scan of its rows */
+		enr->md.name = psprintf("pg_peek_input_%d", foreach_current_index(lc) + 1);
+		enr->md.reliddesc = InvalidOid;
+		enr->md.tupdesc = desc;
+		enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+		enr->md.enrtuples = input->nrows;
+		enr->reldata = input->rows;
+		register_ENR(env, enr);
+		rte->rtekind = RTE_NAMEDTUPLESTORE;
+		rte->enrname = enr->md.name;
+		rte->enrtuples = input->nrows;
+		rte->functions = NIL;
+		rte->funcordinality = false;
+		rte->coltypes = rte->coltypmods = rte->colcollations = NIL;
+		for (int i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			rte->coltypes = lappend_oid(rte->coltypes, att->attisdropped ? InvalidOid : att->atttypid);
+			rte->coltypmods = lappend_int(rte->coltypmods, att->attisdropped ? 0 : att->atttypmod);
+			rte->colcollations = lappend_oid(rte->colcollations,
+											 att->attisdropped ? InvalidOid : att->attcollation);
+		}
+	}
+	/* (the rows read passed WHERE) */
+	if (branch->qual != NULL)
+		query->jointree->quals = NULL;
+
+	q.pub.receiveSlot = query_row;
+	q.pub.rStartup = query_startup;
+	q.pub.rShutdown = query_shutdown;
+	q.pub.rDestroy = query_destroy;
+	q.pub.mydest = DestNone;
+	q.out = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
+	q.cxt = CurrentMemoryContext;
+	q.rows = NIL;
+	qd = CreateQueryDesc(pg_plan_query(query, text, 0, NULL), text, GetActiveSnapshot(),
+						 InvalidSnapshot, &q.pub, NULL, env, 0);
+	ExecutorStart(qd, 0);
+	ExecutorRun(qd, ForwardScanDirection, 0, true);
+	ExecutorFinish(qd);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
+	ExecDropSingleTupleTableSlot(q.out);
+	inputs_end(inputs, ninputs);
+	*rows = q.rows;
+	return true;
+}
+
+/* list_sort's order of row images: length, then bytes */
+static int
+image_cmp(const ListCell *a, const ListCell *b)
+{
+	Size		la = VARSIZE(lfirst(a));
+	Size		lb = VARSIZE(lfirst(b));
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return memcmp(lfirst(a), lfirst(b), la);
+}
+
+/*
+ * The branch's query (text: the view's) run once over its inputs' contents
+ * at the since (in: its inputs' objects in its order), its rows appended to
+ * the view's shard there; and when next >= 0 (the inputs' first time
+ * after the since), once more over their contents at next, what changed
+ * appended at next.  Returns false, having appended nothing, when an
+ * input's contents hold a row a negative number of times (reduce.c then
+ * hydrates it, and fails).  The
+ * caller has checked dataflow_hydrates_at_once; runs as the view's owner
+ * in round.c's subtransaction.
+ */
+bool
+dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
+						 CatalogObject **in, TupleDesc out_desc, int64 since, int64 next)
+{
+	List	   *before;
+	List	   *after = NIL;
+	ShardWriter *writer;
+	instr_time	work;
+	int			b = 0;
+	int			a = 0;
+
+	dataflow_count_stage(list_length(branch->stages != NIL ? branch->stages : list_make1(branch)) - 1);
+	INSTR_TIME_SET_CURRENT(work);
+	if (!rows_at(text, branch, in, out_desc, since, &before) ||
+		(next >= 0 && !rows_at(text, branch, in, out_desc, next, &after)))
+		return false;
+	writer = persist_writer_open(v->shard);
+	list_sort(before, image_cmp);
+	list_sort(after, image_cmp);
+	while (b < list_length(before) || (next >= 0 && a < list_length(after)))
+	{
+		int			cmp = next < 0 ? -1 : b == list_length(before) ? 1 :
+			a == list_length(after) ? -1 :
+			image_cmp(list_nth_cell(before, b), list_nth_cell(after, a));
+
+		/* at the since; retracted at next unless it stays */
+		if (cmp <= 0)
+			persist_writer_add(writer, since, 1, PointerGetDatum(list_nth(before, b)));
+		if (cmp < 0 && next >= 0)
+			persist_writer_add(writer, next, -1, PointerGetDatum(list_nth(before, b)));
+		if (cmp > 0)
+			persist_writer_add(writer, next, 1, PointerGetDatum(list_nth(after, a)));
+		dataflow_count_output(cmp == 0 ? 1 : cmp < 0 && next >= 0 ? 2 : 1);
+		b += cmp <= 0;
+		a += cmp >= 0;
+	}
+	persist_writer_close(writer);
+	dataflow_count_work(work);
+	return true;
+}

@@ -147,18 +147,6 @@ group_of(ReduceRound *r)
 	return entry->additional;
 }
 
-/* Row images' order: length, then bytes. */
-static inline int
-row_image_cmp(const char *ra, const char *rb)
-{
-	Size		la = VARSIZE(ra);
-	Size		lb = VARSIZE(rb);
-
-	if (la != lb)
-		return la < lb ? -1 : 1;
-	return memcmp(ra, rb, la);
-}
-
 /* Whether a group has no rows of any input. */
 static bool
 group_empty(ReduceState *state, ViewGroup *group)

@@ -138,6 +138,18 @@ typedef struct Touch
 
 typedef struct LinearAggs LinearAggs;
 
+/* Row images' order (a group's rows, its updates at a time): length, then bytes. */
+static inline int
+row_image_cmp(const char *ra, const char *rb)
+{
+	Size		la = VARSIZE(ra);
+	Size		lb = VARSIZE(rb);
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return memcmp(ra, rb, la);
+}
+
 /* runs.c */
 extern void runs_plan(ReduceRound *r, ViewPlan *plan);
 extern List *runs_over(ReduceRound *r, ViewGroup **groups, int ngroups);

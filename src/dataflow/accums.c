@@ -540,7 +540,7 @@ updates_end(ReduceRound *r, int u, int last)
 {
 	int			end = u + 1;
 
-	while (end < last && row_image_cmp(DatumGetPointer(r->updates[end].row),
+	while (end < last && group_row_image_cmp(DatumGetPointer(r->updates[end].row),
 									   DatumGetPointer(r->updates[u].row)) == 0)
 		end++;
 	return end;
@@ -566,7 +566,7 @@ row_change(ReduceRound *r, ViewGroup *group, int u, int end)
 	while (lo < hi)
 	{
 		int			mid = lo + (hi - lo) / 2;
-		int			cmp = row_image_cmp(DatumGetPointer(rows->rows[mid].row), image);
+		int			cmp = group_row_image_cmp(DatumGetPointer(rows->rows[mid].row), image);
 
 		if (cmp == 0)
 		{

@@ -37,7 +37,7 @@ typedef struct AccumValue
 /* One input's rows in a group. */
 typedef struct GroupRows
 {
-	GroupRow   *rows;			/* in row_image_cmp's order (reduce.c) */
+	GroupRow   *rows;			/* in group_row_image_cmp's order (reduce.c) */
 	int			nrows;
 } GroupRows;
 
@@ -140,7 +140,7 @@ typedef struct LinearAggs LinearAggs;
 
 /* Row images' order (a group's rows, its updates at a time): length, then bytes. */
 static inline int
-row_image_cmp(const char *ra, const char *rb)
+group_row_image_cmp(const char *ra, const char *rb)
 {
 	Size		la = VARSIZE(ra);
 	Size		lb = VARSIZE(rb);

@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_aggregate.h"
+#include "common/int.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -533,6 +534,59 @@ accums_output(ReduceRound *r, ViewGroup *group)
 	ResetExprContext(econtext);
 }
 
+/* The end of the updates from u on of one row (they are sorted by row image). */
+static int
+updates_end(ReduceRound *r, int u, int last)
+{
+	int			end = u + 1;
+
+	while (end < last && group_row_image_cmp(DatumGetPointer(r->updates[end].row),
+									   DatumGetPointer(r->updates[u].row)) == 0)
+		end++;
+	return end;
+}
+
+/*
+ * The copies of the row of updates [u, end) that they add to
+ * (or remove from) the group's states: a row's count below zero (more
+ * copies retracted than inserted) holds none, as when the states are
+ * computed from the rows (states_know), so a retraction of a row the group
+ * does not hold changes nothing.
+ */
+static int64
+row_change(ReduceRound *r, ViewGroup *group, int u, int end)
+{
+	GroupRows  *rows = &group->inputs[0];
+	const char *image = DatumGetPointer(r->updates[u].row);
+	int64		before = 0;
+	int64		after;
+	int			lo = 0;
+	int			hi = rows->nrows;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int			cmp = group_row_image_cmp(DatumGetPointer(rows->rows[mid].row), image);
+
+		if (cmp == 0)
+		{
+			before = rows->rows[mid].count;
+			break;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	after = before;
+	for (; u < end; u++)
+		if (pg_add_s64_overflow(after, r->updates[u].diff, &after))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("a row's count in its group is out of range")));
+	return Max(after, 0) - Max(before, 0);
+}
+
 /*
  * A group's updates [first, last) of the round at one time through its
  * states (reduce.c then merges them into its rows); a group built again
@@ -551,12 +605,16 @@ accums_update(ReduceRound *r, ViewGroup *group, int first, int last)
 	}
 	states_know(r, group);
 	/* (retractions first: a count never passes its value at the time) */
-	for (int u = first; u < last && exact; u++)
-		if (r->updates[u].diff < 0)
-			exact = states_add(r, group, r->updates[u].row, r->updates[u].diff);
-	for (int u = first; u < last && exact; u++)
-		if (r->updates[u].diff > 0)
-			exact = states_add(r, group, r->updates[u].row, r->updates[u].diff);
+	for (int sign = -1; sign <= 1; sign += 2)
+		for (int u = first, end; u < last && exact; u = end)
+		{
+			int64		change;
+
+			end = updates_end(r, u, last);
+			change = row_change(r, group, u, end);
+			if (change * sign > 0)
+				exact = states_add(r, group, r->updates[u].row, change);
+		}
 	/* (an inverse transition that could not: from the rows, once merged) */
 	if (!exact)
 		accums_forget(r->state, group);

@@ -147,18 +147,6 @@ group_of(ReduceRound *r)
 	return entry->additional;
 }
 
-/* Row images' order: length, then bytes. */
-static inline int
-row_image_cmp(const char *ra, const char *rb)
-{
-	Size		la = VARSIZE(ra);
-	Size		lb = VARSIZE(rb);
-
-	if (la != lb)
-		return la < lb ? -1 : 1;
-	return memcmp(ra, rb, la);
-}
-
 /* Whether a group has no rows of any input. */
 static bool
 group_empty(ReduceState *state, ViewGroup *group)
@@ -191,7 +179,7 @@ group_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 	while (i < rows->nrows || u < n)
 	{
 		int			cmp = i == rows->nrows ? 1 : u == n ? -1 :
-			row_image_cmp(DatumGetPointer(rows->rows[i].row),
+			group_row_image_cmp(DatumGetPointer(rows->rows[i].row),
 						  DatumGetPointer(updates[u].row));
 		GroupRow	row;
 		Datum		image;
@@ -206,7 +194,7 @@ group_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 		row.count = 0;
 		if (cmp == 0)
 			row = rows->rows[i++];
-		for (; u < n && row_image_cmp(DatumGetPointer(updates[u].row),
+		for (; u < n && group_row_image_cmp(DatumGetPointer(updates[u].row),
 									  DatumGetPointer(image)) == 0; u++)
 			if (pg_add_s64_overflow(row.count, updates[u].diff, &row.count))
 				ereport(ERROR,
@@ -351,7 +339,7 @@ update_row_cmp(const GroupUpdate *ua, const GroupUpdate *ub)
 {
 	if (ua->input != ub->input)
 		return ua->input < ub->input ? -1 : 1;
-	return row_image_cmp(DatumGetPointer(ua->row), DatumGetPointer(ub->row));
+	return group_row_image_cmp(DatumGetPointer(ua->row), DatumGetPointer(ub->row));
 }
 
 /* sort_updates_by_row: by update_row_cmp, inlined (a rebuild sorts every row) */
@@ -436,7 +424,7 @@ absorb_updates(ReduceRound *r)
 static int
 row_cell_cmp(const void *a, const void *b)
 {
-	return row_image_cmp(lfirst((const ListCell *) a), lfirst((const ListCell *) b));
+	return group_row_image_cmp(lfirst((const ListCell *) a), lfirst((const ListCell *) b));
 }
 
 /* What the groups gave before a step retracted, what they give after added. */

@@ -37,7 +37,7 @@ typedef struct AccumValue
 /* One input's rows in a group. */
 typedef struct GroupRows
 {
-	GroupRow   *rows;			/* in row_image_cmp's order (reduce.c) */
+	GroupRow   *rows;			/* in group_row_image_cmp's order (reduce.c) */
 	int			nrows;
 } GroupRows;
 
@@ -137,6 +137,18 @@ typedef struct Touch
 } Touch;
 
 typedef struct LinearAggs LinearAggs;
+
+/* Row images' order (a group's rows, its updates at a time): length, then bytes. */
+static inline int
+group_row_image_cmp(const char *ra, const char *rb)
+{
+	Size		la = VARSIZE(ra);
+	Size		lb = VARSIZE(rb);
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return memcmp(ra, rb, la);
+}
 
 /* runs.c */
 extern void runs_plan(ReduceRound *r, ViewPlan *plan);

@@ -13,7 +13,8 @@
  *	  * anything else that would change it (RENAME, SET SCHEMA, another
  *	    ALTER, another body) is refused with 0A000, and DROP VIEW without
  *	    CASCADE with 2BP01, pointing to peek.drop_view.
- *	  DDL on what a maintained view uses is view_uses_guard.c's.
+ *	  DDL on what a maintained view uses is view_uses_guard.c's.  The same
+ *	  hook takes DROP EXTENSION pg_peek's locks in the runtimes' order.
  *	  Writes nothing but the catalog rows of views given to another owner.
  *
  *-------------------------------------------------------------------------
@@ -24,12 +25,15 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
+#include "storage/lmgr.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -41,6 +45,7 @@
 #include "sql/view_guard.h"
 #include "sql/view_uses_guard.h"
 #include "storage/catalog_views.h"
+#include "storage/persist.h"
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
 
@@ -231,6 +236,29 @@ follow_owners(void)
 		CacheInvalidateRelcacheByRelid(catalog_relid());
 }
 
+/*
+ * DROP EXTENSION pg_peek by its owner locks the extension, then its tables
+ * (persist_lock_tables_for_drop), before PostgreSQL's deletion walks them in
+ * its own order.
+ */
+static void
+lock_for_extension_drop(DropStmt *drop)
+{
+	ListCell   *lc;
+	Oid			extension;
+
+	foreach(lc, drop->objects)
+		if (strcmp(strVal(lfirst(lc)), "pg_peek") == 0)
+			break;
+	if (lc == NULL)
+		return;
+	extension = get_extension_oid("pg_peek", true);
+	if (!OidIsValid(extension) || !pg_extension_ownercheck(extension, GetUserId()))
+		return;
+	LockDatabaseObject(ExtensionRelationId, extension, 0, AccessExclusiveLock);
+	persist_lock_tables_for_drop(get_namespace_oid("peek", true));
+}
+
 /* ---- the hook ---- */
 
 static void
@@ -287,6 +315,8 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 						 errhint("Drop the maintained view, with its PostgreSQL view, with peek.drop_view(%s).",
 								 quote_literal_cstr(view->name))));
 	}
+	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
+		lock_for_extension_drop((DropStmt *) stmt);
 	if (!creating_extension && !IsBinaryUpgrade)
 		functions = view_uses_guard_before(stmt);
 

@@ -66,6 +66,7 @@ extern void persist_writer_add(ShardWriter *w, int64 time, int64 diff, Datum row
 extern void persist_writer_close(ShardWriter *w);
 extern void persist_retract_all(PeekObjectId id, Oid shard, int64 time);
 extern void persist_drop_shard(Oid shard);
+extern void persist_lock_tables_for_drop(Oid peek);
 extern bool persist_lock_shard(Oid shard);
 extern void persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff);
 extern PersistWalk *persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type,

@@ -2,22 +2,28 @@
  *
  * shard_ddl.c
  *	  A collection's shard as an object: its table and indexes made,
- *	  claimed after a restore, checked and dropped, a source's row type, and
- *	  the hook that reports a shard dropped behind its collection's back.
+ *	  claimed after a restore, checked and dropped, a source's row type,
+ *	  the hook that reports a shard dropped behind its collection's back,
+ *	  and the lock order DROP EXTENSION takes on the extension's tables.
  *	  Every statement runs as the extension's owner.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/heapam.h"
+#include "access/table.h"
 #include "catalog/dependency.h"
 #include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "parser/parse_func.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -112,6 +118,15 @@ persist_check_shard(Oid shard, Oid row_type)
 
 static object_access_hook_type prev_object_access_hook = NULL;
 
+/* Whether a table of schema peek is a shard (shard_<seq>); its seq if so. */
+static bool
+shard_seq(const char *relname, int32 *seq)
+{
+	int			len;
+
+	return sscanf(relname, "shard_%d%n", seq, &len) == 1 && relname[len] == '\0';
+}
+
 /*
  * A shard dropped by anything but its collection's drop (DROP TYPE ...
  * CASCADE on the row type): the maintenance runtime is told to look at the
@@ -125,7 +140,6 @@ shard_drop_hook(ObjectAccessType access, Oid classId, Oid objectId, int subId, v
 	Oid			extension;
 	char	   *relname;
 	int32		seq;
-	int			len;
 
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
@@ -136,8 +150,7 @@ shard_drop_hook(ObjectAccessType access, Oid classId, Oid objectId, int subId, v
 		return;
 	relname = get_rel_name(objectId);
 	extension = get_extension_oid("pg_peek", true);
-	if (relname != NULL && OidIsValid(extension) &&
-		sscanf(relname, "shard_%d%n", &seq, &len) == 1 && relname[len] == '\0')
+	if (relname != NULL && OidIsValid(extension) && shard_seq(relname, &seq))
 		notify_catalog_changed(PEEK_OBJECT_ID(extension, seq));
 }
 
@@ -208,6 +221,49 @@ void
 persist_drop_source_type(Oid row_type)
 {
 	run_ddl(psprintf("DROP TYPE %s", format_type_be_qualified(row_type)));
+}
+
+/*
+ * Before DROP EXTENSION pg_peek: every table of schema peek locked
+ * exclusively, the catalog's before the shards (as the runtimes and writers
+ * take them), each kind in OID order.  PostgreSQL's own drop reaches a shard's
+ * rows index through peek.row_hash before the shard, so an autovacuum of
+ * the shard (which holds the table, then opens its indexes) and the drop
+ * would wait for each other; taking the tables first makes the drop wait
+ * on the autovacuum alone, which PostgreSQL then cancels.
+ */
+void
+persist_lock_tables_for_drop(Oid peek)
+{
+	Relation	pg_class = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *catalog = NIL;
+	List	   *shards = NIL;
+	ListCell   *lc;
+
+	ScanKeyInit(&key, Anum_pg_class_relnamespace, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(peek));
+	scan = systable_beginscan(pg_class, InvalidOid, false, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
+		int32		seq;
+
+		if (form->relkind != RELKIND_RELATION)
+			continue;
+		if (shard_seq(NameStr(form->relname), &seq))
+			shards = lappend_oid(shards, form->oid);
+		else
+			catalog = lappend_oid(catalog, form->oid);
+	}
+	systable_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+	list_sort(catalog, list_oid_cmp);
+	list_sort(shards, list_oid_cmp);
+	foreach(lc, list_concat(catalog, shards))
+		LockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
 }
 
 void

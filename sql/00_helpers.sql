@@ -73,3 +73,14 @@ END $$;
 CREATE FUNCTION view_mismatches(got text, want text, t0 bigint, t1 bigint)
 RETURNS text LANGUAGE sql
 RETURN view_mismatches(got, want, ARRAY(SELECT generate_series(t0, t1)));
+
+-- restart_maintenance(): kill the maintenance runtime (or the solo one) and
+-- wait until its replacement runs
+CREATE FUNCTION restart_maintenance() RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE killed int := (SELECT pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo'));
+BEGIN
+    PERFORM pg_terminate_backend(killed);
+    RETURN wait_for(format($q$SELECT count(*) = 1 FROM peek.runtimes
+                               WHERE role IN ('maintenance', 'solo') AND state = 'running'
+                                 AND pid <> %s$q$, killed));
+END $$;

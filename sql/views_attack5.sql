@@ -59,10 +59,7 @@ SELECT peek.create_view('n5all', $$SELECT sum(x) AS s, count(x) AS c FROM peek.p
 SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name LIKE 'n5%' AND state = 'ready' AND upper = 1$$);
 SELECT peek.write('n5', '{}'::nrow5[], ARRAY[(1, 7)]::nrow5[]);
 SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name LIKE 'n5%' AND upper = 2$$);
-SELECT pid AS maintenance_pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo') \gset
-SELECT pg_terminate_backend(:maintenance_pid);
-SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
-                   WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
+SELECT restart_maintenance();
 SELECT peek.write('n5', '{}'::nrow5[], ARRAY[(1, 8)]::nrow5[]);
 SELECT peek.write('n5', ARRAY[(1, 7), (1, 8)]::nrow5[]);
 SELECT peek.write('n5', ARRAY[(1, 2)]::nrow5[], ARRAY[(1, 5)]::nrow5[]);

@@ -63,10 +63,7 @@ SELECT * FROM dj ORDER BY k, a, b;
 
 -- the runtime restarts: the groups are built again from the inputs and
 -- the differences go on from there
-SELECT pid AS maintenance_pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo') \gset
-SELECT pg_terminate_backend(:maintenance_pid);
-SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
-                   WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
+SELECT restart_maintenance();
 SELECT dstep(ARRAY[(1, 13), (2, 22)]::dl[], ARRAY[(1, 11)]::dl[], ARRAY[(2, 203, 1)]::dr[], ARRAY[(1, 102, 2)]::dr[]);
 SELECT dstep(array_agg((i % 5, i)::dl), '{}', array_agg((i % 5, i, i % 3)::dr), '{}')
   FROM generate_series(1, 200) i;

@@ -130,10 +130,7 @@ SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name LIKE 'gnum_' AN
 SELECT k::text, s, top::text FROM gnumk ORDER BY k;
 SELECT peek.allow_compaction('gnums', 3);
 SELECT wait_for($$SELECT since = 3 FROM peek.objects WHERE name = 'gnums'$$);
-SELECT pid AS maintenance_pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo') \gset
-SELECT pg_terminate_backend(:maintenance_pid);
-SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
-                   WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
+SELECT restart_maintenance();
 SELECT peek.write('gnums', ARRAY[(1.000, 8)]::gnum[], ARRAY[(1.0, 2)]::gnum[]);
 SELECT peek.write('gnums', array_agg((2, i)::gnum), '{}'::gnum[]) FROM generate_series(1, 30000) i;
 SELECT peek.write('gnums', array_agg((2, i)::gnum), array_agg((2, i + 1)::gnum))

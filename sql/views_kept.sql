@@ -68,10 +68,7 @@ SELECT g, n, s::text FROM khaving ORDER BY g;
 
 -- the runtime restarts: the groups are built again from the inputs, and
 -- each learns its output (2.50 and 2.500 in group 1) when a time touches it
-SELECT pid AS maintenance_pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo') \gset
-SELECT pg_terminate_backend(:maintenance_pid);
-SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
-                   WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
+SELECT restart_maintenance();
 SELECT kstep('{}', ARRAY[(1, 2.500, 'a'), (2, 1.0, '5')]::kitem[]);
 -- group 1 emptied, then refilled; group 3 gains its name and loses it
 SELECT kstep('{}', ARRAY[(1, 2.50, 'a')]::kitem[], ARRAY[(3, 'three')]::kname[]);

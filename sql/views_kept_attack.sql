@@ -78,10 +78,7 @@ SELECT astep(ARRAY[(NULL, 7, 'four', -0.0), (2, 1, 'one', 'NaN')]::aitem[], ARRA
              ARRAY[(NULL, 'b'), (5, 'c')]::aname[], ARRAY[(NULL, 'none')]::aname[]);
 SELECT astep(ARRAY[(4, 2, 'B', 1), (4, 2.0, 'b', 1)]::aitem[], ARRAY[(NULL, 1, NULL, 'NaN')]::aitem[]);
 SELECT wait_for($$SELECT bool_and(upper >= 5 OR state <> 'ready') FROM peek.views$$);
-SELECT pid AS maintenance_pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo') \gset
-SELECT pg_terminate_backend(:maintenance_pid);
-SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
-                   WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
+SELECT restart_maintenance();
 SELECT astep(ARRAY[(NULL, 5, 'four', 'NaN')]::aitem[], ARRAY[(NULL, 3, 'b', 'NaN')]::aitem[],
              ARRAY[(NULL, 'none')]::aname[], ARRAY[(1, 'one')]::aname[]);
 SELECT astep(ARRAY[(1, 9, 'one', -0.0)]::aitem[], ARRAY[(1, 2.50, 'a', -0.0)]::aitem[],

@@ -67,10 +67,7 @@ SELECT * FROM lhaving;
 
 -- the runtime restarts: the groups are built again from the input, their
 -- states computed from their rows, and retract exactly what the view holds
-SELECT pid AS maintenance_pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo') \gset
-SELECT pg_terminate_backend(:maintenance_pid);
-SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
-                   WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
+SELECT restart_maintenance();
 SELECT peek.write('lrows', ARRAY[(1, 2, 1, '1 hour', 9)]::lrow[], ARRAY[(3, 60, 6, '4 days', 6)]::lrow[]);
 SELECT peek.write('lrows', array_agg((i % 7, i, i, i * interval '1 second', i % 100)::lrow),
                   '{}'::lrow[]) FROM generate_series(1, 3000) i;
@@ -130,10 +127,7 @@ SELECT peek.write('nrows', ARRAY[(2, 0.125, 5), (2, 0.125, 5)]::nrow[]);
 SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name LIKE 'n%' AND upper = 4$$);
 SELECT * FROM nsums ORDER BY g;
 SELECT * FROM nall;
-SELECT pid AS maintenance_pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo') \gset
-SELECT pg_terminate_backend(:maintenance_pid);
-SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
-                   WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
+SELECT restart_maintenance();
 SELECT peek.write('nrows', ARRAY[(1, 1.75, 2)]::nrow[], ARRAY[(1, 1.5, 9000000000000000000)]::nrow[]);
 SELECT peek.write('nrows', array_agg((i, i / 8.0, i)::nrow), '{}'::nrow[]) FROM generate_series(10, 6009) i;
 SELECT peek.write('nrows', '{}'::nrow[], array_agg((i, i / 8.0, i)::nrow)) FROM generate_series(10, 6009) i;

@@ -9,8 +9,8 @@
  *	  rows appended to the view's shard at that time.  No group is built:
  *	  the view is ready sooner, and reduce.c builds its groups from its
  *	  inputs' contents in its next round (as after a restart), learning
- *	  each group's output when an update first touches it by running the
- *	  query over the group's rows in their images' order.  That output must
+ *	  every group's output in one run of the query over the groups' rows in
+ *	  their images' order.  That output must
  *	  be what this run appended, so only a query whose rows do not depend
  *	  on the order its input rows come in is hydrated here (order_free):
  *	  group and DISTINCT keys of types whose equal values are the same

@@ -64,11 +64,9 @@ typedef struct BatchEntry
  * A batch of BATCH_BUCKET_MIN entries or more has a bucket table: for each
  * value p of its key hashes' top bucket_bits bits, buckets[p] is the first
  * entry whose hash's top bits are p or more (buckets[1 << bucket_bits] is
- * the entry count).  A key lookup reads one bucket (2 to 4 entries, a
- * cache line or two) after one read of the table, where a search of a big
- * batch takes a cache and TLB miss per probe: a bucket of 16 took three
- * such misses of its own, more than the table's read.  The table costs 1
- * to 2 bytes an entry.
+ * the entry count).  A key lookup reads one bucket (about 8 to 16 entries,
+ * a cache line or few) after one read of the table, where a search of a
+ * big batch takes a cache and TLB miss per probe.
  */
 #define BATCH_BUCKET_MIN		64
 

@@ -72,7 +72,13 @@ typedef struct BatchEntry
 
 typedef struct Batch
 {
-	pg_atomic_uint32 refcount;	/* spine, published list, reader pins */
+	/*
+	 * Spine, published list, reader pins.  On a cache line of its own: every
+	 * key lookup pins and unpins the batch, and would otherwise take the
+	 * line of the fields below from the other readers' caches each time.
+	 */
+	pg_atomic_uint32 refcount;
+	char		refcount_line[PG_CACHE_LINE_SIZE - sizeof(pg_atomic_uint32)];
 	int			bucket_bits;	/* 0: no bucket table */
 	int64		nentries;
 	int64		rows;			/* sum of diffs: the rows it adds */

@@ -65,6 +65,7 @@ typedef struct RegistryShared
 {
 	int			tranche;
 	dshash_table_handle handle;
+	pg_atomic_uint64 tombstones;	/* entries ever tombstoned, from 1 */
 } RegistryShared;
 
 static RegistryShared *registry_shared = NULL;
@@ -91,6 +92,7 @@ registry_shmem_init(dsa_area *dsa)
 		return;
 
 	registry_shared->tranche = LWLockNewTrancheId();
+	pg_atomic_init_u64(&registry_shared->tombstones, 1);
 	params = registry_params(registry_shared->tranche);
 	table = dshash_create(dsa, &params, NULL);
 	registry_shared->handle = dshash_get_hash_table_handle(table);
@@ -355,19 +357,30 @@ registry_published_upper(PeekObjectId id)
 
 /*
  * Whether an object a backend looked up before is still there: published
- * and not tombstoned (a deleted tombstone has no entry).
+ * and not tombstoned (a deleted tombstone has no entry).  *checked is the
+ * caller's stamp of its last check that found it live (0: none): while no
+ * entry was tombstoned since, it still is (an entry is never unpublished,
+ * and deleted only once tombstoned), and its entry is not looked up, so
+ * that the peeks of one object do not all take its entry's lock twice.
  */
 bool
-registry_is_live(PeekObjectId id)
+registry_is_live(PeekObjectId id, uint64 *checked)
 {
-	RegistryEntry *entry = registry_lock_shared(id);
+	uint64		tombstones = pg_atomic_read_u64(&registry_shared->tombstones);
+	RegistryEntry *entry;
 	bool		live = false;
 
+	if (*checked == tombstones)
+		return true;
+	/* read before the entry: a tombstone from now on changes the count */
+	pg_read_barrier();
+	entry = registry_lock_shared(id);
 	if (entry != NULL)
 	{
 		live = entry->published && !entry->dropped;
 		registry_unlock(entry);
 	}
+	*checked = live ? tombstones : 0;
 	return live;
 }
 
@@ -408,6 +421,7 @@ tombstone_locked(RegistryEntry *entry)
 	if (!entry->dropped)
 	{
 		entry->dropped = true;
+		pg_atomic_fetch_add_u64(&registry_shared->tombstones, 1);
 		wake = mark_waiters_dirty(entry);
 	}
 	registry_unlock(entry);
@@ -522,6 +536,7 @@ registry_mark_dropped_except(PeekObjectId *live, int nlive, List **unverified)
 		if (!entry->dropped)
 		{
 			entry->dropped = true;
+			pg_atomic_fetch_add_u64(&registry_shared->tombstones, 1);
 			wake |= mark_waiters_dirty(entry);
 		}
 		/* unpinning never takes a registry lock, so it may happen here */

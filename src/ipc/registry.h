@@ -108,7 +108,7 @@ extern void registry_unlock(RegistryEntry *entry);
 extern bool registry_publish_frontiers(PeekObjectId id, char kind, int64 upper,
 							  int64 since, int64 allowed_since);
 extern int64 registry_published_upper(PeekObjectId id);
-extern bool registry_is_live(PeekObjectId id);
+extern bool registry_is_live(PeekObjectId id, uint64 *checked);
 extern void registry_tombstone(PeekObjectId id);
 extern void registry_mark_dropped(PeekObjectId id);
 extern List *registry_mark_dropped_except(PeekObjectId *live, int nlive, List **unverified);

@@ -189,7 +189,7 @@ peeked_object(const char *name, char kind, Oid rowtype, bool *cached)
 	 */
 	*cached = peeked != NULL && catalog_kind_matches(kind, peeked->obj.kind) &&
 		peeked->rowtype == rowtype &&
-		registry_is_live(peeked->obj.id);
+		registry_is_live(peeked->obj.id, &peeked->live_checked);
 	if (peeked != NULL && !*cached)
 		hash_search(peeked_objects, name, HASH_REMOVE, NULL);
 	if (!*cached)
@@ -250,6 +250,7 @@ remember_peeked_object(CatalogObject *obj, Oid rowtype, KeyInfo *key)
 	peeked->obj.failure = NULL;
 	peeked->rowtype = rowtype;
 	peeked->key = key ? batch_keyinfo_build(obj->row_type, obj->nkeys, obj->attnums) : NULL;
+	peeked->live_checked = 0;
 	MemoryContextSwitchTo(old);
 }
 
@@ -302,7 +303,8 @@ peek_call_open(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state, Ope
 			break;
 		peek_call_forget(name);
 	}
-	remember_peeked_object(obj, rowtype, key);
+	if (!cached)
+		remember_peeked_object(obj, rowtype, key);
 	op->obj = obj;
 }
 

@@ -23,6 +23,7 @@ typedef struct PeekedObject
 	CatalogObject obj;
 	Oid			rowtype;		/* what the peek passed (a source's table's?) */
 	KeyInfo    *key;			/* indexes */
+	uint64		live_checked;	/* registry_is_live's stamp */
 } PeekedObject;
 
 /*

@@ -20,6 +20,17 @@
 #include "storage/catalog.h"
 #include "storage/shard_internal.h"
 
+/* How many rows of a page ahead of the one read the heap cursor prefetches. */
+#define ROW_PREFETCH_AHEAD	8
+
+static inline void
+prefetch_row(const void *row)
+{
+#ifdef __GNUC__
+	__builtin_prefetch(row);
+#endif
+}
+
 void
 shard_tid_list_init(TidList *l)
 {
@@ -269,6 +280,13 @@ shard_cursor_next_heap_row(ShardCursor *c, HeapTuple tuple)
 		c->next_item = 0;
 	}
 	page = BufferGetPage(scan->rs_cbuf);
+	/*
+	 * Every row read misses the cache at its header (the time and diff
+	 * follow it): the miss of a row a few ahead is taken now, alongside.
+	 */
+	if (c->next_item + ROW_PREFETCH_AHEAD < scan->rs_ntuples)
+		prefetch_row(PageGetItem(page, PageGetItemId(page,
+													 scan->rs_vistuples[c->next_item + ROW_PREFETCH_AHEAD])));
 	ItemPointerSet(&c->heap_tid, scan->rs_cblock, scan->rs_vistuples[c->next_item++]);
 	item = PageGetItemId(page, ItemPointerGetOffsetNumber(&c->heap_tid));
 	tuple->t_data = (HeapTupleHeader) PageGetItem(page, item);

@@ -178,7 +178,31 @@ $reader->query("SELECT count(*) FROM peek.index_peek(NULL::item, 'x_by_id')");
 like($reader->{stderr}, qr/index "x_by_id" does not exist/,
 	'after DROP and CREATE EXTENSION in another session, its next peek of the name gets 42704');
 $reader->quit;
+
+# Nor does it outlive the object: a session skips the registry lookup of a
+# cached object while no entry was tombstoned since its last one.  Another
+# session drops the index and creates it again over a text column; the
+# next peek converts ROW('a') to the new key's type (with the old lookup it
+# would fail converting 'a' to int, before its gate).
 $node->safe_psql('postgres', q{
+CREATE TYPE named AS (id int, name text);
+SELECT peek.create_collection('y', 'named');
+SELECT peek.write('y', ARRAY[(1, 'a')]::named[]);
+SELECT peek.create_index('y_by', 'y', '{id}');
+});
+$reader = bg_session($node, on_error_stop => 0);
+is($reader->query_safe("SELECT name FROM peek.index_peek(NULL::named, 'y_by', ROW(1))")
+	  . $reader->query_safe("SELECT name FROM peek.index_peek(NULL::named, 'y_by', ROW(1))"),
+	'aa', 'a session peeks y_by keyed by id twice (the second from its cache)');
+$node->safe_psql('postgres', q{
+SELECT peek.drop_index('y_by');
+SELECT peek.create_index('y_by', 'y', '{name}');
+});
+is($reader->query_safe("SELECT id FROM peek.index_peek(NULL::named, 'y_by', ROW('a'))"), '1',
+	'after another session made y_by again over name, its next peek reads the new index');
+$reader->quit;
+$node->safe_psql('postgres', q{
+SELECT peek.drop_collection('y');
 SELECT peek.create_collection('c', 'item');
 SELECT peek.create_index('c_by_id', 'c', '{id}');
 });

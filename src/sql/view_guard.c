@@ -13,7 +13,9 @@
  *	  * anything else that would change it (RENAME, SET SCHEMA, another
  *	    ALTER, another body) is refused with 0A000, and DROP VIEW without
  *	    CASCADE with 2BP01, pointing to peek.drop_view.
- *	  DDL on what a maintained view uses is view_uses_guard.c's.
+ *	  DDL on what a maintained view uses is view_uses_guard.c's.  Both
+ *	  guard another extension's script too (ALTER EXTENSION ... UPDATE),
+ *	  not pg_peek's own.
  *	  Writes nothing but the catalog rows of views given to another owner.
  *
  *-------------------------------------------------------------------------
@@ -233,6 +235,26 @@ follow_owners(void)
 
 /* ---- the hook ---- */
 
+/*
+ * pg_peek's own script (CREATE EXTENSION, ALTER EXTENSION ... UPDATE) and
+ * pg_upgrade's schema restore change no maintained view, and may run
+ * before the catalog is whole.  Another extension's script is guarded as
+ * its statements are outside one: an update that would give a view's
+ * function a new body is refused, naming the view.
+ */
+static bool
+skips_guard(void)
+{
+	Oid			peek;
+
+	if (IsBinaryUpgrade)
+		return true;
+	if (!creating_extension)
+		return false;
+	peek = get_extension_oid("pg_peek", true);
+	return !OidIsValid(peek) || CurrentExtensionObject == peek;
+}
+
 static void
 view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		   ProcessUtilityContext context, ParamListInfo params,
@@ -246,11 +268,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	CatalogObject *view;
 	ListCell   *lc;
 
-	/*
-	 * An extension's script and pg_upgrade's schema restore change no
-	 * maintained view, and may run before the catalog is whole.
-	 */
-	if (creating_extension || IsBinaryUpgrade)
+	if (skips_guard())
 		;
 	else if (IsA(stmt, AlterTableStmt) &&
 		(view = maintained_view_named(((AlterTableStmt *) stmt)->relation, &relid)) != NULL)
@@ -287,7 +305,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 						 errhint("Drop the maintained view, with its PostgreSQL view, with peek.drop_view(%s).",
 								 quote_literal_cstr(view->name))));
 	}
-	if (!creating_extension && !IsBinaryUpgrade)
+	if (!skips_guard())
 		functions = view_uses_guard_before(stmt);
 
 	if (prev_process_utility)

@@ -157,6 +157,10 @@ RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_view' LANGUAGE C;
 -- lag: how many times the view trails the least of its inputs' uppers;
 -- while it hydrates, how many of its inputs' rows it has read and how
 -- many there are (estimated from their shards until all are read)
+-- a view's upper is its published one, which a read of the view (as_of
+-- NULL) resolves against: the round's durable upper (peek.uppers) commits
+-- before the runtime publishes it, and a reader who saw that upper here
+-- would then read an older time (the durable one until it is published)
 CREATE VIEW peek.views WITH (security_barrier) AS
 SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
@@ -164,8 +168,9 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
             WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
        o.failure,
        peek.collection_rows(o.name) AS rows,
-       greatest(r.since, o.since) AS since, greatest(r.upper, u.upper) AS upper,
-       greatest(i.upper OPERATOR(pg_catalog.-) greatest(r.upper, u.upper), 0) AS lag,
+       greatest(r.since, o.since) AS since,
+       CASE WHEN r.published THEN r.upper ELSE u.upper END AS upper,
+       greatest(i.upper OPERATOR(pg_catalog.-) CASE WHEN r.published THEN r.upper ELSE u.upper END, 0) AS lag,
        o.allowed_since, o.shard, o.created_at,
        CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
             THEN r.hydrated_rows END AS hydration_rows_read,

@@ -9,7 +9,12 @@
  *	  no DISTINCT or ORDER BY, each group keeps each aggregate's transition
  *	  state, as a window's moving frame does.  A time's updates of a group
  *	  go through the inverse transition (retractions first) and the forward
- *	  one, each as many times as its diff says; the group's output row is
+ *	  one, each as many times as its diff says, or, for more than a few
+ *	  copies, at once: added through the combine function of the
+ *	  aggregate's states by doubling (log2 of the copies combines), taken
+ *	  out by computing the states again from the rows; an aggregate with
+ *	  no combine function takes at most DATAFLOW_MAX_ROW_COPIES copies of a
+ *	  row, more fail the view (55000).  The group's output row is
  *	  formed from the states by the aggregates' final functions, the select
  *	  list and HAVING (the aggregates as parameters, a grouping key read
  *	  from the group's first row, as a hash aggregation reads it), and the
@@ -34,9 +39,12 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/table.h"
+#include "access/transam.h"
 #include "catalog/pg_aggregate.h"
-#include "common/int.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -45,7 +53,9 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/syscache.h"
 
 #include "dataflow/reduce_internal.h"
@@ -53,18 +63,24 @@
 /* The internal states let go that a reset of their memory waits for at least. */
 #define STATES_GARBAGE_MIN	4096
 
+/* The copies of a row that go through the transitions one by one. */
+#define COPIES_STEPPED		8
+
 /* One aggregate of the query, by its moving-aggregate functions. */
 typedef struct LinearAgg
 {
 	ExprState **args;			/* its arguments over an input row */
 	int			nargs;
+	Oid			aggfnoid;
 	ExprState  *filter;			/* FILTER (WHERE ...), or NULL */
 	FmgrInfo	transfn;
 	FmgrInfo	invfn;
 	FmgrInfo	finalfn;		/* fn_oid InvalidOid: the state is the value */
+	FmgrInfo	combinefn;		/* fn_oid InvalidOid: copies go one by one */
 	FunctionCallInfo trans_call;
 	FunctionCallInfo inv_call;
 	FunctionCallInfo final_call;
+	FunctionCallInfo combine_call;
 	Datum		initval;		/* in the round's memory */
 	bool		initnull;
 	int16		statelen;
@@ -115,6 +131,71 @@ agg_linear(Aggref *aggref)
 }
 
 static MemoryContext states_memory(ReduceState *state);
+
+/*
+ * The function that combines two of the aggregate's moving states: the
+ * combine function of an aggregate whose (plain) states are built by the
+ * same transition function into the same type (its own, as count's, or
+ * another's: sum(int4)'s moving states are avg(int4)'s).  Combining a
+ * state with itself doubles it in place for an internal state, which only
+ * PostgreSQL's own combine functions are known to allow.  InvalidOid if
+ * none.
+ */
+static Oid
+moving_combine(Form_pg_aggregate form)
+{
+	Relation	aggregates;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			combine = InvalidOid;
+
+	if (form->aggtransfn == form->aggmtransfn && form->aggtranstype == form->aggmtranstype)
+		combine = form->aggcombinefn;
+	else
+	{
+		aggregates = table_open(AggregateRelationId, AccessShareLock);
+		scan = systable_beginscan(aggregates, InvalidOid, false, NULL, 0, NULL);
+		while (!OidIsValid(combine) && HeapTupleIsValid(tuple = systable_getnext(scan)))
+		{
+			Form_pg_aggregate other = (Form_pg_aggregate) GETSTRUCT(tuple);
+
+			if (other->aggtransfn == form->aggmtransfn &&
+				other->aggtranstype == form->aggmtranstype)
+				combine = other->aggcombinefn;
+		}
+		systable_endscan(scan);
+		table_close(aggregates, AccessShareLock);
+	}
+	if (form->aggmtranstype == INTERNALOID && combine >= FirstGenbkiObjectId)
+		return InvalidOid;
+	return combine;
+}
+
+/* The combine function of an aggregate's moving states, looked up once. */
+static Oid
+moving_combine_of(Oid aggfnoid, Form_pg_aggregate form)
+{
+	static HTAB *known = NULL;
+	Oid		   *entry;
+	Oid			combine;
+
+	if (known == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = 2 * sizeof(Oid);
+		known = hash_create("pg_peek moving combine functions", 16, &ctl,
+							HASH_ELEM | HASH_BLOBS);
+	}
+	entry = hash_search(known, &aggfnoid, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry[1];
+	combine = moving_combine(form);
+	entry = hash_search(known, &aggfnoid, HASH_ENTER, NULL);
+	entry[1] = combine;
+	return combine;
+}
 
 /* Each Aggref replaced by a parameter numbered by its place in the list. */
 static Node *
@@ -182,15 +263,20 @@ agg_begin(LinearAgg *agg, Aggref *aggref, HeapTuple tuple, WindowAggState *conte
 		if (!tle->resjunk)
 			agg->args[agg->nargs++] = init_expr((Node *) tle->expr);
 	}
+	agg->aggfnoid = aggref->aggfnoid;
 	agg->filter = aggref->aggfilter != NULL ? init_expr((Node *) aggref->aggfilter) : NULL;
 	fmgr_info(form->aggmtransfn, &agg->transfn);
 	fmgr_info(form->aggminvtransfn, &agg->invfn);
 	agg->finalfn.fn_oid = InvalidOid;
 	if (OidIsValid(form->aggmfinalfn))
 		fmgr_info(form->aggmfinalfn, &agg->finalfn);
+	agg->combinefn.fn_oid = InvalidOid;
+	if (OidIsValid(moving_combine_of(aggref->aggfnoid, form)))
+		fmgr_info(moving_combine_of(aggref->aggfnoid, form), &agg->combinefn);
 	agg->trans_call = new_call(&agg->transfn, agg->nargs + 1, aggref, context);
 	agg->inv_call = new_call(&agg->invfn, agg->nargs + 1, aggref, context);
 	agg->final_call = new_call(&agg->finalfn, 1, aggref, context);
+	agg->combine_call = new_call(&agg->combinefn, 2, aggref, context);
 	get_typlenbyval(form->aggmtranstype, &agg->statelen, &agg->statebyval);
 	agg->internal = form->aggmtranstype == INTERNALOID;
 	init_text = SysCacheGetAttr(AGGFNOID, tuple, Anum_pg_aggregate_aggminitval, &isnull);
@@ -354,6 +440,34 @@ state_init(ReduceRound *r, LinearAgg *agg, AccumValue *acc)
 }
 
 /*
+ * Whether the input row (in the input's slot) enters the aggregate: it
+ * passes its FILTER, and a strict transition (call's) skips NULL
+ * arguments.  Its arguments are then in call's.
+ */
+static bool
+row_enters(ReduceRound *r, LinearAgg *agg, FunctionCallInfo call)
+{
+	ExprContext *econtext = r->inputs[0].input.econtext;
+
+	if (agg->filter != NULL)
+	{
+		bool		isnull;
+		Datum		pass = ExecEvalExprSwitchContext(agg->filter, econtext, &isnull);
+
+		if (isnull || !DatumGetBool(pass))
+			return false;
+	}
+	for (int i = 0; i < agg->nargs; i++)
+	{
+		call->args[i + 1].value = ExecEvalExprSwitchContext(agg->args[i], econtext,
+															&call->args[i + 1].isnull);
+		if (call->args[i + 1].isnull && call->flinfo->fn_strict)
+			return false;
+	}
+	return true;
+}
+
+/*
  * One input row (in the input's slot) added to (forward) or removed from
  * an aggregate's state once, as a window's moving aggregate does:
  * a strict transition skips NULL arguments, its first argument is the
@@ -368,21 +482,8 @@ state_step(ReduceRound *r, LinearAgg *agg, AccumValue *acc, bool forward)
 	MemoryContext old;
 	Datum		value;
 
-	if (agg->filter != NULL)
-	{
-		bool		isnull;
-		Datum		pass = ExecEvalExprSwitchContext(agg->filter, econtext, &isnull);
-
-		if (isnull || !DatumGetBool(pass))
-			return true;
-	}
-	for (int i = 0; i < agg->nargs; i++)
-	{
-		call->args[i + 1].value = ExecEvalExprSwitchContext(agg->args[i], econtext,
-															&call->args[i + 1].isnull);
-		if (call->args[i + 1].isnull && call->flinfo->fn_strict)
-			return true;
-	}
+	if (!row_enters(r, agg, call))
+		return true;
 	if (!forward && acc->count == 1)
 	{
 		state_init(r, agg, acc);
@@ -420,20 +521,118 @@ state_step(ReduceRound *r, LinearAgg *agg, AccumValue *acc, bool forward)
 	return true;
 }
 
+/* Two states combined (the first NULL: none yet), in the current context. */
+static Datum
+states_combined(LinearAgg *agg, Datum first, bool first_null, Datum second)
+{
+	FunctionCallInfo call = agg->combine_call;
+	Datum		value;
+
+	/* (a strict combine function's NULL state becomes the other) */
+	if (first_null && agg->combinefn.fn_strict)
+		return second;
+	call->args[0].value = first;
+	call->args[0].isnull = first_null;
+	call->args[1].value = second;
+	call->args[1].isnull = false;
+	call->isnull = false;
+	value = FunctionCallInvoke(call);
+	if (call->isnull)
+		elog(ERROR, "a combine function of moving-aggregate states returned NULL");
+	return value;
+}
+
+/*
+ * n copies of the input row (in the input's slot) added to an aggregate's
+ * state at once: the state of one copy, doubled by the combine function
+ * (a state of 2^k copies combined with itself), each doubling whose bit n
+ * has combined into the state; log2(n) combines.
+ */
+static void
+state_add_copies(ReduceRound *r, LinearAgg *agg, AccumValue *acc, int64 n)
+{
+	FunctionCallInfo trans = agg->trans_call;
+	MemoryContext old;
+	Datum		copies;
+	int64		count;
+
+	if (!row_enters(r, agg, trans))
+		return;
+	if (pg_add_s64_overflow(acc->count, n, &count))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("a group's count of rows in an aggregate is out of range")));
+	old = MemoryContextSwitchTo(r->inputs[0].input.econtext->ecxt_per_tuple_memory);
+	if (agg->initnull && trans->flinfo->fn_strict)
+		copies = trans->args[1].value;
+	else
+	{
+		/* (a copy: a transition may change its state in place) */
+		trans->args[0].value = agg->initnull ? (Datum) 0 :
+			datumCopy(agg->initval, agg->statebyval, agg->statelen);
+		trans->args[0].isnull = agg->initnull;
+		trans->isnull = false;
+		copies = FunctionCallInvoke(trans);
+		if (trans->isnull)
+			elog(ERROR, "a moving-aggregate transition function returned NULL");
+	}
+	if (agg->internal)
+		r->state->states_garbage++;
+	for (;;)
+	{
+		if (n & 1)
+		{
+			Datum		value = states_combined(agg, acc->value, acc->isnull, copies);
+
+			MemoryContextSwitchTo(r->state->cxt);
+			state_set(agg, acc, value, false);
+			MemoryContextSwitchTo(r->inputs[0].input.econtext->ecxt_per_tuple_memory);
+		}
+		n >>= 1;
+		if (n == 0)
+			break;
+		/* (a by-reference state not internal doubles with a copy of itself) */
+		copies = states_combined(agg, copies, false,
+								 agg->statebyval || agg->internal ? copies :
+								 datumCopy(copies, false, agg->statelen));
+	}
+	MemoryContextSwitchTo(old);
+	acc->count = count;
+}
+
 /*
  * A row (of the group's input) added diff times, or removed -diff times,
- * in every state; false when an inverse transition could not.
+ * in every state; false when an inverse transition could not.  Many
+ * copies go in at once where the aggregate has a combine function, and
+ * are not taken out by inverse transitions: false, the states are
+ * computed again from the group's rows.
  */
 static bool
 states_add(ReduceRound *r, ViewGroup *group, Datum row, int64 diff)
 {
 	ViewInput  *input = &r->inputs[0].input;
+	int64		copies = diff < 0 ? -diff : diff;
 	bool		done = true;
 
 	view_input_put(input, row);
 	for (int a = 0; a < r->linear->naggs && done; a++)
-		for (int64 c = 0; c < (diff < 0 ? -diff : diff) && done; c++)
-			done = state_step(r, &r->linear->aggs[a], &group->accums[a], diff > 0);
+	{
+		LinearAgg  *agg = &r->linear->aggs[a];
+
+		if (copies > COPIES_STEPPED && diff < 0)
+			done = false;
+		else if (copies > COPIES_STEPPED && OidIsValid(agg->combinefn.fn_oid))
+			state_add_copies(r, agg, &group->accums[a], copies);
+		else if (copies > DATAFLOW_MAX_ROW_COPIES)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("a row has " INT64_FORMAT " copies in a group, more than the %d that aggregate %s takes one by one",
+							copies, DATAFLOW_MAX_ROW_COPIES, format_procedure(agg->aggfnoid)),
+					 errdetail("Its moving-aggregate states have no combine function to take them at once.")));
+		else
+			for (int64 c = 0; c < copies && done; c++)
+				done = state_step(r, agg, &group->accums[a], diff > 0);
+	}
 	ExecClearTuple(input->slot);
 	ResetExprContext(input->econtext);
 	return done;

@@ -40,6 +40,15 @@
 #define DATAFLOW_ROUND_TIMES	1024
 
 /*
+ * The most copies of one row (its count in a group) that a round puts
+ * through a path that takes them one by one: the query over a group's
+ * rows, a hydration in one run, an aggregate with no combine function.
+ * More fail the view at once (55000) rather than run for its round's
+ * timeout; linear aggregates with a combine function take any count.
+ */
+#define DATAFLOW_MAX_ROW_COPIES	1000000
+
+/*
  * A round whose inputs have no updates past the view's upper raises its
  * upper in the registry alone, as an idle source's is: a catalog write
  * would be WAL, which capture publishes as the source's next upper, which

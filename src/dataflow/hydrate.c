@@ -165,6 +165,7 @@ typedef struct InputRows
 	double		nrows;
 	RowCounts  *counts;			/* the rows summed, or NULL */
 	bool		in_parts;		/* a negative part came with counts NULL */
+	bool		too_many;		/* a row came with too many copies to run over */
 	MemoryContext per_row;
 } InputRows;
 
@@ -172,9 +173,16 @@ typedef struct InputRows
 static void
 put_rows(InputRows *in, Datum stored, int64 n)
 {
-	MemoryContext old = MemoryContextSwitchTo(in->per_row);
+	MemoryContext old;
 	Datum		row;
 
+	/* (the rounds take many copies of a row at once where they can) */
+	if (n > DATAFLOW_MAX_ROW_COPIES)
+	{
+		in->too_many = true;
+		return;
+	}
+	old = MemoryContextSwitchTo(in->per_row);
 	if (view_input_row(&in->input, stored, &row))
 	{
 		for (int64 i = 0; i < n; i++)
@@ -204,7 +212,8 @@ store_row(int64 time, int64 diff, Datum stored, void *arg)
 
 /*
  * An input's contents at a time into its tuplestore; read again summed by
- * row when a part is negative.  Returns false when a row's count is.
+ * row when a part is negative.  Returns false when a row's count is, or is
+ * more than DATAFLOW_MAX_ROW_COPIES (the rounds hydrate the view then).
  */
 static bool
 read_input(InputRows *in, Oid shard, Oid row_type, int64 at)
@@ -215,7 +224,7 @@ read_input(InputRows *in, Oid shard, Oid row_type, int64 at)
 
 	persist_scan_at(shard, at, at + 1, store_row, in);
 	if (!in->in_parts)
-		return true;
+		return !in->too_many;
 	tuplestore_clear(in->rows);
 	in->nrows = 0;
 	in->in_parts = false;
@@ -228,7 +237,7 @@ read_input(InputRows *in, Oid shard, Oid row_type, int64 at)
 			put_rows(in, row_count_datum(rc), row_count_value(rc->count));
 		negative |= rc->count < 0;
 	}
-	return !negative;
+	return !negative && !in->too_many;
 }
 
 /* The query's rows, as rows of the view's type, in the caller's memory. */

@@ -455,6 +455,27 @@ emit_difference(ReduceRound *r, int64 time, List *before, List *after)
 }
 
 /*
+ * The groups' output now, each's in its fresh list, all returned: formed
+ * from their linear aggregates' states (accums.c, which take a row's many
+ * copies at once), or the query run over their rows.
+ */
+static List *
+outputs_now(ReduceRound *r, ViewGroup **groups, int ngroups)
+{
+	List	   *rows = NIL;
+
+	if (r->linear == NULL)
+		return runs_over(r, groups, ngroups);
+	r->output.cxt = CurrentMemoryContext;
+	for (int g = 0; g < ngroups; g++)
+	{
+		accums_output(r, groups[g]);
+		rows = list_concat(rows, groups[g]->fresh);
+	}
+	return rows;
+}
+
+/*
  * The query run once over the groups, a step's updates applied: the
  * difference against their output before emitted at the step's time, and
  * kept as their output.
@@ -462,7 +483,7 @@ emit_difference(ReduceRound *r, int64 time, List *before, List *after)
 static void
 emit_outputs(ReduceRound *r, int64 time, ViewGroup **groups, int ngroups, List *before)
 {
-	emit_difference(r, time, before, runs_over(r, groups, ngroups));
+	emit_difference(r, time, before, outputs_now(r, groups, ngroups));
 	if (!r->delta)
 		outputs_keep(r->state, groups, ngroups);
 }
@@ -482,7 +503,7 @@ learn_outputs(ReduceRound *r, ViewGroup **groups, int ngroups)
 			unknown[nunknown++] = groups[g];
 	if (nunknown > 0)
 	{
-		(void) runs_over(r, unknown, nunknown);
+		(void) outputs_now(r, unknown, nunknown);
 		outputs_keep(r->state, unknown, nunknown);
 	}
 }

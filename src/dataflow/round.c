@@ -19,6 +19,8 @@
  *	  round hydrates: it reads the inputs' contents at the time it
  *	  hydrates at (hydration_time: their bases' when their sinces allow),
  *	  which lands there, and folds that into the view's base, its since.
+ *	  A view whose input's since passed its upper (a source loaded again)
+ *	  hydrates again the same way, its old contents retracted there.
  *	  Each round's work is counted by operator
  *	  (operators.c); a round that runs past pg_peek.view_round_timeout is
  *	  cancelled, and the view fails (one that goes on when cancelled ends
@@ -310,6 +312,47 @@ hydration_time(List *inputs, int64 since, int64 upper)
 }
 
 /*
+ * Whether an input's since passed the view's upper: its history from there
+ * is gone, and the view cannot resume, only hydrate again.
+ */
+static bool
+lost_history(List *inputs, CatalogObject *v)
+{
+	ListCell   *lc;
+
+	foreach(lc, inputs)
+	{
+		CatalogObject *in = lfirst(lc);
+
+		if (in->since >= v->upper)
+		{
+			ereport(LOG,
+					(errmsg("pg_peek view \"%s\" hydrates again: its input \"%s\" is compacted to since " INT64_FORMAT ", past the view's upper " INT64_FORMAT,
+							v->name, in->name, in->since, v->upper)));
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A view that hydrates again retracts its contents at the new since, where
+ * the hydration adds them anew (the fold at the since then counts both),
+ * and drops the groups it kept (the next round builds them, as after a
+ * restart).
+ */
+static void
+forget_contents(DataflowView *view, CatalogObject *v, int64 since)
+{
+	persist_retract_all(view->id, v->shard, since);
+	for (int b = 0; b < view->nbranches; b++)
+	{
+		dataflow_reduce_free(view->groups[b]);
+		view->groups[b] = NULL;
+	}
+}
+
+/*
  * A round whose inputs have no updates past the view's published upper
  * (each input's durable upper, which its updates commit with, is not past
  * it): the view's upper rises to the least of its inputs' published ones
@@ -437,10 +480,17 @@ dataflow_round(DataflowView *view)
 	if (upper <= v->upper)
 		return false;
 
-	/* the first round reads the inputs' contents at its since */
-	hydrating = v->upper == 0;
+	/*
+	 * The first round reads the inputs' contents at its since; so does a
+	 * round whose input lost its history past the view's upper (the
+	 * view's hold kept it otherwise): a source loaded again at a new slot's
+	 * start, after pg_upgrade or a promotion.
+	 */
+	hydrating = v->upper == 0 || lost_history(inputs, v);
 	if (hydrating)
 		since = hydration_time(inputs, since, upper);
+	if (hydrating && v->upper > 0)
+		forget_contents(view, v, since);
 	lower = hydrating ? 0 : v->upper;
 	start = hydrating ? since + 1 : v->upper;
 	end = upper;
@@ -448,11 +498,6 @@ dataflow_round(DataflowView *view)
 	{
 		CatalogObject *in = lfirst(lc);
 
-		if (!hydrating && in->since >= v->upper)
-			ereport(ERROR,
-					(errcode(ERRCODE_SNAPSHOT_TOO_OLD),
-					 errmsg("its input \"%s\" is compacted to since " INT64_FORMAT ", past the view's upper " INT64_FORMAT,
-							in->name, in->since, v->upper)));
 		if (end - start > DATAFLOW_ROUND_TIMES)
 			end = persist_times_end(in->shard, start, end, DATAFLOW_ROUND_TIMES);
 	}

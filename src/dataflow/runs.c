@@ -107,8 +107,16 @@ runs_over(ReduceRound *r, ViewGroup **groups, int ngroups)
 
 		for (int g = 0; g < ngroups; g++)
 			for (int i = 0; i < groups[g]->inputs[in].nrows; i++)
-				if (groups[g]->inputs[in].rows[i].count > 0)
-					nrows += Min(groups[g]->inputs[in].rows[i].count, MaxArraySize);
+			{
+				int64		copies = groups[g]->inputs[in].rows[i].count;
+
+				if (copies > DATAFLOW_MAX_ROW_COPIES)
+					ereport(ERROR,
+							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+							 errmsg("a row has " INT64_FORMAT " copies in a group, more than the %d that the query over a group's rows takes",
+									copies, DATAFLOW_MAX_ROW_COPIES)));
+				nrows += Max(copies, 0);
+			}
 		if (nrows > MaxArraySize)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

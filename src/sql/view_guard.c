@@ -13,8 +13,10 @@
  *	  * anything else that would change it (RENAME, SET SCHEMA, another
  *	    ALTER, another body) is refused with 0A000, and DROP VIEW without
  *	    CASCADE with 2BP01, pointing to peek.drop_view.
- *	  DDL on what a maintained view uses is view_uses_guard.c's.  The same
- *	  hook takes DROP EXTENSION pg_peek's locks in the runtimes' order.
+ *	  DDL on what a maintained view uses is view_uses_guard.c's.  Both
+ *	  guard another extension's script too (ALTER EXTENSION ... UPDATE),
+ *	  not pg_peek's own.  The same hook takes DROP EXTENSION pg_peek's
+ *	  locks in the runtimes' order.
  *	  Writes nothing but the catalog rows of views given to another owner.
  *
  *-------------------------------------------------------------------------
@@ -261,6 +263,26 @@ lock_for_extension_drop(DropStmt *drop)
 
 /* ---- the hook ---- */
 
+/*
+ * pg_peek's own script (CREATE EXTENSION, ALTER EXTENSION ... UPDATE) and
+ * pg_upgrade's schema restore change no maintained view, and may run
+ * before the catalog is whole.  Another extension's script is guarded as
+ * its statements are outside one: an update that would give a view's
+ * function a new body is refused, naming the view.
+ */
+static bool
+skips_guard(void)
+{
+	Oid			peek;
+
+	if (IsBinaryUpgrade)
+		return true;
+	if (!creating_extension)
+		return false;
+	peek = get_extension_oid("pg_peek", true);
+	return !OidIsValid(peek) || CurrentExtensionObject == peek;
+}
+
 static void
 view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		   ProcessUtilityContext context, ParamListInfo params,
@@ -274,11 +296,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	CatalogObject *view;
 	ListCell   *lc;
 
-	/*
-	 * An extension's script and pg_upgrade's schema restore change no
-	 * maintained view, and may run before the catalog is whole.
-	 */
-	if (creating_extension || IsBinaryUpgrade)
+	if (skips_guard())
 		;
 	else if (IsA(stmt, AlterTableStmt) &&
 		(view = maintained_view_named(((AlterTableStmt *) stmt)->relation, &relid)) != NULL)
@@ -317,7 +335,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	}
 	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
 		lock_for_extension_drop((DropStmt *) stmt);
-	if (!creating_extension && !IsBinaryUpgrade)
+	if (!skips_guard())
 		functions = view_uses_guard_before(stmt);
 
 	if (prev_process_utility)

@@ -177,9 +177,10 @@ fold_worker_running(PeekObjectId id)
 }
 
 /*
- * Below the maintenance runtime's niceness by pg_peek.maintenance_nice
- * again, if it can: a fold is housekeeping, which backends and the
- * runtime's seals and views' rounds go before.
+ * The maintenance runtime's niceness (pg_peek.maintenance_nice), if it
+ * can; not lower: a fold writes WAL and shard pages, and a worker niced
+ * further, descheduled holding their locks on a busy machine, would hold
+ * up the writers that wait for them.
  */
 static void
 lower_priority(void)
@@ -189,13 +190,13 @@ lower_priority(void)
 	errno = 0;
 	nice = getpriority(PRIO_PROCESS, 0);
 	if (errno == 0)
-		(void) setpriority(PRIO_PROCESS, 0, Min(nice + 2 * setting_maintenance_nice, 19));
+		(void) setpriority(PRIO_PROCESS, 0, Min(nice + setting_maintenance_nice, 19));
 }
 
 /*
  * A fold worker: folds as a runtime's fold step does (or as its
- * compaction does, with a since), in one transaction, at a priority below
- * the maintenance runtime's (lower_priority).  A later worker for the same collection (one that an
+ * compaction does, with a since), in one transaction, at the maintenance
+ * runtime's lowered priority (a fold is housekeeping: backends go first).  A later worker for the same collection (one that an
  * earlier runtime started outlived it) waits for the earlier one, then
  * folds from where it left the base.
  */

@@ -67,10 +67,12 @@ sub base_time
 	return $node->safe_psql('postgres', "SELECT base_time FROM peek.objects WHERE name = '$name'");
 }
 
-sub upper
+# the time of the last update in a collection's shard
+sub last_write
 {
 	my ($node, $name) = @_;
-	return $node->safe_psql('postgres', "SELECT upper FROM peek.objects WHERE name = '$name'");
+	my $shard = $node->safe_psql('postgres', "SELECT shard::regclass FROM peek.objects WHERE name = '$name'");
+	return $node->safe_psql('postgres', "SELECT max(time) FROM $shard");
 }
 
 sub clean_log
@@ -127,12 +129,12 @@ diag(sprintf('%d probes of the view under the load: p50 %.1f ms, p99 %.1f ms, ma
 	scalar @sorted, $sorted[int($#sorted / 2)], $sorted[int($#sorted * 0.99)], $sorted[-1],
 	$workers, `cat /proc/loadavg` =~ s/\n//r));
 cmp_ok(scalar @sorted, '>=', 10, 'probes measured');
-cmp_ok($workers, '>=', 3, 'steady load: fold workers fold the steps, again and again');
+cmp_ok($workers, '>=', 2, 'steady load: fold workers fold the steps, again and again');
 cmp_ok($most, '<=', 1, 'steady load: one fold worker at a time');
 for my $name (qw(t_src agg))
 {
-	my $written = upper($node, $name) - 1;
-	ok(base_reaches($node, $name, $written, 30), "steady load: $name\'s base follows the writes");
+	ok(base_reaches($node, $name, last_write($node, $name), 30),
+		"steady load: $name\'s base takes the last write in");
 	cmp_ok(base_time($node, $name), '>', $before{$name}, "steady load: $name\'s base moved on");
 }
 unlike(slurp_file($node->logfile), qr/pg_peek fold.* in the $maint runtime/,
@@ -158,8 +160,8 @@ ok(poll_until($node, "SELECT state = 'ready' AND lag = 0 FROM peek.views WHERE n
 my $src_before = base_time($node, 't_src');
 ($workers) = under_load($node);
 is($workers, 0, 'no free worker: no fold worker ran');
-my $written = upper($node, 't_src') - 1;
-ok(base_reaches($node, 't_src', $written, 30), "no free worker: the source's base follows the writes");
+ok(base_reaches($node, 't_src', last_write($node, 't_src'), 30),
+	"no free worker: the source's base takes the last write in");
 cmp_ok(base_time($node, 't_src'), '>', $src_before, "no free worker: the source's base moved on");
 my @said = slurp_file($node->logfile) =~ /pg_peek folds bases in the $maint runtime: no background worker is free/g;
 is(scalar @said, 1, 'no free worker: the runtime says once that it folds');

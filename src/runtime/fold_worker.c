@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * fold_worker.c
- *	  A big fold done outside the maintenance runtime: a fold worker (a
+ *	  A fold done outside the maintenance runtime: a fold worker (a
  *	  dynamic background worker per fold, which folds.c starts) folds one
- *	  collection's shard in one transaction of its own, then exits: the
- *	  first time after its base, however many updates it has (a load), or
- *	  a compaction's since that has too many updates past the base to fold
- *	  in the runtime.  The runtime meanwhile seals, captures and runs
+ *	  collection's shard in one transaction of its own, then exits: a
+ *	  bounded step of its recent updates, the first time after its base
+ *	  however many updates it has (a load), or a compaction's since that
+ *	  has too many updates past the base to fold in the runtime.  The runtime meanwhile seals, captures and runs
  *	  views' rounds as usual: a write committed during the fold is visible
  *	  as soon as it would be without it.  The fold is persist_fold's, as
  *	  the runtime's own: base and catalog change together at its commit,
@@ -36,6 +36,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "capture/capture.h"
 #include "common/errors.h"
@@ -74,6 +75,7 @@ typedef struct FoldRequest
 	int64		since;			/* a compaction's (0: the since stays) */
 	int64		target;
 	int64		max_rows;
+	bool		first_alone;	/* the first time after the base, however big */
 } FoldRequest;
 
 StaticAssertDecl(sizeof(FoldRequest) <= BGW_EXTRALEN, "a fold request fits in bgw_extra");
@@ -93,15 +95,16 @@ folds_kept(PeekObjectId id, Oid shard)
 
 /*
  * Start a fold worker for a collection's shard: with since, a compaction
- * to it (target since, max_rows -1); without, the first time after its base
- * and whole times after it within max_rows, towards target.  Returns its
- * handle (allocated in TopMemoryContext), or NULL without a free
- * background worker.
+ * to it (target since, max_rows -1); without, whole times after its base
+ * within max_rows, towards target (with first_alone, at least the first
+ * however many updates it has: a big time).  Returns its handle (allocated
+ * in TopMemoryContext), or NULL without a free background worker.
  */
 BackgroundWorkerHandle *
-fold_worker_start(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_rows)
+fold_worker_start(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_rows,
+				  bool first_alone)
 {
-	FoldRequest req = {id, shard, since, target, max_rows};
+	FoldRequest req = {id, shard, since, target, max_rows, first_alone};
 	char		name[BGW_MAXLEN];
 
 	snprintf(name, BGW_MAXLEN, "pg_peek fold of object " INT64_FORMAT, id);
@@ -113,6 +116,7 @@ typedef struct RowProbe
 {
 	PeekObjectId id;
 	bool		free;
+	int64		base_time;		/* PG_INT64_MIN: not read */
 } RowProbe;
 
 static void
@@ -121,7 +125,10 @@ probe_row(void *arg)
 	RowProbe   *probe = arg;
 
 	spi_xact_no_standby_wait();
-	probe->free = catalog_lock_extension() && catalog_lock_row(probe->id, true);
+	if (!catalog_lock_extension())
+		return;
+	probe->free = catalog_lock_row(probe->id, true);
+	(void) catalog_read_since(probe->id, GetActiveSnapshot(), &probe->base_time);
 }
 
 /*
@@ -133,9 +140,23 @@ probe_row(void *arg)
 bool
 fold_worker_row_free(PeekObjectId id)
 {
-	RowProbe	probe = {id, false};
+	int64		base_time;
+
+	return fold_worker_probe(id, &base_time);
+}
+
+/*
+ * After a fold worker stopped: whether no writer holds the collection's
+ * row now (see fold_worker_row_free), and its base's time (*base_time;
+ * PG_INT64_MIN without the row), which tells whether the worker moved it.
+ */
+bool
+fold_worker_probe(PeekObjectId id, int64 *base_time)
+{
+	RowProbe	probe = {id, false, PG_INT64_MIN};
 
 	spi_run_in_transaction(probe_row, &probe);
+	*base_time = probe.base_time;
 	return probe.free;
 }
 
@@ -155,7 +176,12 @@ fold_worker_running(PeekObjectId id)
 	return false;
 }
 
-/* The maintenance runtime's niceness (pg_peek.maintenance_nice), if it can. */
+/*
+ * The maintenance runtime's niceness (pg_peek.maintenance_nice), if it
+ * can; not lower: a fold writes WAL and shard pages, and a worker niced
+ * further, descheduled holding their locks on a busy machine, would hold
+ * up the writers that wait for them.
+ */
 static void
 lower_priority(void)
 {
@@ -168,10 +194,9 @@ lower_priority(void)
 }
 
 /*
- * A fold worker: folds as a runtime's fold step with first_alone does (or
- * as its compaction does, with a since), in one transaction, at the
- * maintenance runtime's lowered priority (a fold is housekeeping: backends
- * go first).  A later worker for the same collection (one that an
+ * A fold worker: folds as a runtime's fold step does (or as its
+ * compaction does, with a since), in one transaction, at the maintenance
+ * runtime's lowered priority (a fold is housekeeping: backends go first).  A later worker for the same collection (one that an
  * earlier runtime started outlived it) waits for the earlier one, then
  * folds from where it left the base.
  */
@@ -203,7 +228,8 @@ fold_worker_main(Datum arg)
 		spi_xact_no_standby_wait();
 		if (catalog_lock_extension() && folds_kept(req.id, req.shard))
 		{
-			(void) persist_fold(req.id, req.shard, req.since, req.target, req.max_rows, true);
+			(void) persist_fold(req.id, req.shard, req.since, req.target, req.max_rows,
+								req.first_alone);
 			/* the runtime re-reads the row: its compaction learns the since */
 			if (req.since > 0)
 				notify_catalog_changed(req.id);

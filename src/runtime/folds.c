@@ -1,41 +1,41 @@
 /*-------------------------------------------------------------------------
  *
  * folds.c
- *	  When the maintenance runtime moves each collection's base on
- *	  (storage/persist.h): its base's time is below its latest complete
- *	  time, and its writes paused for FOLD_QUIET_MS, or under a steady load
- *	  a fold is FOLD_BUSY_MS ago, so that a peek at a recent time sums at
- *	  most about a second's updates past the base.  At most FOLD_STEP_ROWS
- *	  updates a step, whole times only, each step its own transaction (the
- *	  caller's FoldFn), one base's step per step of the runtime (the due
- *	  base folded least recently first), so that no step holds the
- *	  runtime's other work (its seals, captures and views' rounds) back
- *	  for long.  A time with more updates of its own (a big write, a load)
- *	  stops the base before it while anything the runtime maintains is
- *	  written; once every write paused for FOLD_BIG_QUIET_MS (the end of a
- *	  load), or under a steady load once the base stopped there
- *	  FOLD_STOPPED_MS ago (else it never moves again, and every peek sums
- *	  all updates since the load), a fold worker (fold_worker.c) folds it
- *	  outside the runtime, one at a time: a fold that long (one to two
- *	  seconds per 100,000 updates) in the runtime would hold every seal
- *	  due meanwhile.  A compaction (maintenance.c) that would fold or
- *	  delete more than FOLD_STEP_ROWS updates is a worker's too, in turn
- *	  with the big times, at once (folds_compact_outside).  The worker's
- *	  stop sets the runtime's latch; its base is then looked at again at
- *	  once.  No worker is started for a base whose catalog row a writer's
- *	  open transaction holds (the worker's commit would wait for it, and
- *	  every other base's worker for that one), nor while a worker an
- *	  earlier runtime started (a restart mid-fold) folds it: looked at
- *	  again every FOLD_ELSEWHERE_MS, the next due base's worker going
- *	  first; restarts pile up no workers.  Only when no background worker
- *	  can be had, or FOLD_OUTSIDE_TRIES workers stopped without moving the
- *	  base or raising the since (an error, which the runtime's own fold
- *	  then reports as the collection's failure), the runtime folds alone:
- *	  a big time once the writes paused and it has no other work left (a
- *	  merge's steps, a view's round), a compaction at once.  Only what the
- *	  runtime learns from the catalog notices (the durable uppers), the
- *	  folds' own results and the workers' stops: nothing is polled but an
- *	  earlier runtime's worker and a held row.
+ *	  When each collection's base moves on (storage/persist.h): its base's
+ *	  time is below its latest complete time, and its writes paused for
+ *	  FOLD_QUIET_MS, or under a steady load a fold is FOLD_BUSY_MS ago, so
+ *	  that a peek at a recent time sums at most about a second's updates
+ *	  past the base.  At most FOLD_STEP_ROWS updates a step, whole times
+ *	  only, each step a fold worker's (fold_worker.c), one at a time, the
+ *	  due base folded least recently first: a fold in the runtime, tens to
+ *	  hundreds of milliseconds a step on a loaded machine, would hold every
+ *	  seal, capture and view's round due meanwhile, and that was the
+ *	  views' commit-to-visible tail.  A time with more updates of its own
+ *	  (a big write, a load) stops the base before it while anything the
+ *	  runtime maintains is written; once every write paused for
+ *	  FOLD_BIG_QUIET_MS (the end of a load), or under a steady load once
+ *	  the base stopped there FOLD_STOPPED_MS ago (else it never moves
+ *	  again, and every peek sums all updates since the load), a fold
+ *	  worker folds it whole, in turn with the steps.  A compaction
+ *	  (maintenance.c) that would fold or delete more than FOLD_STEP_ROWS
+ *	  updates is a worker's too, at once (folds_compact_outside).  The
+ *	  worker's stop sets the runtime's latch; its base is then looked at
+ *	  again at once, from the base time the worker left in the catalog.
+ *	  No worker is started for a base whose catalog row a writer's open
+ *	  transaction holds (the worker's commit would wait for it, and every
+ *	  other base's worker for that one), nor while a worker an earlier
+ *	  runtime started (a restart mid-fold) folds it, and one that gave
+ *	  way to such a writer is not counted as a try: looked at again every
+ *	  FOLD_ELSEWHERE_MS, the next due base's worker going first; restarts
+ *	  pile up no workers.  Only when no background worker can be had
+ *	  (logged), or FOLD_OUTSIDE_TRIES workers stopped without moving the
+ *	  base with its row free (an error, which the runtime's own fold then
+ *	  reports as the collection's failure), the runtime folds alone: a step
+ *	  at once, a big time once the writes paused and it has no other work
+ *	  left (a merge's steps, a view's round), a compaction at once.  Only
+ *	  what the runtime learns from the catalog notices (the durable
+ *	  uppers), the folds' own results and the workers' stops: nothing is
+ *	  polled but an earlier runtime's worker and a held row.
  *
  *	  Runs in the maintenance (or solo) runtime's loop; a standby's bases
  *	  follow the primary's by replay.
@@ -88,6 +88,20 @@ static TimestampTz written_at = 0;
  */
 static BackgroundWorkerHandle *outside = NULL;
 static PeekObjectId outside_id;
+
+/* What the running worker folds, and its base's upper when it started. */
+typedef enum OutsideFold
+{
+	OUTSIDE_STEP,				/* a bounded step, as the runtime's own */
+	OUTSIDE_BIG_TIME,			/* the first time after the base, whole */
+	OUTSIDE_COMPACTION			/* a big compaction */
+} OutsideFold;
+
+static OutsideFold outside_fold;
+static int64 outside_upper;
+
+/* The runtime folded a step itself for want of a worker: logged once. */
+static bool step_alone_logged = false;
 
 /* Reconciliation: every base is looked at again. */
 void
@@ -166,14 +180,43 @@ fold_due(BaseFold *bf, TimestampTz now, bool first_alone)
 }
 
 /*
- * The fold worker stopped (folded, or failed): its base is looked at again
- * at once.  Returns whether a worker still runs.
+ * A fold of a base towards below upper (its upper then) left it at
+ * base_time: go on at once if a bounded step left it behind, and note
+ * whether it could not move (a big time first, with writes going on; a
+ * shard read whole moves its base only with its since).  alone: the fold
+ * took the first time however big.
+ */
+static void
+fold_done(BaseFold *bf, int64 upper, int64 base_time, bool alone)
+{
+	bool		stopped = !alone && base_time == bf->base_time && base_time < upper - 1;
+
+	bf->folded_at = GetCurrentTimestamp();
+	bf->stepping = base_time > bf->base_time && base_time < upper - 1;
+	if (stopped && !bf->stopped)
+		bf->stopped_at = bf->folded_at;
+	bf->stopped = stopped;
+	if (base_time > bf->base_time)
+		bf->outside_tries = 0;
+	bf->base_time = base_time;
+	if (!bf->stepping)
+		bf->folded_upper = upper;
+}
+
+/*
+ * The fold worker stopped (folded, gave way, or failed): its base is
+ * looked at again at once, from where the worker left it.  One that did
+ * not move it while a writer holds the row gave way: looked at again in
+ * FOLD_ELSEWHERE_MS, in a worker again (no try counted).  Returns whether
+ * a worker still runs.
  */
 static bool
 outside_running(void)
 {
 	pid_t		pid;
 	BaseFold   *bf;
+	int64		base_time;
+	bool		row_free;
 
 	if (outside == NULL)
 		return false;
@@ -184,14 +227,21 @@ outside_running(void)
 	bf = hash_search(base_folds, &outside_id, HASH_FIND, NULL);
 	if (bf == NULL)
 		return false;
-	bf->stepping = true;
-	bf->stopped = false;
-	/* a compaction's: whether it committed, its next request tells */
-	if (bf->compact_since > 0)
+	if (outside_fold == OUTSIDE_COMPACTION)
+	{
+		/* whether it committed, its next request tells */
 		bf->compact_asked = bf->compact_since;
+		bf->compact_since = 0;
+		bf->stepping = true;
+		return false;
+	}
+	row_free = fold_worker_probe(bf->id, &base_time);
+	if (base_time > bf->base_time || (row_free && outside_fold == OUTSIDE_STEP))
+		fold_done(bf, outside_upper, base_time, outside_fold == OUTSIDE_BIG_TIME);
+	else if (!row_free)
+		bf->blocked_at = GetCurrentTimestamp();
 	else
-		bf->outside_tries++;
-	bf->compact_since = 0;
+		bf->outside_tries++;	/* a big time's worker failed */
 	return false;
 }
 
@@ -223,39 +273,52 @@ outside_due_at(BaseFold *bf)
 }
 
 /*
- * A base's fold for a worker: a fold worker folds it, unless another
- * holds it (outside_due_at: then the next due base's turn comes).  Without
- * a free background worker the runtime folds it itself: a big time once
- * every write paused and it has no other work left (fold_due), a
- * compaction at once (folds_compact_outside says no).
+ * A base's fold for a worker (fold): a fold worker folds it, unless another
+ * holds it (outside_due_at: then the next due base's turn comes); returns
+ * true.  Without a free background worker the runtime folds it itself
+ * (returns false): a step at once (folds_run), a big time once every write
+ * paused and it has no other work left (fold_due), a compaction at once
+ * (folds_compact_outside says no).
  */
-static void
-outside_start(BaseFold *bf)
+static bool
+outside_start(BaseFold *bf, OutsideFold fold)
 {
-	bool		compaction = bf->compact_since > 0;
-
 	if (fold_worker_running(bf->id) || !fold_worker_row_free(bf->id))
 	{
 		bf->blocked_at = GetCurrentTimestamp();
-		return;
+		return true;
 	}
 	bf->blocked_at = 0;
-	outside = compaction ?
-		fold_worker_start(bf->id, bf->shard, bf->compact_since, bf->compact_since, -1) :
-		fold_worker_start(bf->id, bf->shard, 0, bf->upper - 1, FOLD_STEP_ROWS);
+	outside = fold == OUTSIDE_COMPACTION ?
+		fold_worker_start(bf->id, bf->shard, bf->compact_since, bf->compact_since, -1, true) :
+		fold_worker_start(bf->id, bf->shard, 0, bf->upper - 1, FOLD_STEP_ROWS,
+						  fold == OUTSIDE_BIG_TIME);
 	if (outside != NULL)
 	{
 		outside_id = bf->id;
-		return;
+		outside_fold = fold;
+		outside_upper = bf->upper;
+		return true;
+	}
+	if (fold == OUTSIDE_STEP)
+	{
+		if (!step_alone_logged)
+			ereport(LOG,
+					(errmsg("pg_peek folds bases in the %s runtime: no background worker is free",
+							setting_interactive ? "maintenance" : "solo"),
+					 errhint("Raise max_worker_processes.")));
+		step_alone_logged = true;
+		return false;
 	}
 	ereport(LOG,
-			(errmsg(compaction ?
+			(errmsg(fold == OUTSIDE_COMPACTION ?
 					"pg_peek compacts object " INT64_FORMAT " in the %s runtime: no background worker is free" :
 					"pg_peek folds the base of object " INT64_FORMAT " in the %s runtime once every write pauses: no background worker is free",
 					bf->id, setting_interactive ? "maintenance" : "solo"),
 			 errhint("Raise max_worker_processes.")));
 	bf->outside_tries = FOLD_OUTSIDE_TRIES;
 	bf->compact_since = 0;
+	return false;
 }
 
 /*
@@ -330,20 +393,34 @@ start_outside(TimestampTz now)
 	{
 		bf = hash_search(base_folds, &ids[i], HASH_FIND, NULL);
 		if (bf != NULL)
-			outside_start(bf);
+			(void) outside_start(bf, bf->compact_since > 0 ? OUTSIDE_COMPACTION : OUTSIDE_BIG_TIME);
 	}
 	pfree(ids);
 	return outside != NULL;
 }
 
 /*
+ * Whether a writer's open transaction held a base's row a moment ago (a
+ * worker could not start, or gave way): looked at again in
+ * FOLD_ELSEWHERE_MS.
+ */
+static bool
+row_held(BaseFold *bf, TimestampTz now)
+{
+	return bf->blocked_at != 0 &&
+		!TimestampDifferenceExceeds(bf->blocked_at, now, FOLD_ELSEWHERE_MS);
+}
+
+/*
  * Move on one of the bases that are due, a step: the one that moved on
- * least recently, so that a step of the runtime holds at most one fold's
- * work (its captures and views' rounds wait for no more) and every base
- * comes in turn.  busy: the runtime has other work left this round, so no
+ * least recently, so that every base comes in turn.  The step is a fold
+ * worker's (one at a time, the others waiting for its stop), so that no
+ * fold sits in front of the runtime's seals, captures and views' rounds;
+ * the runtime folds a step itself only without a free background worker
+ * (then one base's step a round), or a big time that no worker could fold
+ * (fold_due).  busy: the runtime has other work left this round, so no
  * big time is folded alone in the runtime.  Returns whether a base is left
- * due (a bounded step left it behind its upper under a big load, or
- * another waits its turn: go on without waiting).
+ * due that the runtime folds itself (go on without waiting).
  */
 bool
 folds_run(FoldFn fold, bool busy)
@@ -354,22 +431,20 @@ folds_run(FoldFn fold, bool busy)
 	TimestampTz now = GetCurrentTimestamp();
 	PeekObjectId id;
 	bool		first_alone = !busy && writes_paused(now);
+	int64		upper;
 	int64		base_time;
-	bool		folded;
 	bool		alone;
-	bool		stopped;
 	int			due = 0;
-	bool		running = outside_running();
 
 	if (hash_get_num_entries(base_folds) == 0)
 		return false;
-	if (!running)
-		running = start_outside(now);
+	if (!outside_running())
+		(void) start_outside(now);
 	hash_seq_init(&status, base_folds);
 	while ((bf = hash_seq_search(&status)) != NULL)
 	{
-		if (running && bf->id == outside_id)
-			continue;			/* its worker folds it */
+		if ((outside != NULL && bf->id == outside_id) || row_held(bf, now))
+			continue;			/* its worker folds it, or a writer holds it */
 		if (fold_due(bf, now, first_alone))
 		{
 			due++;
@@ -379,33 +454,25 @@ folds_run(FoldFn fold, bool busy)
 	}
 	if (next == NULL)
 		return false;
-	id = next->id;
 	/* a big time alone only where no worker could fold it */
-	alone = first_alone && next->outside_tries >= FOLD_OUTSIDE_TRIES;
-	folded = fold(next->id, next->shard, next->upper - 1, FOLD_STEP_ROWS, alone, &base_time);
-	/* failed by its work: forgotten */
+	alone = first_alone && next->stopped && next->outside_tries >= FOLD_OUTSIDE_TRIES;
+	/* a step waits for the running worker's stop, which sets the latch */
+	if (!alone && (outside != NULL || outside_start(next, OUTSIDE_STEP)))
+		return false;
+	id = next->id;
+	upper = next->upper;
+	if (!fold(id, next->shard, upper - 1, FOLD_STEP_ROWS, alone, &base_time))
+	{
+		/* failed by its work (forgotten), or a transient error: again in a while */
+		bf = hash_search(base_folds, &id, HASH_FIND, NULL);
+		if (bf != NULL)
+			bf->folded_at = GetCurrentTimestamp();
+		return due > 1;
+	}
 	bf = hash_search(base_folds, &id, HASH_FIND, NULL);
 	if (bf == NULL)
 		return due > 1;
-	bf->folded_at = GetCurrentTimestamp();
-	if (!folded)
-		return due > 1;			/* a transient error: again in a while */
-	bf->stepping = base_time > bf->base_time && base_time < bf->upper - 1;
-
-	/*
-	 * Could not move: a big time first, with writes going on (a shard read
-	 * whole, which moves its base only with its since, cannot move alone
-	 * either).
-	 */
-	stopped = !alone && base_time == bf->base_time && base_time < bf->upper - 1;
-	if (stopped && !bf->stopped)
-		bf->stopped_at = bf->folded_at;
-	bf->stopped = stopped;
-	if (base_time > bf->base_time)
-		bf->outside_tries = 0;
-	bf->base_time = base_time;
-	if (!bf->stepping)
-		bf->folded_upper = bf->upper;
+	fold_done(bf, upper, base_time, alone);
 	return bf->stepping || due > 1;
 }
 
@@ -437,10 +504,13 @@ folds_wait_ms(void)
 			ms = TimestampDifferenceMilliseconds(now, outside_due_at(bf));
 			wait = wait < 0 ? ms : Min(wait, ms);
 		}
-		if (bf->upper <= bf->folded_upper)
+		/* a step waits for a worker's stop, which sets the latch */
+		if (bf->upper <= bf->folded_upper || outside != NULL)
 			continue;
 		ms = Min(TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(bf->changed_at, FOLD_QUIET_MS)),
 				 TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(bf->folded_at, FOLD_BUSY_MS)));
+		if (bf->blocked_at != 0)
+			ms = Max(ms, TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(bf->blocked_at, FOLD_ELSEWHERE_MS)));
 		wait = wait < 0 ? ms : Min(wait, ms);
 	}
 	return wait;

@@ -4,7 +4,9 @@
  *	  The rounds of a view that groups or joins: GROUP BY with aggregates
  *	  and HAVING, aggregates over the whole input, DISTINCT, or inner and
  *	  left joins (grouped or not).  The inputs' rows are kept by key (a
- *	  grouping's keys; a join's key), in the maintenance runtime's memory:
+ *	  grouping's keys; a join's key), in the maintenance runtime's memory
+ *	  (an input read from a shared arrangement, arranged.c: only the rows
+ *	  of the groups a round touches, for the round):
  *	  each group under its key as the key's own equality and hash tell keys
  *	  apart (PostgreSQL's hash aggregation's table), holding each input's
  *	  distinct rows with that key with their counts, in the order of the

@@ -4,8 +4,9 @@
  *	  What reduce.c (a grouped or joined view's groups and steps), waves.c
  *	  (a round's touches of groups put in waves) and outputs.c (the query
  *	  run over groups, its rows attributed to their groups, each group's
- *	  kept output) and accums.c (linear aggregates' states per group)
- *	  share: a view's groups, a round's updates and its work in one stage.
+ *	  kept output), accums.c (linear aggregates' states per group) and
+ *	  arranged.c (shared inputs' rows read from arrangements) share: a
+ *	  view's groups, a round's updates and its work in one stage.
  *
  *-------------------------------------------------------------------------
  */

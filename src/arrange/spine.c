@@ -656,8 +656,9 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 								 collection->shard, Max(collection->since, published_since));
 	}
 	follow(spine, upper, collection->since, feed);
-	if (!found && !spine->failed && spine->upper == 0)
-		publish_spine(spine);	/* an empty collection: published, upper 0 */
+	/* (an empty collection: published at upper 0; a spine taken over: as it is) */
+	if (!found && !spine->failed)
+		publish_spine(spine);
 }
 
 /*

@@ -275,7 +275,15 @@ arranged_release(ReduceRound *r)
 		if (r->loaded[g] != NULL)
 			release_group(r, r->loaded[g]);
 	r->nloaded = 0;
+	/* each arrangement once (a self-join reads one twice) */
 	for (int i = 0; i < r->ninputs; i++)
-		if (r->inputs[i].read != NULL)
-			dataflow_count_shared(r->inputs[i].read->bytes);
+	{
+		SpineRead  *read = r->inputs[i].read;
+		bool		counted = false;
+
+		for (int j = 0; j < i && read != NULL; j++)
+			counted |= r->inputs[j].read != NULL && r->inputs[j].read->index == read->index;
+		if (read != NULL && !counted)
+			dataflow_count_shared(read->bytes);
+	}
 }

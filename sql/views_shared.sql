@@ -18,6 +18,9 @@ CREATE VIEW own_arrangements AS
 SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes
   FROM peek.registry_status() WHERE id < 0 AND NOT dropped;
 
+-- (the tests before this one are gone: their arrangements with them)
+SELECT wait_for($$SELECT n = 0 FROM own_arrangements$$);
+
 SELECT peek.create_view('shsum', $$
     SELECT g, sum(v) AS s, count(*) AS n FROM peek.persist_peek(NULL::sh, 'shs') GROUP BY g$$);
 SELECT peek.create_view('shmax', $$
@@ -31,8 +34,8 @@ SELECT peek.write('shs', ARRAY[(1, 5000), (2, 7)]::sh[], ARRAY[(3, 3)]::sh[]);
 SELECT wait_for($$SELECT count(*) = 3 FROM peek.views WHERE upper = 2$$);
 -- one arrangement by g for all three views
 SELECT n FROM own_arrangements;
-SELECT view, operator, kind, bytes = (SELECT bytes FROM own_arrangements) AS shared_bytes
-  FROM peek.dataflow_operators WHERE operator > 0 ORDER BY view, operator;
+SELECT view, operator, kind, bytes >= (SELECT bytes FROM own_arrangements) AS counts_shared
+  FROM peek.dataflow_operators WHERE operator > 1 ORDER BY view, operator;
 SELECT * FROM shsum ORDER BY g;
 
 -- an index on the same collection and key takes it over: no own
@@ -46,10 +49,10 @@ SELECT r.bytes = :own_bytes AS same_bytes FROM peek.registry_status() r
 SELECT peek.write('shs', ARRAY[(4, 9000)]::sh[], ARRAY[(1, 5000)]::sh[]);
 SELECT wait_for($$SELECT count(*) = 3 FROM peek.views WHERE upper = 3$$);
 SELECT n FROM own_arrangements;
-SELECT view, operator, kind, bytes = (SELECT r.bytes FROM peek.registry_status() r
+SELECT view, operator, kind, bytes >= (SELECT r.bytes FROM peek.registry_status() r
                                         JOIN peek.objects o ON o.id = r.id
                                        WHERE o.name = 'shs_g') AS index_bytes
-  FROM peek.dataflow_operators WHERE operator > 0 ORDER BY view, operator;
+  FROM peek.dataflow_operators WHERE operator > 1 ORDER BY view, operator;
 SELECT * FROM peek.index_peek(NULL::sh, 'shs_g', ROW(4)) ORDER BY v DESC LIMIT 3;
 
 -- the index dropped: the views keep the arrangement (the runtime's own again)
@@ -68,11 +71,11 @@ SELECT pid AS maintenance_pid FROM peek.runtimes WHERE role IN ('maintenance', '
 SELECT pg_terminate_backend(:maintenance_pid);
 SELECT wait_for($$SELECT count(*) = 1 FROM peek.runtimes
                    WHERE role IN ('maintenance', 'solo') AND state = 'running' AND pid <> $$ || :maintenance_pid);
-SELECT peek.write('shs', array_agg((i % 10, i)::sh), array_agg((i % 10, i + 1)::sh))
-  FROM generate_series(2000, 2100) i;
+SELECT peek.write('shs', array_agg((i % 10, i + 2000)::sh), array_agg((i % 10, i)::sh))
+  FROM generate_series(100, 200) i;
 SELECT wait_for($$SELECT count(*) = 3 FROM peek.views WHERE upper = 5$$);
 SELECT n FROM own_arrangements;
-SELECT view, operator, kind FROM peek.dataflow_operators WHERE operator > 0 ORDER BY view, operator;
+SELECT view, operator, kind FROM peek.dataflow_operators WHERE operator > 1 ORDER BY view, operator;
 
 -- every view at every time equals its query over the input at that time
 SELECT name, state, view_mismatches(
@@ -97,5 +100,4 @@ SELECT wait_for($$SELECT count(*) = 0 FROM peek.registry_status() r
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
-DROP VIEW own_arrangements;
 DROP TYPE sh;

@@ -15,9 +15,9 @@
  *	  key's hash at that time (at or after the view's upper, where it holds
  *	  the arrangement's since) that pass WHERE and fall in the group, less
  *	  the group's updates at that time (reduce.c takes them out).  The
- *	  groups hold them for the round only: reduce.c merges the round's
- *	  updates into them as into kept rows, and they are let go of at the
- *	  round's end.
+ *	  groups hold them for the round only, in the round's rows_cxt: reduce.c
+ *	  merges the round's updates into them as into kept rows, and the
+ *	  context is reset at the round's end.
  *
  *	  Must not change an arrangement (spine.c does) nor write.
  *
@@ -148,11 +148,11 @@ load_row(Datum row, int64 count, void *arg)
 		{
 			l->room = Max(8, l->room * 2);
 			l->rows = l->rows == NULL ?
-				MemoryContextAlloc(state->cxt, sizeof(GroupRow) * l->room) :
+				MemoryContextAlloc(l->r->rows_cxt, sizeof(GroupRow) * l->room) :
 				repalloc(l->rows, sizeof(GroupRow) * l->room);
 		}
 		kept = &l->rows[l->nrows++];
-		kept->row = PointerGetDatum(MemoryContextAlloc(state->cxt, len));
+		kept->row = PointerGetDatum(MemoryContextAlloc(l->r->rows_cxt, len));
 		memcpy(DatumGetPointer(kept->row), DatumGetPointer(row), len);
 		kept->count = count;
 	}
@@ -219,23 +219,16 @@ arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 	}
 }
 
-/* A group's rows of the shared inputs let go of. */
+/* A group's rows of the shared inputs let go of (with the round's rows_cxt). */
 static void
 release_group(ReduceRound *r, ViewGroup *group)
 {
 	for (int i = 0; i < r->ninputs; i++)
-	{
-		GroupRows  *rows = &group->inputs[i];
-
-		if (r->inputs[i].read == NULL)
-			continue;
-		for (int j = 0; j < rows->nrows; j++)
-			pfree(DatumGetPointer(rows->rows[j].row));
-		if (rows->rows != NULL)
-			pfree(rows->rows);
-		rows->rows = NULL;
-		rows->nrows = 0;
-	}
+		if (r->inputs[i].read != NULL)
+		{
+			group->inputs[i].rows = NULL;
+			group->inputs[i].nrows = 0;
+		}
 	group->loaded_at = -1;
 }
 
@@ -275,6 +268,7 @@ arranged_release(ReduceRound *r)
 		if (r->loaded[g] != NULL)
 			release_group(r, r->loaded[g]);
 	r->nloaded = 0;
+	MemoryContextReset(r->rows_cxt);
 	/* each arrangement once (a self-join reads one twice) */
 	for (int i = 0; i < r->ninputs; i++)
 	{

@@ -173,8 +173,9 @@ static void
 group_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 {
 	GroupRows  *rows = &group->inputs[updates[0].input];
-	GroupRow   *merged = MemoryContextAlloc(r->state->cxt,
-											sizeof(GroupRow) * (rows->nrows + n));
+	/* (a shared input's rows live for the round only: arranged.c) */
+	MemoryContext cxt = r->inputs[updates[0].input].read != NULL ? r->rows_cxt : r->state->cxt;
+	GroupRow   *merged = MemoryContextAlloc(cxt, sizeof(GroupRow) * (rows->nrows + n));
 	int			m = 0;
 	int			i = 0;
 	int			u = 0;
@@ -207,7 +208,7 @@ group_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 		{
 			Size		len = VARSIZE(DatumGetPointer(image));
 
-			row.row = PointerGetDatum(MemoryContextAlloc(r->state->cxt, len));
+			row.row = PointerGetDatum(MemoryContextAlloc(cxt, len));
 			memcpy(DatumGetPointer(row.row), DatumGetPointer(image), len);
 		}
 		if (row.count != 0)
@@ -744,6 +745,8 @@ round_begin(ReduceRound *r, ReduceState *state, ViewPlan *plan, const char *text
 	r->cxt = CurrentMemoryContext;
 	r->per_step = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view step",
 										ALLOCSET_DEFAULT_SIZES);
+	r->rows_cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view shared rows",
+										ALLOCSET_DEFAULT_SIZES);
 }
 
 /*
@@ -772,6 +775,7 @@ static void
 round_end(ReduceRound *r)
 {
 	MemoryContextDelete(r->per_step);
+	MemoryContextDelete(r->rows_cxt);
 	outputs_end(r);
 	for (int i = 0; i < r->ninputs; i++)
 		view_input_end(&r->inputs[i].input);

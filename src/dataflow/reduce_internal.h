@@ -136,6 +136,7 @@ typedef struct ReduceRound
 	ViewGroup **loaded;			/* groups whose shared inputs' rows the round
 								 * loaded (NULL entries: freed since) */
 	int			nloaded;
+	MemoryContext rows_cxt;		/* the shared inputs' rows, for the round */
 	MemoryContext cxt;			/* the round's */
 	MemoryContext per_step;
 } ReduceRound;

@@ -80,9 +80,17 @@ typedef struct Level
 	BatchMerge *merge;			/* over batches[0 .. nbatches), or NULL */
 } Level;
 
+/* A view reading a spine, and the time it holds the spine's since at. */
+typedef struct SpineReader
+{
+	PeekObjectId view;
+	int64		hold;
+} SpineReader;
+
 typedef struct Spine
 {
-	PeekObjectId index;			/* key */
+	PeekObjectId index;			/* key: an index's id, or < 0: the runtime's
+								 * own, for views (spine_share) */
 	MemoryContext cxt;			/* everything below; deleted when forgotten */
 	MemoryContext key_cxt;		/* the key info, rebuilt with the row type */
 	Oid			shard;
@@ -99,9 +107,14 @@ typedef struct Spine
 	TimestampTz last_since_advance;
 	TimestampTz last_batch;		/* when a seal last brought a batch */
 	dsa_pointer incoming;		/* a new batch not placed yet (for an exit) */
+	SpineReader *readers;		/* the views reading it (spine_share) */
+	int			nreaders;
 } Spine;
 
 static HTAB *spines = NULL;
+
+/* The last id given to a spine the runtime keeps for views alone. */
+static PeekObjectId last_own_id = 0;
 
 /* Is dp in the spine's last published list (or, with in_levels, in a level)? */
 static bool
@@ -188,6 +201,11 @@ spine_reset_all(void)
 		{
 			release_spine(spine, false);
 			MemoryContextDelete(spine->cxt);
+			if (spine->index < 0)
+			{
+				registry_mark_dropped(spine->index);
+				(void) registry_delete_tombstone(spine->index);
+			}
 		}
 		hash_destroy(spines);
 	}
@@ -442,113 +460,6 @@ start_tidy_merge(Spine *spine, bool settled)
 	return start_merge(spine, &spine->levels[low]);
 }
 
-/* ---- arranging a collection's updates ---- */
-
-/* Row images are packed into blocks of this size, past any palloc overhead. */
-#define ARRANGE_BLOCK_SIZE	(4 * 1024 * 1024)
-/* A hydration's array of updates starts with room for this many at most. */
-#define ARRANGE_PRESIZE_MAX	(1024 * 1024)
-
-typedef struct Arranging
-{
-	PeekObjectId index;
-	int64		hydration_total;	/* estimated; < 0: following, not hydrating */
-	KeyInfo    *key;
-	TupleDesc	row_desc;		/* rows are normalized with it */
-	HeapTupleHeader row_template;	/* and recognized by its header */
-	PendingUpdate *updates;
-	int64		n;
-	int64		capacity;
-	char	   *block;			/* where the next image goes */
-	Size		block_free;
-	MemoryContext cxt;			/* the updates and their images */
-	MemoryContext per_row;
-} Arranging;
-
-/*
- * One update, from the shard or a feed: its row is normalized as a row
- * read from the shard is, so that images from either compare equal.
- */
-static void
-arrange_update(int64 time, int64 diff, Datum row, void *arg)
-{
-	Arranging  *a = arg;
-	MemoryContext old = MemoryContextSwitchTo(a->per_row);
-	struct varlena *flat = (struct varlena *) DatumGetPointer(row_from_shard(a->row_desc, a->row_template, row));
-	Size		len = VARSIZE(flat) - VARHDRSZ;
-	PendingUpdate *u;
-
-	MemoryContextSwitchTo(old);
-	if (a->n == a->capacity)
-	{
-		a->capacity *= 2;
-		a->updates = repalloc_huge(a->updates, sizeof(PendingUpdate) * a->capacity);
-	}
-	if (len > a->block_free)
-	{
-		a->block_free = Max(ARRANGE_BLOCK_SIZE, len);
-		a->block = MemoryContextAllocHuge(a->cxt, a->block_free);
-	}
-	u = &a->updates[a->n++];
-	u->keyhash = batch_key_hash_row(a->key, PointerGetDatum(flat));
-	u->len = len;
-	u->image = memcpy(a->block, VARDATA(flat), len);
-	u->time = time;
-	u->diff = diff;
-	a->block += len;
-	a->block_free -= len;
-	MemoryContextReset(a->per_row);
-	if (a->hydration_total >= 0 && a->n % 10000 == 0)
-		registry_hydration_progress(a->index, a->n, Max(a->n, a->hydration_total));
-}
-
-/*
- * Arrange the collection's updates in [lower, upper) into a new batch, from
- * the feed if it has them (see follow), else from the shard.  The first
- * range of a spine is its hydration, shown in peek.hydration_progress
- * against the shard's estimated size until the count is known.
- */
-static dsa_pointer
-arrange_range(Spine *spine, int64 lower, int64 upper, const SpineFeed *feed, bool *empty)
-{
-	Arranging	a;
-	MemoryContext old;
-	dsa_pointer dp;
-	bool		hydrating = spine->nbatches == 0 && lower == 0;
-
-	a.index = spine->index;
-	a.hydration_total = hydrating ? persist_estimate_rows(spine->shard) : -1;
-	if (hydrating)
-		registry_hydration_progress(spine->index, 0, a.hydration_total);
-	a.key = spine->key;
-	a.cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek arranging",
-								  ALLOCSET_DEFAULT_SIZES);
-	a.per_row = AllocSetContextCreate(a.cxt, "pg_peek arranging row", ALLOCSET_SMALL_SIZES);
-	a.block = NULL;
-	a.block_free = 0;
-	/* the type's current descriptor: rows from before an ALTER TYPE match */
-	a.row_desc = row_desc(spine->key->row_type);
-	old = MemoryContextSwitchTo(a.cxt);
-	a.row_template = row_header_template(a.row_desc);
-	MemoryContextSwitchTo(old);
-	/* room for the estimate (not beyond a bloated shard's first million) */
-	a.capacity = Max(Min(a.hydration_total, ARRANGE_PRESIZE_MAX), 1024);
-	a.n = 0;
-	a.updates = MemoryContextAllocHuge(a.cxt, sizeof(PendingUpdate) * a.capacity);
-	if (feed != NULL)
-		feed->scan(feed->state, lower, upper, arrange_update, &a);
-	else
-		persist_scan_range(spine->shard, lower, upper, arrange_update, &a);
-	*empty = (a.n == 0);
-	dp = *empty ? InvalidDsaPointer :
-		batch_build(a.updates, a.n, lower, upper, spine->since);
-	MemoryContextDelete(a.cxt);
-	FreeTupleDesc(a.row_desc);
-	if (hydrating)
-		registry_hydration_progress(spine->index, a.n, -1);
-	return dp;
-}
-
 /*
  * Has the row type gained or lost attributes (ALTER TYPE) since the spine's
  * rows were normalized?  Their images would not compare with new rows'.
@@ -605,7 +516,9 @@ follow(Spine *spine, int64 upper, int64 shard_since, const SpineFeed *feed)
 	if (feed != NULL &&
 		(spine->upper == 0 || spine->upper < feed->lower || upper > feed->upper))
 		feed = NULL;
-	dp = arrange_range(spine, spine->upper, upper, feed, &empty);
+	dp = arrange_range(spine->index, spine->key, spine->shard, spine->since,
+					   spine->nbatches == 0 && spine->upper == 0, spine->upper, upper,
+					   feed, &empty);
 	spine->upper = upper;
 	if (!empty && !DsaPointerIsValid(dp))
 	{
@@ -625,43 +538,127 @@ follow(Spine *spine, int64 upper, int64 shard_since, const SpineFeed *feed)
  * upper (the collection's published upper), from feed where it can (NULL:
  * none).  Runs in a transaction.
  */
+static Spine *
+spine_create(PeekObjectId id, Oid row_type, int nkeys, const AttrNumber *attnums,
+			 Oid shard, int64 since)
+{
+	Spine	   *spine = hash_search(spines, &id, HASH_ENTER, NULL);
+	MemoryContext old;
+
+	spine->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek spine",
+									   ALLOCSET_SMALL_SIZES);
+	spine->key_cxt = AllocSetContextCreate(spine->cxt, "pg_peek spine key",
+										   ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(spine->key_cxt);
+	spine->key = batch_keyinfo_build(row_type, nkeys, attnums);
+	MemoryContextSwitchTo(spine->cxt);
+	spine->shard = shard;
+	memset(spine->levels, 0, sizeof(spine->levels));
+	spine->retired_capacity = 2 * PEEK_MAX_BATCHES;
+	spine->retired = palloc(sizeof(dsa_pointer) * spine->retired_capacity);
+	MemoryContextSwitchTo(old);
+	spine->nbatches = 0;
+	spine->nretired = 0;
+	spine->upper = 0;
+	spine->since = since;
+	spine->failed = false;
+	spine->last_since_advance = 0;
+	spine->last_batch = 0;
+	spine->incoming = InvalidDsaPointer;
+	spine->readers = NULL;
+	spine->nreaders = 0;
+	return spine;
+}
+
+/* The live spine arranging a shard's rows of row_type by attnums, or NULL. */
+static Spine *
+spine_matching(Oid shard, Oid row_type, int nkeys, const AttrNumber *attnums)
+{
+	HASH_SEQ_STATUS status;
+	Spine	   *spine;
+
+	hash_seq_init(&status, spines);
+	while ((spine = hash_seq_search(&status)) != NULL)
+		if (spine->shard == shard && !spine->failed &&
+			spine->key->row_type == row_type && spine->key->nkeys == nkeys &&
+			memcmp(spine->key->attnums, attnums, sizeof(AttrNumber) * nkeys) == 0)
+		{
+			hash_seq_term(&status);
+			return spine;
+		}
+	return NULL;
+}
+
+/*
+ * Has the shard been compacted at or past what a spine read (a source's
+ * reload)?  Then it cannot follow: the runtime's own is let go of (its
+ * readers read a new one) and its id freed for a new spine.
+ */
+static bool
+spine_stale(Spine *spine, CatalogObject *collection)
+{
+	if (spine->upper == 0 || collection->since < spine->upper)
+		return false;
+	if (spine->index < 0)
+	{
+		spine->nreaders = 0;
+		spine_forget(spine->index);
+	}
+	return true;
+}
+
+/*
+ * The runtime's own spine (published under a negative id, in no catalog)
+ * becomes an index's: the same batches, published under the index's id
+ * from now on, its readers kept.
+ */
+static Spine *
+spine_rekey(Spine *spine, PeekObjectId id)
+{
+	PeekObjectId old_id = spine->index;
+	Spine		copy = *spine;
+
+	hash_search(spines, &old_id, HASH_REMOVE, NULL);
+	spine = hash_search(spines, &id, HASH_ENTER, NULL);
+	*spine = copy;
+	spine->index = id;
+	if (old_id < 0)
+	{
+		registry_mark_dropped(old_id);
+		(void) registry_delete_tombstone(old_id);
+	}
+	return spine;
+}
+
+/*
+ * Adopt an index from its catalog row: hydrate it from the shard if this
+ * runtime has no spine for it yet (or take over the spine it keeps of the
+ * same rows by the same key for views, spine_share), else follow its
+ * collection's seals up to upper (the collection's published upper), from
+ * feed where it can (NULL: none).  Runs in a transaction.
+ */
 void
 spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 			int64 published_since, const SpineFeed *feed)
 {
-	Spine	   *spine;
-	bool		found;
+	Spine	   *spine = hash_search(spines, &index->id, HASH_FIND, NULL);
+	bool		found = spine != NULL;
 
-	spine = hash_search(spines, &index->id, HASH_ENTER, &found);
 	if (!found)
 	{
-		MemoryContext old;
-
-		spine->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek spine",
-										   ALLOCSET_SMALL_SIZES);
-		spine->key_cxt = AllocSetContextCreate(spine->cxt, "pg_peek spine key",
-											   ALLOCSET_SMALL_SIZES);
-		old = MemoryContextSwitchTo(spine->key_cxt);
-		spine->key = batch_keyinfo_build(index->row_type, index->nkeys, index->attnums);
-		MemoryContextSwitchTo(spine->cxt);
-		spine->shard = collection->shard;
-		memset(spine->levels, 0, sizeof(spine->levels));
-		spine->retired_capacity = 2 * PEEK_MAX_BATCHES;
-		spine->retired = palloc(sizeof(dsa_pointer) * spine->retired_capacity);
-		MemoryContextSwitchTo(old);
-		spine->nbatches = 0;
-		spine->nretired = 0;
-		spine->upper = 0;
-		/* exact from the shard's since, and never below what was shown */
-		spine->since = Max(collection->since, published_since);
-		spine->failed = false;
-		spine->last_since_advance = 0;
-		spine->last_batch = 0;
-		spine->incoming = InvalidDsaPointer;
+		spine = spine_matching(collection->shard, index->row_type, index->nkeys,
+							   index->attnums);
+		if (spine != NULL && spine->index < 0 && !spine_stale(spine, collection))
+			spine = spine_rekey(spine, index->id);
+		else
+			/* exact from the shard's since, and never below what was shown */
+			spine = spine_create(index->id, index->row_type, index->nkeys, index->attnums,
+								 collection->shard, Max(collection->since, published_since));
 	}
 	follow(spine, upper, collection->since, feed);
-	if (!found && !spine->failed && spine->upper == 0)
-		publish_spine(spine);	/* an empty collection: published, upper 0 */
+	/* (an empty collection: published at upper 0; a spine taken over: as it is) */
+	if (!found && !spine->failed)
+		publish_spine(spine);
 }
 
 /*
@@ -699,9 +696,121 @@ spine_forget(PeekObjectId index)
 
 	if (spine == NULL)
 		return;
+	if (spine->nreaders > 0 && !spine->failed)
+	{
+		/* views read it: it stays, the runtime's own again */
+		spine = spine_rekey(spine, --last_own_id);
+		publish_spine(spine);
+		return;
+	}
 	release_spine(spine, false);
 	MemoryContextDelete(spine->cxt);
 	hash_search(spines, &index, HASH_REMOVE, NULL);
+	if (index < 0)
+	{
+		registry_mark_dropped(index);
+		(void) registry_delete_tombstone(index);
+	}
+}
+
+/* The least time a spine's readers hold it at (PG_INT64_MAX: none). */
+static int64
+readers_hold(Spine *spine)
+{
+	int64		hold = PG_INT64_MAX;
+
+	for (int i = 0; i < spine->nreaders; i++)
+		hold = Min(hold, spine->readers[i].hold);
+	return hold;
+}
+
+/*
+ * A view reads its input's rows by key from the spine arranging the
+ * collection's rows by attnums: an index's if one has it, else one the
+ * runtime keeps for views (published under a negative id, no catalog row:
+ * built again at start like an index; an index created later on the same
+ * key takes it over, spine_adopt).  The view holds it at hold: it does
+ * not compact past it.  The spine is brought up to upper.  Fills *read
+ * with its batches (pinned by the spine until its next merge round) and
+ * returns true, or returns false if it cannot serve reads at hold (failed,
+ * or compacted past it).
+ */
+bool
+spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
+			const AttrNumber *attnums, int64 hold, int64 upper, SpineRead *read)
+{
+	Spine	   *spine = spine_matching(collection->shard, collection->row_type, nkeys, attnums);
+	int			i;
+
+	if (spine == NULL || (spine->index < 0 && spine_stale(spine, collection)))
+		spine = spine_create(--last_own_id, collection->row_type, nkeys, attnums,
+							 collection->shard, collection->since);
+	for (i = 0; i < spine->nreaders && spine->readers[i].view != view; i++)
+		;
+	if (i == spine->nreaders)
+	{
+		spine->readers = spine->readers == NULL ?
+			MemoryContextAlloc(spine->cxt, sizeof(SpineReader) * (i + 1)) :
+			repalloc(spine->readers, sizeof(SpineReader) * (i + 1));
+		spine->readers[spine->nreaders++].view = view;
+	}
+	spine->readers[i].hold = hold;
+	/* the runtime's own compacts as its readers let it */
+	if (spine->index < 0 && readers_hold(spine) > spine->since)
+		spine->since = readers_hold(spine);
+	if (spine->upper < upper)
+	{
+		bool		hydrating = spine->upper == 0;
+
+		follow(spine, upper, collection->since, NULL);
+		if (hydrating && !spine->failed && spine->upper == 0)
+			publish_spine(spine);
+	}
+	if (spine->failed || spine->since > hold || spine->upper < upper)
+		return false;
+	read->index = spine->index;
+	read->key = spine->key;
+	read->nbatches = 0;
+	read->bytes = 0;
+	for (int k = 0; k < SPINE_LEVELS; k++)
+		for (int b = 0; b < spine->levels[k].nbatches; b++)
+		{
+			read->batches[read->nbatches++] = spine->levels[k].batches[b];
+			read->bytes += batch_get(spine->levels[k].batches[b])->size;
+		}
+	return true;
+}
+
+/* A view reads no spine any more; the runtime's own that no view reads go. */
+void
+spine_unshare(PeekObjectId view)
+{
+	HASH_SEQ_STATUS status;
+	Spine	   *spine;
+	List	   *unread = NIL;
+	ListCell   *lc;
+
+	if (spines == NULL)
+		return;
+	hash_seq_init(&status, spines);
+	while ((spine = hash_seq_search(&status)) != NULL)
+	{
+		for (int i = 0; i < spine->nreaders;)
+			if (spine->readers[i].view == view)
+				spine->readers[i] = spine->readers[--spine->nreaders];
+			else
+				i++;
+		if (spine->index < 0 && spine->nreaders == 0)
+		{
+			PeekObjectId *id = palloc(sizeof(PeekObjectId));
+
+			*id = spine->index;
+			unread = lappend(unread, id);
+		}
+	}
+	foreach(lc, unread)
+		spine_forget(*(PeekObjectId *) lfirst(lc));
+	list_free_deep(unread);
 }
 
 /*
@@ -715,6 +824,8 @@ spine_compact(PeekObjectId index, int64 since)
 	Spine	   *spine = hash_search(spines, &index, HASH_FIND, NULL);
 	TimestampTz now = GetCurrentTimestamp();
 
+	if (spine != NULL)
+		since = Min(since, readers_hold(spine));	/* views read it there */
 	if (spine == NULL || spine->failed || since <= spine->since)
 		return true;
 	if (!TimestampDifferenceExceeds(spine->last_since_advance, now, SINCE_INTERVAL_MS))

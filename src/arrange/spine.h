@@ -10,24 +10,23 @@
 
 #include "utils/dsa.h"
 
+#include "arrange/arranging.h"
 #include "common/ids.h"
+#include "ipc/batch.h"
 #include "storage/catalog.h"
 
-/* What a collection's updates are handed to, one at a time. */
-typedef void (*SpineUpdateFn) (int64 time, int64 diff, Datum row, void *arg);
-
 /*
- * A collection's updates held in memory by whoever wrote them to its shard
- * (a capture round, capture/rounds.c): every update the shard has with lower <=
- * time < upper, as written.  scan hands those of a sub-range to fn.
+ * The batches a view reads its input's rows by key from (spine_share):
+ * pinned by their spine until its next merge round.
  */
-typedef struct SpineFeed
+typedef struct SpineRead
 {
-	int64		lower;
-	int64		upper;
-	void		(*scan) (void *state, int64 lower, int64 upper, SpineUpdateFn fn, void *arg);
-	void	   *state;
-} SpineFeed;
+	PeekObjectId index;			/* the index's, or < 0: the runtime's own */
+	KeyInfo    *key;
+	int			nbatches;
+	dsa_pointer batches[PEEK_MAX_BATCHES];
+	int64		bytes;			/* theirs */
+} SpineRead;
 
 extern void spine_reset_all(void);
 extern void spine_adopt(CatalogObject *index, CatalogObject *collection,
@@ -36,6 +35,9 @@ extern void spine_forget(PeekObjectId index);
 extern bool spine_merge_round(void);
 extern bool spine_compact(PeekObjectId index, int64 since);
 extern int64 spine_read_upper(Oid shard);
+extern bool spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
+						const AttrNumber *attnums, int64 hold, int64 upper, SpineRead *read);
+extern void spine_unshare(PeekObjectId view);
 extern bool spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches,
 								int64 *upper);
 

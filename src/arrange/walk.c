@@ -161,15 +161,15 @@ row_matches_any(KeyInfo *key, Datum row, WalkKey *keys, int nkeys)
 }
 
 /*
- * Merge the cursors' runs, sum each row's updates at spec->time and emit
- * each row as often as it counts: every row, or (keys) those whose key
- * equals one of the keys, once however many of them it equals.
+ * Merge the cursors' runs and sum each row's updates at the time: fn gets
+ * each row whose count is not 0, and returns false to stop.
  */
 static void
-merge_runs(Cursor *cursors, int ncursors, WalkSpec *spec, WalkKey *keys, int nkeys,
-		   RowEmitter *e)
+merge_runs(Cursor *cursors, int ncursors, int64 time, WalkRowFn fn, void *arg)
 {
-	while (ncursors > 0 && !row_emitter_full(e))
+	bool		more = true;
+
+	while (ncursors > 0 && more)
 	{
 		Cursor	   *first = &cursors[0];
 		BatchEntry *fe;
@@ -182,10 +182,10 @@ merge_runs(Cursor *cursors, int ncursors, WalkSpec *spec, WalkKey *keys, int nke
 				first = &cursors[i];
 		fe = &first->batch->entries[first->pos];
 		row = batch_row(first->batch, fe);
-		count = sum_row(cursors, ncursors, fe->keyhash, row, spec->time);
+		count = sum_row(cursors, ncursors, fe->keyhash, row, time);
 
-		if (count != 0 && (keys == NULL || row_matches_any(spec->key, row, keys, nkeys)))
-			row_emit(e, row, count);
+		if (count != 0)
+			more = fn(row, count, arg);
 
 		/* drop exhausted cursors */
 		for (int i = 0; i < ncursors;)
@@ -196,6 +196,29 @@ merge_runs(Cursor *cursors, int ncursors, WalkSpec *spec, WalkKey *keys, int nke
 				i++;
 		}
 	}
+}
+
+/* A peek's walk: its rows, or (keys) those of the keys it looks for. */
+typedef struct PeekRows
+{
+	WalkSpec   *spec;
+	WalkKey    *keys;			/* NULL: every row */
+	int			nkeys;
+	RowEmitter *e;
+} PeekRows;
+
+/*
+ * Emit a row as often as it counts, if its key equals one of the keys
+ * (once however many of them it equals); false once the limit is reached.
+ */
+static bool
+peek_row(Datum row, int64 count, void *arg)
+{
+	PeekRows   *p = arg;
+
+	if (p->keys == NULL || row_matches_any(p->spec->key, row, p->keys, p->nkeys))
+		row_emit(p->e, row, count);
+	return !row_emitter_full(p->e);
 }
 
 static int
@@ -225,9 +248,13 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 {
 	Cursor	   *cursors = palloc(sizeof(Cursor) * Max(handle->nbatches, 1));
 	RowEmitter	e = {spec->out, spec->name, spec->row_type, spec->time, spec->limit, 0, 0};
+	PeekRows	p = {spec, NULL, 0, &e};
 
 	if (!spec->has_key)
-		merge_runs(cursors, open_all_cursors(handle, cursors), spec, NULL, 0, &e);
+	{
+		if (!row_emitter_full(&e))
+			merge_runs(cursors, open_all_cursors(handle, cursors), spec->time, peek_row, &p);
+	}
 	else
 	{
 		int64		from[PEEK_MAX_BATCHES] = {0};
@@ -240,10 +267,31 @@ walk_batches(PeekHandle *handle, WalkSpec *spec)
 			CHECK_FOR_INTERRUPTS();
 			while (i + n < spec->nkeys && spec->keys[i + n].hash == spec->keys[i].hash)
 				n++;
+			p.keys = &spec->keys[i];
+			p.nkeys = n;
 			merge_runs(cursors, open_key_cursors(handle, spec->keys[i].hash, from, cursors),
-					   spec, &spec->keys[i], n, &e);
+					   spec->time, peek_row, &p);
 			i += n;
 		}
 	}
 	pfree(cursors);
+}
+
+/*
+ * The rows of the batches whose key hash is hash, each with its count at
+ * the time (not 0), to fn: a maintained view's rows of a key (dataflow/),
+ * read in the maintenance runtime from the batches its spine pins.
+ */
+void
+walk_hash_rows(dsa_pointer *batches, int nbatches, uint32 hash, int64 time,
+			   WalkRowFn fn, void *arg)
+{
+	PeekHandle	handle;
+	Cursor		cursors[PEEK_MAX_BATCHES];
+	int64		from[PEEK_MAX_BATCHES] = {0};
+
+	Assert(nbatches <= PEEK_MAX_BATCHES);
+	handle.nbatches = nbatches;
+	memcpy(handle.batches, batches, sizeof(dsa_pointer) * nbatches);
+	merge_runs(cursors, open_key_cursors(&handle, hash, from, cursors), time, fn, arg);
 }

@@ -34,7 +34,12 @@ typedef struct WalkSpec
 	Tuplestorestate *out;
 } WalkSpec;
 
+/* A row and its count at a walk's time; returns false to stop the walk. */
+typedef bool (*WalkRowFn) (Datum row, int64 count, void *arg);
+
 extern void walk_sort_keys(WalkSpec *spec);
 extern void walk_batches(PeekHandle *handle, WalkSpec *spec);
+extern void walk_hash_rows(dsa_pointer *batches, int nbatches, uint32 hash, int64 time,
+						   WalkRowFn fn, void *arg);
 
 #endif							/* PEEK_WALK_H */

@@ -165,6 +165,7 @@ extern int64 dataflow_input_hold(PeekObjectId input);
 extern void view_input_begin(ViewInput *input, Node *qual, TupleDesc desc);
 extern bool view_input_row(ViewInput *input, Datum stored, Datum *row);
 extern void view_input_put(ViewInput *input, Datum row);
+extern bool view_input_passes(ViewInput *input, Datum row);
 extern void view_input_end(ViewInput *input);
 
 /* round.c */
@@ -179,6 +180,7 @@ extern void dataflow_count_input(bool passed);
 extern void dataflow_count_output(int64 n);
 extern void dataflow_count_work(instr_time start);
 extern void dataflow_count_state(int64 bytes);
+extern void dataflow_count_shared(int64 bytes);
 extern void dataflow_counts_end(void);
 
 /* hydrate.c */

@@ -43,10 +43,21 @@ view_input_row(ViewInput *input, Datum stored, Datum *row)
 	bool		passed;
 
 	*row = row_from_shard(input->desc, input->template, stored);
-	view_input_put(input, *row);
-	passed = ExecQual(input->qual, input->econtext);
+	passed = view_input_passes(input, *row);
 	dataflow_count_input(passed);
 	return passed;
+}
+
+/*
+ * A row of the input's type in the input slot (view_input_put): whether it
+ * passes WHERE (a row read back from an arrangement, arranged.c: not
+ * counted as an input row).
+ */
+bool
+view_input_passes(ViewInput *input, Datum row)
+{
+	view_input_put(input, row);
+	return ExecQual(input->qual, input->econtext);
 }
 
 /*

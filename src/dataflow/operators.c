@@ -36,6 +36,9 @@
 /* ops[0]: the inputs; then the view's stages (one for a UNION ALL) */
 #define OP_INPUT	0
 
+/* An operator's kind when it reads a shared arrangement. */
+#define SHARED_NOTE	", shared arrangement"
+
 static struct
 {
 	PeekObjectId view;
@@ -125,6 +128,21 @@ dataflow_count_state(int64 bytes)
 }
 
 /* The working stage worked from start until now. */
+/*
+ * The bytes of an arrangement a stage reads its input's rows from, shared
+ * with the indexes and views on the same collection and key: counted as
+ * its state, its kind saying so.
+ */
+void
+dataflow_count_shared(int64 bytes)
+{
+	OperatorStats *op = &round_counts.ops[round_counts.current];
+
+	op->bytes += bytes;
+	if (strstr(op->kind, SHARED_NOTE) == NULL)
+		strlcat(op->kind, SHARED_NOTE, sizeof(op->kind));
+}
+
 void
 dataflow_count_work(instr_time start)
 {

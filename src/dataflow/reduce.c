@@ -4,7 +4,9 @@
  *	  The rounds of a view that groups or joins: GROUP BY with aggregates
  *	  and HAVING, aggregates over the whole input, DISTINCT, or inner and
  *	  left joins (grouped or not).  The inputs' rows are kept by key (a
- *	  grouping's keys; a join's key), in the maintenance runtime's memory:
+ *	  grouping's keys; a join's key), in the maintenance runtime's memory
+ *	  (an input read from a shared arrangement, arranged.c: only the rows
+ *	  of the groups a round touches, for the round):
  *	  each group under its key as the key's own equality and hash tell keys
  *	  apart (PostgreSQL's hash aggregation's table), holding each input's
  *	  distinct rows with that key with their counts, in the order of the
@@ -142,6 +144,7 @@ group_of(ReduceRound *r)
 
 		group->key = entry->firstTuple;
 		group->noutput = state->new_output;
+		group->loaded_at = -1;
 		entry->additional = group;
 	}
 	return entry->additional;
@@ -170,8 +173,9 @@ static void
 group_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 {
 	GroupRows  *rows = &group->inputs[updates[0].input];
-	GroupRow   *merged = MemoryContextAlloc(r->state->cxt,
-											sizeof(GroupRow) * (rows->nrows + n));
+	/* (a shared input's rows live for the round only: arranged.c) */
+	MemoryContext cxt = r->inputs[updates[0].input].read != NULL ? r->rows_cxt : r->state->cxt;
+	GroupRow   *merged = MemoryContextAlloc(cxt, sizeof(GroupRow) * (rows->nrows + n));
 	int			m = 0;
 	int			i = 0;
 	int			u = 0;
@@ -204,7 +208,7 @@ group_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 		{
 			Size		len = VARSIZE(DatumGetPointer(image));
 
-			row.row = PointerGetDatum(MemoryContextAlloc(r->state->cxt, len));
+			row.row = PointerGetDatum(MemoryContextAlloc(cxt, len));
 			memcpy(DatumGetPointer(row.row), DatumGetPointer(image), len);
 		}
 		if (row.count != 0)
@@ -247,6 +251,7 @@ drop_emptied(ReduceRound *r)
 			elog(ERROR, "a view's group is missing from its table");
 		tuplehash_delete_item(state->table->hashtab, entry);
 		ExecClearTuple(state->found_slot);
+		arranged_forget(r, group);
 		pfree(group->key);
 		outputs_forget(group);
 		accums_forget(state, group);
@@ -644,6 +649,40 @@ run_wave_delta(ReduceRound *r, Touch *touches, int first, int last)
 }
 
 /*
+ * The groups' rows of the shared inputs loaded at their first touches
+ * (arranged.c) are those after them: each such touch's updates of those
+ * inputs are taken out again, to leave the rows before it.
+ */
+static void
+undo_first_touches(ReduceRound *r, Touch *touches, int ntouches)
+{
+	for (int t = 0; t < ntouches; t++)
+	{
+		if (touches[t].wave != 0)
+			continue;
+		for (int first = touches[t].first, last; first < touches[t].last; first = last)
+		{
+			int			input = r->updates[first].input;
+
+			for (last = first; last < touches[t].last && r->updates[last].input == input; last++)
+				;
+			if (r->inputs[input].read != NULL)
+			{
+				GroupUpdate *undo = palloc(sizeof(GroupUpdate) * (last - first));
+
+				for (int u = first; u < last; u++)
+				{
+					undo[u - first] = r->updates[u];
+					undo[u - first].diff = -r->updates[u].diff;
+				}
+				group_merge(r, touches[t].group, undo, last - first);
+				pfree(undo);
+			}
+		}
+	}
+}
+
+/*
  * The round's updates, in time order, into the groups, and the touched
  * groups' output at each time against what they kept: in waves (waves.c),
  * each group's updates at a time put together.
@@ -665,6 +704,9 @@ run_steps(ReduceRound *r)
 	}
 	pfree(touched);
 	touches = reduce_touches(r, &ntouches);
+	arranged_load(r, touches, ntouches);
+	if (r->nloaded > 0)
+		undo_first_touches(r, touches, ntouches);
 	for (int first = 0, last; first < ntouches; first = last)
 	{
 		MemoryContext old;
@@ -724,6 +766,8 @@ round_begin(ReduceRound *r, ReduceState *state, ViewPlan *plan, const char *text
 	r->cxt = CurrentMemoryContext;
 	r->per_step = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view step",
 										ALLOCSET_DEFAULT_SIZES);
+	r->rows_cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view shared rows",
+										ALLOCSET_DEFAULT_SIZES);
 }
 
 /*
@@ -752,6 +796,7 @@ static void
 round_end(ReduceRound *r)
 {
 	MemoryContextDelete(r->per_step);
+	MemoryContextDelete(r->rows_cxt);
 	outputs_end(r);
 	for (int i = 0; i < r->ninputs; i++)
 		view_input_end(&r->inputs[i].input);
@@ -779,11 +824,15 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	ReduceRound *rounds = palloc0(sizeof(ReduceRound) * nstages);
 	ReduceRound *last = &rounds[nstages - 1];
 	TupleDesc	desc = NULL;
+	SpineRead **reads = palloc(sizeof(SpineRead *) *
+							   list_length(((ViewPlan *) linitial(stages))->inputs));
+	uint32		shared = arranged_choose(linitial(stages), v, in, start, end, reads);
 	bool		rebuild;
 	instr_time	work;
 	ListCell   *lc;
 
-	if (*groups != NULL && (since >= 0 || (*groups)->upper != start))
+	if (*groups != NULL &&
+		(since >= 0 || (*groups)->upper != start || (*groups)->shared != shared))
 	{
 		dataflow_reduce_free(*groups);
 		*groups = NULL;
@@ -804,6 +853,13 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 			stage_desc = BlessTupleDesc(ExecTypeFromTL(stage->targetlist));
 		round_begin(&rounds[i], *state, stage, text, desc, stage_desc);
 		rounds[i].stage = i;
+		rounds[i].rows_whole = rebuild;
+		if (i == 0)
+		{
+			(*state)->shared = shared;
+			for (int j = 0; j < rounds[i].ninputs; j++)
+				rounds[i].inputs[j].read = reads[j];
+		}
 		if (i > 0)
 			rounds[i - 1].next = &rounds[i];
 		desc = stage_desc;
@@ -851,6 +907,7 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 		INSTR_TIME_SET_CURRENT(work);
 		run_steps(&rounds[i]);
 		drop_emptied(&rounds[i]);
+		arranged_release(&rounds[i]);
 		dataflow_count_work(work);
 		/* the groups' memory: their rows, keys, table and kept outputs */
 		dataflow_count_state((int64) MemoryContextMemAllocated(rounds[i].state->cxt, true));

@@ -4,8 +4,9 @@
  *	  What reduce.c (a grouped or joined view's groups and steps), waves.c
  *	  (a round's touches of groups put in waves) and outputs.c (the query
  *	  run over groups, its rows attributed to their groups, each group's
- *	  kept output) and accums.c (linear aggregates' states per group)
- *	  share: a view's groups, a round's updates and its work in one stage.
+ *	  kept output), accums.c (linear aggregates' states per group) and
+ *	  arranged.c (shared inputs' rows read from arrangements) share: a
+ *	  view's groups, a round's updates and its work in one stage.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,6 +16,7 @@
 #include "executor/executor.h"
 #include "tcop/dest.h"
 
+#include "arrange/spine.h"
 #include "dataflow/dataflow.h"
 #include "storage/persist.h"
 
@@ -53,7 +55,10 @@ typedef struct ViewGroup
 	List	   *fresh;			/* a run's rows for it, in the step's memory */
 	AccumValue *accums;			/* its linear aggregates' states; NULL: not known */
 	int			naccums;
-	GroupRows	inputs[FLEXIBLE_ARRAY_MEMBER];	/* each input's */
+	int			loaded_at;		/* its place in the round's loaded groups, or
+								 * -1 (arranged.c) */
+	GroupRows	inputs[FLEXIBLE_ARRAY_MEMBER];	/* each input's: a shared
+												 * input's in a round only */
 } ViewGroup;
 
 struct ReduceState
@@ -69,6 +74,8 @@ struct ReduceState
 	TupleTableSlot *found_slot; /* a group's stored key, to find it again */
 	MemoryContext states;		/* linear aggregates' internal states, or NULL */
 	int64		states_garbage; /* internal states let go in it since its reset */
+	uint32		shared;			/* the inputs whose rows are read from
+								 * arrangements (arranged.c), as a mask */
 	ReduceState *next;			/* the next stage's, or NULL */
 };
 
@@ -99,6 +106,8 @@ typedef struct ReduceInput
 	ProjectionInfo *keys;		/* its rows' key; NULL without GROUP BY */
 	Oid			row_type;
 	int			object;			/* ViewPlanInput's */
+	SpineRead  *read;			/* the arrangement its rows are read from
+								 * (arranged.c), or NULL: kept in the groups */
 } ReduceInput;
 
 /* A round's work in one of the view's stages. */
@@ -122,6 +131,12 @@ typedef struct ReduceRound
 	int			nupdates;
 	int			room;
 	List	   *emptied;		/* groups some update left without rows */
+	bool		rows_whole;		/* every group holds its shared inputs' rows
+								 * (built again this round) */
+	ViewGroup **loaded;			/* groups whose shared inputs' rows the round
+								 * loaded (NULL entries: freed since) */
+	int			nloaded;
+	MemoryContext rows_cxt;		/* the shared inputs' rows, for the round */
 	MemoryContext cxt;			/* the round's */
 	MemoryContext per_step;
 } ReduceRound;
@@ -149,6 +164,13 @@ group_row_image_cmp(const char *ra, const char *rb)
 		return la < lb ? -1 : 1;
 	return memcmp(ra, rb, la);
 }
+
+/* arranged.c */
+extern uint32 arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **in,
+							  int64 start, int64 end, SpineRead **reads);
+extern void arranged_load(ReduceRound *r, Touch *touches, int ntouches);
+extern void arranged_forget(ReduceRound *r, ViewGroup *group);
+extern void arranged_release(ReduceRound *r);
 
 /* runs.c */
 extern void runs_plan(ReduceRound *r, ViewPlan *plan);

@@ -18,6 +18,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "arrange/spine.h"
 #include "dataflow/dataflow.h"
 #include "ipc/registry.h"
 #include "storage/catalog_views.h"
@@ -142,6 +143,7 @@ dataflow_forget(PeekObjectId id)
 	pfree(view->query);
 	pfree(view->inputs);
 	free_groups(view);
+	spine_unshare(id);
 	hash_search(views, &id, HASH_REMOVE, NULL);
 }
 

@@ -523,7 +523,9 @@ registry_mark_dropped_except(PeekObjectId *live, int nlive, List **unverified)
 		PeekObjectId *copy;
 		int			nold;
 
-		if (bsearch(&entry->id, live, nlive, sizeof(PeekObjectId), id_cmp) != NULL)
+		/* (a negative id: an arrangement the runtime keeps for views) */
+		if (entry->id < 0 ||
+			bsearch(&entry->id, live, nlive, sizeof(PeekObjectId), id_cmp) != NULL)
 			continue;
 		copy = palloc(sizeof(PeekObjectId));
 		*copy = entry->id;
@@ -746,7 +748,9 @@ registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches
  * A maintenance runtime starting in a fresh process: the spines of the
  * incarnation before it are gone, but each of them still pinned the list
  * it had published.  Release those pins once (spine_pinned says whether a
- * list still carries one), so that re-hydration leaks nothing.
+ * list still carries one), so that re-hydration leaks nothing.  The
+ * arrangements it kept for views alone (negative ids) go: views build
+ * them again.
  */
 void
 registry_release_dead_spines(void)
@@ -757,11 +761,21 @@ registry_release_dead_spines(void)
 	dshash_seq_init(&status, registry_table(), true);
 	while ((entry = dshash_seq_next(&status)) != NULL)
 	{
-		if (!entry->spine_pinned)
-			continue;
-		entry->spine_pinned = false;
-		/* the published list's own pins keep every batch alive here */
-		unpin_all(entry->batches, entry->nbatches);
+		if (entry->spine_pinned)
+		{
+			entry->spine_pinned = false;
+			/* the published list's own pins keep every batch alive here */
+			unpin_all(entry->batches, entry->nbatches);
+		}
+		if (entry->id < 0)
+		{
+			/* an arrangement the dead runtime kept for views: built anew */
+			dsa_pointer old[PEEK_MAX_BATCHES];
+			int			nold = detach_batches(entry, old);
+
+			unpin_all(old, nold);
+			dshash_delete_current(&status);
+		}
 	}
 	dshash_seq_term(&status);
 }

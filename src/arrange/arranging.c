@@ -1,0 +1,126 @@
+/*-------------------------------------------------------------------------
+ *
+ * arranging.c
+ *	  A collection's updates in a range of times arranged into one new
+ *	  batch (read from its shard, or handed over by a feed): each row
+ *	  normalized as a row read from the shard is, its key hashed, the
+ *	  images packed into blocks.  spine.c calls it for a spine's
+ *	  hydration and for each seal it follows.
+ *
+ *	  Must not place, merge or publish batches (spine.c does).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+
+#include "arrange/arranging.h"
+#include "common/rows.h"
+#include "ipc/registry.h"
+#include "storage/persist.h"
+
+/* Row images are packed into blocks of this size, past any palloc overhead. */
+#define ARRANGE_BLOCK_SIZE	(4 * 1024 * 1024)
+/* A hydration's array of updates starts with room for this many at most. */
+#define ARRANGE_PRESIZE_MAX	(1024 * 1024)
+
+typedef struct Arranging
+{
+	PeekObjectId index;
+	int64		hydration_total;	/* estimated; < 0: following, not hydrating */
+	KeyInfo    *key;
+	TupleDesc	row_desc;		/* rows are normalized with it */
+	HeapTupleHeader row_template;	/* and recognized by its header */
+	PendingUpdate *updates;
+	int64		n;
+	int64		capacity;
+	char	   *block;			/* where the next image goes */
+	Size		block_free;
+	MemoryContext cxt;			/* the updates and their images */
+	MemoryContext per_row;
+} Arranging;
+
+/*
+ * One update, from the shard or a feed: its row is normalized as a row
+ * read from the shard is, so that images from either compare equal.
+ */
+static void
+arrange_update(int64 time, int64 diff, Datum row, void *arg)
+{
+	Arranging  *a = arg;
+	MemoryContext old = MemoryContextSwitchTo(a->per_row);
+	struct varlena *flat = (struct varlena *) DatumGetPointer(row_from_shard(a->row_desc, a->row_template, row));
+	Size		len = VARSIZE(flat) - VARHDRSZ;
+	PendingUpdate *u;
+
+	MemoryContextSwitchTo(old);
+	if (a->n == a->capacity)
+	{
+		a->capacity *= 2;
+		a->updates = repalloc_huge(a->updates, sizeof(PendingUpdate) * a->capacity);
+	}
+	if (len > a->block_free)
+	{
+		a->block_free = Max(ARRANGE_BLOCK_SIZE, len);
+		a->block = MemoryContextAllocHuge(a->cxt, a->block_free);
+	}
+	u = &a->updates[a->n++];
+	u->keyhash = batch_key_hash_row(a->key, PointerGetDatum(flat));
+	u->len = len;
+	u->image = memcpy(a->block, VARDATA(flat), len);
+	u->time = time;
+	u->diff = diff;
+	a->block += len;
+	a->block_free -= len;
+	MemoryContextReset(a->per_row);
+	if (a->hydration_total >= 0 && a->n % 10000 == 0)
+		registry_hydration_progress(a->index, a->n, Max(a->n, a->hydration_total));
+}
+
+/*
+ * Arrange the collection's updates in [lower, upper) into a new batch, from
+ * the feed if it has them (see follow), else from the shard.  The first
+ * range of a spine (hydrating) is its hydration, shown in peek.hydration_progress
+ * against the shard's estimated size until the count is known.
+ */
+dsa_pointer
+arrange_range(PeekObjectId index, KeyInfo *key, Oid shard, int64 since, bool hydrating,
+			  int64 lower, int64 upper, const SpineFeed *feed, bool *empty)
+{
+	Arranging	a;
+	MemoryContext old;
+	dsa_pointer dp;
+
+	a.index = index;
+	a.hydration_total = hydrating ? persist_estimate_rows(shard) : -1;
+	if (hydrating)
+		registry_hydration_progress(index, 0, a.hydration_total);
+	a.key = key;
+	a.cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek arranging",
+								  ALLOCSET_DEFAULT_SIZES);
+	a.per_row = AllocSetContextCreate(a.cxt, "pg_peek arranging row", ALLOCSET_SMALL_SIZES);
+	a.block = NULL;
+	a.block_free = 0;
+	/* the type's current descriptor: rows from before an ALTER TYPE match */
+	a.row_desc = row_desc(key->row_type);
+	old = MemoryContextSwitchTo(a.cxt);
+	a.row_template = row_header_template(a.row_desc);
+	MemoryContextSwitchTo(old);
+	/* room for the estimate (not beyond a bloated shard's first million) */
+	a.capacity = Max(Min(a.hydration_total, ARRANGE_PRESIZE_MAX), 1024);
+	a.n = 0;
+	a.updates = MemoryContextAllocHuge(a.cxt, sizeof(PendingUpdate) * a.capacity);
+	if (feed != NULL)
+		feed->scan(feed->state, lower, upper, arrange_update, &a);
+	else
+		persist_scan_range(shard, lower, upper, arrange_update, &a);
+	*empty = (a.n == 0);
+	dp = *empty ? InvalidDsaPointer :
+		batch_build(a.updates, a.n, lower, upper, since);
+	MemoryContextDelete(a.cxt);
+	FreeTupleDesc(a.row_desc);
+	if (hydrating)
+		registry_hydration_progress(index, a.n, -1);
+	return dp;
+}

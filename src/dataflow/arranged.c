@@ -1,0 +1,283 @@
+/*-------------------------------------------------------------------------
+ *
+ * arranged.c
+ *	  A grouping's or join's input rows read from a shared arrangement of
+ *	  the input by the stage's key (arrange/spine.c's spine_share: a user
+ *	  index's on the same collection and key columns, or one the runtime
+ *	  keeps for views, published like an index's), instead of kept in the
+ *	  groups.  Only a first stage's inputs whose keys are plain columns
+ *	  compared by their type's default equality and collation (what an
+ *	  index's keys are) read them so; the rest keep their rows in the
+ *	  groups (reduce.c).
+ *
+ *	  A round loads the rows of each group it touches, as they are before
+ *	  the group's first time in the round: the arrangement's rows of the
+ *	  key's hash at that time (at or after the view's upper, where it holds
+ *	  the arrangement's since) that pass WHERE and fall in the group, less
+ *	  the group's updates at that time (reduce.c takes them out).  The
+ *	  groups hold them for the round only, in the round's rows_cxt: reduce.c
+ *	  merges the round's updates into them as into kept rows, and the
+ *	  context is reset at the round's end.
+ *
+ *	  Must not change an arrangement (spine.c does) nor write.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "nodes/nodeFuncs.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "arrange/walk.h"
+#include "dataflow/reduce_internal.h"
+
+/*
+ * Can the input's rows be read from an arrangement of its row type by its
+ * keys?  Each key a column of the key's type in the groups' keys (the
+ * first input's), told apart by the type's default equality under the
+ * column's collation, as an index's key columns are.
+ */
+static bool
+keys_are_columns(ViewPlan *plan, ViewPlanInput *pin, AttrNumber *attnums)
+{
+	List	   *group_keys = linitial_node(ViewPlanInput, plan->inputs)->keys;
+	TupleDesc	desc;
+	bool		ok = pin->name != NULL && pin->object >= 0 && pin->keys != NIL &&
+		list_length(pin->keys) <= INDEX_MAX_KEYS;
+	ListCell   *lc;
+
+	if (!ok)
+		return false;
+	desc = lookup_rowtype_tupdesc(pin->row_type, -1);
+	foreach(lc, pin->keys)
+	{
+		Var		   *var = lfirst(lc);
+		int			k = foreach_current_index(lc);
+		Form_pg_attribute att;
+
+		if (!IsA(var, Var) || var->varattno < 1 || var->varattno > desc->natts)
+		{
+			ok = false;
+			break;
+		}
+		att = TupleDescAttr(desc, var->varattno - 1);
+		ok = !att->attisdropped && att->atttypid == var->vartype &&
+			exprType(list_nth(group_keys, k)) == var->vartype &&
+			list_nth_oid(plan->key_eqops, k) ==
+			lookup_type_cache(var->vartype, TYPECACHE_EQ_OPR)->eq_opr &&
+			list_nth_oid(plan->key_collations, k) == att->attcollation;
+		if (!ok)
+			break;
+		attnums[k] = var->varattno;
+	}
+	ReleaseTupleDesc(desc);
+	return ok;
+}
+
+/*
+ * The first stage's inputs that read their rows from arrangements (their
+ * spines in reads[], NULL for the others): each brought up to end and held
+ * at start (the view's upper) by the view.  Returns them as a mask of
+ * inputs; groups kept under another mask are built again.
+ */
+uint32
+arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **in, int64 start,
+				int64 end, SpineRead **reads)
+{
+	uint32		shared = 0;
+	ListCell   *lc;
+
+	foreach(lc, plan->inputs)
+	{
+		ViewPlanInput *pin = lfirst(lc);
+		int			i = foreach_current_index(lc);
+		AttrNumber	attnums[INDEX_MAX_KEYS];
+		SpineRead  *read;
+
+		reads[i] = NULL;
+		if (i >= 32 || !keys_are_columns(plan, pin, attnums) ||
+			in[pin->object]->row_type != pin->row_type)
+			continue;
+		read = palloc(sizeof(SpineRead));
+		if (!spine_share(v->id, in[pin->object], list_length(pin->keys), attnums, start, end,
+						 read))
+		{
+			pfree(read);
+			continue;
+		}
+		reads[i] = read;
+		shared |= (uint32) 1 << i;
+	}
+	return shared;
+}
+
+/* A load of one group's rows of one input. */
+typedef struct GroupLoad
+{
+	ReduceRound *r;
+	ReduceInput *input;
+	ViewGroup  *group;
+	GroupRow   *rows;
+	int			nrows;
+	int			room;
+} GroupLoad;
+
+/* A row of the key's hash, with its count: kept if it is the group's. */
+static bool
+load_row(Datum row, int64 count, void *arg)
+{
+	GroupLoad  *l = arg;
+	ReduceState *state = l->r->state;
+	ViewInput  *input = &l->input->input;
+	TupleHashEntry entry = NULL;
+
+	if (view_input_passes(input, row))
+	{
+		ExecProject(l->input->keys);
+		entry = LookupTupleHashEntry(state->table, state->key_slot, NULL, NULL);
+	}
+	ExecClearTuple(input->slot);
+	ResetExprContext(input->econtext);
+	if (entry != NULL && entry->additional == l->group)
+	{
+		Size		len = VARSIZE(DatumGetPointer(row));
+		GroupRow   *kept;
+
+		if (l->nrows == l->room)
+		{
+			l->room = Max(8, l->room * 2);
+			l->rows = l->rows == NULL ?
+				MemoryContextAlloc(l->r->rows_cxt, sizeof(GroupRow) * l->room) :
+				repalloc(l->rows, sizeof(GroupRow) * l->room);
+		}
+		kept = &l->rows[l->nrows++];
+		kept->row = PointerGetDatum(MemoryContextAlloc(l->r->rows_cxt, len));
+		memcpy(DatumGetPointer(kept->row), DatumGetPointer(row), len);
+		kept->count = count;
+	}
+	return true;
+}
+
+static int
+group_row_cmp(const void *a, const void *b)
+{
+	return group_row_image_cmp(DatumGetPointer(((const GroupRow *) a)->row),
+							   DatumGetPointer(((const GroupRow *) b)->row));
+}
+
+/* The group's rows of a shared input at the time, in image order. */
+static void
+load_input(ReduceRound *r, ViewGroup *group, int i, int64 time)
+{
+	ReduceInput *input = &r->inputs[i];
+	SpineRead  *read = input->read;
+	GroupLoad	l = {r, input, group, NULL, 0, 0};
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	bool		anynull = false;
+	uint32		hash;
+
+	ExecStoreMinimalTuple(group->key, r->state->found_slot, false);
+	for (int k = 0; k < read->key->nkeys; k++)
+	{
+		values[k] = slot_getattr(r->state->found_slot, k + 1, &isnull[k]);
+		anynull |= isnull[k];
+	}
+	/* (rows with a NULL key column hash to 0: batch_key_hash_row) */
+	hash = anynull ? 0 : batch_key_hash_values(read->key, values);
+	ExecClearTuple(r->state->found_slot);
+	walk_hash_rows(read->batches, read->nbatches, hash, time, load_row, &l);
+	if (l.nrows > 1)
+		qsort(l.rows, l.nrows, sizeof(GroupRow), group_row_cmp);
+	group->inputs[i].rows = l.rows;
+	group->inputs[i].nrows = l.nrows;
+}
+
+/*
+ * The touched groups' rows of the shared inputs at each group's first
+ * touch in the round (wave 0: its earliest time), its updates at that
+ * time included (reduce.c takes them out again).
+ */
+void
+arranged_load(ReduceRound *r, Touch *touches, int ntouches)
+{
+	if (r->state->shared == 0 || r->rows_whole)
+		return;
+	r->loaded = palloc(sizeof(ViewGroup *) * Max(1, ntouches));
+	for (int t = 0; t < ntouches; t++)
+	{
+		ViewGroup  *group = touches[t].group;
+
+		if (touches[t].wave != 0)
+			continue;
+		group->loaded_at = r->nloaded;
+		r->loaded[r->nloaded++] = group;
+		for (int i = 0; i < r->ninputs; i++)
+			if (r->inputs[i].read != NULL)
+				load_input(r, group, i, touches[t].time);
+	}
+}
+
+/* A group's rows of the shared inputs let go of (with the round's rows_cxt). */
+static void
+release_group(ReduceRound *r, ViewGroup *group)
+{
+	for (int i = 0; i < r->ninputs; i++)
+		if (r->inputs[i].read != NULL)
+		{
+			group->inputs[i].rows = NULL;
+			group->inputs[i].nrows = 0;
+		}
+	group->loaded_at = -1;
+}
+
+/* A group about to be freed (emptied) is no longer the round's to let go of. */
+void
+arranged_forget(ReduceRound *r, ViewGroup *group)
+{
+	if (group->loaded_at >= 0 && r->loaded != NULL)
+		r->loaded[group->loaded_at] = NULL;
+	group->loaded_at = -1;
+}
+
+/*
+ * At the round's end (its emptied groups dropped), the groups let go of
+ * the shared inputs' rows: those it loaded, or every group's after the
+ * groups were built again (rows_whole).  The arrangements' bytes are the
+ * stage's state, shared.
+ */
+void
+arranged_release(ReduceRound *r)
+{
+	ReduceState *state = r->state;
+
+	if (state->shared == 0)
+		return;
+	if (r->rows_whole)
+	{
+		TupleHashIterator iter;
+		TupleHashEntry entry;
+
+		InitTupleHashIterator(state->table, &iter);
+		while ((entry = ScanTupleHashTable(state->table, &iter)) != NULL)
+			release_group(r, entry->additional);
+		TermTupleHashIterator(&iter);
+	}
+	for (int g = 0; g < r->nloaded; g++)
+		if (r->loaded[g] != NULL)
+			release_group(r, r->loaded[g]);
+	r->nloaded = 0;
+	MemoryContextReset(r->rows_cxt);
+	/* each arrangement once (a self-join reads one twice) */
+	for (int i = 0; i < r->ninputs; i++)
+	{
+		SpineRead  *read = r->inputs[i].read;
+		bool		counted = false;
+
+		for (int j = 0; j < i && read != NULL; j++)
+			counted |= r->inputs[j].read != NULL && r->inputs[j].read->index == read->index;
+		if (read != NULL && !counted)
+			dataflow_count_shared(read->bytes);
+	}
+}

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * reduce_internal.h
- *	  What reduce.c (a grouped or joined view's groups and steps), waves.c
+ *	  What reduce.c (a grouped or joined view's rounds), groups.c (its
+ *	  groups as a round changes them), steps.c
+ *	  (a round's waves run and their differences emitted), waves.c
  *	  (a round's touches of groups put in waves) and outputs.c (the query
  *	  run over groups, its rows attributed to their groups, each group's
  *	  kept output), accums.c (linear aggregates' states per group) and
@@ -48,7 +50,7 @@ typedef struct ViewGroup
 	MinimalTuple key;			/* the table's copy; NULL: the only group */
 	bool		emptied;		/* in its round's list of emptied groups */
 	bool		running;		/* among the groups the query runs over */
-	int			nupdates;		/* updates_by_group's count, then place */
+	int			nupdates;		/* groups_sort_updates's count, then place */
 	int			touches;		/* its touches numbered so far (waves.c) */
 	int			noutput;		/* its kept output's rows; -1: not known */
 	char	   *output;			/* their images, each MAXALIGNed, or NULL */
@@ -171,6 +173,18 @@ extern uint32 arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **
 extern void arranged_load(ReduceRound *r, Touch *touches, int ntouches);
 extern void arranged_forget(ReduceRound *r, ViewGroup *group);
 extern void arranged_release(ReduceRound *r);
+
+/* groups.c */
+extern void groups_add_update(ReduceRound *r, int64 time, int64 diff, Datum row);
+extern void groups_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n);
+extern int	groups_sort_updates(ReduceRound *r, int first, int last, ViewGroup **groups);
+extern void groups_merge_updates(ReduceRound *r, int first, int last);
+extern void groups_emit(ReduceRound *r, int64 time, int64 diff, Datum row);
+extern void groups_drop_emptied(ReduceRound *r);
+
+/* steps.c */
+extern void steps_run(ReduceRound *r);
+extern void steps_emit_all(ReduceRound *r, int64 since);
 
 /* runs.c */
 extern void runs_plan(ReduceRound *r, ViewPlan *plan);

@@ -24,7 +24,8 @@ SELECT name FROM peek.objects ORDER BY name;
 
 -- DROP EXTENSION leaves pg_peek's objects as they were
 DROP EXTENSION peek_test_ext;
-SELECT name, state FROM peek.collections ORDER BY name;
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'esc'$$);
+SELECT name FROM peek.objects ORDER BY name;
 SELECT count(*) FROM peek.persist_peek(NULL::esrow, 'esc');
 
 SELECT peek.drop_collection('esc');

@@ -18,7 +18,6 @@
 #include "utils/builtins.h"
 #include "utils/uuid.h"
 
-#include "ipc/notify.h"
 #include "ipc/runtime_slots.h"
 #include "peek/peek.h"
 #include "peek/slots.h"
@@ -176,11 +175,7 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/*
- * One row per registry entry: frontiers, allowance, arrangement, hydration.
- * The upper is the published one, or this session's last write's if later:
- * the time its reads at the latest time resolve against (peek_call.c).
- */
+/* One row per registry entry: frontiers, allowance, arrangement, hydration. */
 Datum
 peek_registry_status(PG_FUNCTION_ARGS)
 {
@@ -197,7 +192,7 @@ peek_registry_status(PG_FUNCTION_ARGS)
 		values[1] = BoolGetDatum(e->published);
 		values[2] = BoolGetDatum(e->dropped);
 		values[3] = Int64GetDatum(e->since);
-		values[4] = Int64GetDatum(Max(e->upper, notify_last_session_upper(e->id)));
+		values[4] = Int64GetDatum(e->upper);
 		values[5] = Int64GetDatum(e->allowed_since);
 		values[6] = BoolGetDatum(e->failed);
 		values[7] = Int32GetDatum(e->nbatches);

@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "commands/extension.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
@@ -72,6 +73,23 @@ arg_new_name(FunctionCallInfo fcinfo, int n, const char *what)
 				(errcode(ERRCODE_INVALID_NAME),
 				 errmsg("%s must not be empty", what)));
 	return name;
+}
+
+/*
+ * Refuse to create an object in an extension's script (CREATE EXTENSION,
+ * ALTER EXTENSION ... UPDATE): its shard, row type and PostgreSQL view
+ * would become members of that extension, and DROP EXTENSION would drop
+ * them under the object's catalog row, which stayed behind failed.
+ */
+void
+arg_refuse_extension_script(const char *function)
+{
+	if (creating_extension)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s cannot run in the script of extension \"%s\"",
+						function, get_extension_name(CurrentExtensionObject)),
+				 errdetail("What it creates would become a member of that extension, and DROP EXTENSION would drop it under pg_peek's catalog.")));
 }
 
 int64

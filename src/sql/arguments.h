@@ -18,6 +18,7 @@ extern CatalogObject *arg_owned_object(const char *function, const char *name, c
 extern void arg_require(FunctionCallInfo fcinfo, int n, const char *what);
 extern char *arg_text(FunctionCallInfo fcinfo, int n, const char *what);
 extern char *arg_new_name(FunctionCallInfo fcinfo, int n, const char *what);
+extern void arg_refuse_extension_script(const char *function);
 extern void arg_check_name_free(const char *name);
 extern int64 arg_time(FunctionCallInfo fcinfo, int n, const char *what);
 extern int64 arg_time_or(FunctionCallInfo fcinfo, int n, const char *what, int64 if_null);

@@ -94,6 +94,7 @@ peek_create_collection(PG_FUNCTION_ARGS)
 	AclResult	aclresult;
 
 	standby_refuse_writes("create_collection");
+	arg_refuse_extension_script("create_collection");
 	arg_require(fcinfo, 1, "row type");
 	row_type = PG_GETARG_OID(1);
 	if (get_typtype(row_type) != TYPTYPE_COMPOSITE)
@@ -199,6 +200,7 @@ peek_create_source(PG_FUNCTION_ARGS)
 	int32		seq;
 
 	standby_refuse_writes("create_source");
+	arg_refuse_extension_script("create_source");
 	arg_require(fcinfo, 1, "source table");
 	relid = PG_GETARG_OID(1);
 	capture_check_requirements(name);

@@ -169,6 +169,7 @@ peek_create_view(PG_FUNCTION_ARGS)
 	int32		seq;
 
 	standby_refuse_writes("create_view");
+	arg_refuse_extension_script("create_view");
 	/* analyzed in the user's search_path, with the user's privileges */
 	plan = dataflow_plan(text);
 	inputs = dataflow_plan_input_names(plan);

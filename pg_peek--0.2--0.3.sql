@@ -60,7 +60,8 @@ SELECT id OPERATOR(pg_catalog.&) 4294967295, upper FROM peek.objects WHERE upper
 -- ingested source transaction's upper (peek.uppers) commits before the
 -- maintenance runtime publishes it, and on a standby replay brings it
 -- before the runtime publishes it; a reader who saw that upper here would
--- then read an older time
+-- then read an older time.  A failed one's reads fail, whatever its upper:
+-- it shows the stored upper, where its updates stopped
 CREATE OR REPLACE VIEW peek.collections WITH (security_barrier) AS
 SELECT o.name, o.row_type, o.owner,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
@@ -71,7 +72,7 @@ SELECT o.name, o.row_type, o.owner,
        0 AS batches, 0::bigint AS bytes,
        pg_catalog.pg_total_relation_size(o.shard) AS shard_bytes, o.shard,
        greatest(r.since, o.since) AS since,
-       CASE WHEN r.published THEN r.upper ELSE u.upper END AS upper,
+       CASE WHEN r.published AND o.failure IS NULL THEN r.upper ELSE u.upper END AS upper,
        o.allowed_since, o.created_at,
        peek.retention(o.retention, o.retention_set) AS retention,
        pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t.since_at AS since_age

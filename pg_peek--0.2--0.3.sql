@@ -55,6 +55,13 @@ SELECT pg_catalog.pg_extension_config_dump('peek.uppers', '');
 INSERT INTO peek.uppers
 SELECT id OPERATOR(pg_catalog.&) 4294967295, upper FROM peek.objects WHERE upper OPERATOR(pg_catalog.>) 0;
 
+-- a collection's upper is its published one, which a peek at as_of NULL
+-- resolves against (the stored one until it is published): a write's or an
+-- ingested source transaction's upper (peek.uppers) commits before the
+-- maintenance runtime publishes it, and on a standby replay brings it
+-- before the runtime publishes it; a reader who saw that upper here would
+-- then read an older time.  A failed one's reads fail, whatever its upper:
+-- it shows the stored upper, where its updates stopped
 CREATE OR REPLACE VIEW peek.collections WITH (security_barrier) AS
 SELECT o.name, o.row_type, o.owner,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
@@ -64,7 +71,8 @@ SELECT o.name, o.row_type, o.owner,
        peek.collection_rows(o.name) AS rows,
        0 AS batches, 0::bigint AS bytes,
        pg_catalog.pg_total_relation_size(o.shard) AS shard_bytes, o.shard,
-       greatest(r.since, o.since) AS since, greatest(r.upper, u.upper) AS upper,
+       greatest(r.since, o.since) AS since,
+       CASE WHEN r.published AND o.failure IS NULL THEN r.upper ELSE u.upper END AS upper,
        o.allowed_since, o.created_at,
        peek.retention(o.retention, o.retention_set) AS retention,
        pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t.since_at AS since_age

@@ -19,6 +19,9 @@ SELECT peek.append('items', ARRAY[(2, 'pear', 2)]::item[], 0, 2);
 SELECT peek.append('items', ARRAY[(3, 'fig', 0.25)]::item[], 5);
 SELECT peek.advance('items', 3);
 SELECT peek.advance('items', 3);    -- same upper: nothing to do
+-- peek.collections shows the published upper, which the runtime publishes
+-- after the seal commits
+SELECT wait_for($$SELECT upper = 3 FROM peek.collections WHERE name = 'items'$$);
 SELECT upper FROM peek.collections WHERE name = 'items';
 SELECT wait_for($$SELECT upper = 3 FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object = 'items'$$);
 
@@ -27,6 +30,7 @@ SELECT peek.advance('items', 6);
 SELECT peek.write('items', ARRAY[(4, 'kiwi', 7)]::item[]);
 SELECT peek.write('items', ARRAY[(5, 'lime', 1)]::item[], ARRAY[(1, 'apple', 1.5)]::item[]);
 SELECT peek.write('items', '{}'::item[]);
+SELECT wait_for($$SELECT upper = 9 FROM peek.collections WHERE name = 'items'$$);
 SELECT upper FROM peek.collections WHERE name = 'items';
 
 -- the shard holds every update after the since (0), durable in an

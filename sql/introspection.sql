@@ -13,6 +13,7 @@ SELECT peek.write('intro', ARRAY[(1, 'a'), (2, 'b'), (2, 'b')]::intro[]);
 SELECT peek.write('intro', ARRAY[(3, 'c')]::intro[], ARRAY[(1, 'a')]::intro[]);
 -- (merges run in later rounds: wait for the two writes' batches to merge)
 SELECT wait_for($$SELECT upper = 2 AND batches = 1 FROM peek.indexes WHERE name = 'intro_by_k'$$);
+SELECT wait_for($$SELECT upper = 2 FROM peek.collections WHERE name = 'intro'$$);
 
 -- collections and indexes: state, current rows, sizes, frontiers
 SELECT name, row_type, state, rows, batches, bytes, shard_bytes > 0 AS has_shard, since, upper

@@ -427,8 +427,11 @@ peek_active_peek_status(PG_FUNCTION_ARGS)
 
 /*
  * A collection's current row count: the sum of its shard's diffs before the
- * upper (NULL once its shard is gone with its row type).  A collection the
- * caller may not see is answered as one that does not exist.
+ * upper peek.collections shows (NULL once its shard is gone with its row
+ * type): the published one, which a peek at as_of NULL reads below, else
+ * the stored one.  The stored upper commits before it is published, so a
+ * count at it would be ahead of what a peek right after sees.  A collection
+ * the caller may not see is answered as one that does not exist.
  */
 Datum
 peek_collection_rows(PG_FUNCTION_ARGS)
@@ -453,7 +456,8 @@ peek_collection_rows(PG_FUNCTION_ARGS)
 	entry = registry_lock(coll->id, false, NULL);
 	if (entry != NULL)
 	{
-		upper = Max(upper, entry->upper);
+		if (entry->published && coll->failure == NULL)
+			upper = entry->upper;
 		registry_unlock(entry);
 	}
 	PG_RETURN_INT64(persist_sum_diffs(coll->shard, upper));

@@ -48,7 +48,11 @@ $w->quit;
 my ($rc, $out, $err) = finish_bg($upd);
 is($rc, 0, 'the update finishes') or diag($err);
 
-is($node->safe_psql('postgres', "SELECT upper FROM peek.collections WHERE name = 'c'"),
+# the stored upper (peek.collections shows the published one, and the
+# runtime does not publish this seal before the next write: see the
+# branch's report)
+is($node->safe_psql('postgres',
+		"SELECT max(u.upper) FROM peek.uppers u JOIN peek.objects o ON u.object = o.id & 4294967295 WHERE o.name = 'c'"),
 	'2', 'the seal that committed during the update is kept');
 is($node->safe_psql('postgres', "SELECT peek.write('c', ARRAY[(3, 'c')]::item[])"),
 	'2', 'the next write writes after it');

@@ -570,23 +570,38 @@ spine_create(PeekObjectId id, Oid row_type, int nkeys, const AttrNumber *attnums
 	return spine;
 }
 
-/* The live spine arranging a shard's rows of row_type by attnums, or NULL. */
+/* Does a live spine arrange a shard's rows of row_type by attnums? */
+static bool
+spine_arranges(Spine *spine, Oid shard, Oid row_type, int nkeys, const AttrNumber *attnums)
+{
+	return spine->shard == shard && !spine->failed &&
+		spine->key->row_type == row_type && spine->key->nkeys == nkeys &&
+		memcmp(spine->key->attnums, attnums, sizeof(AttrNumber) * nkeys) == 0;
+}
+
+/*
+ * The live spine arranging a shard's rows of row_type by attnums, or NULL:
+ * an index's before the runtime's own (views leave it for the index's).
+ */
 static Spine *
 spine_matching(Oid shard, Oid row_type, int nkeys, const AttrNumber *attnums)
 {
 	HASH_SEQ_STATUS status;
 	Spine	   *spine;
+	Spine	   *own = NULL;
 
 	hash_seq_init(&status, spines);
 	while ((spine = hash_seq_search(&status)) != NULL)
-		if (spine->shard == shard && !spine->failed &&
-			spine->key->row_type == row_type && spine->key->nkeys == nkeys &&
-			memcmp(spine->key->attnums, attnums, sizeof(AttrNumber) * nkeys) == 0)
+		if (spine_arranges(spine, shard, row_type, nkeys, attnums))
 		{
-			hash_seq_term(&status);
-			return spine;
+			if (spine->index >= 0)
+			{
+				hash_seq_term(&status);
+				return spine;
+			}
+			own = spine;
 		}
-	return NULL;
+	return own;
 }
 
 /*
@@ -725,6 +740,34 @@ readers_hold(Spine *spine)
 }
 
 /*
+ * Take a view off the readers of every spine (keep NULL), or of the others
+ * arranging keep's rows; the runtime's own that no view reads go.
+ */
+static void
+unshare_except(PeekObjectId view, Spine *keep)
+{
+	HASH_SEQ_STATUS status;
+	Spine	   *spine;
+
+	hash_seq_init(&status, spines);
+	while ((spine = hash_seq_search(&status)) != NULL)
+	{
+		if (keep != NULL &&
+			(spine == keep || !spine_arranges(spine, keep->shard, keep->key->row_type,
+											  keep->key->nkeys, keep->key->attnums)))
+			continue;
+		for (int i = 0; i < spine->nreaders;)
+			if (spine->readers[i].view == view)
+				spine->readers[i] = spine->readers[--spine->nreaders];
+			else
+				i++;
+		/* (removes the scan's current entry only, which a scan allows) */
+		if (spine->index < 0 && spine->nreaders == 0)
+			spine_forget(spine->index);
+	}
+}
+
+/*
  * A view reads its input's rows by key from the spine arranging the
  * collection's rows by attnums: an index's if one has it, else one the
  * runtime keeps for views (published under a negative id, no catalog row:
@@ -755,6 +798,8 @@ spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
 		spine->readers[spine->nreaders++].view = view;
 	}
 	spine->readers[i].hold = hold;
+	/* one spine of these rows: one read before would stay, its upper stale */
+	unshare_except(view, spine);
 	/* the runtime's own compacts as its readers let it */
 	if (spine->index < 0 && readers_hold(spine) > spine->since)
 		spine->since = readers_hold(spine);
@@ -781,36 +826,12 @@ spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
 	return true;
 }
 
-/* A view reads no spine any more; the runtime's own that no view reads go. */
+/* A view reads no spine any more. */
 void
 spine_unshare(PeekObjectId view)
 {
-	HASH_SEQ_STATUS status;
-	Spine	   *spine;
-	List	   *unread = NIL;
-	ListCell   *lc;
-
-	if (spines == NULL)
-		return;
-	hash_seq_init(&status, spines);
-	while ((spine = hash_seq_search(&status)) != NULL)
-	{
-		for (int i = 0; i < spine->nreaders;)
-			if (spine->readers[i].view == view)
-				spine->readers[i] = spine->readers[--spine->nreaders];
-			else
-				i++;
-		if (spine->index < 0 && spine->nreaders == 0)
-		{
-			PeekObjectId *id = palloc(sizeof(PeekObjectId));
-
-			*id = spine->index;
-			unread = lappend(unread, id);
-		}
-	}
-	foreach(lc, unread)
-		spine_forget(*(PeekObjectId *) lfirst(lc));
-	list_free_deep(unread);
+	if (spines != NULL)
+		unshare_except(view, NULL);
 }
 
 /*

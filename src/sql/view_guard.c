@@ -16,7 +16,8 @@
  *	  DDL on what a maintained view uses is view_uses_guard.c's.  Both
  *	  guard another extension's script too (ALTER EXTENSION ... UPDATE),
  *	  not pg_peek's own.  The same hook takes DROP EXTENSION pg_peek's
- *	  locks in the runtimes' order.
+ *	  locks in the runtimes' order, and has the maintenance runtime read
+ *	  every object's row again after ALTER EXTENSION pg_peek UPDATE.
  *	  Writes nothing but the catalog rows of views given to another owner.
  *
  *-------------------------------------------------------------------------
@@ -44,8 +45,10 @@
 #include "utils/syscache.h"
 
 #include "dataflow/dataflow.h"
+#include "ipc/notify.h"
 #include "sql/view_guard.h"
 #include "sql/view_uses_guard.h"
+#include "storage/catalog.h"
 #include "storage/catalog_views.h"
 #include "storage/persist.h"
 
@@ -261,6 +264,24 @@ lock_for_extension_drop(DropStmt *drop)
 	persist_lock_tables_for_drop(get_namespace_oid("peek", true));
 }
 
+/*
+ * After ALTER EXTENSION pg_peek UPDATE, the maintenance runtime reads every
+ * object's row again once it commits: a seal that committed while the
+ * update waited for its writer was read by the runtime in the catalog the
+ * update was replacing, and would stay unpublished until the next write.
+ */
+static void
+reread_after_update(AlterExtensionStmt *update)
+{
+	ListCell   *lc;
+
+	if (strcmp(update->extname, "pg_peek") != 0)
+		return;
+	CommandCounterIncrement();
+	foreach(lc, catalog_read(NULL, -1))
+		notify_catalog_changed(((CatalogObject *) lfirst(lc))->id);
+}
+
 /* ---- the hook ---- */
 
 /*
@@ -344,6 +365,8 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 
 	view_uses_guard_after(functions);
+	if (IsA(stmt, AlterExtensionStmt) && !creating_extension && !IsBinaryUpgrade)
+		reread_after_update((AlterExtensionStmt *) stmt);
 	if (owners)
 		follow_owners();
 	if (replaced != NULL)

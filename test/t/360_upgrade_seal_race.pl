@@ -48,12 +48,17 @@ $w->quit;
 my ($rc, $out, $err) = finish_bg($upd);
 is($rc, 0, 'the update finishes') or diag($err);
 
-# the stored upper (peek.collections shows the published one, and the
-# runtime does not publish this seal before the next write: see the
-# branch's report)
 is($node->safe_psql('postgres',
 		"SELECT max(u.upper) FROM peek.uppers u JOIN peek.objects o ON u.object = o.id & 4294967295 WHERE o.name = 'c'"),
 	'2', 'the seal that committed during the update is kept');
+# and published once the update commits (the runtime read it in the
+# catalog the update was replacing: the update has every row read again),
+# not only at the next write
+ok(poll_until($node, "SELECT upper = 2 FROM peek.collections WHERE name = 'c'"),
+	'the seal that committed during the update is published');
+is($node->safe_psql('postgres',
+		q{SELECT string_agg(id || ':' || name, ',' ORDER BY id) FROM peek.persist_peek(NULL::item, 'c')}),
+	'1:a,2:b', 'a peek at the latest time reads it');
 is($node->safe_psql('postgres', "SELECT peek.write('c', ARRAY[(3, 'c')]::item[])"),
 	'2', 'the next write writes after it');
 ok(poll_until($node,

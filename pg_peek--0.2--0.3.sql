@@ -55,6 +55,12 @@ SELECT pg_catalog.pg_extension_config_dump('peek.uppers', '');
 INSERT INTO peek.uppers
 SELECT id OPERATOR(pg_catalog.&) 4294967295, upper FROM peek.objects WHERE upper OPERATOR(pg_catalog.>) 0;
 
+-- the rows a collection (or view) holds below a given upper: the views
+-- below count at the upper they show, read once from the registry (a
+-- second read could see a newer publication than the upper shown)
+CREATE FUNCTION peek.collection_rows(name text, upper bigint) RETURNS bigint
+AS 'MODULE_PATHNAME', 'peek_collection_rows' LANGUAGE C STABLE STRICT;
+
 -- a collection's upper is its published one, which a peek at as_of NULL
 -- resolves against (the stored one until it is published): a write's or an
 -- ingested source transaction's upper (peek.uppers) commits before the
@@ -68,11 +74,11 @@ SELECT o.name, o.row_type, o.owner,
             WHEN o.source IS NOT NULL AND u.upper = 0 THEN 'loading'
             WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
        o.failure, o.source,
-       peek.collection_rows(o.name) AS rows,
+       peek.collection_rows(o.name, shown.upper) AS rows,
        0 AS batches, 0::bigint AS bytes,
        pg_catalog.pg_total_relation_size(o.shard) AS shard_bytes, o.shard,
        greatest(r.since, o.since) AS since,
-       CASE WHEN r.published AND o.failure IS NULL THEN r.upper ELSE u.upper END AS upper,
+       shown.upper,
        o.allowed_since, o.created_at,
        peek.retention(o.retention, o.retention_set) AS retention,
        pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t.since_at AS since_age
@@ -80,6 +86,8 @@ SELECT o.name, o.row_type, o.owner,
   CROSS JOIN LATERAL (SELECT coalesce(max(x.upper), 0) AS upper FROM peek.uppers x
                        WHERE x.object = o.id OPERATOR(pg_catalog.&) 4294967295) u
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
+  CROSS JOIN LATERAL (SELECT CASE WHEN r.published AND o.failure IS NULL
+                                  THEN r.upper ELSE u.upper END AS upper) shown
   LEFT JOIN peek.since_status() t ON t.id = o.id
  WHERE o.kind = 'c' AND peek.visible(o.owner);
 
@@ -175,10 +183,10 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
             WHEN u.upper = 0 THEN 'hydrating'
             WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
        o.failure,
-       peek.collection_rows(o.name) AS rows,
+       peek.collection_rows(o.name, shown.upper) AS rows,
        greatest(r.since, o.since) AS since,
-       CASE WHEN r.published THEN r.upper ELSE u.upper END AS upper,
-       greatest(i.upper OPERATOR(pg_catalog.-) CASE WHEN r.published THEN r.upper ELSE u.upper END, 0) AS lag,
+       shown.upper,
+       greatest(i.upper OPERATOR(pg_catalog.-) shown.upper, 0) AS lag,
        o.allowed_since, o.shard, o.created_at,
        CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
             THEN r.hydrated_rows END AS hydration_rows_read,
@@ -194,6 +202,7 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
                                WHERE c.name OPERATOR(pg_catalog.=) ANY (o.inputs)
                                GROUP BY c.id) m) i
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
+  CROSS JOIN LATERAL (SELECT CASE WHEN r.published THEN r.upper ELSE u.upper END AS upper) shown
  WHERE o.kind = 'v' AND peek.visible(o.owner);
 GRANT SELECT ON peek.views TO PUBLIC;
 

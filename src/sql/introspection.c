@@ -427,11 +427,13 @@ peek_active_peek_status(PG_FUNCTION_ARGS)
 
 /*
  * A collection's current row count: the sum of its shard's diffs before the
- * upper peek.collections shows (NULL once its shard is gone with its row
- * type): the published one, which a peek at as_of NULL reads below, else
- * the stored one.  The stored upper commits before it is published, so a
- * count at it would be ahead of what a peek right after sees.  A collection
- * the caller may not see is answered as one that does not exist.
+ * given upper (peek.collections and peek.views pass the one they show; a
+ * registry read here could see a newer publication), or without one before
+ * the published upper, which a peek at as_of NULL reads below, else the
+ * stored one (NULL once its shard is gone with its row type).  The stored
+ * upper commits before it is published, so a count at it would be ahead of
+ * what a peek right after sees.  A collection the caller may not see is
+ * answered as one that does not exist.
  */
 Datum
 peek_collection_rows(PG_FUNCTION_ARGS)
@@ -451,6 +453,8 @@ peek_collection_rows(PG_FUNCTION_ARGS)
 				 errmsg("\"%s\" is an index, not a collection", name)));
 	if (!persist_lock_shard(coll->shard))
 		PG_RETURN_NULL();
+	if (PG_NARGS() > 1)
+		PG_RETURN_INT64(persist_sum_diffs(coll->shard, PG_GETARG_INT64(1)));
 	upper = coll->upper;
 	registry_attach();
 	entry = registry_lock(coll->id, false, NULL);

@@ -139,9 +139,11 @@ ok($pid, "the standby's $role runtime runs");
 $primary->wait_for_catchup($standby, 'replay');
 ok(poll_until($standby, "SELECT upper = 6 FROM peek.collections WHERE name = 'uc'"),
 	'the standby published the collection\'s writes');
+# (read once it is stopped: until then it publishes the source's upper as
+# replay brings any WAL, an idle source's too)
+stop_runtime($standby, $pid);
 my $before_uc = check_reads($standby, 'uc', 'standby before');
 my $before_us = check_reads($standby, 'us', 'standby before');
-stop_runtime($standby, $pid);
 $primary->safe_psql('postgres', "SELECT peek.write('uc', ARRAY[ROW(7)]::urow[])");
 write_source($primary, 6);
 ok(poll_until($primary, "SELECT count(*) FROM peek.persist_peek(NULL::ut, 'us') WHERE k = 6", '1'),

@@ -176,16 +176,16 @@ dataflow_round_timer_stop(void)
 }
 
 /*
- * The view's plan, made again from its text, checked against what the
- * view was made with: its inputs' row types and its own columns; its
- * expressions planned for the executor.  branch_inputs gets, for each
- * branch, its inputs' objects in its order.
+ * The view's plan, as the owner the round runs as (kept from an earlier
+ * round if nothing changed since, dataflow_view_plan), checked against
+ * what the view was made with: its inputs' row types and its own columns.
+ * branch_inputs gets, for each branch, its inputs' objects in its order.
  */
 static ViewPlan *
 replan(DataflowView *view, CatalogObject *v, List *inputs, TupleDesc out_desc,
 	   List **branch_inputs)
 {
-	ViewPlan   *plan = dataflow_plan(view->query);
+	ViewPlan   *plan = dataflow_view_plan(view, GetUserId());
 	ListCell   *lb;
 
 	*branch_inputs = NIL;
@@ -237,8 +237,6 @@ replan(DataflowView *view, CatalogObject *v, List *inputs, TupleDesc out_desc,
 					 errmsg("its query's columns no longer match its row type %s",
 							format_type_be(v->row_type))));
 	}
-	foreach(lb, dataflow_plan_branches(plan))
-		dataflow_plan_expressions(lfirst(lb));
 	return plan;
 }
 

@@ -10,13 +10,17 @@
  *	  failed view holds nothing: it never resumes).  Local to the
  *	  maintenance runtime; rebuilt from the catalog when it restarts, where
  *	  each view's upper is durable, so the hold survives the restart.
+ *	  Each view's plan is kept between its rounds until an invalidation
+ *	  could change what its text means (dataflow_view_plan).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 #include "arrange/spine.h"
 #include "dataflow/dataflow.h"
@@ -25,6 +29,53 @@
 
 static HTAB *views = NULL;
 static MemoryContext views_cxt = NULL;	/* the table and the queries */
+
+/*
+ * Counts the invalidations that may change what a view's text plans to:
+ * any relation's (its columns, its name), and the catalog rows of the
+ * functions, aggregates, operators, operator classes, types, enum labels,
+ * casts, collations and schemas that parse analysis looks up.  A kept plan
+ * made at another count is made again.
+ */
+static uint64 plan_generation = 1;
+
+static void
+plan_syscache_invalidated(Datum arg, int cacheid, uint32 hashvalue)
+{
+	plan_generation++;
+}
+
+static void
+plan_relcache_invalidated(Datum arg, Oid relid)
+{
+	plan_generation++;
+}
+
+static void
+watch_plan_invalidations(void)
+{
+	static bool watching = false;
+	static const int caches[] = {
+		PROCOID, AGGFNOID, OPEROID, AMOPOPID, CLAOID, TYPEOID, ENUMOID,
+		CASTSOURCETARGET, COLLOID, NAMESPACEOID
+	};
+
+	if (watching)
+		return;
+	for (int i = 0; i < lengthof(caches); i++)
+		CacheRegisterSyscacheCallback(caches[i], plan_syscache_invalidated, (Datum) 0);
+	CacheRegisterRelcacheCallback(plan_relcache_invalidated, (Datum) 0);
+	watching = true;
+}
+
+static void
+drop_plan(DataflowView *view)
+{
+	if (view->plan_cxt != NULL)
+		MemoryContextDelete(view->plan_cxt);
+	view->plan_cxt = NULL;
+	view->plan = NULL;
+}
 
 /* A view's rows by key, each branch's. */
 static void
@@ -115,6 +166,8 @@ dataflow_note_view(CatalogObject *obj)
 	view->groups = NULL;
 	view->nbranches = 0;
 	view->input_failed = failed_input;
+	view->plan = NULL;
+	view->plan_cxt = NULL;
 	return view->published;
 }
 
@@ -143,6 +196,7 @@ dataflow_forget(PeekObjectId id)
 	pfree(view->query);
 	pfree(view->inputs);
 	free_groups(view);
+	drop_plan(view);
 	spine_unshare(id);
 	hash_search(views, &id, HASH_REMOVE, NULL);
 }
@@ -152,6 +206,43 @@ DataflowView *
 dataflow_view(PeekObjectId id)
 {
 	return views != NULL ? hash_search(views, &id, HASH_FIND, NULL) : NULL;
+}
+
+/*
+ * The view's text planned as owner, its expressions planned for the
+ * executor: kept from an earlier round while no invalidation came since
+ * (plan_generation), else made again.  Parsing and analysing the text was
+ * a round's largest fixed cost.  Made in the caller's context and kept
+ * only once made, so that an error leaves the kept one as it was.
+ */
+ViewPlan *
+dataflow_view_plan(DataflowView *view, Oid owner)
+{
+	MemoryContext cxt;
+	MemoryContext old;
+	uint64		generation;
+	ListCell   *lb;
+	ViewPlan   *plan;
+
+	watch_plan_invalidations();
+	if (view->plan != NULL && view->plan_owner == owner &&
+		view->plan_generation == plan_generation)
+		return view->plan;
+	generation = plan_generation;
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view plan",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	plan = dataflow_plan(view->query);
+	foreach(lb, dataflow_plan_branches(plan))
+		dataflow_plan_expressions(lfirst(lb));
+	MemoryContextSwitchTo(old);
+	drop_plan(view);
+	MemoryContextSetParent(cxt, views_cxt);
+	view->plan = plan;
+	view->plan_cxt = cxt;
+	view->plan_owner = owner;
+	view->plan_generation = generation;
+	return plan;
 }
 
 /*

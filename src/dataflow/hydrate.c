@@ -6,7 +6,8 @@
  *	  its query: each input's rows at the hydration's time read from its
  *	  shard into a tuplestore (a one-input view's through WHERE, input.c),
  *	  the branch's query planned over them as named tuplestores, and its
- *	  rows appended to the view's shard at that time.  No group is built:
+ *	  rows appended to the view's shard at that time (or, at a view's first
+ *	  hydration, written as its base).  No group is built:
  *	  the view is ready sooner, and reduce.c builds its groups from its
  *	  inputs' contents in its next round (as after a restart), learning
  *	  every group's output in one run of the query over the groups' rows in
@@ -255,6 +256,7 @@ query_row(TupleTableSlot *slot, DestReceiver *self)
 	QueryRows  *q = (QueryRows *) self;
 	int			natts = q->out->tts_tupleDescriptor->natts;
 	MemoryContext old;
+	Datum		formed;
 
 	if (slot->tts_tupleDescriptor->natts != natts)
 		elog(ERROR, "a view's query gives %d columns for its %d",
@@ -265,7 +267,10 @@ query_row(TupleTableSlot *slot, DestReceiver *self)
 	memcpy(q->out->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
 	ExecStoreVirtualTuple(q->out);
 	old = MemoryContextSwitchTo(q->cxt);
-	q->rows = lappend(q->rows, DatumGetPointer(ExecFetchSlotHeapTupleDatum(q->out)));
+	formed = ExecFetchSlotHeapTupleDatum(q->out);
+	/* canonical (rows.c): equal rows sort next to each other as equal images */
+	q->rows = lappend(q->rows, DatumGetPointer(row_normalize(q->out->tts_tupleDescriptor, formed)));
+	pfree(DatumGetPointer(formed));
 	MemoryContextSwitchTo(old);
 	return true;
 }
@@ -384,32 +389,41 @@ rows_at(const char *text, ViewPlan *branch, CatalogObject **in, TupleDesc out_de
 	return true;
 }
 
-/* list_sort's order of row images: length, then bytes */
+/* The order of row images: length, then bytes. */
 static int
-image_cmp(const ListCell *a, const ListCell *b)
+image_order(const void *a, const void *b)
 {
-	Size		la = VARSIZE(lfirst(a));
-	Size		lb = VARSIZE(lfirst(b));
+	Size		la = VARSIZE(a);
+	Size		lb = VARSIZE(b);
 
 	if (la != lb)
 		return la < lb ? -1 : 1;
-	return memcmp(lfirst(a), lfirst(b), la);
+	return memcmp(a, b, la);
+}
+
+/* list_sort's comparator of image_order */
+static int
+image_cmp(const ListCell *a, const ListCell *b)
+{
+	return image_order(lfirst(a), lfirst(b));
 }
 
 /*
  * The branch's query (text: the view's) run once over its inputs' contents
  * at the since (in: its inputs' objects in its order), its rows appended to
- * the view's shard there; and when next >= 0 (the inputs' first time
- * after the since), once more over their contents at next, what changed
- * appended at next.  Returns false, having appended nothing, when an
- * input's contents hold a row a negative number of times (reduce.c then
- * hydrates it, and fails).  The
+ * the view's shard there, or with as_base written as its base (the first
+ * hydration of a view of one branch, whose caller then folds at the since);
+ * and when next >= 0 (the inputs' first time after the since), once more
+ * over their contents at next, what changed appended at next.  Returns
+ * false, having appended nothing, when an input's contents hold a row a
+ * negative number of times (reduce.c then hydrates it, and fails).  The
  * caller has checked dataflow_hydrates_at_once; runs as the view's owner
  * in round.c's subtransaction.
  */
 bool
 dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
-						 CatalogObject **in, TupleDesc out_desc, int64 since, int64 next)
+						 CatalogObject **in, TupleDesc out_desc, int64 since, int64 next,
+						 bool as_base)
 {
 	List	   *before;
 	List	   *after = NIL;
@@ -417,6 +431,8 @@ dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 	instr_time	work;
 	int			b = 0;
 	int			a = 0;
+	void	   *base_row = NULL;
+	int64		base_count = 0;
 
 	dataflow_count_stage(list_length(branch->stages != NIL ? branch->stages : list_make1(branch)) - 1);
 	INSTR_TIME_SET_CURRENT(work);
@@ -432,8 +448,17 @@ dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 			a == list_length(after) ? -1 :
 			image_cmp(list_nth_cell(before, b), list_nth_cell(after, a));
 
-		/* at the since; retracted at next unless it stays */
-		if (cmp <= 0)
+		/* at the since (equal rows counted into one base row); retracted at next unless it stays */
+		if (cmp <= 0 && as_base && base_count > 0 && image_order(base_row, list_nth(before, b)) == 0)
+			base_count++;
+		else if (cmp <= 0 && as_base)
+		{
+			if (base_count > 0)
+				persist_writer_add_base(writer, PointerGetDatum(base_row), base_count);
+			base_row = list_nth(before, b);
+			base_count = 1;
+		}
+		else if (cmp <= 0)
 			persist_writer_add(writer, since, 1, PointerGetDatum(list_nth(before, b)));
 		if (cmp < 0 && next >= 0)
 			persist_writer_add(writer, next, -1, PointerGetDatum(list_nth(before, b)));
@@ -443,6 +468,8 @@ dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 		b += cmp <= 0;
 		a += cmp >= 0;
 	}
+	if (base_count > 0)
+		persist_writer_add_base(writer, PointerGetDatum(base_row), base_count);
 	persist_writer_close(writer);
 	dataflow_count_work(work);
 	return true;

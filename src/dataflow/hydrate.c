@@ -170,17 +170,50 @@ typedef struct InputRows
 	MemoryContext per_row;
 } InputRows;
 
+/*
+ * A stored row as a tuple over its bytes where the shard's page holds them,
+ * for the tuplestore to copy, when there is no WHERE to evaluate and the
+ * row is inline with no dropped attribute: the tuplestore copies a minimal
+ * tuple's bytes (from the header's t_infomask2 on), not the datum's length
+ * word that a short varlena header replaced, and the query reads its
+ * attributes as any row's (an attribute added since it was stored as
+ * NULL), so the row needs no image of its own (row_from_shard) first.
+ */
+static bool
+stored_tuple(InputRows *in, Datum stored, HeapTuple tuple)
+{
+	struct varlena *field = (struct varlena *) DatumGetPointer(stored);
+
+	if (in->input.qual != NULL || in->input.template == NULL ||
+		VARATT_IS_EXTERNAL(field) || VARATT_IS_COMPRESSED(field))
+		return false;
+	tuple->t_len = VARSIZE_ANY_EXHDR(field) + VARHDRSZ;
+	tuple->t_data = (HeapTupleHeader) (VARDATA_ANY(field) - VARHDRSZ);
+	ItemPointerSetInvalid(&tuple->t_self);
+	tuple->t_tableOid = InvalidOid;
+	return true;
+}
+
 /* n copies of a stored row into the tuplestore, if it passes WHERE */
 static void
 put_rows(InputRows *in, Datum stored, int64 n)
 {
 	MemoryContext old;
 	Datum		row;
+	HeapTupleData tuple;
 
 	/* (the rounds take many copies of a row at once where they can) */
 	if (n > DATAFLOW_MAX_ROW_COPIES)
 	{
 		in->too_many = true;
+		return;
+	}
+	if (stored_tuple(in, stored, &tuple))
+	{
+		dataflow_count_input(true);
+		for (int64 i = 0; i < n; i++)
+			tuplestore_puttuple(in->rows, &tuple);
+		in->nrows += n;
 		return;
 	}
 	old = MemoryContextSwitchTo(in->per_row);

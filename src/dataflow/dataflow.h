@@ -192,7 +192,7 @@ extern void dataflow_counts_end(void);
 extern bool dataflow_hydrates_at_once(ViewPlan *plan);
 extern bool dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 									 CatalogObject **in, TupleDesc out_desc, int64 since,
-									 int64 next);
+									 int64 next, bool as_base);
 
 /* reduce.c */
 extern void dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan,

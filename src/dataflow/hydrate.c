@@ -6,7 +6,8 @@
  *	  its query: each input's rows at the hydration's time read from its
  *	  shard into a tuplestore (a one-input view's through WHERE, input.c),
  *	  the branch's query planned over them as named tuplestores, and its
- *	  rows appended to the view's shard at that time.  No group is built:
+ *	  rows appended to the view's shard at that time (or, at a view's first
+ *	  hydration, written as its base).  No group is built:
  *	  the view is ready sooner, and reduce.c builds its groups from its
  *	  inputs' contents in its next round (as after a restart), learning
  *	  every group's output in one run of the query over the groups' rows in
@@ -169,17 +170,50 @@ typedef struct InputRows
 	MemoryContext per_row;
 } InputRows;
 
+/*
+ * A stored row as a tuple over its bytes where the shard's page holds them,
+ * for the tuplestore to copy, when there is no WHERE to evaluate and the
+ * row is inline with no dropped attribute: the tuplestore copies a minimal
+ * tuple's bytes (from the header's t_infomask2 on), not the datum's length
+ * word that a short varlena header replaced, and the query reads its
+ * attributes as any row's (an attribute added since it was stored as
+ * NULL), so the row needs no image of its own (row_from_shard) first.
+ */
+static bool
+stored_tuple(InputRows *in, Datum stored, HeapTuple tuple)
+{
+	struct varlena *field = (struct varlena *) DatumGetPointer(stored);
+
+	if (in->input.qual != NULL || in->input.template == NULL ||
+		VARATT_IS_EXTERNAL(field) || VARATT_IS_COMPRESSED(field))
+		return false;
+	tuple->t_len = VARSIZE_ANY_EXHDR(field) + VARHDRSZ;
+	tuple->t_data = (HeapTupleHeader) (VARDATA_ANY(field) - VARHDRSZ);
+	ItemPointerSetInvalid(&tuple->t_self);
+	tuple->t_tableOid = InvalidOid;
+	return true;
+}
+
 /* n copies of a stored row into the tuplestore, if it passes WHERE */
 static void
 put_rows(InputRows *in, Datum stored, int64 n)
 {
 	MemoryContext old;
 	Datum		row;
+	HeapTupleData tuple;
 
 	/* (the rounds take many copies of a row at once where they can) */
 	if (n > DATAFLOW_MAX_ROW_COPIES)
 	{
 		in->too_many = true;
+		return;
+	}
+	if (stored_tuple(in, stored, &tuple))
+	{
+		dataflow_count_input(true);
+		for (int64 i = 0; i < n; i++)
+			tuplestore_puttuple(in->rows, &tuple);
+		in->nrows += n;
 		return;
 	}
 	old = MemoryContextSwitchTo(in->per_row);
@@ -255,6 +289,7 @@ query_row(TupleTableSlot *slot, DestReceiver *self)
 	QueryRows  *q = (QueryRows *) self;
 	int			natts = q->out->tts_tupleDescriptor->natts;
 	MemoryContext old;
+	Datum		formed;
 
 	if (slot->tts_tupleDescriptor->natts != natts)
 		elog(ERROR, "a view's query gives %d columns for its %d",
@@ -265,7 +300,10 @@ query_row(TupleTableSlot *slot, DestReceiver *self)
 	memcpy(q->out->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
 	ExecStoreVirtualTuple(q->out);
 	old = MemoryContextSwitchTo(q->cxt);
-	q->rows = lappend(q->rows, DatumGetPointer(ExecFetchSlotHeapTupleDatum(q->out)));
+	formed = ExecFetchSlotHeapTupleDatum(q->out);
+	/* canonical (rows.c): equal rows sort next to each other as equal images */
+	q->rows = lappend(q->rows, DatumGetPointer(row_normalize(q->out->tts_tupleDescriptor, formed)));
+	pfree(DatumGetPointer(formed));
 	MemoryContextSwitchTo(old);
 	return true;
 }
@@ -384,32 +422,41 @@ rows_at(const char *text, ViewPlan *branch, CatalogObject **in, TupleDesc out_de
 	return true;
 }
 
-/* list_sort's order of row images: length, then bytes */
+/* The order of row images: length, then bytes. */
 static int
-image_cmp(const ListCell *a, const ListCell *b)
+image_order(const void *a, const void *b)
 {
-	Size		la = VARSIZE(lfirst(a));
-	Size		lb = VARSIZE(lfirst(b));
+	Size		la = VARSIZE(a);
+	Size		lb = VARSIZE(b);
 
 	if (la != lb)
 		return la < lb ? -1 : 1;
-	return memcmp(lfirst(a), lfirst(b), la);
+	return memcmp(a, b, la);
+}
+
+/* list_sort's comparator of image_order */
+static int
+image_cmp(const ListCell *a, const ListCell *b)
+{
+	return image_order(lfirst(a), lfirst(b));
 }
 
 /*
  * The branch's query (text: the view's) run once over its inputs' contents
  * at the since (in: its inputs' objects in its order), its rows appended to
- * the view's shard there; and when next >= 0 (the inputs' first time
- * after the since), once more over their contents at next, what changed
- * appended at next.  Returns false, having appended nothing, when an
- * input's contents hold a row a negative number of times (reduce.c then
- * hydrates it, and fails).  The
+ * the view's shard there, or with as_base written as its base (the first
+ * hydration of a view of one branch, whose caller then folds at the since);
+ * and when next >= 0 (the inputs' first time after the since), once more
+ * over their contents at next, what changed appended at next.  Returns
+ * false, having appended nothing, when an input's contents hold a row a
+ * negative number of times (reduce.c then hydrates it, and fails).  The
  * caller has checked dataflow_hydrates_at_once; runs as the view's owner
  * in round.c's subtransaction.
  */
 bool
 dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
-						 CatalogObject **in, TupleDesc out_desc, int64 since, int64 next)
+						 CatalogObject **in, TupleDesc out_desc, int64 since, int64 next,
+						 bool as_base)
 {
 	List	   *before;
 	List	   *after = NIL;
@@ -417,6 +464,8 @@ dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 	instr_time	work;
 	int			b = 0;
 	int			a = 0;
+	void	   *base_row = NULL;
+	int64		base_count = 0;
 
 	dataflow_count_stage(list_length(branch->stages != NIL ? branch->stages : list_make1(branch)) - 1);
 	INSTR_TIME_SET_CURRENT(work);
@@ -432,8 +481,17 @@ dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 			a == list_length(after) ? -1 :
 			image_cmp(list_nth_cell(before, b), list_nth_cell(after, a));
 
-		/* at the since; retracted at next unless it stays */
-		if (cmp <= 0)
+		/* at the since (equal rows counted into one base row); retracted at next unless it stays */
+		if (cmp <= 0 && as_base && base_count > 0 && image_order(base_row, list_nth(before, b)) == 0)
+			base_count++;
+		else if (cmp <= 0 && as_base)
+		{
+			if (base_count > 0)
+				persist_writer_add_base(writer, PointerGetDatum(base_row), base_count);
+			base_row = list_nth(before, b);
+			base_count = 1;
+		}
+		else if (cmp <= 0)
 			persist_writer_add(writer, since, 1, PointerGetDatum(list_nth(before, b)));
 		if (cmp < 0 && next >= 0)
 			persist_writer_add(writer, next, -1, PointerGetDatum(list_nth(before, b)));
@@ -443,6 +501,8 @@ dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 		b += cmp <= 0;
 		a += cmp >= 0;
 	}
+	if (base_count > 0)
+		persist_writer_add_base(writer, PointerGetDatum(base_row), base_count);
 	persist_writer_close(writer);
 	dataflow_count_work(work);
 	return true;

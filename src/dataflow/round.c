@@ -437,6 +437,7 @@ dataflow_round(DataflowView *view)
 	TupleDesc	out_desc;
 	bool		rose;
 	bool		at_once;
+	bool		as_base;
 	int64		next;
 	ListCell   *lc;
 
@@ -537,6 +538,9 @@ dataflow_round(DataflowView *view)
 	 * builds (as after a restart).
 	 */
 	at_once = hydrating && dataflow_hydrates_at_once(plan);
+	/* an empty shard's base written at once, for the fold below to place */
+	as_base = at_once && v->upper == 0 && since > 0 &&
+		list_length(dataflow_plan_branches(plan)) == 1;
 	next = -1;
 	if (at_once)
 	{
@@ -568,7 +572,8 @@ dataflow_round(DataflowView *view)
 		if (!branch->reduces)
 			run_plan(branch, v, in[0], out_desc, lower, end, hydrating ? since : -1);
 		else if (at_once &&
-				 dataflow_hydrate_at_once(view->query, branch, v, in, out_desc, since, next))
+				 dataflow_hydrate_at_once(view->query, branch, v, in, out_desc, since, next,
+										  as_base))
 		{
 			dataflow_reduce_free(*groups);
 			*groups = NULL;
@@ -587,11 +592,11 @@ dataflow_round(DataflowView *view)
 	if (hydrating && since > 0)
 	{
 		/*
-		 * What landed at the since goes into the base, and the since and
-		 * the base's time move to it (persist_fold, in the catalog row
-		 * too), as a compaction to it would have put them: a walk reads
-		 * the base for times up to the since.  The fold must see the rows
-		 * just appended.
+		 * What landed at the since goes into the base (written there
+		 * already with as_base), and the since and the base's time move to
+		 * it (persist_fold, in the catalog row too), as a compaction to it
+		 * would have put them: a walk reads the base for times up to the
+		 * since.  The fold must see the rows just appended.
 		 */
 		PushCopiedSnapshot(GetActiveSnapshot());
 		UpdateActiveSnapshotCommandId();

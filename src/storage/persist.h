@@ -63,6 +63,7 @@ extern Oid	persist_create_source_type(int32 seq, Oid table_rowtype);
 extern void persist_drop_source_type(Oid row_type);
 extern ShardWriter *persist_writer_open(Oid shard);
 extern void persist_writer_add(ShardWriter *w, int64 time, int64 diff, Datum row);
+extern void persist_writer_add_base(ShardWriter *w, Datum row, int64 count);
 extern void persist_writer_close(ShardWriter *w);
 extern void persist_retract_all(PeekObjectId id, Oid shard, int64 time);
 extern void persist_drop_shard(Oid shard);

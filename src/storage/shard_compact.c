@@ -4,8 +4,9 @@
  *	  Folds: the recent updates folded into the base row by row (kept as
  *	  history), the history the since passed deleted, and the catalog's
  *	  base time and since changed, in the maintenance runtime's
- *	  transaction, without a lock a writer waits for; and a captured
- *	  TRUNCATE's retraction of everything.
+ *	  transaction, without a lock a writer waits for; a first base written
+ *	  whole (a view's hydration); and a captured TRUNCATE's retraction of
+ *	  everything.
  *
  *-------------------------------------------------------------------------
  */
@@ -67,6 +68,22 @@ write_base_row(ShardWriter *w, Datum row, int128 count)
 	}
 	shard_insert(w, BASE_TIME, (int64) count, row);
 	return n + 1;
+}
+
+/*
+ * Write a row's count straight into the base of a shard that has no base
+ * yet (a view's first hydration, in the transaction that then folds at its
+ * since, which sets the base's time): the row normalized, each distinct row
+ * once.  Spares the fold's update rows written, read back and deleted.
+ */
+void
+persist_writer_add_base(ShardWriter *w, Datum row, int64 count)
+{
+	MemoryContext old = MemoryContextSwitchTo(w->per_row);
+
+	(void) write_base_row(w, row_normalize(w->row_desc, row), count);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(w->per_row);
 }
 
 /*

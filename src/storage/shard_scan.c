@@ -635,7 +635,9 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
  * recent updates through the time index: not the history before the base,
  * which the base counts already (after a big write folded alone, as many
  * rows again).  Before it, the shard is read whole, the history after at
- * taken out of the base.  In the caller's transaction and snapshot.
+ * taken out of the base; so is a shard with no base yet (a load not yet
+ * folded), all of whose rows are recent: in heap order, not one index
+ * fetch a row.  In the caller's transaction and snapshot.
  */
 void
 persist_scan_at(Oid shard, int64 at, int64 upper,
@@ -647,7 +649,8 @@ persist_scan_at(Oid shard, int64 at, int64 upper,
 	ShardBase	b;
 
 	shard_base_open_heap(&b, rel, GetActiveSnapshot(), base_time);
-	b.time_index = at >= base_time ? open_shard_index(rel, "time_idx", AccessShareLock) : NULL;
+	b.time_index = at >= base_time && base_time != BASE_TIME ?
+		open_shard_index(rel, "time_idx", AccessShareLock) : NULL;
 	if (b.time_index != NULL)
 	{
 		StrategyNumber strategies[2] = {BTGreaterStrategyNumber, BTLessStrategyNumber};

@@ -196,6 +196,7 @@ scan_call_begin(ScanCall *sc, CustomScanState *node, List *planned_types)
 {
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	AclResult	aclresult;
+	ListCell   *lc;
 
 	sc->call = linitial_node(FuncExpr, cscan->custom_exprs);
 	sc->planned_types = planned_types;
@@ -203,7 +204,11 @@ scan_call_begin(ScanCall *sc, CustomScanState *node, List *planned_types)
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(sc->call->funcid));
 	InvokeFunctionExecuteHook(sc->call->funcid);
-	sc->args = ExecInitExprList(sc->call->args, &node->ss.ps);
+	/* a constant argument (most are) is passed as planned, with no ExprState */
+	sc->args = NIL;
+	foreach(lc, sc->call->args)
+		sc->args = lappend(sc->args, IsA(lfirst(lc), Const) ? NULL :
+						   ExecInitExpr(lfirst(lc), &node->ss.ps));
 	sc->arg_params = pull_paramids((Expr *) sc->call->args);
 	MemSet(&sc->flinfo, 0, sizeof(FmgrInfo));
 	sc->flinfo.fn_oid = sc->call->funcid;
@@ -268,15 +273,22 @@ scan_call_args(ScanCall *sc, CustomScanState *node, FunctionCallInfo fcinfo)
 {
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
 	int			i = 0;
-	ListCell   *lc;
+	ListCell   *arg;
+	ListCell   *state;
 
 	check_scan_rowtype(sc);
 	InitFunctionCallInfoData(*fcinfo, &sc->flinfo, list_length(sc->args), sc->call->inputcollid,
 							 NULL, NULL);
-	foreach(lc, sc->args)
+	forboth(arg, sc->call->args, state, sc->args)
 	{
-		fcinfo->args[i].value = ExecEvalExprSwitchContext(lfirst(lc), econtext,
-														  &fcinfo->args[i].isnull);
+		if (lfirst(state) == NULL)
+		{
+			fcinfo->args[i].value = lfirst_node(Const, arg)->constvalue;
+			fcinfo->args[i].isnull = lfirst_node(Const, arg)->constisnull;
+		}
+		else
+			fcinfo->args[i].value = ExecEvalExprSwitchContext(lfirst(state), econtext,
+															  &fcinfo->args[i].isnull);
 		i++;
 	}
 }

@@ -19,7 +19,7 @@
 typedef struct ScanCall
 {
 	FuncExpr   *call;			/* the planned call, its arguments fixed */
-	List	   *args;			/* their ExprStates */
+	List	   *args;			/* their ExprStates (NULL: a Const) */
 	FmgrInfo	flinfo;			/* the call's expression, for its arguments' types */
 	List	   *planned_types;	/* the row type's columns' types as planned */
 	Bitmapset  *arg_params;		/* the executor parameters the arguments use */

@@ -46,15 +46,6 @@ lower_bound(Batch *batch, uint32 hash, int64 lo)
 
 	batch_bucket(batch, hash, &first, &hi);
 	lo = Max(lo, first);
-
-	/*
-	 * Fetch the bucket's few cache lines at once: in a big batch each probe
-	 * of the bisection would otherwise miss the cache in turn (most of a
-	 * point lookup's walk).
-	 */
-	for (char *line = (char *) TYPEALIGN_DOWN(PG_CACHE_LINE_SIZE, &entries[lo]);
-		 line < (char *) &entries[hi]; line += PG_CACHE_LINE_SIZE)
-		__builtin_prefetch(line);
 	while (lo < hi)
 	{
 		int64		mid = lo + (hi - lo) / 2;

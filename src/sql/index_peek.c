@@ -3,7 +3,8 @@
  * index_peek.c
  *	  peek.index_peek: the key (or keys) argument converted to the index's
  *	  key types by SQL's assignment rules, and the walk of the index's
- *	  pinned batches (arrange/walk.c).
+ *	  pinned batches (arrange/walk.c), for the set-returning function and
+ *	  for the scan node that stands in for it (index_scan.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +24,7 @@
 
 #include "arrange/walk.h"
 #include "common/rows.h"
+#include "sql/index_peek.h"
 #include "sql/peek_call.h"
 
 PEEK_SQL_FUNCTION(peek_index_peek);
@@ -372,15 +374,35 @@ walk_index(CatalogObject *idx, PeekTicket *ticket, int64 limit, Tuplestorestate 
 	walk_batches(ticket->handle, spec);
 }
 
+static const PeekCallKind index_peek_kind = {
+	PEEK_KIND_INDEX, "index name", 3, 4, prepare_index_walk, walk_index
+};
+
+/*
+ * index_peek's answer into result, from its arguments in fcinfo (its
+ * flinfo has the call's expression): by the function and by the scan node
+ * that stands in for it (index_scan.c).
+ */
+void
+index_peek_collect(FunctionCallInfo fcinfo, Tuplestorestate *result)
+{
+	IndexPeekState st = {0};
+
+	peek_call_collect(fcinfo, &index_peek_kind, &st, result);
+}
+
 /* index_peek(rowtype anyelement, index, key record, as_of, limit, keys anycompatiblearray) */
 Datum
 peek_index_peek(PG_FUNCTION_ARGS)
 {
-	static const PeekCallKind index_peek = {
-		PEEK_KIND_INDEX, "index name", 3, 4, prepare_index_walk, walk_index
-	};
-	IndexPeekState st = {0};
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
-	peek_call_srf(fcinfo, &index_peek, &st);
+	/*
+	 * Materialize mode: a function scan keeps a set-returning function's
+	 * rows in a tuplestore whatever its mode, so handing it ours saves a
+	 * call per row.
+	 */
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	index_peek_collect(fcinfo, rsinfo->setResult);
 	return (Datum) 0;
 }

@@ -107,27 +107,17 @@ peek_time(FunctionCallInfo fcinfo, int n, CatalogObject *obj, PeekObjectId colle
 	return as_of;
 }
 
-/* Where a walk puts its rows: the result, or a store to convert from. */
-static Tuplestorestate *
-walk_output(ReturnSetInfo *rsinfo, TupleConversionMap *map)
-{
-	return map == NULL ? rsinfo->setResult : tuplestore_begin_heap(false, false, work_mem);
-}
-
-/* Rows walked as a source's row type, returned as its table's. */
+/* Rows walked as a source's row type into from, put into result as its table's. */
 static void
-convert_rows(Tuplestorestate *from, ReturnSetInfo *rsinfo, TupleConversionMap *map)
+convert_rows(Tuplestorestate *from, Tuplestorestate *result, TupleConversionMap *map)
 {
-	TupleTableSlot *slot;
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(map->indesc, &TTSOpsMinimalTuple);
 
-	if (map == NULL)
-		return;
-	slot = MakeSingleTupleTableSlot(map->indesc, &TTSOpsMinimalTuple);
 	while (tuplestore_gettupleslot(from, true, false, slot))
 	{
 		HeapTuple	converted = execute_attr_map_tuple(ExecFetchSlotHeapTuple(slot, false, NULL), map);
 
-		tuplestore_puttuple(rsinfo->setResult, converted);
+		tuplestore_puttuple(result, converted);
 		heap_freetuple(converted);
 	}
 	ExecDropSingleTupleTableSlot(slot);
@@ -309,26 +299,21 @@ peek_call_open(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state, Ope
 }
 
 /*
- * A peek as a set-returning function: opened, walked at the answered time
- * into the result, converted to the caller's row type.
+ * A peek's rows into result (the function's or its scan node's): opened,
+ * walked at the answered time, converted to the caller's row type.  The
+ * hold ends before the rows go up.
  */
 void
-peek_call_srf(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state)
+peek_call_collect(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state,
+				  Tuplestorestate *result)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	OpenedPeek	op;
 	Tuplestorestate *out;
 
-	/*
-	 * Materialize mode: a function scan keeps a set-returning function's
-	 * rows in a tuplestore whatever its mode, so handing it ours saves a
-	 * call per row.
-	 */
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	peek_call_open(fcinfo, pk, state, &op);
-	out = walk_output(rsinfo, op.map);
+	out = op.map == NULL ? result : tuplestore_begin_heap(false, false, work_mem);
 	pk->walk(op.obj, &op.ticket, op.limit, out, state);
 	backend_peek_end();
-	convert_rows(out, rsinfo, op.map);
+	if (op.map != NULL)
+		convert_rows(out, result, op.map);
 }
-

@@ -28,7 +28,7 @@ typedef struct PeekedObject
 
 /*
  * One kind of peek: its arguments, and what it does around the skeleton
- * (peek_call_srf).  prepare runs once the object is found and checked, and
+ * (peek_call_collect).  prepare runs once the object is found and checked, and
  * returns the key to cache with it; walk reads at the ticket's time.
  */
 typedef struct PeekCallKind
@@ -53,7 +53,8 @@ typedef struct OpenedPeek
 
 extern void peek_call_open(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state,
 						   OpenedPeek *op);
-extern void peek_call_srf(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state);
+extern void peek_call_collect(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state,
+							  Tuplestorestate *result);
 extern void peek_call_forget(const char *name);
 
 #endif							/* PEEK_SQL_PEEK_CALL_H */

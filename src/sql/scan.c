@@ -9,11 +9,7 @@
  *	  collection more than the walk itself.
  *
  *	  The planner hook puts the node in place of the function scan where it
- *	  can stand in for it exactly: a lone call of persist_peek, as declared
- *	  (no SET clause, not SECURITY DEFINER), returning a composite type
- *	  without dropped attributes, without ORDINALITY or a column definition
- *	  list, and with no whole-row reference to its rows (row marks take
- *	  one).  Everything else keeps the function scan.  The node checks
+ *	  can stand in for it exactly (scan_call.c says where).  The node checks
  *	  EXECUTE on the function as a function scan does, evaluates the call's
  *	  arguments and reads the peek through persist_peek.c, so argument checks,
  *	  privileges, the gate and the walk are the function's own.
@@ -30,48 +26,34 @@
  */
 #include "postgres.h"
 
-#include "catalog/objectaccess.h"
-#include "catalog/pg_language.h"
-#include "catalog/pg_proc.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
-#include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/planner.h"
-#include "optimizer/restrictinfo.h"
-#include "parser/parsetree.h"
-#include "utils/acl.h"
-#include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/lsyscache.h"
-#include "utils/ruleutils.h"
-#include "utils/syscache.h"
-#include "utils/typcache.h"
 
+#include "sql/index_scan.h"
 #include "sql/persist_peek.h"
 #include "sql/scan.h"
+#include "sql/scan_call.h"
 
 #define PERSIST_SCAN_NAME	"PersistPeekScan"
 
 typedef struct PersistScanState
 {
 	CustomScanState css;
-	FuncExpr   *call;			/* the planned call, its arguments fixed */
-	List	   *args;			/* their ExprStates */
-	FmgrInfo	flinfo;
+	ScanCall	call;
 	int64		rows_wanted;	/* at most, or -1 (planned: see rows_wanted) */
-	List	   *planned_types;	/* the row type's columns' types as planned */
 	bool		reads_columns;	/* the qual or the projection reads a column */
 	bool		counts_rows;	/* one row, the count of the peek's (see
 								 * persist_count_upper_paths): */
 	bool		count_known;	/* count is the peek's */
 	bool		count_returned; /* the row was returned since the last rescan */
 	int64		count;
-	Bitmapset  *arg_params;		/* the executor parameters the arguments use */
 	PersistPeek *peek;			/* open, or NULL */
 	bool		rewind;			/* rescanned with the same arguments */
 	Tuplestorestate *replay;	/* the answer as far as read, once rewound */
@@ -113,82 +95,6 @@ static const CustomExecMethods persist_scan_exec_methods = {
 /* ---- planning ---- */
 
 /*
- * Is the function peek.persist_peek, called as declared?  Only a C
- * function with its symbol's name is looked up in its library, so no
- * other library is loaded for the question.
- */
-static bool
-is_persist_peek(Oid funcid)
-{
-	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
-	Form_pg_proc proc;
-	bool		ours = false;
-
-	if (!HeapTupleIsValid(tuple))
-		return false;
-	proc = (Form_pg_proc) GETSTRUCT(tuple);
-	if (proc->prolang == ClanguageId && proc->proretset && !proc->prosecdef &&
-		heap_attisnull(tuple, Anum_pg_proc_proconfig, NULL))
-	{
-		bool		isnull;
-		Datum		prosrc = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &isnull);
-
-		if (!isnull && strcmp(TextDatumGetCString(prosrc), "peek_persist_peek") == 0)
-		{
-			FmgrInfo	flinfo;
-
-			fmgr_info(funcid, &flinfo);
-			ours = flinfo.fn_addr == peek_persist_peek;
-		}
-	}
-	ReleaseSysCache(tuple);
-	return ours;
-}
-
-/*
- * The persist_peek call a function RTE is, if the node can scan it in
- * place of a function scan (see the file's header); else NULL.
- */
-static FuncExpr *
-streamable_call(RelOptInfo *rel, Index rti, RangeTblEntry *rte)
-{
-	RangeTblFunction *rtfunc;
-	FuncExpr   *call;
-	TupleDesc	desc;
-	Bitmapset  *attrs = NULL;
-	bool		fits;
-	ListCell   *lc;
-
-	if (rte->rtekind != RTE_FUNCTION || list_length(rte->functions) != 1 ||
-		rte->funcordinality)
-		return NULL;
-	rtfunc = linitial_node(RangeTblFunction, rte->functions);
-	if (!IsA(rtfunc->funcexpr, FuncExpr) || rtfunc->funccolnames != NIL)
-		return NULL;
-	call = (FuncExpr *) rtfunc->funcexpr;
-	/* a composite type itself: not record, nor a domain over one */
-	if (get_typtype(call->funcresulttype) != TYPTYPE_COMPOSITE ||
-		!is_persist_peek(call->funcid))
-		return NULL;
-
-	desc = lookup_rowtype_tupdesc(call->funcresulttype, -1);
-	fits = desc->natts == rtfunc->funccolcount;
-	for (int i = 0; i < desc->natts && fits; i++)
-		fits = !TupleDescAttr(desc, i)->attisdropped;
-	ReleaseTupleDesc(desc);
-	if (!fits)
-		return NULL;
-
-	/* whole-row (and system) references: the scan's tuples are its columns */
-	pull_varattnos((Node *) rel->reltarget->exprs, rti, &attrs);
-	foreach(lc, rel->baserestrictinfo)
-		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause, rti, &attrs);
-	if (attrs != NULL && bms_first_member(attrs) <= 0 - FirstLowInvalidHeapAttributeNumber)
-		return NULL;
-	return call;
-}
-
-/*
  * How many of the scan's rows the query reads at most, when its LIMIT says
  * so directly: the scan is its only relation, unfiltered, and nothing
  * between them (sort, grouping, DISTINCT, window) reads more; else -1.  A
@@ -214,30 +120,13 @@ static void
 persist_scan_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
 {
 	CustomPath *path;
-	Path	   *function_scan;
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
-	if (rel->reloptkind != RELOPT_BASEREL || rel->pathlist == NIL ||
-		streamable_call(rel, rti, rte) == NULL)
+	if (scan_call_standin(rel, rti, rte, peek_persist_peek, "peek_persist_peek") == NULL)
 		return;
-
-	/*
-	 * The same rows at the same total cost, but the first one at once: the
-	 * function scan's startup cost is its whole result.
-	 */
-	function_scan = linitial(rel->pathlist);
-	path = makeNode(CustomPath);
-	path->path.pathtype = T_CustomScan;
-	path->path.parent = rel;
-	path->path.pathtarget = rel->reltarget;
-	path->path.param_info = function_scan->param_info;
-	path->path.rows = function_scan->rows;
-	path->path.startup_cost = 0;
-	path->path.total_cost = function_scan->total_cost;
-	path->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	path = scan_call_path(rel, &persist_scan_path_methods);
 	path->custom_private = list_make2(makeInteger((int) rows_wanted(root, rel)), makeInteger(0));
-	path->methods = &persist_scan_path_methods;
 	rel->pathlist = NIL;
 	add_path(rel, &path->path);
 }
@@ -342,36 +231,16 @@ collect_aggrefs(Node *node, List **aggrefs)
 	return expression_tree_walker(node, collect_aggrefs, aggrefs);
 }
 
-/*
- * The plan: scanrelid 0 (a function RTE has no relation to open), with the
- * function's columns as the scan tuple (custom_scan_tlist) and the call in
- * custom_exprs, so that the planner fixes its arguments (outer Vars as
- * nestloop parameters) as it fixes a function scan's.
- */
+/* The plan (scan_call_plan); counting, its scan tuple is the counts. */
 static Plan *
 plan_persist_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist,
 				  List *clauses, List *custom_plans)
 {
 	Index		counted_rti = intVal(lsecond(best_path->custom_private));
-	Index		rti = counted_rti != 0 ? counted_rti : rel->relid;
-	RangeTblEntry *rte = planner_rt_fetch(rti, root);
-	FuncExpr   *call = (FuncExpr *) linitial_node(RangeTblFunction, rte->functions)->funcexpr;
-	TupleDesc	desc = lookup_rowtype_tupdesc(call->funcresulttype, -1);
-	CustomScan *cscan = makeNode(CustomScan);
-	List	   *scan_tlist = NIL;
-	List	   *types = NIL;
+	List	   *types;
+	CustomScan *cscan = scan_call_plan(root, counted_rti != 0 ? counted_rti : rel->relid,
+									   tlist, clauses, best_path, &types);
 
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		types = lappend_oid(types, att->atttypid);
-		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry((Expr *) makeVar(rti, i + 1, att->atttypid,
-															  att->atttypmod, att->attcollation, 0),
-											 i + 1, pstrdup(NameStr(att->attname)), false));
-	}
-	ReleaseTupleDesc(desc);
 	/* counting: the scan tuple is the counts the plan above reads */
 	if (counted_rti != 0)
 	{
@@ -379,17 +248,13 @@ plan_persist_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, Lis
 		ListCell   *lc;
 
 		collect_aggrefs((Node *) tlist, &aggrefs);
-		scan_tlist = NIL;
+		cscan->custom_scan_tlist = NIL;
 		foreach(lc, aggrefs)
-			scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), list_length(scan_tlist) + 1,
-															 NULL, false));
+			cscan->custom_scan_tlist = lappend(cscan->custom_scan_tlist,
+											   makeTargetEntry(lfirst(lc),
+															   list_length(cscan->custom_scan_tlist) + 1,
+															   NULL, false));
 	}
-	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = extract_actual_clauses(clauses, false);
-	cscan->scan.scanrelid = 0;
-	cscan->flags = best_path->flags;
-	cscan->custom_exprs = list_make1(copyObject(call));
-	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_private = lappend(list_copy(best_path->custom_private), types);
 	cscan->methods = &persist_scan_plan_methods;
 	return &cscan->scan.plan;
@@ -412,41 +277,22 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 {
 	PersistScanState *s = (PersistScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	AclResult	aclresult;
 
-	s->call = linitial_node(FuncExpr, cscan->custom_exprs);
 	s->rows_wanted = intVal(linitial(cscan->custom_private));
 	s->counts_rows = intVal(lsecond(cscan->custom_private)) != 0;
-	s->planned_types = lthird(cscan->custom_private);
-	/* as a function scan checks the function it calls */
-	aclresult = pg_proc_aclcheck(s->call->funcid, GetUserId(), ACL_EXECUTE);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(s->call->funcid));
-	InvokeFunctionExecuteHook(s->call->funcid);
-	s->args = ExecInitExprList(s->call->args, &node->ss.ps);
-	s->arg_params = pull_paramids((Expr *) s->call->args);
-	fmgr_info(s->call->funcid, &s->flinfo);
-	fmgr_info_set_expr((Node *) s->call, &s->flinfo);
+	scan_call_begin(&s->call, node, lthird(cscan->custom_private));
 	/* counting: the counts go up in the virtual slot made for them */
 	if (s->counts_rows)
 		return;
 
 	/*
-	 * PostgreSQL 15 gives a custom scan a virtual scan slot, which would
-	 * have every row deformed whatever the plan reads.  The rows go up as
-	 * the tuples the walk found (persist_peek_tuple), not copied, deformed
-	 * only as far as they are read: the slot is made again for them, and
-	 * with it the projection and the qual (and their subplans), before any
-	 * node above compiles an expression against this one's slots.  Rows
-	 * read back from the replay store go up as copies in the same slot.
+	 * The rows go up as the tuples the walk found (persist_peek_tuple), not
+	 * copied; rows read back from the replay store go up as copies in the
+	 * same slot.
 	 */
-	node->ss.ps.subPlan = NIL;
-	ExecInitScanTupleSlot(estate, &node->ss, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
-						  &TTSOpsHeapTuple);
+	scan_call_use_slots(node, &TTSOpsHeapTuple);
 	s->replay_slot = ExecInitExtraTupleSlot(estate, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
 											&TTSOpsMinimalTuple);
-	ExecAssignScanProjectionInfoWithVarno(&node->ss, INDEX_VAR);
-	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
 
 	/*
 	 * A scan's Vars are its scan tuple's columns (a subplan's are in its
@@ -457,50 +303,14 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 		contain_var_clause((Node *) cscan->scan.plan.qual);
 }
 
-/*
- * The rows walked are of the row type as it is now; the plan's columns
- * are of the type as it was planned (a generic plan outlives an ALTER
- * TYPE).  As a function scan does, the scan reads the planned columns and
- * ignores attributes added since; a planned column dropped or retyped
- * since fails the scan.
- */
-static void
-check_scan_rowtype(PersistScanState *s)
-{
-	TupleDesc	now = lookup_rowtype_tupdesc(s->call->funcresulttype, -1);
-	bool		match = now->natts >= list_length(s->planned_types);
-
-	for (int i = 0; i < list_length(s->planned_types) && match; i++)
-		match = !TupleDescAttr(now, i)->attisdropped &&
-			TupleDescAttr(now, i)->atttypid == list_nth_oid(s->planned_types, i);
-	ReleaseTupleDesc(now);
-	if (!match)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("function return row and query-specified return row do not match"),
-				 errdetail("Row type %s changed since the query was planned.",
-						   format_type_be(s->call->funcresulttype))));
-}
-
 /* Evaluate the call's arguments and open the peek, as the function would. */
 static void
 open_scan_peek(PersistScanState *s)
 {
-	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
 	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
 	MemoryContext old;
-	int			i = 0;
-	ListCell   *lc;
 
-	check_scan_rowtype(s);
-	InitFunctionCallInfoData(*fcinfo, &s->flinfo, list_length(s->args), s->call->inputcollid,
-							 NULL, NULL);
-	foreach(lc, s->args)
-	{
-		fcinfo->args[i].value = ExecEvalExprSwitchContext(lfirst(lc), econtext,
-														  &fcinfo->args[i].isnull);
-		i++;
-	}
+	scan_call_args(&s->call, &s->css, fcinfo);
 	old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
 	s->peek = persist_peek_open(fcinfo, s->rows_wanted);
 	MemoryContextSwitchTo(old);
@@ -648,7 +458,7 @@ rescan_persist_scan(CustomScanState *node)
 {
 	PersistScanState *s = (PersistScanState *) node;
 
-	if (s->peek != NULL && !bms_overlap(node->ss.ps.chgParam, s->arg_params))
+	if (s->peek != NULL && !scan_call_args_changed(&s->call, node))
 		s->rewind = !s->counts_rows;
 	else
 		close_scan_peek(s);
@@ -660,10 +470,8 @@ static void
 explain_persist_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	PersistScanState *s = (PersistScanState *) node;
-	List	   *context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
 
-	ExplainPropertyText("Function Call",
-						deparse_expression((Node *) s->call, context, es->verbose, false), es);
+	scan_call_explain(&s->call, node, ancestors, es);
 	if (s->counts_rows)
 		ExplainPropertyText("Counts", "its rows", es);
 }
@@ -676,4 +484,5 @@ scan_init(void)
 	set_rel_pathlist_hook = persist_scan_pathlist;
 	prev_create_upper_paths_hook = create_upper_paths_hook;
 	create_upper_paths_hook = persist_count_upper_paths;
+	index_scan_init();
 }

@@ -12,9 +12,31 @@ POINT_CLIENTS=(1 2 8)
 
 POINT_KEYS=100
 
+# The runs measure the steady state: wait (up to 2 minutes) until the load's
+# aftermath is over (fold workers folding the 1M-row write into the base,
+# autovacuum of the shard and of bt), then checkpoint.  Without it the first
+# runs after the load, at 1 client, took the stalls in turn (SELECT 1 at a
+# tenth of its rate in one of them).
+points_settle() {
+    psql_q >/dev/null <<'SQL'
+DO $$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+  PERFORM pg_sleep(3);  -- a fold starts once the writes have paused
+  WHILE EXISTS (SELECT 1 FROM pg_stat_activity
+                 WHERE backend_type IN ('pg_peek fold', 'autovacuum worker'))
+        AND clock_timestamp() < t0 + interval '120 s' LOOP
+    PERFORM pg_sleep(0.2);
+  END LOOP;
+END $$;
+CHECKPOINT;
+SQL
+}
+
 point_lookups_run() {
     local mode=$1 clients run q tps p50 p99 i sets="" list=""
     ensure_points
+    points_settle
     csv_init point_lookups.csv "mode,clients,query,run,tps,p50_ms,p99_ms"
     bench_script floor <<<"SELECT 1;" >/dev/null
     bench_script btree >/dev/null <<EOF

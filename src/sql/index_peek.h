@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_peek.h
+ *	  An index peek's answer from index_peek's arguments: what the SQL
+ *	  function shares with the scan node that stands in for it
+ *	  (index_scan.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_SQL_INDEX_PEEK_H
+#define PEEK_SQL_INDEX_PEEK_H
+
+#include "fmgr.h"
+#include "utils/tuplestore.h"
+
+extern Datum peek_index_peek(PG_FUNCTION_ARGS);
+extern void index_peek_collect(FunctionCallInfo fcinfo, Tuplestorestate *result);
+
+#endif							/* PEEK_SQL_INDEX_PEEK_H */

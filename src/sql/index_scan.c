@@ -1,0 +1,213 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_scan.c
+ *	  The index peek scan: a custom scan node in place of the function scan
+ *	  of a peek.index_peek call in FROM (where scan_call.c says a node may
+ *	  stand in for it).  A function scan sets a set-returning function up
+ *	  for each execution (its result type resolved again, a call context,
+ *	  a ReturnSetInfo, an expected tuple descriptor, a result store), which
+ *	  cost a point lookup as much as the lookup itself.  The node evaluates
+ *	  the call's arguments and answers the peek through index_peek.c, the
+ *	  function's own code (gate, privileges, argument checks, errors, rows),
+ *	  into a store of its own that its rows go up from.
+ *
+ *	  The whole answer is read before the first row goes up, as the
+ *	  function's is: the walk holds the index's batches, and a backend has
+ *	  one peek at a time.
+ *
+ *	  Must not gate peeks, walk batches or look up indexes itself.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+
+#include "sql/index_peek.h"
+#include "sql/index_scan.h"
+#include "sql/scan_call.h"
+
+#define INDEX_SCAN_NAME	"IndexPeekScan"
+
+typedef struct IndexPeekScanState
+{
+	CustomScanState css;
+	ScanCall	call;
+	Tuplestorestate *rows;		/* the answer, or NULL: not read yet */
+	bool		answered;		/* rows holds the answer to the arguments */
+} IndexPeekScanState;
+
+static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+
+static Plan *plan_index_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+							 List *tlist, List *clauses, List *custom_plans);
+static Node *create_index_scan_state(CustomScan *cscan);
+static void begin_index_scan(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *exec_index_scan(CustomScanState *node);
+static void end_index_scan(CustomScanState *node);
+static void rescan_index_scan(CustomScanState *node);
+static void explain_index_scan(CustomScanState *node, List *ancestors, ExplainState *es);
+
+static const CustomPathMethods index_scan_path_methods = {
+	.CustomName = INDEX_SCAN_NAME,
+	.PlanCustomPath = plan_index_scan,
+};
+
+static const CustomScanMethods index_scan_plan_methods = {
+	.CustomName = INDEX_SCAN_NAME,
+	.CreateCustomScanState = create_index_scan_state,
+};
+
+static const CustomExecMethods index_scan_exec_methods = {
+	.CustomName = INDEX_SCAN_NAME,
+	.BeginCustomScan = begin_index_scan,
+	.ExecCustomScan = exec_index_scan,
+	.EndCustomScan = end_index_scan,
+	.ReScanCustomScan = rescan_index_scan,
+	.ExplainCustomScan = explain_index_scan,
+};
+
+/* ---- planning ---- */
+
+/* Offer the scan in place of an index_peek call's function scan. */
+static void
+index_scan_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
+{
+	CustomPath *path;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+	if (scan_call_standin(rel, rti, rte, peek_index_peek, "peek_index_peek") == NULL)
+		return;
+	path = scan_call_path(rel, &index_scan_path_methods);
+	rel->pathlist = NIL;
+	add_path(rel, &path->path);
+}
+
+static Plan *
+plan_index_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path, List *tlist,
+				List *clauses, List *custom_plans)
+{
+	List	   *types;
+	CustomScan *cscan = scan_call_plan(root, rel->relid, tlist, clauses, best_path, &types);
+
+	cscan->custom_private = list_make1(types);
+	cscan->methods = &index_scan_plan_methods;
+	return &cscan->scan.plan;
+}
+
+/* ---- execution ---- */
+
+static Node *
+create_index_scan_state(CustomScan *cscan)
+{
+	IndexPeekScanState *s = palloc0(sizeof(IndexPeekScanState));
+
+	NodeSetTag(s, T_CustomScanState);
+	s->css.methods = &index_scan_exec_methods;
+	return (Node *) s;
+}
+
+/* The rows go up as the store keeps them, deformed as far as they are read. */
+static void
+begin_index_scan(CustomScanState *node, EState *estate, int eflags)
+{
+	IndexPeekScanState *s = (IndexPeekScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+
+	scan_call_begin(&s->call, node, linitial(cscan->custom_private));
+	scan_call_use_slots(node, &TTSOpsMinimalTuple);
+}
+
+/*
+ * Read the answer into the store, as the function does, in the node's
+ * per-tuple memory (the function's is its call's).
+ */
+static void
+answer_index_peek(IndexPeekScanState *s)
+{
+	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
+	MemoryContext old;
+
+	scan_call_args(&s->call, &s->css, fcinfo);
+	if (s->rows == NULL)
+	{
+		old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
+		s->rows = tuplestore_begin_heap(false, false, work_mem);
+		MemoryContextSwitchTo(old);
+	}
+	else
+		tuplestore_clear(s->rows);
+	old = MemoryContextSwitchTo(s->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
+	index_peek_collect(fcinfo, s->rows);
+	MemoryContextSwitchTo(old);
+	s->answered = true;
+}
+
+static TupleTableSlot *
+index_scan_next(ScanState *ss)
+{
+	IndexPeekScanState *s = (IndexPeekScanState *) ss;
+
+	if (!s->answered)
+		answer_index_peek(s);
+	if (!tuplestore_gettupleslot(s->rows, true, false, ss->ss_ScanTupleSlot))
+		return ExecClearTuple(ss->ss_ScanTupleSlot);
+	return ss->ss_ScanTupleSlot;
+}
+
+/* Nothing to recheck: the rows are not a table's (and row marks copy them). */
+static bool
+index_scan_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+exec_index_scan(CustomScanState *node)
+{
+	return ExecScan(&node->ss, index_scan_next, index_scan_recheck);
+}
+
+static void
+end_index_scan(CustomScanState *node)
+{
+	IndexPeekScanState *s = (IndexPeekScanState *) node;
+
+	if (s->rows != NULL)
+		tuplestore_end(s->rows);
+}
+
+/*
+ * Rescanned: with arguments changed (a lateral call's), peek again; with
+ * the same ones, the same answer again, as a function scan does.
+ */
+static void
+rescan_index_scan(CustomScanState *node)
+{
+	IndexPeekScanState *s = (IndexPeekScanState *) node;
+
+	if (s->answered && !scan_call_args_changed(&s->call, node))
+		tuplestore_rescan(s->rows);
+	else
+		s->answered = false;
+	ExecScanReScan(&node->ss);
+}
+
+static void
+explain_index_scan(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	scan_call_explain(&((IndexPeekScanState *) node)->call, node, ancestors, es);
+}
+
+void
+index_scan_init(void)
+{
+	RegisterCustomScanMethods(&index_scan_plan_methods);
+	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = index_scan_pathlist;
+}

@@ -17,17 +17,20 @@
  *	  guard another extension's script too (ALTER EXTENSION ... UPDATE),
  *	  not pg_peek's own.  The same hook takes DROP EXTENSION pg_peek's
  *	  locks in the runtimes' order, and has the maintenance runtime read
- *	  every object's row again after ALTER EXTENSION pg_peek UPDATE.
+ *	  every object's row again after an ALTER EXTENSION pg_peek UPDATE
+ *	  that changed the version.
  *	  Writes nothing but the catalog rows of views given to another owner.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
@@ -38,6 +41,7 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -264,20 +268,53 @@ lock_for_extension_drop(DropStmt *drop)
 	persist_lock_tables_for_drop(get_namespace_oid("peek", true));
 }
 
+/* The installed version of pg_peek with this command's changes, or NULL. */
+static char *
+installed_version(void)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	char	   *version = NULL;
+	bool		isnull;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("pg_peek"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, GetLatestSnapshot(), 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		Datum		d = heap_getattr(tuple, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
 /*
  * After ALTER EXTENSION pg_peek UPDATE, the maintenance runtime reads every
  * object's row again once it commits: a seal that committed while the
  * update waited for its writer was read by the runtime in the catalog the
  * update was replacing, and would stay unpublished until the next write.
+ * An update to the version installed already (before, a NOTICE from
+ * PostgreSQL) changed nothing, and leaves nothing to tell at commit: a
+ * transaction holding it can still be prepared (ipc/notify.c).
  */
 static void
-reread_after_update(AlterExtensionStmt *update)
+reread_after_update(const char *before)
 {
+	char	   *after;
 	ListCell   *lc;
 
-	if (strcmp(update->extname, "pg_peek") != 0)
-		return;
 	CommandCounterIncrement();
+	after = installed_version();
+	if (before != NULL && after != NULL && strcmp(before, after) == 0)
+		return;
 	foreach(lc, catalog_read(NULL, -1))
 		notify_catalog_changed(((CatalogObject *) lfirst(lc))->id);
 }
@@ -315,6 +352,9 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	List	   *functions = NIL;
 	Oid			relid = InvalidOid;
 	CatalogObject *view;
+	bool		updates_peek = IsA(stmt, AlterExtensionStmt) && !creating_extension &&
+		!IsBinaryUpgrade && strcmp(((AlterExtensionStmt *) stmt)->extname, "pg_peek") == 0;
+	char	   *version_before = updates_peek ? installed_version() : NULL;
 	ListCell   *lc;
 
 	if (skips_guard())
@@ -365,8 +405,8 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 
 	view_uses_guard_after(functions);
-	if (IsA(stmt, AlterExtensionStmt) && !creating_extension && !IsBinaryUpgrade)
-		reread_after_update((AlterExtensionStmt *) stmt);
+	if (updates_peek)
+		reread_after_update(version_before);
 	if (owners)
 		follow_owners();
 	if (replaced != NULL)

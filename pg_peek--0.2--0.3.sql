@@ -202,7 +202,8 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
                                WHERE c.name OPERATOR(pg_catalog.=) ANY (o.inputs)
                                GROUP BY c.id) m) i
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
-  CROSS JOIN LATERAL (SELECT CASE WHEN r.published THEN r.upper ELSE u.upper END AS upper) shown
+  CROSS JOIN LATERAL (SELECT CASE WHEN r.published AND o.failure IS NULL
+                                  THEN r.upper ELSE u.upper END AS upper) shown
  WHERE o.kind = 'v' AND peek.visible(o.owner);
 GRANT SELECT ON peek.views TO PUBLIC;
 

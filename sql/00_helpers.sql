@@ -84,3 +84,19 @@ BEGIN
                                WHERE role IN ('maintenance', 'solo') AND state = 'running'
                                  AND pid <> %s$q$, killed));
 END $$;
+
+-- test_ext_with_collection(coll, type, n): peek_test_ext (installed by
+-- scripts/test from test/extensions) made again at version 1.0, for the
+-- tests of other extensions' scripts, and a collection coll of rows of a
+-- new type (k int, v int), written once with (1, 10) .. (n, 10 n)
+CREATE FUNCTION test_ext_with_collection(coll text, type text, n int) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('client_min_messages', 'warning', true);
+    DROP EXTENSION IF EXISTS peek_test_ext CASCADE;
+    CREATE EXTENSION peek_test_ext VERSION '1.0';
+    EXECUTE format('CREATE TYPE %I AS (k int, v int)', type);
+    PERFORM peek.create_collection(coll, type::regtype);
+    EXECUTE format('SELECT peek.write(%L, array_agg(ROW(i, 10 * i)::%I ORDER BY i)) FROM generate_series(1, %s) i',
+                   coll, type, n);
+END $$;

@@ -9,13 +9,9 @@
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
-DROP EXTENSION IF EXISTS peek_test_ext CASCADE;
-CREATE EXTENSION peek_test_ext VERSION '1.0';
 RESET client_min_messages;
 
-CREATE TYPE esrow AS (k int, v int);
-SELECT peek.create_collection('esc', 'esrow');
-SELECT peek.write('esc', ARRAY[(1, 10), (2, 20)]::esrow[]);
+SELECT test_ext_with_collection('esc', 'esrow', 2);
 
 SELECT v, try(format('ALTER EXTENSION peek_test_ext UPDATE TO %L', v))
   FROM unnest(ARRAY['1.6', '1.7']) v;

@@ -10,13 +10,9 @@
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
-DROP EXTENSION IF EXISTS peek_test_ext CASCADE;
-CREATE EXTENSION peek_test_ext VERSION '1.0';
 RESET client_min_messages;
 
-CREATE TYPE eurow AS (k int, v int);
-SELECT peek.create_collection('euc', 'eurow');
-SELECT peek.write('euc', ARRAY[(1, 10), (2, 20), (3, 30)]::eurow[]);
+SELECT test_ext_with_collection('euc', 'eurow', 3);
 SELECT peek.create_view('eu_double', $$SELECT k, ext_double(v) AS d FROM peek.persist_peek(NULL::eurow, 'euc')$$);
 SELECT peek.create_view('eu_plus', $$SELECT k, k +# v AS p FROM peek.persist_peek(NULL::eurow, 'euc')$$);
 SELECT peek.create_view('eu_mood', $$SELECT k, CASE WHEN v > 15 THEN 'high'::ext_mood ELSE 'low'::ext_mood END AS m

@@ -44,8 +44,10 @@ SELECT hstep(ARRAY[(4, 30, 2.50, 'd'), (4, 30, 2.50, 'd'), (4, 30, 2.500, 'd')]:
 SELECT hstep(ARRAY[(5, 40, 1, 'e')]::hitem[], '{}', ARRAY[(40, 'forty'), (40, 'forty')]::hname[]);
 SELECT hstep('{}', ARRAY[(5, 40, 1, 'e')]::hitem[]);
 SELECT hstep(ARRAY[(6, 20, 3, 'f'), (2, 20, 2, 'b')]::hitem[], ARRAY[(2, 20, 4, 'b')]::hitem[]);
--- the moving base goes to the last complete time, past the since (0)
-SELECT wait_for($$SELECT bool_and(base_time = 4 AND since = 0) FROM peek.objects
+-- the moving base goes to the last complete time, past the since (0);
+-- each input's (base_time is NULL before a collection's first fold, which
+-- bool_and would skip: a view created then hydrates at 0, rightly)
+SELECT wait_for($$SELECT bool_and(base_time IS NOT DISTINCT FROM 4 AND since = 0) FROM peek.objects
                    WHERE name IN ('hitems', 'hnames')$$);
 
 SELECT peek.create_view('hgroup', $$
@@ -66,10 +68,8 @@ SELECT peek.create_view('hwhole', $$
 SELECT peek.create_view('hfilter', $$
     SELECT g, x FROM peek.persist_peek(NULL::hitem, 'hitems') WHERE x > 2$$);
 SELECT wait_for($$SELECT count(*) = 7 FROM peek.views WHERE name LIKE 'h%' AND state = 'ready' AND upper = 5$$);
--- hydrated at the bases' time, 4 (fresh CI runs showed the views of one
--- input hydrated at 0 at times, not explained; the contents from either
--- on are checked against the query below)
-SELECT name, since IN (0, 4) AS since_ok, upper, rows FROM peek.views WHERE name LIKE 'h%' ORDER BY name;
+-- hydrated at the bases' time
+SELECT name, since, upper, rows FROM peek.views WHERE name LIKE 'h%' ORDER BY name;
 SELECT g, n, s::text, lo FROM hgroup ORDER BY g;
 SELECT label, x::text, g FROM hleft ORDER BY label, x::text, g;
 

@@ -15,17 +15,20 @@
  *	    CASCADE with 2BP01, pointing to peek.drop_view.
  *	  DDL on what a maintained view uses is view_uses_guard.c's.  Both
  *	  guard another extension's script too (ALTER EXTENSION ... UPDATE),
- *	  not pg_peek's own.  The same hook takes DROP EXTENSION pg_peek's
- *	  locks in the runtimes' order, and has the maintenance runtime read
- *	  every object's row again after ALTER EXTENSION pg_peek UPDATE.
+ *	  not pg_peek's own.  The same hook takes the locks of DROP EXTENSION
+ *	  pg_peek (and of DROP OWNED BY its owner) in the runtimes' order, and
+ *	  has the maintenance runtime read every object's row again after an
+ *	  ALTER EXTENSION pg_peek UPDATE that changed the version.
  *	  Writes nothing but the catalog rows of views given to another owner.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
@@ -38,6 +41,7 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -242,23 +246,68 @@ follow_owners(void)
 }
 
 /*
- * DROP EXTENSION pg_peek by its owner locks the extension, then its tables
- * (persist_lock_tables_for_drop), before PostgreSQL's deletion walks them in
- * its own order.
+ * pg_peek's row in pg_extension with this command's changes: its version
+ * (NULL if not installed) and, if owner is not NULL, its owner.
+ */
+static char *
+installed_version(Oid *owner)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	char	   *version = NULL;
+	bool		isnull;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("pg_peek"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, GetLatestSnapshot(), 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		Datum		d = heap_getattr(tuple, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (owner != NULL)
+			*owner = ((Form_pg_extension) GETSTRUCT(tuple))->extowner;
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
+/*
+ * A drop of pg_peek by a role with its owner's rights locks the extension,
+ * then its tables (persist_lock_tables_for_drop), before PostgreSQL's
+ * deletion walks them in its own order: DROP EXTENSION pg_peek, and DROP
+ * OWNED BY its owner, which drops it with its tables (the shards are the
+ * extension owner's too) and locks the role's objects as it finds them.
  */
 static void
-lock_for_extension_drop(DropStmt *drop)
+lock_for_extension_drop(Node *stmt)
 {
+	Oid			extension = get_extension_oid("pg_peek", true);
+	Oid			owner = InvalidOid;
 	ListCell   *lc;
-	Oid			extension;
 
-	foreach(lc, drop->objects)
-		if (strcmp(strVal(lfirst(lc)), "pg_peek") == 0)
-			break;
-	if (lc == NULL)
-		return;
-	extension = get_extension_oid("pg_peek", true);
 	if (!OidIsValid(extension) || !pg_extension_ownercheck(extension, GetUserId()))
+		return;
+	if (IsA(stmt, DropStmt))
+	{
+		foreach(lc, ((DropStmt *) stmt)->objects)
+			if (strcmp(strVal(lfirst(lc)), "pg_peek") == 0)
+				break;
+	}
+	else
+	{
+		(void) installed_version(&owner);
+		foreach(lc, ((DropOwnedStmt *) stmt)->roles)
+			if (get_rolespec_oid(lfirst(lc), true) == owner)
+				break;
+	}
+	if (lc == NULL)
 		return;
 	LockDatabaseObject(ExtensionRelationId, extension, 0, AccessExclusiveLock);
 	persist_lock_tables_for_drop(get_namespace_oid("peek", true));
@@ -269,15 +318,20 @@ lock_for_extension_drop(DropStmt *drop)
  * object's row again once it commits: a seal that committed while the
  * update waited for its writer was read by the runtime in the catalog the
  * update was replacing, and would stay unpublished until the next write.
+ * An update to the version installed already (before, a NOTICE from
+ * PostgreSQL) changed nothing, and leaves nothing to tell at commit: a
+ * transaction holding it can still be prepared (ipc/notify.c).
  */
 static void
-reread_after_update(AlterExtensionStmt *update)
+reread_after_update(const char *before)
 {
+	char	   *after;
 	ListCell   *lc;
 
-	if (strcmp(update->extname, "pg_peek") != 0)
-		return;
 	CommandCounterIncrement();
+	after = installed_version(NULL);
+	if (before != NULL && after != NULL && strcmp(before, after) == 0)
+		return;
 	foreach(lc, catalog_read(NULL, -1))
 		notify_catalog_changed(((CatalogObject *) lfirst(lc))->id);
 }
@@ -315,6 +369,9 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	List	   *functions = NIL;
 	Oid			relid = InvalidOid;
 	CatalogObject *view;
+	bool		updates_peek = IsA(stmt, AlterExtensionStmt) && !creating_extension &&
+		!IsBinaryUpgrade && strcmp(((AlterExtensionStmt *) stmt)->extname, "pg_peek") == 0;
+	char	   *version_before = updates_peek ? installed_version(NULL) : NULL;
 	ListCell   *lc;
 
 	if (skips_guard())
@@ -354,8 +411,9 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 						 errhint("Drop the maintained view, with its PostgreSQL view, with peek.drop_view(%s).",
 								 quote_literal_cstr(view->name))));
 	}
-	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
-		lock_for_extension_drop((DropStmt *) stmt);
+	else if ((IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION) ||
+			 IsA(stmt, DropOwnedStmt))
+		lock_for_extension_drop(stmt);
 	if (!skips_guard())
 		functions = view_uses_guard_before(stmt);
 
@@ -365,8 +423,8 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 
 	view_uses_guard_after(functions);
-	if (IsA(stmt, AlterExtensionStmt) && !creating_extension && !IsBinaryUpgrade)
-		reread_after_update((AlterExtensionStmt *) stmt);
+	if (updates_peek)
+		reread_after_update(version_before);
 	if (owners)
 		follow_owners();
 	if (replaced != NULL)

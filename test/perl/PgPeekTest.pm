@@ -26,6 +26,7 @@ our @EXPORT = qw(
   new_node poll_until runtime_pid serving_role interactive_mode
   start_bg finish_bg bg_done bg_backend_pid bg_session
   sql_error stop_runtime item_setup base_reaches commit_to_visible_ms
+  steady_procedure maintenance_role new_standby standby_publisher_pid
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -42,6 +43,40 @@ sub interactive_mode
 sub serving_role
 {
 	return interactive_mode() eq 'on' ? 'interactive' : 'solo';
+}
+
+# The role of the runtime that maintains (and, on a standby, publishes what
+# replay changed) in this mode.
+sub maintenance_role
+{
+	return interactive_mode() eq 'on' ? 'maintenance' : 'solo';
+}
+
+# new_standby($primary, $name): a streaming standby of $primary (made with
+# init => { allows_streaming => 1 }) from a new backup, started and caught
+# up with replay.
+sub new_standby
+{
+	my ($primary, $name) = @_;
+	$primary->backup("${name}_backup");
+	my $standby = PostgreSQL::Test::Cluster->new($name);
+	$standby->init_from_backup($primary, "${name}_backup", has_streaming => 1);
+	$standby->start;
+	$primary->wait_for_catchup($standby, 'replay');
+	return $standby;
+}
+
+# standby_publisher_pid($primary, $standby): the pid of the standby's
+# runtime that publishes what replay changed (checked to run), once the
+# standby caught up with replay; stop_runtime stops it.
+sub standby_publisher_pid
+{
+	my ($primary, $standby) = @_;
+	my $role = maintenance_role();
+	my $pid = runtime_pid($standby, $role);
+	ok($pid, "the standby's $role runtime runs");
+	$primary->wait_for_catchup($standby, 'replay');
+	return $pid;
 }
 
 # new_node($name, %opts): init a node (UTF8, C locale), configure pg_peek and
@@ -289,6 +324,29 @@ sub item_setup
 	$node->safe_psql('postgres',
 		join("\n", 'CREATE EXTENSION pg_peek;', 'CREATE TYPE item AS (id int, v text);',
 			map { "SELECT peek.create_collection('$_', 'item');" } @names));
+	return;
+}
+
+# steady_procedure($node, $body, $pause_s): CREATE PROCEDURE steady(seconds
+# int), a steady load: until that many seconds passed, it runs $body
+# (PL/pgSQL statements; i counts the runs from 1) in a transaction of its
+# own, then sleeps $pause_s.  Run it with start_bg($node, 'CALL steady(N)').
+sub steady_procedure
+{
+	my ($node, $body, $pause_s) = @_;
+	$node->safe_psql('postgres', qq{
+CREATE PROCEDURE steady(seconds int) LANGUAGE plpgsql AS \$\$
+DECLARE
+	t_end timestamptz := clock_timestamp() + seconds * interval '1 s';
+	i int := 0;
+BEGIN
+	WHILE clock_timestamp() < t_end LOOP
+		i := i + 1;
+		$body
+		COMMIT;
+		PERFORM pg_sleep($pause_s);
+	END LOOP;
+END \$\$});
 	return;
 }
 

@@ -42,26 +42,16 @@ BEGIN
 	EXECUTE q;
 	RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
 END $$;
--- the steady load: update i sets row i's v to 'u' || i, every ~15 ms
 CREATE TABLE written (i int, t bigint, at timestamptz);
 CREATE TABLE src (k int PRIMARY KEY, v text);
 INSERT INTO src SELECT g, 'x' || g FROM generate_series(1, 100000) g;
-CREATE PROCEDURE steady(seconds int) LANGUAGE plpgsql AS $$
-DECLARE
-	t_end timestamptz := clock_timestamp() + seconds * interval '1 s';
-	i int := 0;
-BEGIN
-	WHILE clock_timestamp() < t_end LOOP
-		i := i + 1;
+});
+# the steady load: update i sets row i's v to 'u' || i, every ~15 ms
+steady_procedure($node, q{
 		INSERT INTO written
 		  SELECT i, peek.write('c', ARRAY[(i, 'u' || i)]::item[], ARRAY[(i, 'x' || i)]::item[]),
 		         clock_timestamp();
-		UPDATE src SET v = 'u' || i WHERE k = i;
-		COMMIT;
-		PERFORM pg_sleep(0.015);
-	END LOOP;
-END $$;
-});
+		UPDATE src SET v = 'u' || i WHERE k = i;}, 0.015);
 my $t_load = sql("SELECT peek.write('c', ARRAY(SELECT (g, 'x' || g)::item "
 	  . "FROM generate_series(1, $rows) g))");
 my $shard = sql("SELECT shard::regclass FROM peek.objects WHERE name = 'c'");

@@ -32,21 +32,11 @@ sub setup
 CREATE EXTENSION pg_peek;
 CREATE TABLE t (id bigserial PRIMARY KEY, g int NOT NULL, v int NOT NULL);
 INSERT INTO t (g, v) SELECT i % 100, i % 1000 FROM generate_series(1, 10000) i;
-SELECT peek.create_source('t_src', 't');
--- small writes, each in its own transaction, every ~5 ms
-CREATE PROCEDURE steady(seconds int) LANGUAGE plpgsql AS $$
-DECLARE
-	t_end timestamptz := clock_timestamp() + seconds * interval '1 s';
-	i int := 0;
-BEGIN
-	WHILE clock_timestamp() < t_end LOOP
-		i := i + 1;
+SELECT peek.create_source('t_src', 't');});
+	# small writes, each in its own transaction, every ~5 ms
+	steady_procedure($node, q{
 		UPDATE t SET v = (v + 1) % 1000 WHERE id = 1 + i % 10000;
-		INSERT INTO t (g, v) VALUES (i % 100, i % 1000);
-		COMMIT;
-		PERFORM pg_sleep(0.005);
-	END LOOP;
-END $$;});
+		INSERT INTO t (g, v) VALUES (i % 100, i % 1000);}, 0.005);
 	ok(poll_until($node, "SELECT state = 'ready' FROM peek.collections WHERE name = 't_src'"),
 		'the source is loaded');
 	my $rt = $node->safe_psql('postgres', "SELECT row_type FROM peek.collections WHERE name = 't_src'");

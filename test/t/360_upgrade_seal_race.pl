@@ -3,7 +3,8 @@
 # update copies the uppers into peek.uppers and drops the column.  The seal
 # that commits while the update waits for the table must not be lost: the
 # upper after the update is the writer's, and the next write writes after
-# it, at a time not written before, and no runtime fails meanwhile.
+# it, at a time not written before, and no runtime fails meanwhile.  An
+# update to the version installed already can be prepared.
 use strict;
 use warnings;
 
@@ -16,7 +17,7 @@ use PgPeekTest;
 my $mode = interactive_mode();
 my $nruntimes = $mode eq 'on' ? 2 : 1;
 
-my $node = new_node('primary');
+my $node = new_node('primary', conf => ['max_prepared_transactions = 2']);
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION pg_peek VERSION '0.2';
 	CREATE TYPE item AS (id int, name text);
@@ -73,6 +74,24 @@ ok(poll_until($node,
 # the runtime exiting and restarted, peeks reading a stale upper meanwhile).
 unlike(slurp_file($node->logfile), qr/column "upper" does not exist|exited with exit code/,
 	'no runtime fails on a query for the old catalog after the update');
+
+# An update to the version installed already changes nothing (PostgreSQL
+# says so in a NOTICE), so it has no row read again: nothing is left to
+# tell the runtimes at commit, and its transaction can be prepared (one
+# that changed pg_peek objects cannot: COMMIT PREPARED could not tell them).
+my ($prc, $pout, $perr) = $node->psql('postgres', q{
+	BEGIN;
+	ALTER EXTENSION pg_peek UPDATE;
+	PREPARE TRANSACTION 'noop_update';
+});
+is($prc, 0, 'a transaction holding an update to the installed version prepares')
+  or diag($perr);
+like($perr, qr/already installed/, 'PostgreSQL said the update does nothing');
+$node->safe_psql('postgres', "COMMIT PREPARED 'noop_update'");
+is($node->safe_psql('postgres', "SELECT peek.write('c', ARRAY[(4, 'd')]::item[])"),
+	'3', 'writes go on after it');
+ok(poll_until($node, "SELECT upper = 4 FROM peek.collections WHERE name = 'c'"),
+	'and are published');
 
 $node->stop;
 done_testing();

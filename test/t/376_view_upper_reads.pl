@@ -28,11 +28,7 @@ $primary->safe_psql('postgres', q{
 });
 ok(poll_until($primary, "SELECT state = 'ready' AND upper = 1 FROM peek.views WHERE name = 'uv'"),
 	'the view is ready');
-$primary->backup('b');
-my $standby = PostgreSQL::Test::Cluster->new('vupper_standby');
-$standby->init_from_backup($primary, 'b', has_streaming => 1);
-$standby->start;
-$primary->wait_for_catchup($standby, 'replay');
+my $standby = new_standby($primary, 'vupper_standby');
 ok(poll_until($standby, "SELECT upper = 1 FROM peek.views WHERE name = 'uv'"),
 	'the standby serves the view');
 
@@ -72,10 +68,7 @@ for my $k (2 .. 6)
 
 # the standby's runtime that publishes what replay changed is stopped:
 # replay goes on (the durable upper with it), the published upper not
-my $role = interactive_mode() eq 'on' ? 'maintenance' : 'solo';
-my $pid = runtime_pid($standby, $role);
-ok($pid, "the standby's $role runtime runs");
-$primary->wait_for_catchup($standby, 'replay');
+my $pid = standby_publisher_pid($primary, $standby);
 my $before = check_reads($standby, 'standby before');
 stop_runtime($standby, $pid);
 $primary->safe_psql('postgres', "SELECT peek.write('uc', ARRAY[ROW(7)]::urow[])");

@@ -30,11 +30,7 @@ $primary->safe_psql('postgres', q{
 });
 ok(poll_until($primary, "SELECT count(*) FROM peek.collections WHERE state = 'ready' AND upper > 0", '2'),
 	'the collection and the source are ready');
-$primary->backup('b');
-my $standby = PostgreSQL::Test::Cluster->new('cupper_standby');
-$standby->init_from_backup($primary, 'b', has_streaming => 1);
-$standby->start;
-$primary->wait_for_catchup($standby, 'replay');
+my $standby = new_standby($primary, 'cupper_standby');
 ok(poll_until($standby, "SELECT upper = 1 FROM peek.collections WHERE name = 'uc'"),
 	'the standby serves the collection');
 
@@ -133,10 +129,7 @@ like($err, qr/statement timeout/, 'a peek at the open transaction\'s own time wa
 
 # the standby's runtime that publishes what replay changed is stopped:
 # replay goes on (the stored uppers with it), the published uppers not
-my $role = interactive_mode() eq 'on' ? 'maintenance' : 'solo';
-my $pid = runtime_pid($standby, $role);
-ok($pid, "the standby's $role runtime runs");
-$primary->wait_for_catchup($standby, 'replay');
+my $pid = standby_publisher_pid($primary, $standby);
 ok(poll_until($standby, "SELECT upper = 6 FROM peek.collections WHERE name = 'uc'"),
 	'the standby published the collection\'s writes');
 # (read once it is stopped: until then it publishes the source's upper as

@@ -10,6 +10,12 @@
  *	  index's keys are) read them so; the rest keep their rows in the
  *	  groups (reduce.c).
  *
+ *	  The round reads such an input's updates in its range from the shard
+ *	  once (read_round): they bring the arrangement up to the round's end
+ *	  (a feed, arranged as the shard's rows are) and are the round's
+ *	  updates of the input (reduce.c replays them), so the range is not
+ *	  read a second time for the arrangement.
+ *
  *	  A round loads the rows of each group it touches, as they are before
  *	  the group's first time in the round: the arrangement's rows of the
  *	  key's hash at that time (at or after the view's upper, where it holds
@@ -26,6 +32,7 @@
 #include "postgres.h"
 
 #include "nodes/nodeFuncs.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
@@ -75,15 +82,70 @@ keys_are_columns(ViewPlan *plan, ViewPlanInput *pin, AttrNumber *attnums)
 	return ok;
 }
 
+/* One update of the round's range, kept with a copy of its stored row. */
+static void
+keep_update(int64 time, int64 diff, Datum row, void *arg)
+{
+	RoundUpdates *u = arg;
+	MemoryContext old = MemoryContextSwitchTo(u->cxt);
+	RoundUpdate *kept;
+
+	if (u->n == u->room)
+	{
+		u->room *= 2;
+		u->updates = repalloc_huge(u->updates, sizeof(RoundUpdate) * u->room);
+	}
+	kept = &u->updates[u->n++];
+	kept->time = time;
+	kept->diff = diff;
+	kept->row = datumCopy(row, false, -1);
+	MemoryContextSwitchTo(old);
+}
+
+/* The input's updates in [start, end), as its shard stores them. */
+static RoundUpdates *
+read_round(CatalogObject *in, int64 start, int64 end)
+{
+	RoundUpdates *u = palloc(sizeof(RoundUpdates));
+
+	u->cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view round updates",
+								   ALLOCSET_DEFAULT_SIZES);
+	u->n = 0;
+	u->room = 64;
+	u->updates = MemoryContextAlloc(u->cxt, sizeof(RoundUpdate) * u->room);
+	persist_scan_range(in->shard, start, end, keep_update, u);
+	return u;
+}
+
+/* A SpineFeed's scan: the kept updates with lower <= time < upper. */
+static void
+scan_round(void *state, int64 lower, int64 upper, SpineUpdateFn fn, void *arg)
+{
+	RoundUpdates *u = state;
+
+	for (int64 i = 0; i < u->n; i++)
+		if (u->updates[i].time >= lower && u->updates[i].time < upper)
+			fn(u->updates[i].time, u->updates[i].diff, u->updates[i].row, arg);
+}
+
+/* Hand fn every update the round read of an input (reduce.c's read). */
+void
+arranged_replay(RoundUpdates *updates, SpineUpdateFn fn, void *arg)
+{
+	scan_round(updates, PG_INT64_MIN, PG_INT64_MAX, fn, arg);
+}
+
 /*
  * The first stage's inputs that read their rows from arrangements (their
  * spines in reads[], NULL for the others): each brought up to end and held
- * at start (the view's upper) by the view.  Returns them as a mask of
+ * at start (the view's upper) by the view.  Those that can be read so get
+ * their updates in [start, end) in updates[] (NULL for the others), which
+ * also bring their arrangements up to end.  Returns them as a mask of
  * inputs; groups kept under another mask are built again.
  */
 uint32
 arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **in, int64 start,
-				int64 end, SpineRead **reads)
+				int64 end, SpineRead **reads, RoundUpdates **updates)
 {
 	uint32		shared = 0;
 	ListCell   *lc;
@@ -94,14 +156,21 @@ arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **in, int64 star
 		int			i = foreach_current_index(lc);
 		AttrNumber	attnums[INDEX_MAX_KEYS];
 		SpineRead  *read;
+		SpineFeed	feed;
 
 		reads[i] = NULL;
+		updates[i] = NULL;
 		if (i >= 32 || !keys_are_columns(plan, pin, attnums) ||
 			in[pin->object]->row_type != pin->row_type)
 			continue;
+		updates[i] = read_round(in[pin->object], start, end);
+		feed.lower = start;
+		feed.upper = end;
+		feed.scan = scan_round;
+		feed.state = updates[i];
 		read = palloc(sizeof(SpineRead));
 		if (!spine_share(v->id, in[pin->object], list_length(pin->keys), attnums, start, end,
-						 read))
+						 &feed, read))
 		{
 			pfree(read);
 			continue;

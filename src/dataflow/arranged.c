@@ -187,28 +187,46 @@ typedef struct GroupLoad
 	ReduceRound *r;
 	ReduceInput *input;
 	ViewGroup  *group;
+	const Datum *key;			/* the group's key columns, or NULL: some
+								 * is NULL */
 	GroupRow   *rows;
 	int			nrows;
 	int			room;
 } GroupLoad;
 
-/* A row of the key's hash, with its count: kept if it is the group's. */
+/*
+ * Is a row with a NULL key column (all such rows hash alike) the group's?
+ * Looked up as the groups tell keys apart; the row is in the input's slot.
+ */
+static bool
+null_key_in_group(GroupLoad *l)
+{
+	TupleHashEntry entry;
+
+	ExecProject(l->input->keys);
+	entry = LookupTupleHashEntry(l->r->state->table, l->r->state->key_slot, NULL, NULL);
+	return entry != NULL && entry->additional == l->group;
+}
+
+/*
+ * A row of the key's hash, with its count: kept if it passes WHERE and is
+ * the group's.  A group without a NULL key compares the row's key columns
+ * with its own by the arrangement's equality, which is the grouping's
+ * (keys_are_columns), with no lookup among the groups.
+ */
 static bool
 load_row(Datum row, int64 count, void *arg)
 {
 	GroupLoad  *l = arg;
-	ReduceState *state = l->r->state;
 	ViewInput  *input = &l->input->input;
-	TupleHashEntry entry = NULL;
+	bool		mine;
 
-	if (view_input_passes(input, row))
-	{
-		ExecProject(l->input->keys);
-		entry = LookupTupleHashEntry(state->table, state->key_slot, NULL, NULL);
-	}
+	if (l->key != NULL && !batch_key_row_matches(l->input->read->key, row, l->key))
+		return true;			/* another key of the same hash */
+	mine = view_input_passes(input, row) && (l->key != NULL || null_key_in_group(l));
 	ExecClearTuple(input->slot);
 	ResetExprContext(input->econtext);
-	if (entry != NULL && entry->additional == l->group)
+	if (mine)
 	{
 		Size		len = VARSIZE(DatumGetPointer(row));
 		GroupRow   *kept;
@@ -241,7 +259,7 @@ load_input(ReduceRound *r, ViewGroup *group, int i, int64 time)
 {
 	ReduceInput *input = &r->inputs[i];
 	SpineRead  *read = input->read;
-	GroupLoad	l = {r, input, group, NULL, 0, 0};
+	GroupLoad	l = {r, input, group, NULL, NULL, 0, 0};
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 	bool		anynull = false;
@@ -255,8 +273,9 @@ load_input(ReduceRound *r, ViewGroup *group, int i, int64 time)
 	}
 	/* (rows with a NULL key column hash to 0: batch_key_hash_row) */
 	hash = anynull ? 0 : batch_key_hash_values(read->key, values);
-	ExecClearTuple(r->state->found_slot);
+	l.key = anynull ? NULL : values;
 	walk_hash_rows(read->batches, read->nbatches, hash, time, load_row, &l);
+	ExecClearTuple(r->state->found_slot);
 	if (l.nrows > 1)
 		qsort(l.rows, l.nrows, sizeof(GroupRow), group_row_cmp);
 	group->inputs[i].rows = l.rows;

@@ -283,16 +283,42 @@ load_input(ReduceRound *r, ViewGroup *group, int i, int64 time)
 }
 
 /*
+ * The inputs a touched group's rows are needed of: all, but in a join
+ * linear in each input (delta.c), which joins each input's updates with
+ * the other inputs' rows, those of the inputs other than one that has
+ * updates in the group this round.  (An input not loaded takes its
+ * updates into rows the round does not read, let go of at its end.)
+ */
+static uint32
+inputs_needed(ReduceRound *r, uint32 updated)
+{
+	uint32		needed = 0;
+
+	if (!r->delta || r->ninputs > 32)
+		return ~(uint32) 0;
+	for (int i = 0; i < r->ninputs; i++)
+		if ((updated & ~((uint32) 1 << i)) != 0)
+			needed |= (uint32) 1 << i;
+	return needed;
+}
+
+/*
  * The touched groups' rows of the shared inputs at each group's first
  * touch in the round (wave 0: its earliest time), its updates at that
- * time included (reduce.c takes them out again).
+ * time included (reduce.c takes them out again); in a delta join only
+ * the inputs whose rows the round joins with (inputs_needed).
  */
 void
 arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 {
+	uint32	   *updated;
+	int64	   *first_time;
+
 	if (r->state->shared == 0 || r->rows_whole)
 		return;
 	r->loaded = palloc(sizeof(ViewGroup *) * Max(1, ntouches));
+	updated = palloc0(sizeof(uint32) * Max(1, ntouches));
+	first_time = palloc(sizeof(int64) * Max(1, ntouches));
 	for (int t = 0; t < ntouches; t++)
 	{
 		ViewGroup  *group = touches[t].group;
@@ -300,11 +326,22 @@ arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 		if (touches[t].wave != 0)
 			continue;
 		group->loaded_at = r->nloaded;
+		first_time[r->nloaded] = touches[t].time;
 		r->loaded[r->nloaded++] = group;
-		for (int i = 0; i < r->ninputs; i++)
-			if (r->inputs[i].read != NULL)
-				load_input(r, group, i, touches[t].time);
 	}
+	for (int t = 0; t < ntouches; t++)
+		for (int u = touches[t].first; u < touches[t].last; u++)
+			updated[touches[t].group->loaded_at] |= (uint32) 1 << (r->updates[u].input % 32);
+	for (int g = 0; g < r->nloaded; g++)
+	{
+		uint32		needed = inputs_needed(r, updated[g]);
+
+		for (int i = 0; i < r->ninputs; i++)
+			if (r->inputs[i].read != NULL && (needed & ((uint32) 1 << i)) != 0)
+				load_input(r, r->loaded[g], i, first_time[g]);
+	}
+	pfree(updated);
+	pfree(first_time);
 }
 
 /* A group's rows of the shared inputs let go of (with the round's rows_cxt). */

@@ -18,8 +18,8 @@
  *	  seal by arranging the newly sealed updates (read back from the shard,
  *	  or handed over by the capture round that wrote them there or the
  *	  view's round that read them: the same updates, arranged the same
- *	  way), and publishes after each change; a
- *	  new since is applied by the merges that follow.  The spine holds one
+ *	  way), and publishes after each change; a new since is applied by
+ *	  the merges that follow.  The spine holds one
  *	  pin on each of its batches (registry.c states the ownership rule): it
  *	  takes over a build's or merge's reference, lets go of the
  *	  batches a merge replaced only after publishing the result, and
@@ -775,10 +775,9 @@ unshare_except(PeekObjectId view, Spine *keep)
  * built again at start like an index; an index created later on the same
  * key takes it over, spine_adopt).  The view holds it at hold: it does
  * not compact past it.  The spine is brought up to upper, from feed where
- * it can (the view's round's updates; NULL: none).  Fills *read
- * with its batches (pinned by the spine until its next merge round) and
- * returns true, or returns false if it cannot serve reads at hold (failed,
- * or compacted past it).
+ * it can (the view's round's updates; NULL: none).  Fills *read with its
+ * batches (pinned by the spine until its next merge round) and returns
+ * true, or false if it cannot serve reads at hold (failed or compacted past it).
  */
 bool
 spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,

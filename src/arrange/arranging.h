@@ -19,8 +19,9 @@ typedef void (*SpineUpdateFn) (int64 time, int64 diff, Datum row, void *arg);
 
 /*
  * A collection's updates held in memory by whoever wrote them to its shard
- * (a capture round, capture/rounds.c): every update the shard has with lower <=
- * time < upper, as written.  scan hands those of a sub-range to fn.
+ * (a capture round, capture/rounds.c) or read them from it (a view's round,
+ * dataflow/arranged.c): every update the shard has with lower <= time <
+ * upper, as written.  scan hands those of a sub-range to fn.
  */
 typedef struct SpineFeed
 {

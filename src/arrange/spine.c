@@ -16,9 +16,10 @@
  *
  *	  A spine hydrates from its collection's persist shard, follows every
  *	  seal by arranging the newly sealed updates (read back from the shard,
- *	  or handed over by the capture round that wrote them there: the same
- *	  updates, arranged the same way), and publishes after each change; a
- *	  new since is applied by the merges that follow.  The spine holds one
+ *	  or handed over by the capture round that wrote them there or the
+ *	  view's round that read them: the same updates, arranged the same
+ *	  way), and publishes after each change; a new since is applied by
+ *	  the merges that follow.  The spine holds one
  *	  pin on each of its batches (registry.c states the ownership rule): it
  *	  takes over a build's or merge's reference, lets go of the
  *	  batches a merge replaced only after publishing the result, and
@@ -773,14 +774,15 @@ unshare_except(PeekObjectId view, Spine *keep)
  * runtime keeps for views (published under a negative id, no catalog row:
  * built again at start like an index; an index created later on the same
  * key takes it over, spine_adopt).  The view holds it at hold: it does
- * not compact past it.  The spine is brought up to upper.  Fills *read
- * with its batches (pinned by the spine until its next merge round) and
- * returns true, or returns false if it cannot serve reads at hold (failed,
- * or compacted past it).
+ * not compact past it.  The spine is brought up to upper, from feed where
+ * it can (the view's round's updates; NULL: none).  Fills *read with its
+ * batches (pinned by the spine until its next merge round) and returns
+ * true, or false if it cannot serve reads at hold (failed or compacted past it).
  */
 bool
 spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
-			const AttrNumber *attnums, int64 hold, int64 upper, SpineRead *read)
+			const AttrNumber *attnums, int64 hold, int64 upper, const SpineFeed *feed,
+			SpineRead *read)
 {
 	Spine	   *spine = spine_matching(collection->shard, collection->row_type, nkeys, attnums);
 	int			i;
@@ -807,7 +809,7 @@ spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
 	{
 		bool		hydrating = spine->upper == 0;
 
-		follow(spine, upper, collection->since, NULL);
+		follow(spine, upper, collection->since, feed);
 		if (hydrating && !spine->failed && spine->upper == 0)
 			publish_spine(spine);
 	}

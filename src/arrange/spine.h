@@ -36,7 +36,8 @@ extern bool spine_merge_round(void);
 extern bool spine_compact(PeekObjectId index, int64 since);
 extern int64 spine_read_upper(Oid shard);
 extern bool spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
-						const AttrNumber *attnums, int64 hold, int64 upper, SpineRead *read);
+						const AttrNumber *attnums, int64 hold, int64 upper,
+						const SpineFeed *feed, SpineRead *read);
 extern void spine_unshare(PeekObjectId view);
 extern bool spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches,
 								int64 *upper);

@@ -10,6 +10,12 @@
  *	  index's keys are) read them so; the rest keep their rows in the
  *	  groups (reduce.c).
  *
+ *	  The round reads such an input's updates in its range from the shard
+ *	  once (read_round): they bring the arrangement up to the round's end
+ *	  (a feed, arranged as the shard's rows are) and are the round's
+ *	  updates of the input (reduce.c replays them), so the range is not
+ *	  read a second time for the arrangement.
+ *
  *	  A round loads the rows of each group it touches, as they are before
  *	  the group's first time in the round: the arrangement's rows of the
  *	  key's hash at that time (at or after the view's upper, where it holds
@@ -26,6 +32,7 @@
 #include "postgres.h"
 
 #include "nodes/nodeFuncs.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
@@ -75,15 +82,70 @@ keys_are_columns(ViewPlan *plan, ViewPlanInput *pin, AttrNumber *attnums)
 	return ok;
 }
 
+/* One update of the round's range, kept with a copy of its stored row. */
+static void
+keep_update(int64 time, int64 diff, Datum row, void *arg)
+{
+	RoundUpdates *u = arg;
+	MemoryContext old = MemoryContextSwitchTo(u->cxt);
+	RoundUpdate *kept;
+
+	if (u->n == u->room)
+	{
+		u->room *= 2;
+		u->updates = repalloc_huge(u->updates, sizeof(RoundUpdate) * u->room);
+	}
+	kept = &u->updates[u->n++];
+	kept->time = time;
+	kept->diff = diff;
+	kept->row = datumCopy(row, false, -1);
+	MemoryContextSwitchTo(old);
+}
+
+/* The input's updates in [start, end), as its shard stores them. */
+static RoundUpdates *
+read_round(CatalogObject *in, int64 start, int64 end)
+{
+	RoundUpdates *u = palloc(sizeof(RoundUpdates));
+
+	u->cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view round updates",
+								   ALLOCSET_DEFAULT_SIZES);
+	u->n = 0;
+	u->room = 64;
+	u->updates = MemoryContextAlloc(u->cxt, sizeof(RoundUpdate) * u->room);
+	persist_scan_range(in->shard, start, end, keep_update, u);
+	return u;
+}
+
+/* A SpineFeed's scan: the kept updates with lower <= time < upper. */
+static void
+scan_round(void *state, int64 lower, int64 upper, SpineUpdateFn fn, void *arg)
+{
+	RoundUpdates *u = state;
+
+	for (int64 i = 0; i < u->n; i++)
+		if (u->updates[i].time >= lower && u->updates[i].time < upper)
+			fn(u->updates[i].time, u->updates[i].diff, u->updates[i].row, arg);
+}
+
+/* Hand fn every update the round read of an input (reduce.c's read). */
+void
+arranged_replay(RoundUpdates *updates, SpineUpdateFn fn, void *arg)
+{
+	scan_round(updates, PG_INT64_MIN, PG_INT64_MAX, fn, arg);
+}
+
 /*
  * The first stage's inputs that read their rows from arrangements (their
  * spines in reads[], NULL for the others): each brought up to end and held
- * at start (the view's upper) by the view.  Returns them as a mask of
+ * at start (the view's upper) by the view.  Those that can be read so get
+ * their updates in [start, end) in updates[] (NULL for the others), which
+ * also bring their arrangements up to end.  Returns them as a mask of
  * inputs; groups kept under another mask are built again.
  */
 uint32
 arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **in, int64 start,
-				int64 end, SpineRead **reads)
+				int64 end, SpineRead **reads, RoundUpdates **updates)
 {
 	uint32		shared = 0;
 	ListCell   *lc;
@@ -94,14 +156,21 @@ arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **in, int64 star
 		int			i = foreach_current_index(lc);
 		AttrNumber	attnums[INDEX_MAX_KEYS];
 		SpineRead  *read;
+		SpineFeed	feed;
 
 		reads[i] = NULL;
+		updates[i] = NULL;
 		if (i >= 32 || !keys_are_columns(plan, pin, attnums) ||
 			in[pin->object]->row_type != pin->row_type)
 			continue;
+		updates[i] = read_round(in[pin->object], start, end);
+		feed.lower = start;
+		feed.upper = end;
+		feed.scan = scan_round;
+		feed.state = updates[i];
 		read = palloc(sizeof(SpineRead));
 		if (!spine_share(v->id, in[pin->object], list_length(pin->keys), attnums, start, end,
-						 read))
+						 &feed, read))
 		{
 			pfree(read);
 			continue;
@@ -118,28 +187,46 @@ typedef struct GroupLoad
 	ReduceRound *r;
 	ReduceInput *input;
 	ViewGroup  *group;
+	const Datum *key;			/* the group's key columns, or NULL: some
+								 * is NULL */
 	GroupRow   *rows;
 	int			nrows;
 	int			room;
 } GroupLoad;
 
-/* A row of the key's hash, with its count: kept if it is the group's. */
+/*
+ * Is a row with a NULL key column (all such rows hash alike) the group's?
+ * Looked up as the groups tell keys apart; the row is in the input's slot.
+ */
+static bool
+null_key_in_group(GroupLoad *l)
+{
+	TupleHashEntry entry;
+
+	ExecProject(l->input->keys);
+	entry = LookupTupleHashEntry(l->r->state->table, l->r->state->key_slot, NULL, NULL);
+	return entry != NULL && entry->additional == l->group;
+}
+
+/*
+ * A row of the key's hash, with its count: kept if it passes WHERE and is
+ * the group's.  A group without a NULL key compares the row's key columns
+ * with its own by the arrangement's equality, which is the grouping's
+ * (keys_are_columns), with no lookup among the groups.
+ */
 static bool
 load_row(Datum row, int64 count, void *arg)
 {
 	GroupLoad  *l = arg;
-	ReduceState *state = l->r->state;
 	ViewInput  *input = &l->input->input;
-	TupleHashEntry entry = NULL;
+	bool		mine;
 
-	if (view_input_passes(input, row))
-	{
-		ExecProject(l->input->keys);
-		entry = LookupTupleHashEntry(state->table, state->key_slot, NULL, NULL);
-	}
+	if (l->key != NULL && !batch_key_row_matches(l->input->read->key, row, l->key))
+		return true;			/* another key of the same hash */
+	mine = view_input_passes(input, row) && (l->key != NULL || null_key_in_group(l));
 	ExecClearTuple(input->slot);
 	ResetExprContext(input->econtext);
-	if (entry != NULL && entry->additional == l->group)
+	if (mine)
 	{
 		Size		len = VARSIZE(DatumGetPointer(row));
 		GroupRow   *kept;
@@ -172,7 +259,7 @@ load_input(ReduceRound *r, ViewGroup *group, int i, int64 time)
 {
 	ReduceInput *input = &r->inputs[i];
 	SpineRead  *read = input->read;
-	GroupLoad	l = {r, input, group, NULL, 0, 0};
+	GroupLoad	l = {r, input, group, NULL, NULL, 0, 0};
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
 	bool		anynull = false;
@@ -186,8 +273,9 @@ load_input(ReduceRound *r, ViewGroup *group, int i, int64 time)
 	}
 	/* (rows with a NULL key column hash to 0: batch_key_hash_row) */
 	hash = anynull ? 0 : batch_key_hash_values(read->key, values);
-	ExecClearTuple(r->state->found_slot);
+	l.key = anynull ? NULL : values;
 	walk_hash_rows(read->batches, read->nbatches, hash, time, load_row, &l);
+	ExecClearTuple(r->state->found_slot);
 	if (l.nrows > 1)
 		qsort(l.rows, l.nrows, sizeof(GroupRow), group_row_cmp);
 	group->inputs[i].rows = l.rows;
@@ -195,16 +283,42 @@ load_input(ReduceRound *r, ViewGroup *group, int i, int64 time)
 }
 
 /*
+ * The inputs a touched group's rows are needed of: all, but in a join
+ * linear in each input (delta.c), which joins each input's updates with
+ * the other inputs' rows, those of the inputs other than one that has
+ * updates in the group this round.  (An input not loaded takes its
+ * updates into rows the round does not read, let go of at its end.)
+ */
+static uint32
+inputs_needed(ReduceRound *r, uint32 updated)
+{
+	uint32		needed = 0;
+
+	if (!r->delta || r->ninputs > 32)
+		return ~(uint32) 0;
+	for (int i = 0; i < r->ninputs; i++)
+		if ((updated & ~((uint32) 1 << i)) != 0)
+			needed |= (uint32) 1 << i;
+	return needed;
+}
+
+/*
  * The touched groups' rows of the shared inputs at each group's first
  * touch in the round (wave 0: its earliest time), its updates at that
- * time included (reduce.c takes them out again).
+ * time included (reduce.c takes them out again); in a delta join only
+ * the inputs whose rows the round joins with (inputs_needed).
  */
 void
 arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 {
+	uint32	   *updated;
+	int64	   *first_time;
+
 	if (r->state->shared == 0 || r->rows_whole)
 		return;
 	r->loaded = palloc(sizeof(ViewGroup *) * Max(1, ntouches));
+	updated = palloc0(sizeof(uint32) * Max(1, ntouches));
+	first_time = palloc(sizeof(int64) * Max(1, ntouches));
 	for (int t = 0; t < ntouches; t++)
 	{
 		ViewGroup  *group = touches[t].group;
@@ -212,11 +326,22 @@ arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 		if (touches[t].wave != 0)
 			continue;
 		group->loaded_at = r->nloaded;
+		first_time[r->nloaded] = touches[t].time;
 		r->loaded[r->nloaded++] = group;
-		for (int i = 0; i < r->ninputs; i++)
-			if (r->inputs[i].read != NULL)
-				load_input(r, group, i, touches[t].time);
 	}
+	for (int t = 0; t < ntouches; t++)
+		for (int u = touches[t].first; u < touches[t].last; u++)
+			updated[touches[t].group->loaded_at] |= (uint32) 1 << (r->updates[u].input % 32);
+	for (int g = 0; g < r->nloaded; g++)
+	{
+		uint32		needed = inputs_needed(r, updated[g]);
+
+		for (int i = 0; i < r->ninputs; i++)
+			if (r->inputs[i].read != NULL && (needed & ((uint32) 1 << i)) != 0)
+				load_input(r, r->loaded[g], i, first_time[g]);
+	}
+	pfree(updated);
+	pfree(first_time);
 }
 
 /* A group's rows of the shared inputs let go of (with the round's rows_cxt). */

@@ -184,21 +184,25 @@ round_begin(ReduceRound *r, ReduceState *state, ViewPlan *plan, const char *text
 
 /*
  * A stage's inputs that are objects: their updates in [from, to), from
- * their shards; from 0, their contents at to - 1 (a rebuild), read from
- * their bases when they are at or before it.
+ * their shards (or as the round already read them, arranged.c); from 0,
+ * their contents at to - 1 (a rebuild), read from their bases when they
+ * are at or before it.
  */
 static void
 read_inputs(ReduceRound *r, CatalogObject **in, int64 from, int64 to)
 {
 	for (r->current = 0; r->current < r->ninputs; r->current++)
 	{
+		ReduceInput *input = &r->inputs[r->current];
 		Oid			shard;
 
-		if (r->inputs[r->current].object < 0)
+		if (input->object < 0)
 			continue;
-		shard = in[r->inputs[r->current].object]->shard;
+		shard = in[input->object]->shard;
 		if (from == 0)
 			persist_scan_at(shard, to - 1, to, collect_update, r);
+		else if (input->updates != NULL)
+			arranged_replay(input->updates, collect_update, r);
 		else
 			persist_scan_range(shard, from, to, collect_update, r);
 	}
@@ -211,7 +215,11 @@ round_end(ReduceRound *r)
 	MemoryContextDelete(r->rows_cxt);
 	outputs_end(r);
 	for (int i = 0; i < r->ninputs; i++)
+	{
 		view_input_end(&r->inputs[i].input);
+		if (r->inputs[i].updates != NULL)
+			MemoryContextDelete(r->inputs[i].updates->cxt);
+	}
 }
 
 /*
@@ -236,9 +244,10 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	ReduceRound *rounds = palloc0(sizeof(ReduceRound) * nstages);
 	ReduceRound *last = &rounds[nstages - 1];
 	TupleDesc	desc = NULL;
-	SpineRead **reads = palloc(sizeof(SpineRead *) *
-							   list_length(((ViewPlan *) linitial(stages))->inputs));
-	uint32		shared = arranged_choose(linitial(stages), v, in, start, end, reads);
+	int			nfirst = list_length(((ViewPlan *) linitial(stages))->inputs);
+	SpineRead **reads = palloc(sizeof(SpineRead *) * nfirst);
+	RoundUpdates **updates = palloc(sizeof(RoundUpdates *) * nfirst);
+	uint32		shared = arranged_choose(linitial(stages), v, in, start, end, reads, updates);
 	bool		rebuild;
 	instr_time	work;
 	ListCell   *lc;
@@ -270,7 +279,10 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 		{
 			(*state)->shared = shared;
 			for (int j = 0; j < rounds[i].ninputs; j++)
+			{
 				rounds[i].inputs[j].read = reads[j];
+				rounds[i].inputs[j].updates = updates[j];
+			}
 		}
 		if (i > 0)
 			rounds[i - 1].next = &rounds[i];

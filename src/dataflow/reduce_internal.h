@@ -101,6 +101,27 @@ typedef struct OutputRows
 	List	   *rows;
 } OutputRows;
 
+/* An update of an input as its shard stores it. */
+typedef struct RoundUpdate
+{
+	int64		time;
+	int64		diff;
+	Datum		row;
+} RoundUpdate;
+
+/*
+ * A shared input's updates in a round's range, read from its shard once
+ * (arranged.c): they bring its arrangement up to the round's end and are
+ * the round's updates of the input alike.
+ */
+typedef struct RoundUpdates
+{
+	MemoryContext cxt;			/* the updates and their rows */
+	RoundUpdate *updates;
+	int64		n;
+	int64		room;
+} RoundUpdates;
+
 /* A round's reading of one input. */
 typedef struct ReduceInput
 {
@@ -110,6 +131,8 @@ typedef struct ReduceInput
 	int			object;			/* ViewPlanInput's */
 	SpineRead  *read;			/* the arrangement its rows are read from
 								 * (arranged.c), or NULL: kept in the groups */
+	RoundUpdates *updates;		/* its updates in the round's range, read
+								 * once (arranged.c), or NULL: from its shard */
 } ReduceInput;
 
 /* A round's work in one of the view's stages. */
@@ -169,7 +192,9 @@ group_row_image_cmp(const char *ra, const char *rb)
 
 /* arranged.c */
 extern uint32 arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **in,
-							  int64 start, int64 end, SpineRead **reads);
+							  int64 start, int64 end, SpineRead **reads,
+							  RoundUpdates **updates);
+extern void arranged_replay(RoundUpdates *updates, SpineUpdateFn fn, void *arg);
 extern void arranged_load(ReduceRound *r, Touch *touches, int ntouches);
 extern void arranged_forget(ReduceRound *r, ViewGroup *group);
 extern void arranged_release(ReduceRound *r);

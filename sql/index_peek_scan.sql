@@ -123,6 +123,26 @@ SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(7));
 FETCH ALL FROM c;
 FETCH BACKWARD 2 FROM c;
 COMMIT;
+-- a cursor declared without SCROLL fetches backward over a function scan,
+-- so over the node too (no Material above it); FETCH LAST, ABSOLUTE and
+-- backward from the end as well
+EXPLAIN (COSTS OFF) DECLARE c SCROLL CURSOR FOR SELECT g FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(7));
+BEGIN;
+DECLARE c CURSOR FOR SELECT g, n FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(7));
+DECLARE f CURSOR FOR SELECT g, n FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(7)) WITH ORDINALITY;
+FETCH 2 FROM c;
+FETCH 2 FROM f;
+FETCH BACKWARD 1 FROM c;
+FETCH BACKWARD 1 FROM f;
+FETCH LAST FROM c;
+FETCH LAST FROM f;
+FETCH ABSOLUTE 1 FROM c;
+FETCH ABSOLUTE 1 FROM f;
+MOVE LAST IN c;
+MOVE LAST IN f;
+FETCH BACKWARD ALL FROM c;
+FETCH BACKWARD ALL FROM f;
+COMMIT;
 
 -- a generic plan: each execution peeks with its parameters
 SET plan_cache_mode = force_generic_plan;

@@ -38,6 +38,7 @@ typedef struct IndexPeekScanState
 	CustomScanState css;
 	ScanCall	call;
 	Tuplestorestate *rows;		/* the answer, or NULL: not read yet */
+	bool		backward;		/* may be read backward (a cursor's) */
 	bool		answered;		/* rows holds the answer to the arguments */
 } IndexPeekScanState;
 
@@ -84,6 +85,8 @@ index_scan_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry
 	if (scan_call_standin(rel, rti, rte, peek_index_peek, "peek_index_peek") == NULL)
 		return;
 	path = scan_call_path(rel, &index_scan_path_methods);
+	/* a cursor over a function scan may fetch backward without SCROLL */
+	path->flags |= CUSTOMPATH_SUPPORT_BACKWARD_SCAN;
 	rel->pathlist = NIL;
 	add_path(rel, &path->path);
 }
@@ -121,6 +124,7 @@ begin_index_scan(CustomScanState *node, EState *estate, int eflags)
 
 	scan_call_begin(&s->call, node, linitial(cscan->custom_private));
 	scan_call_use_slots(node, &TTSOpsMinimalTuple);
+	s->backward = (eflags & EXEC_FLAG_BACKWARD) != 0;
 }
 
 /*
@@ -137,7 +141,7 @@ answer_index_peek(IndexPeekScanState *s)
 	if (s->rows == NULL)
 	{
 		old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
-		s->rows = tuplestore_begin_heap(false, false, work_mem);
+		s->rows = tuplestore_begin_heap(s->backward, false, work_mem);
 		MemoryContextSwitchTo(old);
 	}
 	else
@@ -155,7 +159,8 @@ index_scan_next(ScanState *ss)
 
 	if (!s->answered)
 		answer_index_peek(s);
-	if (!tuplestore_gettupleslot(s->rows, true, false, ss->ss_ScanTupleSlot))
+	if (!tuplestore_gettupleslot(s->rows, ScanDirectionIsForward(ss->ps.state->es_direction),
+								 false, ss->ss_ScanTupleSlot))
 		return ExecClearTuple(ss->ss_ScanTupleSlot);
 	return ss->ss_ScanTupleSlot;
 }

@@ -2,9 +2,10 @@
 -- rights its owner has through a role it is a member of: parse analysis
 -- checks USAGE on a schema its text names, and inlining a SQL function
 -- checks EXECUTE on it (a function inlined is not checked again when it
--- runs).  REVOKE of that role from the owner changes no function's,
--- schema's or relation's catalog row, yet the next round must fail the
--- view (42501) as a plan made again would, not run the kept plan.
+-- runs).  REVOKE of that role from the owner (or an owner's superuser
+-- taken away) changes no function's, schema's or relation's catalog row,
+-- yet the next round must fail the view (42501) as a plan made again
+-- would, not run the kept plan.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -51,6 +52,22 @@ INSERT INTO pcitems VALUES (4, 40);
 SELECT wait_for($$SELECT bool_and(state = 'failed') FROM peek.views WHERE name IN ('pctwice', 'pcthrice')$$, 10);
 SELECT name, state, failure FROM peek.views WHERE name IN ('pctwice', 'pcthrice') ORDER BY name;
 
+-- a superuser owner made no superuser: the inlined function it may not run
+-- fails its view at the next round (ALTER ROLE changes pg_authid alone)
+CREATE ROLE peek_pc_super SUPERUSER;
+GRANT USAGE ON SCHEMA peek TO peek_pc_super;
+GRANT SELECT ON pcitems TO peek_pc_super;
+SET ROLE peek_pc_super;
+SELECT peek.create_view('pcsuper', $$SELECT id, public.pc_thrice(k) AS k3 FROM public.pcitems$$);
+RESET ROLE;
+SELECT wait_for($$SELECT state = 'ready' AND upper > 0 FROM peek.views WHERE name = 'pcsuper'$$);
+INSERT INTO pcitems VALUES (5, 50);
+SELECT wait_for($$SELECT count(*) = 5 FROM public.pcsuper$$);
+ALTER ROLE peek_pc_super NOSUPERUSER;
+INSERT INTO pcitems VALUES (6, 60);
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'pcsuper'$$, 10);
+SELECT name, state, failure FROM peek.views WHERE name = 'pcsuper';
+
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
@@ -58,4 +75,4 @@ DROP TABLE pcitems;
 DROP FUNCTION pc_thrice(int);
 DROP SCHEMA pc_lib CASCADE;
 DROP SCHEMA pc_own CASCADE;
-DROP ROLE peek_pc_owner, peek_pc_grp;
+DROP ROLE peek_pc_owner, peek_pc_grp, peek_pc_super;

@@ -5,7 +5,8 @@
 -- runs).  REVOKE of that role from the owner (or an owner's superuser
 -- taken away) changes no function's, schema's or relation's catalog row,
 -- yet the next round must fail the view (42501) as a plan made again
--- would, not run the kept plan.
+-- would, not run the kept plan.  Nor may a text search configuration
+-- renamed leave the kept plan running with it.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -68,11 +69,25 @@ INSERT INTO pcitems VALUES (6, 60);
 SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'pcsuper'$$, 10);
 SELECT name, state, failure FROM peek.views WHERE name = 'pcsuper';
 
+-- a text search configuration its text names by name renamed (not
+-- refused): the next round's plan cannot find it (42704), as a restarted
+-- runtime's could not, rather than the kept plan's going on with it
+CREATE TEXT SEARCH CONFIGURATION pc_cfg (COPY = english);
+SELECT peek.create_view('pcts', $$SELECT id, to_tsvector('pc_cfg'::regconfig, k::text)::text AS v FROM public.pcitems$$);
+SELECT wait_for($$SELECT state = 'ready' AND upper > 0 FROM peek.views WHERE name = 'pcts'$$);
+INSERT INTO pcitems VALUES (7, 70);
+SELECT wait_for($$SELECT count(*) = 7 FROM public.pcts$$);
+ALTER TEXT SEARCH CONFIGURATION pc_cfg RENAME TO pc_cfg_renamed;
+INSERT INTO pcitems VALUES (8, 80);
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'pcts'$$, 10);
+SELECT name, state, failure FROM peek.views WHERE name = 'pcts';
+
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
 DROP TABLE pcitems;
 DROP FUNCTION pc_thrice(int);
+DROP TEXT SEARCH CONFIGURATION pc_cfg_renamed;
 DROP SCHEMA pc_lib CASCADE;
 DROP SCHEMA pc_own CASCADE;
 DROP ROLE peek_pc_owner, peek_pc_grp, peek_pc_super;

@@ -34,8 +34,13 @@ static MemoryContext views_cxt = NULL;	/* the table and the queries */
  * Counts the invalidations that may change what a view's text plans to:
  * any relation's (its columns, its name), and the catalog rows of the
  * functions, aggregates, operators, operator classes, types, enum labels,
- * casts, collations and schemas that parse analysis looks up.  A kept plan
- * made at another count is made again.
+ * casts, collations, schemas and text search configurations and
+ * dictionaries (what a constant of a reg* type names) that parse analysis
+ * looks up; and the
+ * roles' (a role's superuser, its memberships), whose rights parse analysis
+ * checks too (USAGE on a schema named) as does inlining a SQL function
+ * (EXECUTE, not checked again once inlined).  A kept plan made at another
+ * count is made again.
  */
 static uint64 plan_generation = 1;
 
@@ -57,7 +62,8 @@ watch_plan_invalidations(void)
 	static bool watching = false;
 	static const int caches[] = {
 		PROCOID, AGGFNOID, OPEROID, AMOPOPID, CLAOID, TYPEOID, ENUMOID,
-		CASTSOURCETARGET, COLLOID, NAMESPACEOID
+		CASTSOURCETARGET, COLLOID, NAMESPACEOID, TSCONFIGOID, TSDICTOID, AUTHOID,
+		AUTHMEMROLEMEM
 	};
 
 	if (watching)

@@ -16,6 +16,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+#include "utils/typcache.h"
 
 #include "storage/catalog.h"
 #include "storage/shard_internal.h"
@@ -50,11 +51,32 @@ shard_tid_list_add(TidList *l, ItemPointer tid)
 	l->tids[l->n++] = *tid;
 }
 
+/*
+ * Load a shard's row type before the shard is locked.  Loading it (into
+ * the type cache) opens its relation, a view's for a view's shard, and a
+ * DDL that a view refuses through its dependencies (DROP FUNCTION of a
+ * function it calls) locks the view, then the shard: a process new to
+ * the type (a fold worker) that loaded it holding the shard waited for
+ * the DDL while the DDL waited for it, and one failed with "deadlock
+ * detected".  Loaded first, it waits for the DDL holding nothing.
+ */
+void
+shard_load_row_type(Oid shard)
+{
+	Oid			type = get_atttype(shard, SHARD_DATA);
+
+	if (OidIsValid(type))
+		DecrTupleDescRefCount(lookup_rowtype_tupdesc(type, -1));
+}
+
 /* A shard table, to read (a shard dropped under a stale reader: 42P01). */
 static Relation
 open_shard_table(Oid shard)
 {
-	Relation	rel = try_table_open(shard, AccessShareLock);
+	Relation	rel;
+
+	shard_load_row_type(shard);
+	rel = try_table_open(shard, AccessShareLock);
 
 	if (rel == NULL)
 		ereport(ERROR,
@@ -536,7 +558,10 @@ shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 bool
 persist_lock_shard(Oid shard)
 {
-	Relation	rel = try_relation_open(shard, AccessShareLock);
+	Relation	rel;
+
+	shard_load_row_type(shard);
+	rel = try_relation_open(shard, AccessShareLock);
 
 	if (rel == NULL)
 		return false;
@@ -747,9 +772,12 @@ persist_sum_diffs(Oid shard, int64 upper)
 {
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	int64		base_time = catalog_read_shard_base(shard, snapshot);
-	Relation	rel = table_open(shard, AccessShareLock);
+	Relation	rel;
 	ShardBase	b;
 	CountAt		c = {NULL, upper - 1, 0};
+
+	shard_load_row_type(shard);
+	rel = table_open(shard, AccessShareLock);
 
 	shard_base_open_heap(&b, rel, snapshot, base_time);
 	shard_scan_heap(&b, PG_INT64_MIN, PG_INT64_MAX, add_diff, &c);

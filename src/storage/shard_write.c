@@ -23,6 +23,7 @@ shard_row_type(Relation rel)
 void
 shard_writer_open(ShardWriter *w, Oid shard)
 {
+	shard_load_row_type(shard);
 	w->rel = table_open(shard, RowExclusiveLock);
 	w->estate = CreateExecutorState();
 	w->rri = makeNode(ResultRelInfo);

@@ -16,7 +16,6 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
-#include "utils/typcache.h"
 
 #include "storage/catalog.h"
 #include "storage/shard_internal.h"
@@ -49,24 +48,6 @@ shard_tid_list_add(TidList *l, ItemPointer tid)
 		l->tids = repalloc_huge(l->tids, sizeof(ItemPointerData) * l->capacity);
 	}
 	l->tids[l->n++] = *tid;
-}
-
-/*
- * Load a shard's row type before the shard is locked.  Loading it (into
- * the type cache) opens its relation, a view's for a view's shard, and a
- * DDL that a view refuses through its dependencies (DROP FUNCTION of a
- * function it calls) locks the view, then the shard: a process new to
- * the type (a fold worker) that loaded it holding the shard waited for
- * the DDL while the DDL waited for it, and one failed with "deadlock
- * detected".  Loaded first, it waits for the DDL holding nothing.
- */
-void
-shard_load_row_type(Oid shard)
-{
-	Oid			type = get_atttype(shard, SHARD_DATA);
-
-	if (OidIsValid(type))
-		DecrTupleDescRefCount(lookup_rowtype_tupdesc(type, -1));
 }
 
 /* A shard table, to read (a shard dropped under a stale reader: 42P01). */

@@ -368,9 +368,12 @@ persist_fold_rows(PeekObjectId id, Oid shard, int64 since, int64 limit, int64 *d
 {
 	Snapshot	snapshot = GetActiveSnapshot();
 	int64		base_time;
-	Relation	rel = table_open(shard, AccessShareLock);
+	Relation	rel;
 	ShardBase	b;
 	FoldCut		c = {limit, PG_INT64_MIN, 0, PG_INT64_MIN, PG_INT64_MIN};
+
+	shard_load_row_type(shard);
+	rel = table_open(shard, AccessShareLock);
 
 	*durable_since = catalog_read_since(id, snapshot, &base_time);
 	/* (cut_row counts them, stopping past limit with no least time) */

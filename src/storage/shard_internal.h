@@ -113,6 +113,7 @@ typedef struct ShardCursor
 } ShardCursor;
 
 extern Oid shard_row_type(Relation rel);
+extern void shard_load_row_type(Oid shard);
 extern void shard_writer_open(ShardWriter *w, Oid shard);
 extern void shard_insert(ShardWriter *w, int64 time, int64 diff, Datum row);
 extern void shard_writer_close(ShardWriter *w);

@@ -54,7 +54,10 @@ shard_tid_list_add(TidList *l, ItemPointer tid)
 static Relation
 open_shard_table(Oid shard)
 {
-	Relation	rel = try_table_open(shard, AccessShareLock);
+	Relation	rel;
+
+	shard_load_row_type(shard);
+	rel = try_table_open(shard, AccessShareLock);
 
 	if (rel == NULL)
 		ereport(ERROR,
@@ -536,7 +539,10 @@ shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 bool
 persist_lock_shard(Oid shard)
 {
-	Relation	rel = try_relation_open(shard, AccessShareLock);
+	Relation	rel;
+
+	shard_load_row_type(shard);
+	rel = try_relation_open(shard, AccessShareLock);
 
 	if (rel == NULL)
 		return false;
@@ -747,9 +753,12 @@ persist_sum_diffs(Oid shard, int64 upper)
 {
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	int64		base_time = catalog_read_shard_base(shard, snapshot);
-	Relation	rel = table_open(shard, AccessShareLock);
+	Relation	rel;
 	ShardBase	b;
 	CountAt		c = {NULL, upper - 1, 0};
+
+	shard_load_row_type(shard);
+	rel = table_open(shard, AccessShareLock);
 
 	shard_base_open_heap(&b, rel, snapshot, base_time);
 	shard_scan_heap(&b, PG_INT64_MIN, PG_INT64_MAX, add_diff, &c);

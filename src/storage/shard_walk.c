@@ -283,6 +283,7 @@ persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collect
 	 */
 	if (durable_since > time)
 		catalog_raise_compacted("collection", collection, time, durable_since);
+	shard_load_row_type(shard);
 	w->rel = try_table_open(shard, AccessShareLock);
 	/* dropped after the gate (no lock held since the name lookup) */
 	if (w->rel == NULL)

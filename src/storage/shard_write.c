@@ -3,13 +3,16 @@
  * shard_write.c
  *	  Appends to a shard, through the table AM in the caller's transaction,
  *	  each row as its canonical image (common/rows.c), so that a hydration
- *	  can take rows as stored (row_from_shard).
+ *	  can take rows as stored (row_from_shard); and what every opener of a
+ *	  shard does first (shard_load_row_type).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/heapam.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
 #include "storage/shard_internal.h"
 
@@ -20,9 +23,28 @@ shard_row_type(Relation rel)
 	return TupleDescAttr(RelationGetDescr(rel), SHARD_DATA - 1)->atttypid;
 }
 
+/*
+ * Load a shard's row type before the shard is locked.  Loading it (into
+ * the type cache) opens its relation, a view's for a view's shard, and a
+ * DDL that a view refuses through its dependencies (DROP FUNCTION of a
+ * function it calls) locks the view, then the shard: a process new to
+ * the type (a fold worker) that loaded it holding the shard waited for
+ * the DDL while the DDL waited for it, and one failed with "deadlock
+ * detected".  Loaded first, it waits for the DDL holding nothing.
+ */
+void
+shard_load_row_type(Oid shard)
+{
+	Oid			type = get_atttype(shard, SHARD_DATA);
+
+	if (OidIsValid(type))
+		DecrTupleDescRefCount(lookup_rowtype_tupdesc(type, -1));
+}
+
 void
 shard_writer_open(ShardWriter *w, Oid shard)
 {
+	shard_load_row_type(shard);
 	w->rel = table_open(shard, RowExclusiveLock);
 	w->estate = CreateExecutorState();
 	w->rri = makeNode(ResultRelInfo);

@@ -85,6 +85,19 @@ BEGIN
                                  AND pid <> %s$q$, killed));
 END $$;
 
+-- views_bad_times(): each maintained view with the times at which it is
+-- not its query over its inputs (view_mismatches at every time from 1 to
+-- before its upper; its query's object names read as of that time)
+CREATE FUNCTION views_bad_times() RETURNS TABLE (name text, bad_times text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY
+    SELECT v.name::text, view_mismatches(
+               format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', v.name, v.name),
+               regexp_replace(v.query, '(''\w+''::text)', '\1, as_of => @T@', 'g'), 1, v.upper - 1)
+      FROM peek.views v ORDER BY v.name;
+END $$;
+
 -- test_ext_with_collection(coll, type, n): peek_test_ext (installed by
 -- scripts/test from test/extensions) made again at version 1.0, for the
 -- tests of other extensions' scripts, and a collection coll of rows of a

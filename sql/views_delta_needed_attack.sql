@@ -12,13 +12,6 @@ DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
 RESET client_min_messages;
 
-CREATE FUNCTION dn_bad_times() RETURNS TABLE (name text, bad_times text)
-LANGUAGE sql AS $$
-    SELECT name, view_mismatches(
-               format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', name, name),
-               regexp_replace(query, '(''\w+''::text)', '\1, as_of => @T@', 'g'), 1, upper - 1)
-      FROM peek.views ORDER BY name $$;
-
 CREATE TYPE dna AS (k int, v int);
 CREATE TYPE dnb AS (k int, w int);
 CREATE TYPE dnc AS (w int, z int);
@@ -116,11 +109,11 @@ SELECT (SELECT count(*) FROM ((SELECT (r).* FROM dn_a) EXCEPT ALL
        (SELECT count(*) FROM peek.persist_peek(NULL::dna, 'dnas')) = (SELECT count(*) FROM dn_a) AS a_same,
        (SELECT count(*) FROM peek.persist_peek(NULL::dnb, 'dnbs')) = (SELECT count(*) FROM dn_b) AS b_same,
        (SELECT count(*) > 0 FROM peek.persist_peek(NULL::dn_chain, 'dn_chain')) AS chain_rows;
-SELECT * FROM dn_bad_times();
+SELECT * FROM views_bad_times();
 
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
-DROP FUNCTION dn_bad_times(), dn_write(text, int, int), dn_burst(int), dn_tick(), dn_settled();
+DROP FUNCTION dn_write(text, int, int), dn_burst(int), dn_tick(), dn_settled();
 DROP TABLE dn_a, dn_b, dn_c;
 DROP TYPE dna, dnb, dnc;

@@ -36,21 +36,19 @@ EXPLAIN (COSTS OFF) SELECT * FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(7)
 EXPLAIN (COSTS OFF) SELECT * FROM ROWS FROM (peek.index_peek(NULL::ips_row, 'ips_k', ROW(7)), generate_series(1, 2));
 EXPLAIN (COSTS OFF) SELECT peek.index_peek(NULL::ips_row, 'ips_k', ROW(7));
 
--- ips_both(args): the rows of index_peek(NULL::ips_row, args) through the
--- node and through the function scan, as sorted arrays, and whether they
--- are the same; or each way's SQLSTATE and message
-CREATE FUNCTION ips_both(args text) RETURNS text LANGUAGE plpgsql AS $$
+-- ips_same(node, fs): the single value two queries return (the node's
+-- and the function scan's), and whether they are the same; or each way's
+-- SQLSTATE and message
+CREATE FUNCTION ips_same(node_sql text, fs_sql text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE node text; fs text;
 BEGIN
     BEGIN
-        EXECUTE format('SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text
-                          FROM peek.index_peek(NULL::ips_row, %s)', args) INTO node;
+        EXECUTE node_sql INTO node;
     EXCEPTION WHEN OTHERS THEN
         node := SQLSTATE || ': ' || SQLERRM;
     END;
     BEGIN
-        EXECUTE format('SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text
-                          FROM peek.index_peek(NULL::ips_row, %s) WITH ORDINALITY', args) INTO fs;
+        EXECUTE fs_sql INTO fs;
     EXCEPTION WHEN OTHERS THEN
         fs := SQLSTATE || ': ' || SQLERRM;
     END;
@@ -59,6 +57,14 @@ BEGIN
     END IF;
     RETURN 'node: ' || coalesce(node, 'no rows') || ' | function scan: ' || coalesce(fs, 'no rows');
 END $$;
+-- ips_both(args): the rows of index_peek(NULL::ips_row, args) through the
+-- node and through the function scan, as sorted arrays (ips_same)
+CREATE FUNCTION ips_both(args text) RETURNS text LANGUAGE sql AS $$
+SELECT ips_same(format('SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text
+                          FROM peek.index_peek(NULL::ips_row, %s)', args),
+                format('SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text
+                          FROM peek.index_peek(NULL::ips_row, %s) WITH ORDINALITY', args))
+$$;
 -- the plan ips_both's first query gets is the node's
 EXPLAIN (COSTS OFF) SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text
   FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(7));
@@ -181,6 +187,45 @@ SELECT try($$EXECUTE tiny_fs$$);
 DEALLOCATE tiny_node;
 DEALLOCATE tiny_fs;
 DEALLOCATE ips_point;
+
+-- a key's fields from parameters (a generic plan): the node evaluates them
+-- one by one rather than as a record; rows, conversions, NULLs and errors
+-- are still the function scan's
+-- ips_both_prepared(stmt, args): EXECUTE stmt_node(args) and stmt_fs(args) (ips_same)
+CREATE FUNCTION ips_both_prepared(stmt text, args text) RETURNS text LANGUAGE sql AS $$
+SELECT ips_same(format('EXECUTE %s_node(%s)', stmt, args), format('EXECUTE %s_fs(%s)', stmt, args))
+$$;
+PREPARE ipf_kg_node(numeric, text) AS SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text
+  FROM peek.index_peek(NULL::ips_row, 'ips_kg', ROW($1, $2));
+PREPARE ipf_kg_fs(numeric, text) AS SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text
+  FROM peek.index_peek(NULL::ips_row, 'ips_kg', ROW($1, $2)) WITH ORDINALITY;
+EXPLAIN (COSTS OFF) EXECUTE ipf_kg_node(7, 'g0');
+PREPARE ipf_two_node(int, int) AS SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW($1, $2));
+PREPARE ipf_two_fs(int, int) AS SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW($1, $2)) WITH ORDINALITY;
+PREPARE ipf_text_node(text) AS SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW($1));
+PREPARE ipf_text_fs(text) AS SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW($1)) WITH ORDINALITY;
+PREPARE ipf_nested_node(int) AS SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(ROW($1)));
+PREPARE ipf_nested_fs(int) AS SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(ROW($1))) WITH ORDINALITY;
+SELECT stmt, args, ips_both_prepared(stmt, args) FROM (VALUES
+    ('ipf_kg', $$7, 'g0'$$),
+    ('ipf_kg', $$7.5, 'g0'$$),
+    ('ipf_kg', $$7.4, 'g0'$$),
+    ('ipf_kg', $$NULL, 'g0'$$),
+    ('ipf_kg', $$7, NULL$$),
+    ('ipf_kg', $$1e20, 'g0'$$),
+    ('ipf_kg', $$1e20, NULL$$),
+    ('ipf_two', $$1, 2$$),
+    ('ipf_text', $$'7'$$),
+    ('ipf_nested', $$7$$)
+) a(stmt, args);
+DEALLOCATE ipf_kg_node;
+DEALLOCATE ipf_kg_fs;
+DEALLOCATE ipf_two_node;
+DEALLOCATE ipf_two_fs;
+DEALLOCATE ipf_text_node;
+DEALLOCATE ipf_text_fs;
+DEALLOCATE ipf_nested_node;
+DEALLOCATE ipf_nested_fs;
 RESET plan_cache_mode;
 
 -- privileges: EXECUTE on the function, checked as a function scan checks

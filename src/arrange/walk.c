@@ -33,6 +33,34 @@ typedef struct Cursor
 	int64		end;
 } Cursor;
 
+/* Most cache lines of a bucket's entries prefetched at once. */
+#define BUCKET_PREFETCH_LINES	16
+
+/*
+ * Start loading, at once, the cache lines of the entries of the hash's
+ * bucket from lo on.  A bucket spans a few lines (8 to 16 entries of 24
+ * bytes): the bisection below would otherwise take their misses one after
+ * another, each probe waiting for the last.
+ */
+static void
+prefetch_bucket(Batch *batch, uint32 hash, int64 lo)
+{
+	int64		first;
+	int64		hi;
+	char	   *p;
+	char	   *end;
+
+	batch_bucket(batch, hash, &first, &hi);
+	lo = Max(lo, first);
+	if (lo >= hi)
+		return;
+	p = (char *) &batch->entries[lo];
+	end = Min((char *) &batch->entries[hi],
+			  p + BUCKET_PREFETCH_LINES * PG_CACHE_LINE_SIZE);
+	for (p = (char *) TYPEALIGN_DOWN(PG_CACHE_LINE_SIZE, p); p < end; p += PG_CACHE_LINE_SIZE)
+		__builtin_prefetch(p);
+}
+
 /*
  * First entry from lo on with keyhash >= hash: a bisection of the hash's
  * bucket (batch_bucket), whose first entry has it or a higher one.
@@ -89,7 +117,10 @@ open_all_cursors(PeekHandle *handle, Cursor *cursors)
 /*
  * A cursor per batch over the entries with a key hash: the few that follow
  * its lower bound, searched from from[i] on in batch i (no earlier entry
- * has it); from[i] moves past them, for the next, higher hash.
+ * has it); from[i] moves past them, for the next, higher hash.  Each step
+ * is a cache miss in a big batch (the bucket table, the bucket's entries,
+ * the first row image), and is started in every batch before any batch
+ * waits for it, so the batches' misses overlap.
  */
 static int
 open_key_cursors(PeekHandle *handle, uint32 hash, int64 *from, Cursor *cursors)
@@ -98,16 +129,31 @@ open_key_cursors(PeekHandle *handle, uint32 hash, int64 *from, Cursor *cursors)
 
 	for (int i = 0; i < handle->nbatches; i++)
 	{
-		Cursor	   *c = &cursors[ncursors];
+		Batch	   *batch = batch_get(handle->batches[i]);
 
-		c->batch = batch_get(handle->batches[i]);
-		c->pos = lower_bound(c->batch, hash, from[i]);
+		cursors[i].batch = batch;
+		if (batch->bucket_bits > 0)
+			__builtin_prefetch((char *) batch + batch->buckets_offset +
+							   sizeof(uint32) * (hash >> (32 - batch->bucket_bits)));
+	}
+	for (int i = 0; i < handle->nbatches; i++)
+		prefetch_bucket(cursors[i].batch, hash, from[i]);
+	for (int i = 0; i < handle->nbatches; i++)
+	{
+		Cursor	   *c = &cursors[ncursors];
+		Batch	   *batch = cursors[i].batch;
+
+		c->batch = batch;
+		c->pos = lower_bound(batch, hash, from[i]);
 		c->end = c->pos;
-		while (c->end < c->batch->nentries && c->batch->entries[c->end].keyhash == hash)
+		while (c->end < batch->nentries && batch->entries[c->end].keyhash == hash)
 			c->end++;
 		from[i] = c->end;
 		if (c->pos < c->end)
+		{
+			__builtin_prefetch(DatumGetPointer(batch_row(batch, &batch->entries[c->pos])));
 			ncursors++;
+		}
 	}
 	return ncursors;
 }

@@ -211,11 +211,39 @@ coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx
 }
 
 /*
- * A key given as a row, ROW(v1, ...) in key-column order, into values,
- * each field converted to its key column's type (coerce_key_field).  False
- * if a field is NULL: the key matches no row, as = would not.  Every field
- * is converted even then, so a bad one fails as it would with no NULL.
+ * A key given as its fields, in key-column order, into values, each field
+ * converted to its key column's type (coerce_key_field).  False if a field
+ * is NULL: the key matches no row, as = would not.  Every field is
+ * converted even then, so a bad one fails as it would with no NULL.
  */
+static bool
+key_field_values(const KeyFields *fields, CatalogObject *idx, KeyInfo *key, Datum *values,
+				 const char *hint)
+{
+	bool		has_null = false;
+
+	if (fields->nfields != key->nkeys)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("key of index \"%s\" has %d columns, not %d",
+						idx->name, key->nkeys, fields->nfields),
+				 errhint("%s", hint)));
+	for (int i = 0; i < fields->nfields; i++)
+	{
+		Datum		value = fields->values[i];
+		bool		isnull = fields->nulls[i];
+
+		if (!isnull && fields->types[i] != key->types[i])
+			isnull = !coerce_key_field(&value, fields->types[i], key, i, idx);
+		if (isnull)
+			has_null = true;
+		else
+			values[i] = value;
+	}
+	return !has_null;
+}
+
+/* A key given as a row, ROW(v1, ...): its fields' values (key_field_values). */
 static bool
 key_row_values(HeapTupleHeader rec, CatalogObject *idx, KeyInfo *key, Datum *values,
 			   const char *hint)
@@ -223,51 +251,51 @@ key_row_values(HeapTupleHeader rec, CatalogObject *idx, KeyInfo *key, Datum *val
 	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec),
 											  HeapTupleHeaderGetTypMod(rec));
 	HeapTupleData tuple;
-	bool		has_null = false;
+	KeyFields	fields;
+	bool		matchable;
 
-	if (desc->natts != key->nkeys)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("key of index \"%s\" has %d columns, not %d",
-						idx->name, key->nkeys, desc->natts),
-				 errhint("%s", hint)));
+	fields.nfields = desc->natts;
+	fields.values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+	fields.nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	fields.types = palloc(sizeof(Oid) * Max(desc->natts, 1));
 	row_tuple(rec, &tuple);
+	heap_deform_tuple(&tuple, desc, fields.values, fields.nulls);
 	for (int i = 0; i < desc->natts; i++)
-	{
-		Oid			from = TupleDescAttr(desc, i)->atttypid;
-		bool		isnull;
-		Datum		value = heap_getattr(&tuple, i + 1, desc, &isnull);
-
-		if (!isnull && from != key->types[i])
-			isnull = !coerce_key_field(&value, from, key, i, idx);
-		if (isnull)
-			has_null = true;
-		else
-			values[i] = value;
-	}
+		fields.types[i] = TupleDescAttr(desc, i)->atttypid;
+	matchable = key_field_values(&fields, idx, key, values, hint);
 	ReleaseTupleDesc(desc);
-	return !has_null;
+	return matchable;
 }
 
-/* The state of an index peek: its walk, and room for a single key. */
+/*
+ * The state of an index peek: its walk, room for a single key, and that
+ * key's fields if the caller evaluated them (else NULL: the key argument).
+ */
 typedef struct IndexPeekState
 {
+	const KeyFields *key_fields;
 	WalkSpec	spec;
 	WalkKey		one;
 	Datum		one_values[INDEX_MAX_KEYS];
 } IndexPeekState;
 
-/* The key argument: one key, ROW(v1, ...) (key_row_values). */
+/* The key argument: one key, ROW(v1, ...), or its fields as evaluated. */
 static void
 key_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, IndexPeekState *st)
 {
 	WalkSpec   *spec = &st->spec;
+	const char *hint = "Pass the key as ROW(v1, ...) in key-column order.";
+	bool		matchable;
 
 	spec->has_key = true;
 	spec->keys = &st->one;
 	st->one.values = st->one_values;
-	spec->nkeys = key_row_values(PG_GETARG_HEAPTUPLEHEADER(n), idx, spec->key, st->one_values,
-								 "Pass the key as ROW(v1, ...) in key-column order.") ? 1 : 0;
+	if (st->key_fields != NULL)
+		matchable = key_field_values(st->key_fields, idx, spec->key, st->one_values, hint);
+	else
+		matchable = key_row_values(PG_GETARG_HEAPTUPLEHEADER(n), idx, spec->key,
+								   st->one_values, hint);
+	spec->nkeys = matchable ? 1 : 0;
 	if (spec->nkeys == 1)
 		st->one.hash = batch_key_hash_values(spec->key, st->one_values);
 }
@@ -347,7 +375,7 @@ prepare_index_walk(FunctionCallInfo fcinfo, PeekedObject *peeked, void *state)
 	CatalogObject *idx = &peeked->obj;
 	bool		has_keys = PG_NARGS() > 5 && !PG_ARGISNULL(5);
 
-	if (has_keys && !PG_ARGISNULL(2))
+	if (has_keys && !PG_ARGISNULL(INDEX_PEEK_KEY_ARG))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("index_peek takes key or keys, not both")));
@@ -355,8 +383,8 @@ prepare_index_walk(FunctionCallInfo fcinfo, PeekedObject *peeked, void *state)
 	spec->row_type = idx->row_type;
 	spec->key = peeked->key ? peeked->key :
 		batch_keyinfo_build(idx->row_type, idx->nkeys, idx->attnums);
-	if (!PG_ARGISNULL(2))
-		key_arg(fcinfo, 2, idx, st);
+	if (!PG_ARGISNULL(INDEX_PEEK_KEY_ARG))
+		key_arg(fcinfo, INDEX_PEEK_KEY_ARG, idx, st);
 	else if (has_keys)
 		keys_arg(fcinfo, 5, idx, spec);
 	return spec->key;
@@ -381,13 +409,16 @@ static const PeekCallKind index_peek_kind = {
 /*
  * index_peek's answer into result, from its arguments in fcinfo (its
  * flinfo has the call's expression): by the function and by the scan node
- * that stands in for it (index_scan.c).
+ * that stands in for it (index_scan.c), which may pass a ROW(...) key as
+ * its evaluated fields (key_fields) rather than as a record.
  */
 void
-index_peek_collect(FunctionCallInfo fcinfo, Tuplestorestate *result)
+index_peek_collect(FunctionCallInfo fcinfo, const KeyFields *key_fields,
+				   Tuplestorestate *result)
 {
 	IndexPeekState st = {0};
 
+	st.key_fields = key_fields;
 	peek_call_collect(fcinfo, &index_peek_kind, &st, result);
 }
 
@@ -403,6 +434,6 @@ peek_index_peek(PG_FUNCTION_ARGS)
 	 * call per row.
 	 */
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	index_peek_collect(fcinfo, rsinfo->setResult);
+	index_peek_collect(fcinfo, NULL, rsinfo->setResult);
 	return (Datum) 0;
 }

@@ -24,6 +24,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 
@@ -37,6 +38,9 @@ typedef struct IndexPeekScanState
 {
 	CustomScanState css;
 	ScanCall	call;
+	bool		own_key;		/* the key is ROW(...), evaluated by field */
+	List	   *key_fields;		/* its fields' ExprStates */
+	KeyFields	key;			/* their values at each peek */
 	Tuplestorestate *rows;		/* the answer, or NULL: not read yet */
 	bool		backward;		/* may be read backward (a cursor's) */
 	bool		answered;		/* rows holds the answer to the arguments */
@@ -115,6 +119,36 @@ create_index_scan_state(CustomScan *cscan)
 	return (Node *) s;
 }
 
+/*
+ * A key written ROW(v1, ...) is evaluated field by field and passed so
+ * (index_peek_collect): a row expression's state would make and register
+ * a row type at every execution, and the record formed at every peek be
+ * taken apart again.
+ */
+static void
+begin_key_fields(IndexPeekScanState *s, FuncExpr *call)
+{
+	RowExpr    *row;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (list_length(call->args) <= INDEX_PEEK_KEY_ARG ||
+		!IsA(list_nth(call->args, INDEX_PEEK_KEY_ARG), RowExpr))
+		return;
+	row = list_nth_node(RowExpr, call->args, INDEX_PEEK_KEY_ARG);
+	if (row->row_typeid != RECORDOID)
+		return;
+	s->own_key = true;
+	s->call.own_args = bms_make_singleton(INDEX_PEEK_KEY_ARG);
+	s->key_fields = ExecInitExprList(row->args, &s->css.ss.ps);
+	s->key.nfields = list_length(row->args);
+	s->key.values = palloc(sizeof(Datum) * Max(s->key.nfields, 1));
+	s->key.nulls = palloc(sizeof(bool) * Max(s->key.nfields, 1));
+	s->key.types = palloc(sizeof(Oid) * Max(s->key.nfields, 1));
+	foreach(lc, row->args)
+		s->key.types[i++] = exprType(lfirst(lc));
+}
+
 /* The rows go up as the store keeps them, deformed as far as they are read. */
 static void
 begin_index_scan(CustomScanState *node, EState *estate, int eflags)
@@ -122,6 +156,7 @@ begin_index_scan(CustomScanState *node, EState *estate, int eflags)
 	IndexPeekScanState *s = (IndexPeekScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 
+	begin_key_fields(s, linitial_node(FuncExpr, cscan->custom_exprs));
 	scan_call_begin(&s->call, node, linitial(cscan->custom_private));
 	scan_call_use_slots(node, &TTSOpsMinimalTuple);
 	s->backward = (eflags & EXEC_FLAG_BACKWARD) != 0;
@@ -135,9 +170,17 @@ static void
 answer_index_peek(IndexPeekScanState *s)
 {
 	LOCAL_FCINFO(fcinfo, FUNC_MAX_ARGS);
+	ExprContext *econtext = s->css.ss.ps.ps_ExprContext;
 	MemoryContext old;
+	int			i = 0;
+	ListCell   *lc;
 
 	scan_call_args(&s->call, &s->css, fcinfo);
+	foreach(lc, s->key_fields)
+	{
+		s->key.values[i] = ExecEvalExprSwitchContext(lfirst(lc), econtext, &s->key.nulls[i]);
+		i++;
+	}
 	if (s->rows == NULL)
 	{
 		old = MemoryContextSwitchTo(s->css.ss.ps.state->es_query_cxt);
@@ -147,7 +190,7 @@ answer_index_peek(IndexPeekScanState *s)
 	else
 		tuplestore_clear(s->rows);
 	old = MemoryContextSwitchTo(s->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
-	index_peek_collect(fcinfo, s->rows);
+	index_peek_collect(fcinfo, s->own_key ? &s->key : NULL, s->rows);
 	MemoryContextSwitchTo(old);
 	s->answered = true;
 }

@@ -207,7 +207,9 @@ scan_call_begin(ScanCall *sc, CustomScanState *node, List *planned_types)
 	/* a constant argument (most are) is passed as planned, with no ExprState */
 	sc->args = NIL;
 	foreach(lc, sc->call->args)
-		sc->args = lappend(sc->args, IsA(lfirst(lc), Const) ? NULL :
+		sc->args = lappend(sc->args,
+						   IsA(lfirst(lc), Const) ||
+						   bms_is_member(foreach_current_index(lc), sc->own_args) ? NULL :
 						   ExecInitExpr(lfirst(lc), &node->ss.ps));
 	sc->arg_params = pull_paramids((Expr *) sc->call->args);
 	MemSet(&sc->flinfo, 0, sizeof(FmgrInfo));
@@ -281,7 +283,12 @@ scan_call_args(ScanCall *sc, CustomScanState *node, FunctionCallInfo fcinfo)
 							 NULL, NULL);
 	forboth(arg, sc->call->args, state, sc->args)
 	{
-		if (lfirst(state) == NULL)
+		if (bms_is_member(i, sc->own_args))
+		{
+			fcinfo->args[i].value = (Datum) 0;
+			fcinfo->args[i].isnull = false;
+		}
+		else if (lfirst(state) == NULL)
 		{
 			fcinfo->args[i].value = lfirst_node(Const, arg)->constvalue;
 			fcinfo->args[i].isnull = lfirst_node(Const, arg)->constisnull;

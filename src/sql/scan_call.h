@@ -23,6 +23,9 @@ typedef struct ScanCall
 	FmgrInfo	flinfo;			/* the call's expression, for its arguments' types */
 	List	   *planned_types;	/* the row type's columns' types as planned */
 	Bitmapset  *arg_params;		/* the executor parameters the arguments use */
+	Bitmapset  *own_args;		/* arguments the node evaluates itself (set
+								 * before scan_call_begin; scan_call_args
+								 * leaves them) */
 } ScanCall;
 
 extern FuncExpr *scan_call_standin(RelOptInfo *rel, Index rti, RangeTblEntry *rte,

@@ -162,6 +162,10 @@ spine_give_way(Spine *spine)
 	while ((own = hash_seq_search(&status)) != NULL)
 		if (own->index < 0 && !own->failed)
 		{
+			if (!freed)
+				ereport(LOG,
+						(errmsg("pg_peek index " INT64_FORMAT " needs room in pg_peek.max_memory (%d kB): the arrangements views read give way",
+								spine->index, setting_max_memory_kb)));
 			spine_fail(own);
 			freed = true;
 		}

@@ -106,6 +106,17 @@ is($node->safe_psql('postgres', "SELECT state, failure IS NULL FROM peek.views W
 	'ready|t', 'huge_v is not failed');
 is(view_off('huge_v', 'huge'), '0', 'huge_v is its query');
 is(own_arrangements(), '0', 'the runtime keeps no arrangement that does not fit');
+# a round's copy of its input's updates is bounded by maintenance_work_mem:
+# a write bigger than that at one time is read from the shard instead
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET maintenance_work_mem = '1MB';
+SELECT pg_reload_conf();
+});
+$t = write_rows('fits', 10001, 16000);
+ok(poll_until($node, "SELECT state = 'ready' AND upper > $t FROM peek.views WHERE name = 'fits_v'", 't', 60),
+	'fits_v takes a write bigger than maintenance_work_mem');
+is(view_off('fits_v', 'fits'), '0', 'fits_v is its query after it');
+
 is($node->safe_psql('postgres', "SELECT string_agg(name || ':' || state, ',' ORDER BY name) FROM peek.indexes"),
 	'other_by_id:ready', 'the index is still ready');
 is($node->safe_psql('postgres', "SELECT string_agg(name || ':' || state, ',' ORDER BY name) FROM peek.views"),

@@ -187,7 +187,7 @@ extern void view_input_end(ViewInput *input);
 /* round.c */
 extern bool dataflow_round(DataflowView *view);
 extern bool dataflow_round_timer_stop(void);
-extern void dataflow_round_timed_out(PeekObjectId id);
+extern bool dataflow_round_timed_out(PeekObjectId id);
 
 /* operators.c: a round's counts by operator, and a hydration's progress */
 extern void dataflow_counts_begin(PeekObjectId view, ViewPlan *plan, List *inputs,

@@ -197,15 +197,16 @@ dataflow_round_timer_stop(void)
  * A view's round ran out of time (its subtransaction rolled back): it is
  * due again once as long has passed (the runtime's other work runs
  * meanwhile, and a view whose rounds keep running out takes at most about
- * half of the runtime's time), with its limit doubled.
+ * half of the runtime's time), with its limit doubled.  Returns false if
+ * the runtime keeps no such view (dropped meanwhile).
  */
-void
+bool
 dataflow_round_timed_out(PeekObjectId id)
 {
 	DataflowView *view = dataflow_view(id);
 
 	if (view == NULL)
-		return;
+		return false;
 	view->timeouts = Min(view->timeouts + 1, DATAFLOW_TIMEOUT_DOUBLINGS);
 	view->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), round_limit_ms);
 	ereport(LOG,
@@ -214,6 +215,7 @@ dataflow_round_timed_out(PeekObjectId id)
 					id, round_limit_ms),
 			 errdetail("It runs again in %d ms with a limit of %d ms.",
 					   round_limit_ms, round_limit(view))));
+	return true;
 }
 
 /*

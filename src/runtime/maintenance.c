@@ -265,11 +265,9 @@ object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
 	if (edata == NULL)
 		return NULL;
 	/* a view's round that ran out of time: retried later, with more time */
-	if (dataflow_round_timer_stop() && edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-	{
-		dataflow_round_timed_out(id);
+	if (dataflow_round_timer_stop() && edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+		dataflow_round_timed_out(id))
 		return NULL;
-	}
 	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || error_is_transient(edata->sqlerrcode))
 	{
 		error_log_isolated(edata, psprintf("pg_peek object " INT64_FORMAT " will be retried", id));

@@ -5,8 +5,8 @@
 -- runs).  REVOKE of that role from the owner (or an owner's superuser
 -- taken away) changes no function's, schema's or relation's catalog row,
 -- yet the next round must fail the view (42501) as a plan made again
--- would, not run the kept plan.  Nor may a text search configuration
--- renamed leave the kept plan running with it.
+-- would, not run the kept plan.  A text search configuration or
+-- dictionary the view names cannot be renamed or moved (2BP01).
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -69,18 +69,31 @@ INSERT INTO pcitems VALUES (6, 60);
 SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'pcsuper'$$, 10);
 SELECT name, state, failure FROM peek.views WHERE name = 'pcsuper';
 
--- a text search configuration its text names by name renamed (not
--- refused): the next round's plan cannot find it (42704), as a restarted
--- runtime's could not, rather than the kept plan's going on with it
+-- a text search configuration or dictionary its text names by name
+-- (regconfig, regdictionary constants) renamed or moved to another schema
+-- is refused (2BP01, naming the view), as a function or type it uses is:
+-- the kept text would name another, or none (the next round's plan failed
+-- the view with 42704)
 CREATE TEXT SEARCH CONFIGURATION pc_cfg (COPY = english);
-SELECT peek.create_view('pcts', $$SELECT id, to_tsvector('pc_cfg'::regconfig, k::text)::text AS v FROM public.pcitems$$);
+CREATE TEXT SEARCH DICTIONARY pc_dict (TEMPLATE = simple);
+CREATE SCHEMA pc_ts;
+SELECT peek.create_view('pcts', $$SELECT id, to_tsvector('pc_cfg'::regconfig, k::text)::text AS v,
+    ts_lexize('pc_dict'::regdictionary, 'Ab') AS l FROM public.pcitems$$);
 SELECT wait_for($$SELECT state = 'ready' AND upper > 0 FROM peek.views WHERE name = 'pcts'$$);
 INSERT INTO pcitems VALUES (7, 70);
 SELECT wait_for($$SELECT count(*) = 7 FROM public.pcts$$);
-ALTER TEXT SEARCH CONFIGURATION pc_cfg RENAME TO pc_cfg_renamed;
+SELECT try($$ALTER TEXT SEARCH CONFIGURATION pc_cfg RENAME TO pc_cfg_renamed$$);
+SELECT try($$ALTER TEXT SEARCH CONFIGURATION pc_cfg SET SCHEMA pc_ts$$);
+SELECT try($$ALTER TEXT SEARCH DICTIONARY pc_dict RENAME TO pc_dict_renamed$$);
+SELECT try($$ALTER TEXT SEARCH DICTIONARY pc_dict SET SCHEMA pc_ts$$);
 INSERT INTO pcitems VALUES (8, 80);
-SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'pcts'$$, 10);
+SELECT wait_for($$SELECT count(*) = 8 FROM public.pcts$$);
 SELECT name, state, failure FROM peek.views WHERE name = 'pcts';
+SELECT * FROM public.pcts WHERE id = 8;
+-- with the view dropped, they go through
+SELECT peek.drop_view('pcts');
+ALTER TEXT SEARCH CONFIGURATION pc_cfg RENAME TO pc_cfg_renamed;
+ALTER TEXT SEARCH DICTIONARY pc_dict SET SCHEMA pc_ts;
 
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
@@ -88,6 +101,7 @@ RESET client_min_messages;
 DROP TABLE pcitems;
 DROP FUNCTION pc_thrice(int);
 DROP TEXT SEARCH CONFIGURATION pc_cfg_renamed;
+DROP SCHEMA pc_ts CASCADE;
 DROP SCHEMA pc_lib CASCADE;
 DROP SCHEMA pc_own CASCADE;
 DROP ROLE peek_pc_owner, peek_pc_grp, peek_pc_super;

@@ -27,7 +27,9 @@
  *	  output is unpublished until it completes; the runtime frees
  *	  unfinished ones when it exits.  A restarted
  *	  maintenance runtime releases its dead predecessor's pins
- *	  (registry_release_dead_spines) and re-hydrates.
+ *	  (registry_release_dead_spines) and re-hydrates.  The levels, merges
+ *	  and pins are spine_batches.c's; this file adopts, follows, shares
+ *	  with views and compacts.
  *
  *	  Runs only in the maintenance (or solo) runtime.  Must not answer peeks.
  *
@@ -43,6 +45,7 @@
 #include "utils/typcache.h"
 
 #include "arrange/spine.h"
+#include "arrange/spine_batches.h"
 #include "common/rows.h"
 #include "ipc/registry.h"
 #include "storage/persist.h"
@@ -57,16 +60,6 @@
  */
 #define SETTLED_MS		1000
 
-/* Two batches per level: the published list is never longer than allowed. */
-#define SPINE_LEVELS	(PEEK_MAX_BATCHES / 2)
-
-/*
- * Merge work per update introduced, for each merge in progress: a merge at
- * level k (at most 2^(k+1) entries) completes before the 2^(k-1) updates it
- * takes to bring another batch to level k have arrived.
- */
-#define FUEL_PER_UPDATE	4
-
 /*
  * Merge work a round spends per spine beyond what seals brought, all its
  * merges together: about a millisecond, so that a seal arriving meanwhile
@@ -74,94 +67,8 @@
  */
 #define ROUND_FUEL		(8 * 1024)
 
-typedef struct Level
-{
-	int			nbatches;		/* 0, 1, or 2 (being merged) */
-	dsa_pointer batches[2];
-	BatchMerge *merge;			/* over batches[0 .. nbatches), or NULL */
-} Level;
-
-/* A view reading a spine, and the time it holds the spine's since at. */
-typedef struct SpineReader
-{
-	PeekObjectId view;
-	int64		hold;
-} SpineReader;
-
-typedef struct Spine
-{
-	PeekObjectId index;			/* key: an index's id, or < 0: the runtime's
-								 * own, for views (spine_share) */
-	MemoryContext cxt;			/* everything below; deleted when forgotten */
-	MemoryContext key_cxt;		/* the key info, rebuilt with the row type */
-	Oid			shard;
-	KeyInfo    *key;
-	Level		levels[SPINE_LEVELS];
-	int			nbatches;		/* the published list: every level's batches */
-	dsa_pointer batches[PEEK_MAX_BATCHES];
-	dsa_pointer *retired;		/* replaced by merges, unpinned once published */
-	int			nretired;
-	int			retired_capacity;
-	int64		upper;
-	int64		since;
-	bool		failed;
-	TimestampTz last_since_advance;
-	TimestampTz last_batch;		/* when a seal last brought a batch */
-	dsa_pointer incoming;		/* a new batch not placed yet (for an exit) */
-	SpineReader *readers;		/* the views reading it (spine_share) */
-	int			nreaders;
-} Spine;
-
-static HTAB *spines = NULL;
-
 /* The last id given to a spine the runtime keeps for views alone. */
 static PeekObjectId last_own_id = 0;
-
-/* Is dp in the spine's last published list (or, with in_levels, in a level)? */
-static bool
-spine_holds(Spine *spine, dsa_pointer dp, bool in_levels)
-{
-	for (int i = 0; i < spine->nbatches; i++)
-		if (spine->batches[i] == dp)
-			return true;
-	for (int k = 0; in_levels && k < SPINE_LEVELS; k++)
-		for (int i = 0; i < spine->levels[k].nbatches; i++)
-			if (spine->levels[k].batches[i] == dp)
-				return true;
-	return false;
-}
-
-/*
- * Let go of a spine's pins and abandon its merges.  With unpublished_only
- * (a runtime exiting), the pins on its last published list are kept: they
- * are its successor's to release (registry_release_dead_spines); a new
- * batch not placed yet is let go of too.
- */
-static void
-release_spine(Spine *spine, bool unpublished_only)
-{
-	if (unpublished_only && DsaPointerIsValid(spine->incoming) &&
-		!spine_holds(spine, spine->incoming, true))
-		batch_unpin(spine->incoming);
-	spine->incoming = InvalidDsaPointer;
-	for (int k = 0; k < SPINE_LEVELS; k++)
-	{
-		Level	   *level = &spine->levels[k];
-
-		if (level->merge != NULL)
-			batch_merge_abandon(level->merge);
-		level->merge = NULL;
-		for (int i = 0; i < level->nbatches; i++)
-			if (!unpublished_only || !spine_holds(spine, level->batches[i], false))
-				batch_unpin(level->batches[i]);
-		level->nbatches = 0;
-	}
-	for (int i = 0; i < spine->nretired; i++)
-		if (!unpublished_only || !spine_holds(spine, spine->retired[i], false))
-			batch_unpin(spine->retired[i]);
-	spine->nretired = 0;
-	spine->nbatches = 0;
-}
 
 /*
  * At exit (a SIGTERM may come at any CHECK_FOR_INTERRUPTS of a merge step),
@@ -180,7 +87,7 @@ release_unpublished_at_exit(int code, Datum arg)
 	hash_seq_init(&status, spines);
 	while ((spine = hash_seq_search(&status)) != NULL)
 		if (!spine->failed)		/* released when it failed */
-			release_spine(spine, true);
+			spine_release(spine, true);
 }
 
 /*
@@ -200,7 +107,7 @@ spine_reset_all(void)
 		hash_seq_init(&status, spines);
 		while ((spine = hash_seq_search(&status)) != NULL)
 		{
-			release_spine(spine, false);
+			spine_release(spine, false);
 			MemoryContextDelete(spine->cxt);
 			if (spine->index < 0)
 			{
@@ -219,246 +126,6 @@ spine_reset_all(void)
 	ctl.entrysize = sizeof(Spine);
 	ctl.hcxt = TopMemoryContext;
 	spines = hash_create("pg_peek spines", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-}
-
-/*
- * Publish every level's batches, then let go of the batches merges
- * replaced: readers resolve the new list before the old one is unpinned.
- * A tombstone (a drop committed meanwhile) takes no list: the one published
- * last is still the registry's, its pins still the spine's to give back
- * (when it is forgotten, or by a successor after an exit), so the replaced
- * batches stay pinned and that list stays the spine's last published one.
- */
-static void
-publish_spine(Spine *spine)
-{
-	dsa_pointer batches[PEEK_MAX_BATCHES];
-	int			nbatches = 0;
-
-	for (int k = 0; k < SPINE_LEVELS; k++)
-		for (int i = 0; i < spine->levels[k].nbatches; i++)
-			batches[nbatches++] = spine->levels[k].batches[i];
-	if (!registry_publish_arrangement(spine->index, batches, nbatches,
-									  spine->upper, spine->since))
-		return;
-	memcpy(spine->batches, batches, sizeof(dsa_pointer) * nbatches);
-	spine->nbatches = nbatches;
-	for (int i = 0; i < spine->nretired; i++)
-		batch_unpin(spine->retired[i]);
-	spine->nretired = 0;
-}
-
-static void
-fail_spine(Spine *spine)
-{
-	ereport(LOG,
-			(errcode(ERRCODE_OUT_OF_MEMORY),
-			 errmsg("pg_peek index " INT64_FORMAT " exceeds pg_peek.max_memory (%d kB) and is failed",
-					spine->index, setting_max_memory_kb)));
-	spine->failed = true;
-	registry_mark_failed(spine->index);
-	release_spine(spine, false);
-}
-
-/* Keep a replaced batch's pin until the next publication. */
-static void
-retire_batch(Spine *spine, dsa_pointer dp)
-{
-	if (spine->nretired == spine->retired_capacity)
-	{
-		spine->retired_capacity *= 2;
-		spine->retired = repalloc(spine->retired, sizeof(dsa_pointer) * spine->retired_capacity);
-	}
-	spine->retired[spine->nretired++] = dp;
-}
-
-static int
-level_of(Batch *batch)
-{
-	return Min(pg_ceil_log2_64(Max(batch->nentries, 1)), SPINE_LEVELS - 1);
-}
-
-static void place_batch(Spine *spine, dsa_pointer dp);
-
-/*
- * Start merging a level's batches.  Returns false if pg_peek.max_memory
- * has no room for the output now: the batches stay as they are (all still
- * answer peeks) and the merge is tried again in a later round, once other
- * merges have given memory back.
- */
-static bool
-start_merge(Spine *spine, Level *level)
-{
-	level->merge = batch_merge_begin(level->batches, level->nbatches, spine->since);
-	return level->merge != NULL;
-}
-
-/*
- * Level k's merge is complete: its batches are retired and the result goes
- * to the level of its size.  Published by the caller.
- */
-static void
-complete_merge(Spine *spine, int k)
-{
-	Level	   *level = &spine->levels[k];
-	dsa_pointer merged = batch_merge_finish(level->merge);
-
-	level->merge = NULL;
-	for (int i = 0; i < level->nbatches; i++)
-		retire_batch(spine, level->batches[i]);
-	level->nbatches = 0;
-	place_batch(spine, merged);
-}
-
-/*
- * Add a batch (its one reference becomes the spine's pin) at the level of
- * its size.  A merge of two batches still running there is finished
- * first: fuel makes that rare.  A rewrite of a lone batch is dropped
- * instead, as the merge with the newcomer rewrites it too.  A batch with
- * much slack (consolidation shrank its merge) is rewritten to give the
- * memory back.
- */
-static void
-place_batch(Spine *spine, dsa_pointer dp)
-{
-	int			k;
-	Level	   *level;
-
-	if (batch_get(dp)->nentries == 0)
-	{
-		batch_unpin(dp);
-		return;
-	}
-	k = level_of(batch_get(dp));
-	level = &spine->levels[k];
-
-	/*
-	 * A full level whose merge found no room must merge now to take the
-	 * batch; only if it cannot does the index not fit.
-	 */
-	if (level->merge == NULL && level->nbatches == 2 && !start_merge(spine, level))
-	{
-		batch_unpin(dp);
-		fail_spine(spine);
-		return;
-	}
-	if (level->merge != NULL && level->nbatches == 2)
-	{
-		int64		fuel = PG_INT64_MAX;
-
-		(void) batch_merge_step(level->merge, &fuel);
-		complete_merge(spine, k);
-		if (spine->failed)
-		{
-			batch_unpin(dp);
-			return;
-		}
-	}
-	/* a lone batch's rewrite (maybe just started by that completion) */
-	if (level->merge != NULL)
-	{
-		batch_merge_abandon(level->merge);
-		level->merge = NULL;
-	}
-	if (level->nbatches >= 2)
-	{
-		batch_unpin(dp);
-		spine->incoming = InvalidDsaPointer;
-		elog(ERROR, "pg_peek spine level %d is full", k);
-	}
-	level->batches[level->nbatches++] = dp;
-	if (level->nbatches == 2 || batch_has_slack(dp))
-		(void) start_merge(spine, level);
-}
-
-/*
- * Give the merges in progress fuel, lowest level first (a result may start
- * a merge higher up, which gets its fuel in the same pass): each merge that
- * much, or (shared) that much for all of them together.  Returns whether a
- * merge completed.
- */
-static bool
-apply_fuel(Spine *spine, int64 fuel, bool shared)
-{
-	bool		completed = false;
-
-	for (int k = 0; k < SPINE_LEVELS && !spine->failed && fuel > 0; k++)
-	{
-		Level	   *level = &spine->levels[k];
-		int64		level_fuel = fuel;
-		bool		done;
-
-		if (level->merge == NULL)
-			continue;
-		done = batch_merge_step(level->merge, &level_fuel);
-		if (shared)
-			fuel = level_fuel;
-		if (!done)
-			continue;
-		complete_merge(spine, k);
-		completed = true;
-	}
-	return completed;
-}
-
-/* A new batch: fuel for the merges in progress, then its place. */
-static void
-introduce_batch(Spine *spine, dsa_pointer dp)
-{
-	int64		n = batch_get(dp)->nentries;
-
-	spine->last_batch = GetCurrentTimestamp();
-	spine->incoming = dp;
-	apply_fuel(spine, FUEL_PER_UPDATE * n, false);
-	if (spine->failed)
-		batch_unpin(dp);
-	else
-		place_batch(spine, dp);
-	spine->incoming = InvalidDsaPointer;
-}
-
-/*
- * With no merge in progress, start one (if the spine has settled) that
- * brings it closer to one batch at its since: the lowest batch joins the
- * next one up, or a lone batch below the since is rewritten at it.
- * Returns false if there is no merge to advance.
- */
-static bool
-start_tidy_merge(Spine *spine, bool settled)
-{
-	int			low = -1;
-
-	for (int k = 0; k < SPINE_LEVELS; k++)
-	{
-		Level	   *level = &spine->levels[k];
-
-		if (level->merge != NULL)
-			return true;
-		if (level->nbatches == 2)
-			return start_merge(spine, level);	/* found no room before */
-		if (level->nbatches == 0)
-			continue;
-		if (low < 0)
-		{
-			low = k;
-			continue;
-		}
-		if (!settled)
-			return false;
-		/* a lone batch per level: move the lowest up to join this one */
-		level->batches[level->nbatches++] = spine->levels[low].batches[0];
-		if (!start_merge(spine, level))
-		{
-			level->nbatches--;
-			return false;
-		}
-		spine->levels[low].nbatches = 0;
-		return true;
-	}
-	if (low < 0 || !settled ||
-		batch_get(spine->levels[low].batches[0])->since >= spine->since)
-		return false;
-	return start_merge(spine, &spine->levels[low]);
 }
 
 /*
@@ -505,7 +172,7 @@ follow(Spine *spine, int64 upper, int64 shard_since, const SpineFeed *feed)
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(spine->key_cxt);
 		spine->key_cxt = key_cxt;
-		release_spine(spine, false);
+		spine_release(spine, false);
 		spine->upper = 0;
 		spine->since = Max(spine->since, shard_since);
 	}
@@ -517,20 +184,25 @@ follow(Spine *spine, int64 upper, int64 shard_since, const SpineFeed *feed)
 	if (feed != NULL &&
 		(spine->upper == 0 || spine->upper < feed->lower || upper > feed->upper))
 		feed = NULL;
-	dp = arrange_range(spine->index, spine->key, spine->shard, spine->since,
-					   spine->nbatches == 0 && spine->upper == 0, spine->upper, upper,
-					   feed, &empty);
+	for (int tries = 0; tries < 2; tries++)
+	{
+		dp = arrange_range(spine->index, spine->key, spine->shard, spine->since,
+						   spine->nbatches == 0 && spine->upper == 0, spine->upper, upper,
+						   feed, &empty);
+		if (empty || DsaPointerIsValid(dp) || !spine_give_way(spine))
+			break;
+	}
 	spine->upper = upper;
 	if (!empty && !DsaPointerIsValid(dp))
 	{
-		fail_spine(spine);
+		spine_fail(spine);
 		return;
 	}
 	if (!empty)
-		introduce_batch(spine, dp);
+		spine_introduce_batch(spine, dp);
 	/* a seal with no updates still publishes */
 	if (!spine->failed)
-		publish_spine(spine);
+		spine_publish(spine);
 }
 
 /*
@@ -571,13 +243,20 @@ spine_create(PeekObjectId id, Oid row_type, int nkeys, const AttrNumber *attnums
 	return spine;
 }
 
+/* Does a spine (live or failed) arrange a shard's rows of row_type by attnums? */
+static bool
+spine_arranged(Spine *spine, Oid shard, Oid row_type, int nkeys, const AttrNumber *attnums)
+{
+	return spine->shard == shard &&
+		spine->key->row_type == row_type && spine->key->nkeys == nkeys &&
+		memcmp(spine->key->attnums, attnums, sizeof(AttrNumber) * nkeys) == 0;
+}
+
 /* Does a live spine arrange a shard's rows of row_type by attnums? */
 static bool
 spine_arranges(Spine *spine, Oid shard, Oid row_type, int nkeys, const AttrNumber *attnums)
 {
-	return spine->shard == shard && !spine->failed &&
-		spine->key->row_type == row_type && spine->key->nkeys == nkeys &&
-		memcmp(spine->key->attnums, attnums, sizeof(AttrNumber) * nkeys) == 0;
+	return !spine->failed && spine_arranged(spine, shard, row_type, nkeys, attnums);
 }
 
 /*
@@ -603,6 +282,24 @@ spine_matching(Oid shard, Oid row_type, int nkeys, const AttrNumber *attnums)
 			own = spine;
 		}
 	return own;
+}
+
+/* Did the runtime's own spine of these rows by this key not fit? */
+static bool
+own_gave_up(Oid shard, Oid row_type, int nkeys, const AttrNumber *attnums)
+{
+	HASH_SEQ_STATUS status;
+	Spine	   *spine;
+
+	hash_seq_init(&status, spines);
+	while ((spine = hash_seq_search(&status)) != NULL)
+		if (spine->index < 0 && spine->failed &&
+			spine_arranged(spine, shard, row_type, nkeys, attnums))
+		{
+			hash_seq_term(&status);
+			return true;
+		}
+	return false;
 }
 
 /*
@@ -660,6 +357,7 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 	Spine	   *spine = hash_search(spines, &index->id, HASH_FIND, NULL);
 	bool		found = spine != NULL;
 
+	spine_own_may_give_way = true;
 	if (!found)
 	{
 		spine = spine_matching(collection->shard, index->row_type, index->nkeys,
@@ -674,7 +372,8 @@ spine_adopt(CatalogObject *index, CatalogObject *collection, int64 upper,
 	follow(spine, upper, collection->since, feed);
 	/* (an empty collection: published at upper 0; a spine taken over: as it is) */
 	if (!found && !spine->failed)
-		publish_spine(spine);
+		spine_publish(spine);
+	spine_own_may_give_way = false;
 }
 
 /*
@@ -691,17 +390,19 @@ spine_merge_round(void)
 	bool		more = false;
 	TimestampTz now = GetCurrentTimestamp();
 
+	spine_own_may_give_way = true;
 	hash_seq_init(&status, spines);
 	while ((spine = hash_seq_search(&status)) != NULL)
 	{
 		bool		settled = TimestampDifferenceExceeds(spine->last_batch, now, SETTLED_MS);
 
-		if (spine->failed || !start_tidy_merge(spine, settled))
+		if (spine->failed || !spine_start_tidy_merge(spine, settled))
 			continue;
-		if (apply_fuel(spine, ROUND_FUEL, true) && !spine->failed)
-			publish_spine(spine);
+		if (spine_apply_fuel(spine, ROUND_FUEL, true) && !spine->failed)
+			spine_publish(spine);
 		more = true;
 	}
+	spine_own_may_give_way = false;
 	return more;
 }
 
@@ -716,10 +417,10 @@ spine_forget(PeekObjectId index)
 	{
 		/* views read it: it stays, the runtime's own again */
 		spine = spine_rekey(spine, --last_own_id);
-		publish_spine(spine);
+		spine_publish(spine);
 		return;
 	}
-	release_spine(spine, false);
+	spine_release(spine, false);
 	MemoryContextDelete(spine->cxt);
 	hash_search(spines, &index, HASH_REMOVE, NULL);
 	if (index < 0)
@@ -787,6 +488,11 @@ spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
 	Spine	   *spine = spine_matching(collection->shard, collection->row_type, nkeys, attnums);
 	int			i;
 
+	/* a view's round may hold other spines' batches: none gives way now */
+	spine_own_may_give_way = false;
+	/* the runtime's own that did not fit is not built again (spine_fail) */
+	if (spine == NULL && own_gave_up(collection->shard, collection->row_type, nkeys, attnums))
+		return false;
 	if (spine == NULL || (spine->index < 0 && spine_stale(spine, collection)))
 		spine = spine_create(--last_own_id, collection->row_type, nkeys, attnums,
 							 collection->shard, collection->since);
@@ -811,7 +517,7 @@ spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
 
 		follow(spine, upper, collection->since, feed);
 		if (hydrating && !spine->failed && spine->upper == 0)
-			publish_spine(spine);
+			spine_publish(spine);
 	}
 	if (spine->failed || spine->since > hold || spine->upper < upper)
 		return false;
@@ -855,7 +561,7 @@ spine_compact(PeekObjectId index, int64 since)
 		return false;
 	spine->since = since;
 	spine->last_since_advance = now;
-	publish_spine(spine);
+	spine_publish(spine);
 	return true;
 }
 

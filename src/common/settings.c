@@ -96,11 +96,12 @@ settings_define(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_peek.view_round_timeout",
-							"How long one round of a maintained view may run before the view fails.",
+							"How long one round of a maintained view may run before it is cancelled and retried later.",
 							"A round runs the view's query over its inputs' new updates in the maintenance "
-							"runtime, ahead of every other object's maintenance: a view whose round runs "
-							"longer (a slow function in its query, a hydration of a very large input) "
-							"fails alone instead of holding the others back. 0: no limit.",
+							"runtime, ahead of every other object's maintenance: a round that runs longer "
+							"(a slow function in its query, a hydration or rebuild over a very large input) "
+							"is cancelled instead of holding the others back, and the view retried once as "
+							"long has passed, with the limit doubled (up to 16 times this). 0: no limit.",
 							&setting_view_round_timeout_ms,
 							60000,
 							0,

@@ -14,7 +14,9 @@
  *	  once (read_round): they bring the arrangement up to the round's end
  *	  (a feed, arranged as the shard's rows are) and are the round's
  *	  updates of the input (reduce.c replays them), so the range is not
- *	  read a second time for the arrangement.
+ *	  read a second time for the arrangement.  A range whose copy would
+ *	  pass maintenance_work_mem (a big load at one time) is not kept: the
+ *	  arrangement and the round read it from the shard each.
  *
  *	  A round loads the rows of each group it touches, as they are before
  *	  the group's first time in the round: the arrangement's rows of the
@@ -31,6 +33,7 @@
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -82,14 +85,28 @@ keys_are_columns(ViewPlan *plan, ViewPlanInput *pin, AttrNumber *attnums)
 	return ok;
 }
 
-/* One update of the round's range, kept with a copy of its stored row. */
+/*
+ * One update of the round's range, kept with a copy of its stored row,
+ * unless the copies pass maintenance_work_mem: then none is kept.
+ */
 static void
 keep_update(int64 time, int64 diff, Datum row, void *arg)
 {
 	RoundUpdates *u = arg;
-	MemoryContext old = MemoryContextSwitchTo(u->cxt);
+	MemoryContext old;
 	RoundUpdate *kept;
 
+	if (u->updates == NULL)
+		return;
+	u->bytes += sizeof(RoundUpdate) + VARSIZE_ANY(DatumGetPointer(row));
+	if (u->bytes > (Size) maintenance_work_mem * 1024)
+	{
+		MemoryContextReset(u->cxt);
+		u->updates = NULL;
+		u->n = 0;
+		return;
+	}
+	old = MemoryContextSwitchTo(u->cxt);
 	if (u->n == u->room)
 	{
 		u->room *= 2;
@@ -102,7 +119,10 @@ keep_update(int64 time, int64 diff, Datum row, void *arg)
 	MemoryContextSwitchTo(old);
 }
 
-/* The input's updates in [start, end), as its shard stores them. */
+/*
+ * The input's updates in [start, end), as its shard stores them, or NULL
+ * if they would take more than maintenance_work_mem.
+ */
 static RoundUpdates *
 read_round(CatalogObject *in, int64 start, int64 end)
 {
@@ -112,8 +132,15 @@ read_round(CatalogObject *in, int64 start, int64 end)
 								   ALLOCSET_DEFAULT_SIZES);
 	u->n = 0;
 	u->room = 64;
+	u->bytes = 0;
 	u->updates = MemoryContextAlloc(u->cxt, sizeof(RoundUpdate) * u->room);
 	persist_scan_range(in->shard, start, end, keep_update, u);
+	if (u->updates == NULL)
+	{
+		MemoryContextDelete(u->cxt);
+		pfree(u);
+		return NULL;
+	}
 	return u;
 }
 
@@ -170,7 +197,7 @@ arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **in, int64 star
 		feed.state = updates[i];
 		read = palloc(sizeof(SpineRead));
 		if (!spine_share(v->id, in[pin->object], list_length(pin->keys), attnums, start, end,
-						 &feed, read))
+						 updates[i] != NULL ? &feed : NULL, read))
 		{
 			pfree(read);
 			continue;

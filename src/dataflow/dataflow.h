@@ -61,6 +61,15 @@
 #define DATAFLOW_IDLE_WRITE_MS			1000
 #define DATAFLOW_IDLE_WRITE_STANDBY_MS	100
 
+/*
+ * A round that runs past its time limit (pg_peek.view_round_timeout) is a
+ * resource condition, not a wrong query (a rebuild over a big input under
+ * load, a slow function): the view is not failed but retried once as long
+ * as that limit has passed again, with the limit doubled, up to this many
+ * doublings (16 times the setting), and from then on at that limit.
+ */
+#define DATAFLOW_TIMEOUT_DOUBLINGS		4
+
 /* One input of a view's query: a peek.persist_peek in its FROM (plan.c). */
 typedef struct ViewPlanInput
 {
@@ -118,6 +127,8 @@ typedef struct DataflowView
 	int64		upper;			/* durable: as last read or written */
 	int64		published;		/* >= upper: idle rounds raise it alone */
 	TimestampTz written_at;		/* when a round last wrote its upper */
+	int			timeouts;		/* its rounds that ran out of time in a row */
+	TimestampTz retry_at;		/* not due before then (after a timeout) */
 	char	   *query;			/* its plan's text */
 	ReduceState **groups;		/* per branch: its rows by key, or NULL */
 	int			nbranches;
@@ -176,6 +187,7 @@ extern void view_input_end(ViewInput *input);
 /* round.c */
 extern bool dataflow_round(DataflowView *view);
 extern bool dataflow_round_timer_stop(void);
+extern bool dataflow_round_timed_out(PeekObjectId id);
 
 /* operators.c: a round's counts by operator, and a hydration's progress */
 extern void dataflow_counts_begin(PeekObjectId view, ViewPlan *plan, List *inputs,

@@ -112,14 +112,15 @@ typedef struct RoundUpdate
 /*
  * A shared input's updates in a round's range, read from its shard once
  * (arranged.c): they bring its arrangement up to the round's end and are
- * the round's updates of the input alike.
+ * the round's updates of the input alike.  At most maintenance_work_mem.
  */
 typedef struct RoundUpdates
 {
 	MemoryContext cxt;			/* the updates and their rows */
-	RoundUpdate *updates;
+	RoundUpdate *updates;		/* NULL: past the bound, none kept */
 	int64		n;
 	int64		room;
+	Size		bytes;			/* the updates' and rows' bytes so far */
 } RoundUpdates;
 
 /* A round's reading of one input. */

@@ -22,9 +22,11 @@
  *	  A view whose input's since passed its upper (a source loaded again)
  *	  hydrates again the same way, its old contents retracted there.
  *	  Each round's work is counted by operator
- *	  (operators.c); a round that runs past pg_peek.view_round_timeout is
- *	  cancelled, and the view fails (one that goes on when cancelled ends
- *	  the runtime, and the view fails when it starts again).
+ *	  (operators.c); a round that runs past its limit
+ *	  (pg_peek.view_round_timeout, doubled after each timeout) is
+ *	  cancelled and the view retried later (dataflow_round_timed_out); one
+ *	  that goes on when cancelled ends the runtime, and the view fails when
+ *	  it starts again.
  *
  *-------------------------------------------------------------------------
  */
@@ -96,18 +98,33 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
 /*
  * A round's time limit, pg_peek.view_round_timeout: the maintenance
  * runtime's other objects wait while a view's round runs (a slow function
- * in its query, a huge hydration), so one that runs longer is cancelled as
- * a statement is, and the view fails (dataflow_round_timer_stop tells
- * object_work it was the limit, not a cancel to retry).  A round that goes
- * on when cancelled (a function that catches query_canceled and loops) is
- * ended as the runtime is by SIGTERM once the limit has passed again, and
- * the view named in the runtime's slot, so that the runtime started again
- * fails it (round_outlived_cancel) rather than run it again.
+ * in its query, a huge hydration or rebuild), so one that runs longer is
+ * cancelled as a statement is (dataflow_round_timer_stop tells object_work
+ * it was the limit, not a cancel to retry at once).  Running out of time is
+ * a resource condition, not a wrong query: the view is retried once the
+ * limit has passed again (the others run meanwhile), with the limit doubled
+ * (dataflow_round_timed_out), so that a round that needs longer under load
+ * gets it.  A round that goes on when cancelled (a function that catches
+ * query_canceled and loops) is ended as the runtime is by SIGTERM once the
+ * limit has passed again, and the view named in the runtime's slot, so
+ * that the runtime started again fails it (round_outlived_cancel) rather
+ * than run it again: that is the query's doing.
  */
 static TimeoutId round_timeout = MAX_TIMEOUTS;
 static TimeoutId round_kill = MAX_TIMEOUTS;
 static volatile sig_atomic_t round_timed_out = false;
 static PeekObjectId round_view = 0;
+static int	round_limit_ms = 0;
+
+/* A view's round's limit: the setting, doubled for each timeout in a row. */
+static int
+round_limit(DataflowView *view)
+{
+	int64		limit = (int64) setting_view_round_timeout_ms <<
+		Min(view->timeouts, DATAFLOW_TIMEOUT_DOUBLINGS);
+
+	return (int) Min(limit, INT_MAX);
+}
 
 static void
 round_timeout_handler(void)
@@ -128,7 +145,7 @@ round_kill_handler(void)
 }
 
 static void
-round_timer_start(PeekObjectId view)
+round_timer_start(DataflowView *view)
 {
 	if (setting_view_round_timeout_ms <= 0)
 		return;
@@ -138,10 +155,11 @@ round_timer_start(PeekObjectId view)
 		round_kill = RegisterTimeout(USER_TIMEOUT, round_kill_handler);
 	}
 	round_timed_out = false;
-	round_view = view;
-	enable_timeout_after(round_timeout, setting_view_round_timeout_ms);
-	enable_timeout_after(round_kill, setting_view_round_timeout_ms > INT_MAX / 2 ?
-						 INT_MAX : setting_view_round_timeout_ms * 2);
+	round_view = view->id;
+	round_limit_ms = round_limit(view);
+	enable_timeout_after(round_timeout, round_limit_ms);
+	enable_timeout_after(round_kill, round_limit_ms > INT_MAX / 2 ?
+						 INT_MAX : round_limit_ms * 2);
 }
 
 /*
@@ -173,6 +191,31 @@ dataflow_round_timer_stop(void)
 		QueryCancelPending = false; /* (ours: not acted on if the round ended) */
 	round_timed_out = false;
 	return timed_out;
+}
+
+/*
+ * A view's round ran out of time (its subtransaction rolled back): it is
+ * due again once as long has passed (the runtime's other work runs
+ * meanwhile, and a view whose rounds keep running out takes at most about
+ * half of the runtime's time), with its limit doubled.  Returns false if
+ * the runtime keeps no such view (dropped meanwhile).
+ */
+bool
+dataflow_round_timed_out(PeekObjectId id)
+{
+	DataflowView *view = dataflow_view(id);
+
+	if (view == NULL)
+		return false;
+	view->timeouts = Min(view->timeouts + 1, DATAFLOW_TIMEOUT_DOUBLINGS);
+	view->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), round_limit_ms);
+	ereport(LOG,
+			(errcode(ERRCODE_QUERY_CANCELED),
+			 errmsg("pg_peek view " INT64_FORMAT " will be retried: its round ran longer than its limit (%d ms, from pg_peek.view_round_timeout)",
+					id, round_limit_ms),
+			 errdetail("It runs again in %d ms with a limit of %d ms.",
+					   round_limit_ms, round_limit(view))));
+	return true;
 }
 
 /*
@@ -508,7 +551,7 @@ dataflow_round(DataflowView *view)
 	 * never the runtime's.  The subtransaction's abort restores
 	 * the user and settings after an error.
 	 */
-	round_timer_start(view->id);
+	round_timer_start(view);
 	now = rows_now(ids, view->ninputs + 1);
 	v_now = catalog_object_in(now, view->id);
 	/* (the round holds its row: a drop waits) */
@@ -606,5 +649,6 @@ dataflow_round(DataflowView *view)
 	view->upper = end;
 	view->published = Max(view->published, end);
 	view->written_at = GetCurrentTimestamp();
+	view->timeouts = 0;
 	return true;
 }

@@ -168,6 +168,8 @@ dataflow_note_view(CatalogObject *obj)
 	view->upper = obj->upper;
 	view->published = obj->upper;
 	view->written_at = GetCurrentTimestamp();
+	view->timeouts = 0;
+	view->retry_at = 0;
 	view->query = MemoryContextStrdup(views_cxt, query);
 	view->groups = NULL;
 	view->nbranches = 0;
@@ -253,7 +255,8 @@ dataflow_view_plan(DataflowView *view, Oid owner)
 
 /*
  * The views whose inputs have all published times they have not taken yet,
- * and those with an input failed.
+ * and those with an input failed; not one whose round ran out of time,
+ * before its retry is due (dataflow_round_timed_out).
  */
 List *
 dataflow_due_views(void)
@@ -261,12 +264,15 @@ dataflow_due_views(void)
 	HASH_SEQ_STATUS status;
 	DataflowView *view;
 	List	   *due = NIL;
+	TimestampTz now = GetCurrentTimestamp();
 
 	hash_seq_init(&status, views);
 	while ((view = hash_seq_search(&status)) != NULL)
 	{
 		bool		ready = true;
 
+		if (view->retry_at > now)
+			continue;
 		for (int i = 0; i < view->ninputs; i++)
 			ready &= registry_published_upper(view->inputs[i]) > view->published;
 		if (ready || view->input_failed)

@@ -264,11 +264,11 @@ object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
 
 	if (edata == NULL)
 		return NULL;
-	/* a view's round that ran out of time fails the view, not retried */
-	if (dataflow_round_timer_stop() && edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-		edata->message = psprintf("its round ran longer than pg_peek.view_round_timeout (%d ms)",
-								  setting_view_round_timeout_ms);
-	else if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || error_is_transient(edata->sqlerrcode))
+	/* a view's round that ran out of time: retried later, with more time */
+	if (dataflow_round_timer_stop() && edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+		dataflow_round_timed_out(id))
+		return NULL;
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || error_is_transient(edata->sqlerrcode))
 	{
 		error_log_isolated(edata, psprintf("pg_peek object " INT64_FORMAT " will be retried", id));
 		retry_all = true;

@@ -1,13 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * view_uses_guard.c
- *	  What PostgreSQL's own DDL may do to the functions, operators, types and
- *	  collations a maintained view uses (those its PostgreSQL view's rule
- *	  depends on, view_ddl.c), called from view_guard.c's ProcessUtility
- *	  hook.  A view keeps its query as text, planned again by each
- *	  maintenance runtime, and its rows as computed: so
- *	  * renaming or moving (SET SCHEMA) such a function, operator, type or
- *	    collation, renaming or dropping a column of such a row type,
+ *	  What PostgreSQL's own DDL may do to the functions, operators, types,
+ *	  collations and text search configurations and dictionaries a
+ *	  maintained view uses (those its PostgreSQL view's rule depends on,
+ *	  view_ddl.c), called from view_guard.c's ProcessUtility hook.  A view
+ *	  keeps its query as text, planned again by each maintenance runtime,
+ *	  and its rows as computed: so
+ *	  * renaming or moving (SET SCHEMA) such a function, operator, type,
+ *	    collation, text search configuration or dictionary (a regconfig or
+ *	    regdictionary constant names it), renaming or dropping a column of
+ *	    such a row type,
  *	    renaming a value of such an enum, the schema of any of them, or
  *	    moving their extension (ALTER EXTENSION ... SET SCHEMA), is
  *	    refused (2BP01, naming the view): the kept text would name another
@@ -46,6 +49,8 @@
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_rewrite.h"
+#include "catalog/pg_ts_config.h"
+#include "catalog/pg_ts_dict.h"
 #include "commands/extension.h"
 #include "commands/tablecmds.h"
 #include "miscadmin.h"
@@ -186,7 +191,8 @@ static bool
 named_by_text(Oid class)
 {
 	return class == ProcedureRelationId || class == OperatorRelationId ||
-		class == TypeRelationId || class == CollationRelationId;
+		class == TypeRelationId || class == CollationRelationId ||
+		class == TSConfigRelationId || class == TSDictionaryRelationId;
 }
 
 /*
@@ -317,6 +323,10 @@ owns_object(Oid class, Oid objid)
 			return pg_type_ownercheck(objid, GetUserId());
 		case CollationRelationId:
 			return pg_collation_ownercheck(objid, GetUserId());
+		case TSConfigRelationId:
+			return pg_ts_config_ownercheck(objid, GetUserId());
+		case TSDictionaryRelationId:
+			return pg_ts_dict_ownercheck(objid, GetUserId());
 	}
 	return false;
 }
@@ -351,6 +361,8 @@ named_object(ObjectType type, Node *object, Oid *class)
 		case OBJECT_AGGREGATE:
 		case OBJECT_OPERATOR:
 		case OBJECT_COLLATION:
+		case OBJECT_TSCONFIGURATION:
+		case OBJECT_TSDICTIONARY:
 			/* the lock the statement takes next, before its ownership check */
 			address = get_object_address(type, object, &rel, AccessExclusiveLock, true);
 			*class = address.classId;

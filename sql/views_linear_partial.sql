@@ -132,10 +132,15 @@ SELECT peek.write('lpc', '{}'::lprow[], ARRAY[(7, 1), (7, 1)]::lprow[]);
 SELECT peek.write('lpc', ARRAY[(7, 2)]::lprow[]);
 SELECT wait_for($$SELECT upper = 7 FROM peek.views WHERE name = 'lpcsum'$$);
 SELECT * FROM lpcsum ORDER BY g;
+-- PostgreSQL's query over the input where no row counts below zero (a
+-- persist peek refuses those times); at the others, the view as worked out:
+-- a row retracted more than inserted holds none
 SELECT name, view_mismatches(
            format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', name, name),
-           regexp_replace(query, '(''\w+''::text)', '\1, as_of => @T@', 'g'), 1, upper - 1) AS bad_times
+           regexp_replace(query, '(''\w+''::text)', '\1, as_of => @T@', 'g'), ARRAY[0, 3, 4]) AS bad_times
   FROM peek.views WHERE name = 'lpcsum';
+SELECT t, g, n, s FROM unnest(ARRAY[1, 2, 5, 6]) t,
+       LATERAL peek.persist_peek(NULL::lpcsum, 'lpcsum', as_of => t) ORDER BY t, g;
 
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;

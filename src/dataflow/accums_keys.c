@@ -14,37 +14,15 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/typcache.h"
 
 #include "dataflow/reduce_internal.h"
 
-/* Is the type's default equality the equality of its values' bytes? */
-static bool
-equality_is_image(Oid type, Oid eqop)
-{
-	switch (type)
-	{
-		case BOOLOID:
-		case CHAROID:
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case OIDOID:
-		case DATEOID:
-		case TIMEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-			return eqop == lookup_type_cache(type, TYPECACHE_EQ_OPR)->eq_opr;
-		default:
-			return false;
-	}
-}
-
 /*
  * Does the expression read a column (of the input's rows) that is not a
- * grouping key compared by the equality of its bytes (equality_is_image)?
+ * grouping key compared by its type's default equality, under which equal
+ * values are the same bytes (hydrate.c's dataflow_equal_is_same)?
  * The aggregates are parameters by now.
  */
 static bool
@@ -63,11 +41,13 @@ reads_other_columns(Node *node, ViewPlan *plan)
 	{
 		Var		   *key = lfirst(lc);
 		Var		   *var = (Var *) node;
+		int			k = foreach_current_index(lc);
 
 		if (IsA(key, Var) && var->varlevelsup == 0 && key->varno == var->varno &&
 			key->varattno == var->varattno && key->vartype == var->vartype &&
-			equality_is_image(key->vartype, list_nth_oid(plan->key_eqops,
-														 foreach_current_index(lc))))
+			dataflow_equal_is_same(key->vartype, list_nth_oid(plan->key_collations, k)) &&
+			list_nth_oid(plan->key_eqops, k) ==
+			lookup_type_cache(key->vartype, TYPECACHE_EQ_OPR)->eq_opr)
 			return false;
 	}
 	return true;

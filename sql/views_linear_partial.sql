@@ -9,7 +9,8 @@
 -- into a collection, and numeric keys (2.5 and 2.50 are equal: which one
 -- the view shows is its first row's, so those groups read all their
 -- rows).  Each view equals PostgreSQL's query over its input's persist
--- peek at every time recorded.
+-- peek at every time recorded.  An inverse transition that cannot (a
+-- numeric sum's largest scale leaving) reads the whole group again.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -142,9 +143,29 @@ SELECT name, view_mismatches(
 SELECT t, g, n, s FROM unnest(ARRAY[1, 2, 5, 6]) t,
        LATERAL peek.persist_peek(NULL::lpcsum, 'lpcsum', as_of => t) ORDER BY t, g;
 
+-- a numeric sum's largest scale leaving a partial group: the inverse
+-- transition cannot, and the group reads all its rows to compute its
+-- states again
+CREATE TYPE lpnrow AS (g int, n numeric);
+SELECT peek.create_collection('lpns', 'lpnrow');
+SELECT peek.write('lpns', array_agg((i % 2, i)::lpnrow)) FROM generate_series(1, 200) i;
+SELECT peek.create_view('lpnsum', $$
+    SELECT g, sum(n) AS s, count(*) AS c FROM peek.persist_peek(NULL::lpnrow, 'lpns') GROUP BY g$$);
+SELECT wait_for($$SELECT state = 'ready' AND upper = 1 FROM peek.views WHERE name = 'lpnsum'$$);
+SELECT peek.write('lpns', ARRAY[(1, 0.125), (0, 2)]::lpnrow[]);
+SELECT peek.write('lpns', ARRAY[(1, 0.5)]::lpnrow[], ARRAY[(1, 0.125)]::lpnrow[]);
+SELECT peek.write('lpns', '{}'::lpnrow[], ARRAY[(1, 0.5), (1, 1)]::lpnrow[]);
+SELECT wait_for($$SELECT upper = 4 FROM peek.views WHERE name = 'lpnsum'$$);
+SELECT g, s::text, c FROM lpnsum ORDER BY g;
+SELECT name, view_mismatches(
+           format('SELECT g, s::text, c FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', name, name),
+           'SELECT g, sum(n)::text, count(*) FROM peek.persist_peek(NULL::lpnrow, ''lpns'', as_of => @T@) GROUP BY g',
+           0, upper - 1) AS bad_times
+  FROM peek.views WHERE name = 'lpnsum';
+
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
 DROP TABLE lpt, lpn, lp_times;
-DROP TYPE lprow;
+DROP TYPE lprow, lpnrow;
 DROP FUNCTION lp_settle(), lp_wal();

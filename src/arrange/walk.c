@@ -341,3 +341,49 @@ walk_hash_rows(dsa_pointer *batches, int nbatches, uint32 hash, int64 time,
 	memcpy(handle.batches, batches, sizeof(dsa_pointer) * nbatches);
 	merge_runs(cursors, open_key_cursors(&handle, hash, from, cursors), time, fn, arg);
 }
+
+/*
+ * The counts at the time of some rows of the batches' key hash (their
+ * images in length-then-bytes order, as a batch orders one hash's rows),
+ * into counts: each row's updates at or before the time summed in every
+ * batch, found by a bisection of the hash's entries by row image, each
+ * from where the row before it was found.  A maintained view's group
+ * whose round needs only the rows it updates (dataflow/arranged.c).
+ */
+void
+walk_hash_row_counts(dsa_pointer *batches, int nbatches, uint32 hash, const Datum *rows,
+					 int nrows, int64 time, int64 *counts)
+{
+	int128	   *sums = palloc0(sizeof(int128) * Max(1, nrows));
+
+	for (int b = 0; b < nbatches; b++)
+	{
+		Batch	   *batch = batch_get(batches[b]);
+		int64		bucket_lo;
+		int64		end;
+		int64		lo;
+
+		batch_bucket(batch, hash, &bucket_lo, &end);
+		lo = lower_bound(batch, hash, 0);
+		for (int i = 0; i < nrows; i++)
+		{
+			int64		hi = end;
+
+			while (lo < hi)
+			{
+				int64		mid = lo + (hi - lo) / 2;
+
+				if (entry_cmp(batch, &batch->entries[mid], hash, rows[i]) < 0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (; lo < end && entry_cmp(batch, &batch->entries[lo], hash, rows[i]) == 0; lo++)
+				if (batch->entries[lo].time <= time)
+					sums[i] += batch->entries[lo].diff;
+		}
+	}
+	for (int i = 0; i < nrows; i++)
+		counts[i] = row_count_value(sums[i]);
+	pfree(sums);
+}

@@ -17,10 +17,14 @@
  *	  row, more fail the view (55000).  The group's output row is
  *	  formed from the states by the aggregates' final functions, the select
  *	  list and HAVING (the aggregates as parameters, a grouping key read
- *	  from the group's first row, as a hash aggregation reads it), and the
+ *	  from the group's first row, as a hash aggregation reads it, or from
+ *	  any of its rows where that is the same, accums_keys.c), and the
  *	  difference against the group's kept output emitted at that time.  So
  *	  a time costs its updates, not the groups' rows.  A group with no rows
- *	  gives nothing (without GROUP BY, its one row over no input).
+ *	  gives nothing (without GROUP BY, its one row over no input).  A group
+ *	  counts its rows (their positive counts) with its states: a round
+ *	  then reads of a group kept in a shared arrangement only the rows it
+ *	  updates (a partial group, arranged.c).
  *
  *	  An inverse transition that cannot (PostgreSQL's NULL result), and a
  *	  group built again (a restart, a failed round), compute the states
@@ -94,6 +98,8 @@ struct LinearAggs
 	LinearAgg  *aggs;
 	List	   *columns;		/* ExprState: the select list's columns */
 	ExprState  *having;			/* or NULL */
+	bool		keys_in_any_row;	/* a group's output is the same from any
+									 * of its rows (accums_keys.c) */
 	ParamExecData *params;		/* the aggregates' values, by their number */
 	WindowAggState *context;	/* what AggCheckCallContext finds: the groups' memory */
 	Datum	   *values;
@@ -343,6 +349,7 @@ accums_begin(ReduceRound *r, ViewPlan *plan)
 	foreach(lc, columns)
 		la->columns = lappend(la->columns, init_expr(lfirst(lc)));
 	la->having = having != NULL ? init_expr(having) : NULL;
+	la->keys_in_any_row = accums_keys_in_any_row(plan, columns, having);
 	la->params = palloc0(sizeof(ParamExecData) * Max(1, la->naggs));
 	la->values = palloc(sizeof(Datum) * list_length(columns));
 	la->nulls = palloc(sizeof(bool) * list_length(columns));
@@ -638,7 +645,20 @@ states_add(ReduceRound *r, ViewGroup *group, Datum row, int64 diff)
 	return done;
 }
 
-/* A group's states computed forward from its rows, if it does not know them. */
+/* The group's count of rows moved by n. */
+static void
+held_add(ViewGroup *group, int64 n)
+{
+	if (pg_add_s64_overflow(group->held, n, &group->held))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("a group's count of rows is out of range")));
+}
+
+/*
+ * A group's states and count of rows computed forward from its rows, if
+ * it does not know them.
+ */
 static void
 states_know(ReduceRound *r, ViewGroup *group)
 {
@@ -647,6 +667,8 @@ states_know(ReduceRound *r, ViewGroup *group)
 
 	if (group->accums != NULL)
 		return;
+	if (group->partial)
+		elog(ERROR, "a view's group computes its states from some of its rows");
 	group->accums = MemoryContextAllocZero(r->state->cxt,
 										   sizeof(AccumValue) * Max(1, la->naggs));
 	group->naccums = la->naggs;
@@ -655,9 +677,25 @@ states_know(ReduceRound *r, ViewGroup *group)
 		group->accums[a].isnull = true; /* (nothing to let go) */
 		state_init(r, &la->aggs[a], &group->accums[a]);
 	}
+	group->held = 0;
 	for (int i = 0; i < rows->nrows; i++)
 		if (rows->rows[i].count > 0)
+		{
 			(void) states_add(r, group, rows->rows[i].row, rows->rows[i].count);
+			held_add(group, rows->rows[i].count);
+		}
+}
+
+/*
+ * Can the group's round load only the rows it updates (arranged.c)?  It
+ * knows its states, its count of rows and its output, and any of its rows
+ * gives its output's columns (accums_keys.c).
+ */
+bool
+accums_partial(ReduceRound *r, ViewGroup *group)
+{
+	return r->linear != NULL && r->linear->keys_in_any_row &&
+		group->accums != NULL && group->noutput >= 0;
 }
 
 /*
@@ -673,17 +711,24 @@ accums_output(ReduceRound *r, ViewGroup *group)
 	ViewInput  *input = &r->inputs[0].input;
 	ExprContext *econtext = input->econtext;
 	GroupRows  *rows = &group->inputs[0];
+	Datum		some_row = group->some_row;
 	int			first = 0;
 	ListCell   *lc;
 
 	group->fresh = NIL;
-	while (first < rows->nrows && rows->rows[first].count <= 0)
-		first++;
-	if (group->key != NULL && first == rows->nrows)
+	if (!group->partial)
+	{
+		while (first < rows->nrows && rows->rows[first].count <= 0)
+			first++;
+		some_row = first < rows->nrows ? rows->rows[first].row : (Datum) 0;
+	}
+	else if (group->held == 0)
+		some_row = (Datum) 0;
+	if (group->key != NULL && some_row == (Datum) 0)
 		return;
 	states_know(r, group);
-	if (first < rows->nrows)
-		view_input_put(input, rows->rows[first].row);
+	if (some_row != (Datum) 0)
+		view_input_put(input, some_row);
 	else
 	{
 		ExecStoreAllNullTuple(input->slot);
@@ -789,9 +834,11 @@ row_change(ReduceRound *r, ViewGroup *group, int u, int end)
 /*
  * A group's updates [first, last) of the round at one time through its
  * states (reduce.c then merges them into its rows); a group built again
- * first learns its output from its rows' states.
+ * first learns its output from its rows' states.  False when its states
+ * are let go, to be computed again from its rows once merged (a partial
+ * group's: all of them, arranged_reload).
  */
-void
+bool
 accums_update(ReduceRound *r, ViewGroup *group, int first, int last)
 {
 	bool		exact = true;
@@ -812,9 +859,13 @@ accums_update(ReduceRound *r, ViewGroup *group, int first, int last)
 			end = updates_end(r, u, last);
 			change = row_change(r, group, u, end);
 			if (change * sign > 0)
+			{
 				exact = states_add(r, group, r->updates[u].row, change);
+				held_add(group, change);
+			}
 		}
 	/* (an inverse transition that could not: from the rows, once merged) */
 	if (!exact)
 		accums_forget(r->state, group);
+	return exact;
 }

@@ -25,7 +25,11 @@
  *	  the group's updates at that time (reduce.c takes them out).  The
  *	  groups hold them for the round only, in the round's rows_cxt: reduce.c
  *	  merges the round's updates into them as into kept rows, and the
- *	  context is reset at the round's end.
+ *	  context is reset at the round's end.  A group of linear aggregates
+ *	  that knows its states (accums.c) needs only the rows the round
+ *	  updates, with their counts before it: each looked up by its image in
+ *	  the hash's entries (walk_hash_row_counts), not the group's rows
+ *	  walked; it counts its rows itself.
  *
  *	  Must not change an arrangement (spine.c does) nor write.
  *
@@ -280,6 +284,27 @@ group_row_cmp(const void *a, const void *b)
 							   DatumGetPointer(((const GroupRow *) b)->row));
 }
 
+/*
+ * The hash the group's rows are arranged by, from its key columns, which
+ * go in values (by reference into the group's key); NULL if some is NULL
+ * (such rows hash to 0: batch_key_hash_row).
+ */
+static uint32
+group_hash(ReduceRound *r, ViewGroup *group, KeyInfo *key, Datum *values, bool *anynull)
+{
+	bool		isnull;
+
+	*anynull = false;
+	ExecStoreMinimalTuple(group->key, r->state->found_slot, false);
+	for (int k = 0; k < key->nkeys; k++)
+	{
+		values[k] = slot_getattr(r->state->found_slot, k + 1, &isnull);
+		*anynull |= isnull;
+	}
+	ExecClearTuple(r->state->found_slot);
+	return *anynull ? 0 : batch_key_hash_values(key, values);
+}
+
 /* The group's rows of a shared input at the time, in image order. */
 static void
 load_input(ReduceRound *r, ViewGroup *group, int i, int64 time)
@@ -288,25 +313,61 @@ load_input(ReduceRound *r, ViewGroup *group, int i, int64 time)
 	SpineRead  *read = input->read;
 	GroupLoad	l = {r, input, group, NULL, NULL, 0, 0};
 	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-	bool		anynull = false;
-	uint32		hash;
+	bool		anynull;
+	uint32		hash = group_hash(r, group, read->key, values, &anynull);
 
-	ExecStoreMinimalTuple(group->key, r->state->found_slot, false);
-	for (int k = 0; k < read->key->nkeys; k++)
-	{
-		values[k] = slot_getattr(r->state->found_slot, k + 1, &isnull[k]);
-		anynull |= isnull[k];
-	}
-	/* (rows with a NULL key column hash to 0: batch_key_hash_row) */
-	hash = anynull ? 0 : batch_key_hash_values(read->key, values);
 	l.key = anynull ? NULL : values;
 	walk_hash_rows(read->batches, read->nbatches, hash, time, load_row, &l);
-	ExecClearTuple(r->state->found_slot);
 	if (l.nrows > 1)
 		qsort(l.rows, l.nrows, sizeof(GroupRow), group_row_cmp);
 	group->inputs[i].rows = l.rows;
 	group->inputs[i].nrows = l.nrows;
+}
+
+static int
+row_image_order(const void *a, const void *b)
+{
+	return group_row_image_cmp(DatumGetPointer(*(const Datum *) a),
+							   DatumGetPointer(*(const Datum *) b));
+}
+
+/*
+ * A partial group's rows of a shared input (accums.c keeps its states and
+ * its count of rows, which is all a round needs besides them): only the
+ * rows the round updates (rows[], of the group, some more than once), in
+ * image order, with their counts at the time.  They are the group's rows
+ * of the key, passed WHERE, so each row's count is its image's in the
+ * arrangement.
+ */
+static void
+load_updated(ReduceRound *r, ViewGroup *group, int i, int64 time, Datum *rows, int nrows)
+{
+	SpineRead  *read = r->inputs[i].read;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		anynull;
+	uint32		hash = group_hash(r, group, read->key, values, &anynull);
+	int64	   *counts = palloc(sizeof(int64) * nrows);
+	GroupRow   *kept = MemoryContextAlloc(r->rows_cxt, sizeof(GroupRow) * nrows);
+	int			ndistinct = 0;
+	int			nkept = 0;
+
+	qsort(rows, nrows, sizeof(Datum), row_image_order);
+	for (int u = 0; u < nrows; u++)
+		if (ndistinct == 0 || row_image_order(&rows[ndistinct - 1], &rows[u]) != 0)
+			rows[ndistinct++] = rows[u];
+	walk_hash_row_counts(read->batches, read->nbatches, hash, rows, ndistinct, time, counts);
+	for (int u = 0; u < ndistinct; u++)
+		if (counts[u] != 0)
+		{
+			Size		len = VARSIZE(DatumGetPointer(rows[u]));
+
+			kept[nkept].row = PointerGetDatum(MemoryContextAlloc(r->rows_cxt, len));
+			memcpy(DatumGetPointer(kept[nkept].row), DatumGetPointer(rows[u]), len);
+			kept[nkept++].count = counts[u];
+		}
+	pfree(counts);
+	group->inputs[i].rows = kept;
+	group->inputs[i].nrows = nkept;
 }
 
 /*
@@ -330,22 +391,73 @@ inputs_needed(ReduceRound *r, uint32 updated)
 }
 
 /*
+ * A partial group's rows loaded whole at the time of one of its touches,
+ * that touch's updates included (steps.c takes them out again): its
+ * states are computed again from them (accums.c's inverse transition
+ * could not).
+ */
+void
+arranged_reload(ReduceRound *r, ViewGroup *group, int64 time)
+{
+	group->partial = false;
+	group->some_row = (Datum) 0;
+	for (int i = 0; i < r->ninputs; i++)
+		if (r->inputs[i].read != NULL)
+			load_input(r, group, i, time);
+}
+
+/*
+ * The rows each partial group's touches update, gathered by the group's
+ * place in the round's loaded groups (NULL for a group not partial).
+ */
+static Datum **
+updated_rows(ReduceRound *r, Touch *touches, int ntouches, int *nrows)
+{
+	Datum	  **rows = palloc0(sizeof(Datum *) * Max(1, r->nloaded));
+
+	for (int t = 0; t < ntouches; t++)
+		if (touches[t].group->partial)
+			nrows[touches[t].group->loaded_at] += touches[t].last - touches[t].first;
+	for (int g = 0; g < r->nloaded; g++)
+	{
+		if (r->loaded[g]->partial)
+			rows[g] = palloc(sizeof(Datum) * nrows[g]);
+		nrows[g] = 0;
+	}
+	for (int t = 0; t < ntouches; t++)
+	{
+		int			g = touches[t].group->loaded_at;
+
+		if (!touches[t].group->partial)
+			continue;
+		for (int u = touches[t].first; u < touches[t].last; u++)
+			rows[g][nrows[g]++] = r->updates[u].row;
+	}
+	return rows;
+}
+
+/*
  * The touched groups' rows of the shared inputs at each group's first
  * touch in the round (wave 0: its earliest time), its updates at that
  * time included (reduce.c takes them out again); in a delta join only
- * the inputs whose rows the round joins with (inputs_needed).
+ * the inputs whose rows the round joins with (inputs_needed).  A group
+ * whose linear aggregates' states are known (accums_partial) loads only
+ * the rows the round updates: it is partial.
  */
 void
 arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 {
 	uint32	   *updated;
 	int64	   *first_time;
+	int		   *nrows;
+	Datum	  **rows;
 
 	if (r->state->shared == 0 || r->rows_whole)
 		return;
 	r->loaded = palloc(sizeof(ViewGroup *) * Max(1, ntouches));
 	updated = palloc0(sizeof(uint32) * Max(1, ntouches));
 	first_time = palloc(sizeof(int64) * Max(1, ntouches));
+	nrows = palloc0(sizeof(int) * Max(1, ntouches));
 	for (int t = 0; t < ntouches; t++)
 	{
 		ViewGroup  *group = touches[t].group;
@@ -353,20 +465,32 @@ arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 		if (touches[t].wave != 0)
 			continue;
 		group->loaded_at = r->nloaded;
+		group->partial = accums_partial(r, group);
+		if (group->partial)
+			group->some_row = r->updates[touches[t].first].row;
 		first_time[r->nloaded] = touches[t].time;
 		r->loaded[r->nloaded++] = group;
 	}
 	for (int t = 0; t < ntouches; t++)
 		for (int u = touches[t].first; u < touches[t].last; u++)
 			updated[touches[t].group->loaded_at] |= (uint32) 1 << (r->updates[u].input % 32);
+	rows = updated_rows(r, touches, ntouches, nrows);
 	for (int g = 0; g < r->nloaded; g++)
 	{
 		uint32		needed = inputs_needed(r, updated[g]);
 
 		for (int i = 0; i < r->ninputs; i++)
-			if (r->inputs[i].read != NULL && (needed & ((uint32) 1 << i)) != 0)
+			if (r->inputs[i].read == NULL || (needed & ((uint32) 1 << i)) == 0)
+				continue;
+			else if (r->loaded[g]->partial)
+				load_updated(r, r->loaded[g], i, first_time[g], rows[g], nrows[g]);
+			else
 				load_input(r, r->loaded[g], i, first_time[g]);
+		if (rows[g] != NULL)
+			pfree(rows[g]);
 	}
+	pfree(rows);
+	pfree(nrows);
 	pfree(updated);
 	pfree(first_time);
 }
@@ -381,6 +505,8 @@ release_group(ReduceRound *r, ViewGroup *group)
 			group->inputs[i].rows = NULL;
 			group->inputs[i].nrows = 0;
 		}
+	group->partial = false;
+	group->some_row = (Datum) 0;
 	group->loaded_at = -1;
 }
 

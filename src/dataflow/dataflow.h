@@ -201,6 +201,7 @@ extern void dataflow_count_shared(int64 bytes);
 extern void dataflow_counts_end(void);
 
 /* hydrate.c */
+extern bool dataflow_equal_is_same(Oid type, Oid collation);
 extern bool dataflow_hydrates_at_once(ViewPlan *plan);
 extern bool dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 									 CatalogObject **in, TupleDesc out_desc, int64 since,

@@ -47,10 +47,15 @@ group_of(ReduceRound *r)
 	return entry->additional;
 }
 
-/* Whether a group has no rows of any input. */
+/*
+ * Whether a group has no rows of any input (a partial group's rows are
+ * only those its round updates: its count of rows tells).
+ */
 static bool
 group_empty(ReduceState *state, ViewGroup *group)
 {
+	if (group->partial)
+		return group->held == 0;
 	for (int i = 0; i < state->ninputs; i++)
 		if (group->inputs[i].nrows > 0)
 			return false;
@@ -124,6 +129,35 @@ groups_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 		group->emptied = true;
 		r->emptied = lappend(r->emptied, group);
 		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * A touch's updates [first, last) of the shared inputs (arranged.c) taken
+ * out of its group's rows: loaded at the touch's time, they are then the
+ * rows before it.
+ */
+void
+groups_take_out_shared(ReduceRound *r, ViewGroup *group, int first, int last)
+{
+	for (int from = first, to; from < last; from = to)
+	{
+		int			input = r->updates[from].input;
+
+		for (to = from; to < last && r->updates[to].input == input; to++)
+			;
+		if (r->inputs[input].read != NULL)
+		{
+			GroupUpdate *undo = palloc(sizeof(GroupUpdate) * (to - from));
+
+			for (int u = from; u < to; u++)
+			{
+				undo[u - from] = r->updates[u];
+				undo[u - from].diff = -r->updates[u].diff;
+			}
+			groups_merge(r, group, undo, to - from);
+			pfree(undo);
+		}
 	}
 }
 

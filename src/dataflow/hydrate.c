@@ -44,9 +44,9 @@
 #include "dataflow/dataflow.h"
 #include "storage/persist.h"
 
-/* Whether values of the type that are equal are the same bytes. */
-static bool
-equal_is_same(Oid type, Oid collation)
+/* Whether values of the type that are equal are the same bytes (accums_keys.c too). */
+bool
+dataflow_equal_is_same(Oid type, Oid collation)
 {
 	switch (getBaseType(type))
 	{
@@ -94,13 +94,13 @@ order_bound_aggregate(Node *node, void *context)
 		if (strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0)
 			return !(arg == INT2OID || arg == INT4OID || arg == INT8OID || arg == NUMERICOID);
 		if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
-			return !equal_is_same(arg, agg->inputcollid);
+			return !dataflow_equal_is_same(arg, agg->inputcollid);
 		return true;
 	}
 	return expression_tree_walker(node, order_bound_aggregate, context);
 }
 
-/* Whether each of the clauses' expressions is of a type equal_is_same. */
+/* Whether each of the clauses' expressions is of a type dataflow_equal_is_same. */
 static bool
 keys_same_when_equal(List *clauses, List *targetlist)
 {
@@ -110,7 +110,7 @@ keys_same_when_equal(List *clauses, List *targetlist)
 	{
 		Node	   *key = get_sortgroupclause_expr(lfirst_node(SortGroupClause, lc), targetlist);
 
-		if (!equal_is_same(exprType(key), exprCollation(key)))
+		if (!dataflow_equal_is_same(exprType(key), exprCollation(key)))
 			return false;
 	}
 	return true;

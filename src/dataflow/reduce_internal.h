@@ -50,6 +50,9 @@ typedef struct ViewGroup
 	MinimalTuple key;			/* the table's copy; NULL: the only group */
 	bool		emptied;		/* in its round's list of emptied groups */
 	bool		running;		/* among the groups the query runs over */
+	bool		partial;		/* its shared input's rows are only those its
+								 * round updates (arranged.c): held counts
+								 * them all */
 	int			nupdates;		/* groups_sort_updates's count, then place */
 	int			touches;		/* its touches numbered so far (waves.c) */
 	int			noutput;		/* its kept output's rows; -1: not known */
@@ -57,6 +60,10 @@ typedef struct ViewGroup
 	List	   *fresh;			/* a run's rows for it, in the step's memory */
 	AccumValue *accums;			/* its linear aggregates' states; NULL: not known */
 	int			naccums;
+	int64		held;			/* its rows' positive counts summed, known
+								 * with its states (accums.c) */
+	Datum		some_row;		/* a partial group's: one of its rows, for
+								 * its key columns (accums.c) */
 	int			loaded_at;		/* its place in the round's loaded groups, or
 								 * -1 (arranged.c) */
 	GroupRows	inputs[FLEXIBLE_ARRAY_MEMBER];	/* each input's: a shared
@@ -197,12 +204,14 @@ extern uint32 arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **
 							  RoundUpdates **updates);
 extern void arranged_replay(RoundUpdates *updates, SpineUpdateFn fn, void *arg);
 extern void arranged_load(ReduceRound *r, Touch *touches, int ntouches);
+extern void arranged_reload(ReduceRound *r, ViewGroup *group, int64 time);
 extern void arranged_forget(ReduceRound *r, ViewGroup *group);
 extern void arranged_release(ReduceRound *r);
 
 /* groups.c */
 extern void groups_add_update(ReduceRound *r, int64 time, int64 diff, Datum row);
 extern void groups_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n);
+extern void groups_take_out_shared(ReduceRound *r, ViewGroup *group, int first, int last);
 extern int	groups_sort_updates(ReduceRound *r, int first, int last, ViewGroup **groups);
 extern void groups_merge_updates(ReduceRound *r, int first, int last);
 extern void groups_emit(ReduceRound *r, int64 time, int64 diff, Datum row);
@@ -226,9 +235,13 @@ extern void delta_swap_out(Touch *touches, int ntouches, int input, GroupRows *s
 
 /* accums.c */
 extern LinearAggs *accums_begin(ReduceRound *r, ViewPlan *plan);
-extern void accums_update(ReduceRound *r, ViewGroup *group, int first, int last);
+extern bool accums_partial(ReduceRound *r, ViewGroup *group);
+extern bool accums_update(ReduceRound *r, ViewGroup *group, int first, int last);
 extern void accums_output(ReduceRound *r, ViewGroup *group);
 extern void accums_forget(ReduceState *state, ViewGroup *group);
+
+/* accums_keys.c */
+extern bool accums_keys_in_any_row(ViewPlan *plan, List *columns, Node *having);
 
 /* waves.c */
 extern Touch *reduce_touches(ReduceRound *r, int *ntouches);

@@ -209,7 +209,12 @@ run_wave_linear(ReduceRound *r, Touch *touches, int first, int last)
 	{
 		ViewGroup  *group = touches[i].group;
 
-		accums_update(r, group, touches[i].first, touches[i].last);
+		if (!accums_update(r, group, touches[i].first, touches[i].last) && group->partial)
+		{
+			/* (its states are computed again from all its rows) */
+			arranged_reload(r, group, touches[i].time);
+			groups_take_out_shared(r, group, touches[i].first, touches[i].last);
+		}
 		groups_merge_updates(r, touches[i].first, touches[i].last);
 		accums_output(r, group);
 		emit_difference(r, touches[i].time, outputs_kept(&group, 1), group->fresh);
@@ -266,29 +271,8 @@ static void
 undo_first_touches(ReduceRound *r, Touch *touches, int ntouches)
 {
 	for (int t = 0; t < ntouches; t++)
-	{
-		if (touches[t].wave != 0)
-			continue;
-		for (int first = touches[t].first, last; first < touches[t].last; first = last)
-		{
-			int			input = r->updates[first].input;
-
-			for (last = first; last < touches[t].last && r->updates[last].input == input; last++)
-				;
-			if (r->inputs[input].read != NULL)
-			{
-				GroupUpdate *undo = palloc(sizeof(GroupUpdate) * (last - first));
-
-				for (int u = first; u < last; u++)
-				{
-					undo[u - first] = r->updates[u];
-					undo[u - first].diff = -r->updates[u].diff;
-				}
-				groups_merge(r, touches[t].group, undo, last - first);
-				pfree(undo);
-			}
-		}
-	}
+		if (touches[t].wave == 0)
+			groups_take_out_shared(r, touches[t].group, touches[t].first, touches[t].last);
 }
 
 /*

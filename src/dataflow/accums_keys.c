@@ -1,0 +1,75 @@
+/*-------------------------------------------------------------------------
+ *
+ * accums_keys.c
+ *	  Whether a grouping of linear aggregates (accums.c) forms a group's
+ *	  output row alike from any of the group's rows: its select list and
+ *	  HAVING read, besides the aggregates, only grouping keys whose equal
+ *	  values are the same bytes.  Then a round loads only the rows it
+ *	  updates of a group that knows its states (arranged.c), and reads the
+ *	  keys from any of them.  Decided once per round's plan.
+ *
+ *	  Must not read rows or groups (accums.c, arranged.c do).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "nodes/nodeFuncs.h"
+#include "utils/typcache.h"
+
+#include "dataflow/reduce_internal.h"
+
+/*
+ * Does the expression read a column (of the input's rows) that is not a
+ * grouping key compared by its type's default equality, under which equal
+ * values are the same bytes (hydrate.c's dataflow_equal_is_same)?
+ * The aggregates are parameters by now.
+ */
+static bool
+reads_other_columns(Node *node, ViewPlan *plan)
+{
+	List	   *keys = linitial_node(ViewPlanInput, plan->inputs)->keys;
+	ListCell   *lc;
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query) || IsA(node, SubLink) || IsA(node, SubPlan))
+		return true;
+	if (!IsA(node, Var))
+		return expression_tree_walker(node, reads_other_columns, plan);
+	foreach(lc, keys)
+	{
+		Var		   *key = lfirst(lc);
+		Var		   *var = (Var *) node;
+		int			k = foreach_current_index(lc);
+
+		if (IsA(key, Var) && var->varlevelsup == 0 && key->varno == var->varno &&
+			key->varattno == var->varattno && key->vartype == var->vartype &&
+			dataflow_equal_is_same(key->vartype, list_nth_oid(plan->key_collations, k)) &&
+			list_nth_oid(plan->key_eqops, k) ==
+			lookup_type_cache(key->vartype, TYPECACHE_EQ_OPR)->eq_opr)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Is a group's output row the same whichever of its rows the select list
+ * and HAVING read their columns from?  When they read, besides the
+ * aggregates, only grouping keys whose equal values are the same bytes.
+ * Then a round needs only the rows it updates of a group that knows its
+ * states (accums_partial); else (2.5 and 2.50 are equal numerics) a
+ * group's first row, as a hash aggregation reads it, needs all of them.
+ */
+bool
+accums_keys_in_any_row(ViewPlan *plan, List *columns, Node *having)
+{
+	ListCell   *lc;
+
+	if (reads_other_columns(having, plan))
+		return false;
+	foreach(lc, columns)
+		if (reads_other_columns(lfirst(lc), plan))
+			return false;
+	return true;
+}

@@ -21,7 +21,11 @@
  *	    after the statement and so undone with it; so is one of a function
  *	    an operator it uses calls, or a function whose SQL-standard body it
  *	    calls.  Owner, cost, rows, parallel safety and leakproofness do not
- *	    change a row, and go through.
+ *	    change a row, and go through;
+ *	  * ALTER TEXT SEARCH CONFIGURATION of its mappings, or ALTER TEXT
+ *	    SEARCH DICTIONARY of its options, for such a configuration or
+ *	    dictionary (or a configuration's dictionary) is refused the same
+ *	    way: a row retracted would not be the one the view holds.
  *	  Each such statement of the object's owner (PostgreSQL refuses the
  *	  others) locks what it changes exclusively before the check, only
  *	  that (a CREATE OR REPLACE FUNCTION the overload it replaces), and
@@ -121,9 +125,10 @@ rule_relation(Oid rule)
 
 /*
  * A maintained view that uses an object (class, objid): whose PostgreSQL
- * view's rule depends on it, or, with through_calls, on an operator or
- * function that calls it (an operator's function, a function in a
- * SQL-standard body), to a few levels; NULL if none.
+ * view's rule depends on it, or, with through_calls, on an operator,
+ * function or text search configuration that calls it (an operator's
+ * function, a function in a SQL-standard body, a configuration's
+ * dictionary), to a few levels; NULL if none.
  */
 static CatalogObject *
 view_using(Oid class, Oid objid, bool through_calls, int depth)
@@ -151,7 +156,8 @@ view_using(Oid class, Oid objid, bool through_calls, int depth)
 		if (dep->classid == RewriteRelationId)
 			view = maintained_view_of(rule_relation(dep->objid));
 		else if (through_calls &&
-				 (dep->classid == OperatorRelationId || dep->classid == ProcedureRelationId))
+				 (dep->classid == OperatorRelationId || dep->classid == ProcedureRelationId ||
+				  dep->classid == TSConfigRelationId))
 			view = view_using(dep->classid, dep->objid, true, depth + 1);
 	}
 	systable_endscan(scan);
@@ -172,11 +178,11 @@ refuse_change(const char *change, ObjectAddress *object, CatalogObject *view)
 					 quote_literal_cstr(view->name))));
 }
 
-/* Refuse a change to an object if a view uses it. */
+/* Refuse a change to an object if a view uses it (through_calls: view_using). */
 static void
-guard_object(const char *change, Oid class, Oid objid)
+guard_object(const char *change, Oid class, Oid objid, bool through_calls)
 {
-	CatalogObject *view = view_using(class, objid, false, 0);
+	CatalogObject *view = view_using(class, objid, through_calls, 0);
 	ObjectAddress object;
 
 	if (view != NULL)
@@ -267,7 +273,7 @@ guard_extension(const char *name)
 		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
 
 		if (dep->deptype == DEPENDENCY_EXTENSION && named_by_text(dep->classid))
-			guard_object("move", dep->classid, dep->objid);
+			guard_object("move", dep->classid, dep->objid, false);
 	}
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);
@@ -285,7 +291,7 @@ guard_relation(const char *change, RangeVar *relation)
 												 RangeVarCallbackOwnsRelation, NULL);
 
 	if (OidIsValid(relid))
-		guard_object(change, TypeRelationId, get_rel_type_id(relid));
+		guard_object(change, TypeRelationId, get_rel_type_id(relid), false);
 }
 
 /*
@@ -517,7 +523,7 @@ view_uses_guard_before(Node *stmt)
 		{
 			objid = named_object(rename->renameType, rename->object, &class);
 			if (OidIsValid(objid))
-				guard_object("rename", class, objid);
+				guard_object("rename", class, objid, false);
 		}
 		else if (rename->renameType == OBJECT_COLUMN || rename->renameType == OBJECT_ATTRIBUTE)
 			guard_relation("rename a column of", rename->relation);
@@ -534,7 +540,7 @@ view_uses_guard_before(Node *stmt)
 		else if (move->objectType == OBJECT_EXTENSION)
 			guard_extension(strVal(move->object));
 		else if (OidIsValid(objid = named_object(move->objectType, move->object, &class)))
-			guard_object("move", class, objid);
+			guard_object("move", class, objid, false);
 	}
 	else if (IsA(stmt, AlterTableStmt) && ((AlterTableStmt *) stmt)->objtype == OBJECT_TYPE &&
 			 drops_attribute((AlterTableStmt *) stmt))
@@ -544,7 +550,23 @@ view_uses_guard_before(Node *stmt)
 		/* the kept text names the value ('a'::e) */
 		objid = named_object(OBJECT_TYPE, (Node *) ((AlterEnumStmt *) stmt)->typeName, &class);
 		if (OidIsValid(objid))
-			guard_object("rename a value of", class, objid);
+			guard_object("rename a value of", class, objid, false);
+	}
+	else if (IsA(stmt, AlterTSConfigurationStmt))
+	{
+		/* its mappings: what it computes */
+		objid = named_object(OBJECT_TSCONFIGURATION,
+							 (Node *) ((AlterTSConfigurationStmt *) stmt)->cfgname, &class);
+		if (OidIsValid(objid))
+			guard_object("change", class, objid, true);
+	}
+	else if (IsA(stmt, AlterTSDictionaryStmt))
+	{
+		/* its options (stop words, ...), in a view's configuration too */
+		objid = named_object(OBJECT_TSDICTIONARY,
+							 (Node *) ((AlterTSDictionaryStmt *) stmt)->dictname, &class);
+		if (OidIsValid(objid))
+			guard_object("change", class, objid, true);
 	}
 	objid = function_changed_by(stmt);
 	if (OidIsValid(objid) && view_using(ProcedureRelationId, objid, true, 0) != NULL)

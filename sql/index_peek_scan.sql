@@ -118,6 +118,31 @@ SELECT c.k, array_agg(p.g ORDER BY p.g) FILTER (WHERE p.k IS NOT NULL) AS node,
   FROM generate_series(1, 8) c(k)
   LEFT JOIN LATERAL peek.index_peek(NULL::ips_row, 'ips_k', ROW(c.k)) p ON true
  GROUP BY c.k ORDER BY c.k;
+-- an argument that reads the outer query's column only inside a subplan
+-- (hashed: its query is not correlated with the call's own): each rescan
+-- peeks again and has the subplan hash its rows again, as a function scan
+-- does; the persist peek scan too, counting or reading rows
+EXPLAIN (COSTS OFF) SELECT c.k, (SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k',
+    ROW(CASE WHEN 1 IN (SELECT x FROM generate_series(1, 3) x WHERE x = c.k) THEN 7 ELSE 8 END)) p)
+  FROM generate_series(0, 3) c(k);
+SELECT c.k,
+       (SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k',
+           ROW(CASE WHEN 1 IN (SELECT x FROM generate_series(1, 3) x WHERE x = c.k) THEN 7 ELSE 8 END)) p) AS node,
+       (SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k',
+           ROW(CASE WHEN 1 IN (SELECT x FROM generate_series(1, 3) x WHERE x = c.k) THEN 7 ELSE 8 END))
+           WITH ORDINALITY p) AS function_scan,
+       (SELECT count(*) FROM peek.persist_peek(NULL::ips_row, 'ips',
+           as_of => CASE WHEN 1 IN (SELECT x FROM generate_series(1, 3) x WHERE x = c.k) THEN 0 ELSE 1 END) p) AS persist_count,
+       (SELECT sum(p.k) FROM peek.persist_peek(NULL::ips_row, 'ips',
+           as_of => CASE WHEN 1 IN (SELECT x FROM generate_series(1, 3) x WHERE x = c.k) THEN 0 ELSE 1 END) p) AS persist_rows,
+       (SELECT sum(p.k) FROM peek.persist_peek(NULL::ips_row, 'ips',
+           as_of => CASE WHEN 1 IN (SELECT x FROM generate_series(1, 3) x WHERE x = c.k) THEN 0 ELSE 1 END)
+           WITH ORDINALITY p) AS persist_function_scan
+  FROM generate_series(0, 3) c(k) ORDER BY c.k;
+-- the node's subplans are its own in EXPLAIN ANALYZE
+EXPLAIN (COSTS OFF, ANALYZE, TIMING OFF, SUMMARY OFF)
+SELECT c.k, p.g FROM generate_series(7, 8) c(k),
+  LATERAL peek.index_peek(NULL::ips_row, 'ips_k', ROW((SELECT c.k + x FROM generate_series(0, 0) x))) p;
 -- two scans in one plan, each its own peek (a backend has one at a time)
 SELECT a.g, b.g FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(8)) a
   JOIN peek.index_peek(NULL::ips_row, 'ips_kg', ROW(8, 'g1')) b ON a.k = b.k ORDER BY 1, 2;

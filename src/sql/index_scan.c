@@ -156,9 +156,9 @@ begin_index_scan(CustomScanState *node, EState *estate, int eflags)
 	IndexPeekScanState *s = (IndexPeekScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 
+	scan_call_use_slots(node, &TTSOpsMinimalTuple);
 	begin_key_fields(s, linitial_node(FuncExpr, cscan->custom_exprs));
 	scan_call_begin(&s->call, node, linitial(cscan->custom_private));
-	scan_call_use_slots(node, &TTSOpsMinimalTuple);
 	s->backward = (eflags & EXEC_FLAG_BACKWARD) != 0;
 }
 

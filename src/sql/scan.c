@@ -280,10 +280,12 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 
 	s->rows_wanted = intVal(linitial(cscan->custom_private));
 	s->counts_rows = intVal(lsecond(cscan->custom_private)) != 0;
-	scan_call_begin(&s->call, node, lthird(cscan->custom_private));
 	/* counting: the counts go up in the virtual slot made for them */
 	if (s->counts_rows)
+	{
+		scan_call_begin(&s->call, node, lthird(cscan->custom_private));
 		return;
+	}
 
 	/*
 	 * The rows go up as the tuples the walk found (persist_peek_tuple), not
@@ -301,6 +303,8 @@ begin_persist_scan(CustomScanState *node, EState *estate, int eflags)
 	 */
 	s->reads_columns = contain_var_clause((Node *) cscan->scan.plan.targetlist) ||
 		contain_var_clause((Node *) cscan->scan.plan.qual);
+	/* after the slots: scan_call_use_slots makes the node's subplans again */
+	scan_call_begin(&s->call, node, lthird(cscan->custom_private));
 }
 
 /* Evaluate the call's arguments and open the peek, as the function would. */

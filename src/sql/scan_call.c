@@ -27,6 +27,7 @@
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -186,6 +187,49 @@ scan_call_plan(PlannerInfo *root, Index rti, List *tlist, List *clauses,
 /* ---- execution ---- */
 
 /*
+ * The executor parameters whose change changes an argument's value, as
+ * the planner finds a function scan's (finalize_primnode): those it reads,
+ * and those a subplan in it reads and is not passed.  A subplan's own
+ * query may read an outer query's parameter that no argument names (in a
+ * correlated subquery around the call), and its answer change with it.
+ */
+typedef struct ArgParams
+{
+	List	   *subplans;		/* the statement's, by plan_id */
+	Bitmapset  *ids;
+} ArgParams;
+
+static bool
+arg_params_walker(Node *node, ArgParams *ap)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
+		ap->ids = bms_add_member(ap->ids, ((Param *) node)->paramid);
+	else if (IsA(node, SubPlan))
+	{
+		SubPlan    *subplan = (SubPlan *) node;
+		Plan	   *plan = list_nth(ap->subplans, subplan->plan_id - 1);
+		Bitmapset  *read = bms_copy(plan->extParam);
+		ListCell   *lc;
+
+		foreach(lc, subplan->parParam)
+			read = bms_del_member(read, lfirst_int(lc));
+		ap->ids = bms_join(ap->ids, read);
+	}
+	return expression_tree_walker(node, arg_params_walker, (void *) ap);
+}
+
+static Bitmapset *
+arg_params(Node *args, List *subplans)
+{
+	ArgParams	ap = {subplans, NULL};
+
+	arg_params_walker(args, &ap);
+	return ap.ids;
+}
+
+/*
  * The call at the node's start, checked as a function scan checks the
  * function it calls (EXECUTE), its arguments ready to evaluate.  The
  * function is only ever called through its C code, with the call as its
@@ -211,7 +255,7 @@ scan_call_begin(ScanCall *sc, CustomScanState *node, List *planned_types)
 						   IsA(lfirst(lc), Const) ||
 						   bms_is_member(foreach_current_index(lc), sc->own_args) ? NULL :
 						   ExecInitExpr(lfirst(lc), &node->ss.ps));
-	sc->arg_params = pull_paramids((Expr *) sc->call->args);
+	sc->arg_params = arg_params((Node *) sc->call->args, node->ss.ps.state->es_plannedstmt->subplans);
 	MemSet(&sc->flinfo, 0, sizeof(FmgrInfo));
 	sc->flinfo.fn_oid = sc->call->funcid;
 	sc->flinfo.fn_nargs = list_length(sc->call->args);
@@ -226,7 +270,9 @@ scan_call_begin(ScanCall *sc, CustomScanState *node, List *planned_types)
  * slot of their own kind (ops), deformed only as far as they are read: the
  * slot is made again, and with it the projection and the qual (and their
  * subplans), before any node above compiles an expression against this
- * one's slots.
+ * one's slots, and before the node makes its arguments' expressions: the
+ * node's list of subplans is made again, and a rescan tells only the
+ * subplans on it that their outer parameters changed.
  */
 void
 scan_call_use_slots(CustomScanState *node, const TupleTableSlotOps *ops)

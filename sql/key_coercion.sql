@@ -73,10 +73,29 @@ SELECT * FROM peek.index_peek(NULL::kc_drow, 'kcd_k', ROW(5));
 ALTER DOMAIN kc_dom DROP CONSTRAINT kc_pos;
 SELECT * FROM peek.index_peek(NULL::kc_drow, 'kcd_k', ROW(-6));
 
+-- key columns with a type modifier: a field of the column's own type is
+-- assigned to it as SQL assigns (numeric rounded to its scale, a string too
+-- long for varchar(n) refused with 22001), as a field of another type is
+CREATE TYPE kc_mrow AS (n numeric(6,2), s varchar(5), v text);
+SELECT peek.create_collection('kcm', 'kc_mrow');
+SELECT peek.write('kcm', ARRAY[(1.00, 'abcde', 'one'), (2.50, 'xy', 'two')]::kc_mrow[]);
+SELECT peek.create_index('kcm_n', 'kcm', ARRAY['n']);
+SELECT peek.create_index('kcm_s', 'kcm', ARRAY['s']);
+SELECT wait_for($$SELECT bool_and(state = 'ready') FROM peek.indexes WHERE name IN ('kcm_n', 'kcm_s')$$);
+SELECT v FROM peek.index_peek(NULL::kc_mrow, 'kcm_n', ROW(1.004));
+SELECT v FROM peek.index_peek(NULL::kc_mrow, 'kcm_n', ROW(1.004::float8));
+SELECT v FROM peek.index_peek(NULL::kc_mrow, 'kcm_n', ROW(2.499::numeric));
+SELECT v FROM peek.index_peek(NULL::kc_mrow, 'kcm_n', keys => ARRAY[1.004, 2.5]::numeric[]) ORDER BY v;
+SELECT v FROM peek.index_peek(NULL::kc_mrow, 'kcm_s', ROW('xy'::varchar));
+SELECT try($$SELECT v FROM peek.index_peek(NULL::kc_mrow, 'kcm_s', ROW('abcdef'::varchar))$$);
+SELECT try($$SELECT v FROM peek.index_peek(NULL::kc_mrow, 'kcm_s', ROW('abcdef'::text))$$);
+SELECT v FROM (SELECT 1.004::numeric AS k) o, peek.index_peek(NULL::kc_mrow, 'kcm_n', ROW(o.k)) p;
+
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
 DROP TYPE kc_drow;
+DROP TYPE kc_mrow;
 DROP DOMAIN kc_dom;
 DROP TYPE kc_box;
 DROP TYPE kc_box2;

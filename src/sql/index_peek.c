@@ -211,6 +211,19 @@ coerce_key_field(Datum *value, Oid from, KeyInfo *key, int i, CatalogObject *idx
 }
 
 /*
+ * Whether a key field of type from goes through coerce_key_field: of
+ * another type than its column, or of a column with a type modifier
+ * (numeric(6,2), varchar(5)), which SQL assignment applies to a value of
+ * the column's own type too (rounding, or 22001 for a string too long).
+ */
+static bool
+key_field_needs_coercion(KeyInfo *key, int i, Oid from)
+{
+	return from != key->types[i] ||
+		TupleDescAttr(key->desc, key->attnums[i] - 1)->atttypmod >= 0;
+}
+
+/*
  * A key given as its fields, in key-column order, into values, each field
  * converted to its key column's type (coerce_key_field).  False if a field
  * is NULL: the key matches no row, as = would not.  Every field is
@@ -233,7 +246,7 @@ key_field_values(const KeyFields *fields, CatalogObject *idx, KeyInfo *key, Datu
 		Datum		value = fields->values[i];
 		bool		isnull = fields->nulls[i];
 
-		if (!isnull && fields->types[i] != key->types[i])
+		if (!isnull && key_field_needs_coercion(key, i, fields->types[i]))
 			isnull = !coerce_key_field(&value, fields->types[i], key, i, idx);
 		if (isnull)
 			has_null = true;
@@ -351,7 +364,7 @@ keys_arg(FunctionCallInfo fcinfo, int n, CatalogObject *idx, WalkSpec *spec)
 		else
 		{
 			k->values[0] = elems[i];
-			matchable = elemtype == key->types[0] ||
+			matchable = !key_field_needs_coercion(key, 0, elemtype) ||
 				coerce_key_field(&k->values[0], elemtype, key, 0, idx);
 		}
 		if (!matchable)

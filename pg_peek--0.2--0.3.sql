@@ -67,11 +67,12 @@ AS 'MODULE_PATHNAME', 'peek_collection_rows' LANGUAGE C STABLE STRICT;
 -- maintenance runtime publishes it, and on a standby replay brings it
 -- before the runtime publishes it; a reader who saw that upper here would
 -- then read an older time.  A failed one's reads fail, whatever its upper:
--- it shows the stored upper, where its updates stopped
+-- it shows the stored upper, where its updates stopped.  A source is
+-- loading until the upper shown is past its load (its rows are readable)
 CREATE OR REPLACE VIEW peek.collections WITH (security_barrier) AS
 SELECT o.name, o.row_type, o.owner,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
-            WHEN o.source IS NOT NULL AND u.upper = 0 THEN 'loading'
+            WHEN o.source IS NOT NULL AND shown.upper = 0 THEN 'loading'
             WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
        o.failure, o.source,
        peek.collection_rows(o.name, shown.upper) AS rows,
@@ -91,10 +92,14 @@ SELECT o.name, o.row_type, o.owner,
   LEFT JOIN peek.since_status() t ON t.id = o.id
  WHERE o.kind = 'c' AND peek.visible(o.owner);
 
+-- an index of a source or a view is hydrating until its upper is past the
+-- source's load or the view's hydration: until then it is published
+-- empty, at upper 0, and a peek waits
 CREATE OR REPLACE VIEW peek.indexes WITH (security_barrier) AS
 SELECT o.name, c.name AS collection, o.key_columns AS key, o.owner,
        CASE WHEN r.failed OR o.failure IS NOT NULL OR c.failure IS NOT NULL THEN 'failed'
             WHEN r.hydrating OR NOT coalesce(r.published, false) THEN 'hydrating'
+            WHEN coalesce(r.upper, 0) = 0 AND (c.source IS NOT NULL OR c.kind = 'v') THEN 'hydrating'
             ELSE 'ready' END AS state,
        CASE WHEN o.failure IS NOT NULL THEN o.failure
             WHEN c.failure IS NOT NULL THEN c.failure
@@ -180,7 +185,7 @@ RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_view' LANGUAGE C;
 CREATE VIEW peek.views WITH (security_barrier) AS
 SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
-            WHEN u.upper = 0 THEN 'hydrating'
+            WHEN shown.upper = 0 THEN 'hydrating'
             WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
        o.failure,
        peek.collection_rows(o.name, shown.upper) AS rows,

@@ -175,6 +175,7 @@ RETURNS void AS 'MODULE_PATHNAME', 'peek_create_view' LANGUAGE C;
 CREATE FUNCTION peek.drop_view(name text)
 RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_view' LANGUAGE C;
 
+-- retention and since_age as in peek.collections, which shows no view;
 -- lag: how many times the view trails the least of its inputs' uppers;
 -- while it hydrates, how many of its inputs' rows it has read and how
 -- many there are (estimated from their shards until all are read)
@@ -196,7 +197,9 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
             THEN r.hydrated_rows END AS hydration_rows_read,
        CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
-            THEN r.hydration_total END AS hydration_rows_total
+            THEN r.hydration_total END AS hydration_rows_total,
+       peek.retention(o.retention, o.retention_set) AS retention,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t.since_at AS since_age
   FROM peek.objects o
   CROSS JOIN LATERAL (SELECT coalesce(max(x.upper), 0) AS upper FROM peek.uppers x
                        WHERE x.object = o.id OPERATOR(pg_catalog.&) 4294967295) u
@@ -209,6 +212,7 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
   CROSS JOIN LATERAL (SELECT CASE WHEN r.published AND o.failure IS NULL
                                   THEN r.upper ELSE u.upper END AS upper) shown
+  LEFT JOIN peek.since_status() t ON t.id = o.id
  WHERE o.kind = 'v' AND peek.visible(o.owner);
 GRANT SELECT ON peek.views TO PUBLIC;
 

@@ -67,11 +67,12 @@ AS 'MODULE_PATHNAME', 'peek_collection_rows' LANGUAGE C STABLE STRICT;
 -- maintenance runtime publishes it, and on a standby replay brings it
 -- before the runtime publishes it; a reader who saw that upper here would
 -- then read an older time.  A failed one's reads fail, whatever its upper:
--- it shows the stored upper, where its updates stopped
+-- it shows the stored upper, where its updates stopped.  A source is
+-- loading until the upper shown is past its load (its rows are readable)
 CREATE OR REPLACE VIEW peek.collections WITH (security_barrier) AS
 SELECT o.name, o.row_type, o.owner,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
-            WHEN o.source IS NOT NULL AND u.upper = 0 THEN 'loading'
+            WHEN o.source IS NOT NULL AND shown.upper = 0 THEN 'loading'
             WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
        o.failure, o.source,
        peek.collection_rows(o.name, shown.upper) AS rows,
@@ -180,7 +181,7 @@ RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_view' LANGUAGE C;
 CREATE VIEW peek.views WITH (security_barrier) AS
 SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
-            WHEN u.upper = 0 THEN 'hydrating'
+            WHEN shown.upper = 0 THEN 'hydrating'
             WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
        o.failure,
        peek.collection_rows(o.name, shown.upper) AS rows,

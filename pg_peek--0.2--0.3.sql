@@ -174,6 +174,13 @@ RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_view' LANGUAGE C;
 -- lag: how many times the view trails the least of its inputs' uppers;
 -- while it hydrates, how many of its inputs' rows it has read and how
 -- many there are (estimated from their shards until all are read)
+-- a view whose rounds ran out of time (pg_peek.view_round_timeout) is
+-- 'retrying' until one completes: retried with the limit shown, doubled
+-- after each timeout (peek.view_round_status)
+CREATE FUNCTION peek.view_round_status(OUT id bigint, OUT timeouts integer,
+                                       OUT limit_ms integer)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_view_round_status' LANGUAGE C;
+
 -- a view's upper is its published one, which a read of the view (as_of
 -- NULL) resolves against: the round's durable upper (peek.uppers) commits
 -- before the runtime publishes it, and a reader who saw that upper here
@@ -181,6 +188,7 @@ RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_view' LANGUAGE C;
 CREATE VIEW peek.views WITH (security_barrier) AS
 SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
+            WHEN t.timeouts IS NOT NULL THEN 'retrying'
             WHEN shown.upper = 0 THEN 'hydrating'
             WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
        o.failure,
@@ -205,6 +213,7 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
   CROSS JOIN LATERAL (SELECT CASE WHEN r.published AND o.failure IS NULL
                                   THEN r.upper ELSE u.upper END AS upper) shown
+  LEFT JOIN peek.view_round_status() t ON t.id = o.id
  WHERE o.kind = 'v' AND peek.visible(o.owner);
 GRANT SELECT ON peek.views TO PUBLIC;
 

@@ -81,7 +81,7 @@ BEGIN
   LOOP
     SELECT state, lag INTO s, l FROM peek.views WHERE name = '$1';
     EXIT WHEN s = 'ready' AND l = 0;
-    IF s NOT IN ('hydrating', 'pending', 'ready') THEN RAISE EXCEPTION 'view $1 is %', s; END IF;
+    IF s NOT IN ('hydrating', 'pending', 'ready', 'retrying') THEN RAISE EXCEPTION 'view $1 is %', s; END IF;
     PERFORM pg_sleep(0.005);
   END LOOP;
 END \$\$;

@@ -175,17 +175,25 @@ RETURNS void AS 'MODULE_PATHNAME', 'peek_create_view' LANGUAGE C;
 CREATE FUNCTION peek.drop_view(name text)
 RETURNS void AS 'MODULE_PATHNAME', 'peek_drop_view' LANGUAGE C;
 
--- retention and since_age as in peek.collections, which shows no view;
 -- lag: how many times the view trails the least of its inputs' uppers;
 -- while it hydrates, how many of its inputs' rows it has read and how
 -- many there are (estimated from their shards until all are read)
+-- a view whose rounds ran out of time (pg_peek.view_round_timeout) is
+-- 'retrying' until one completes: retried with the limit shown, doubled
+-- after each timeout (peek.view_round_status)
+CREATE FUNCTION peek.view_round_status(OUT id bigint, OUT timeouts integer,
+                                       OUT limit_ms integer)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_view_round_status' LANGUAGE C;
+
 -- a view's upper is its published one, which a read of the view (as_of
 -- NULL) resolves against: the round's durable upper (peek.uppers) commits
 -- before the runtime publishes it, and a reader who saw that upper here
--- would then read an older time (the durable one until it is published)
+-- would then read an older time (the durable one until it is published);
+-- retention and since_age as in peek.collections, which shows no view
 CREATE VIEW peek.views WITH (security_barrier) AS
 SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
+            WHEN t.timeouts IS NOT NULL THEN 'retrying'
             WHEN shown.upper = 0 THEN 'hydrating'
             WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
        o.failure,
@@ -199,7 +207,7 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
             THEN r.hydration_total END AS hydration_rows_total,
        peek.retention(o.retention, o.retention_set) AS retention,
-       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t.since_at AS since_age
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) sa.since_at AS since_age
   FROM peek.objects o
   CROSS JOIN LATERAL (SELECT coalesce(max(x.upper), 0) AS upper FROM peek.uppers x
                        WHERE x.object = o.id OPERATOR(pg_catalog.&) 4294967295) u
@@ -212,7 +220,8 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
   LEFT JOIN peek.registry_status() r ON r.id = o.id AND NOT r.dropped
   CROSS JOIN LATERAL (SELECT CASE WHEN r.published AND o.failure IS NULL
                                   THEN r.upper ELSE u.upper END AS upper) shown
-  LEFT JOIN peek.since_status() t ON t.id = o.id
+  LEFT JOIN peek.view_round_status() t ON t.id = o.id
+  LEFT JOIN peek.since_status() sa ON sa.id = o.id
  WHERE o.kind = 'v' AND peek.visible(o.owner);
 GRANT SELECT ON peek.views TO PUBLIC;
 

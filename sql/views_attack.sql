@@ -112,6 +112,20 @@ SELECT wait_for($$SELECT upper > 0 OR state = 'failed' FROM peek.views WHERE nam
 SELECT state, failure FROM peek.views WHERE name = 'aslowv';
 SELECT * FROM peek.persist_peek(NULL::aslowv, 'aslowv') ORDER BY x;
 SELECT peek.drop_view('aslowv');
+-- while its rounds keep running out of time the view shows 'retrying', with
+-- how many ran out in a row and the next one's limit; once one completes
+-- it is ready (five slow rows: 1 s; the rounds get 0.5 s, 1 s, 2 s)
+SELECT peek.create_view('aslow5', $$SELECT aslow(x) AS x FROM peek.persist_peek(NULL::aone, 'aslows') WHERE x <= 5$$);
+SELECT wait_for($$SELECT state = 'retrying' FROM peek.views WHERE name = 'aslow5'$$);
+SELECT v.state, t.timeouts >= 1 AS timed_out, t.limit_ms >= 1000 AS limit_doubled
+  FROM peek.views v JOIN peek.objects o ON o.name = v.name
+  JOIN peek.view_round_status() t ON t.id = o.id WHERE v.name = 'aslow5';
+SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'aslow5'$$, 60);
+SELECT count(*) AS still_retrying FROM peek.view_round_status() t
+  JOIN peek.objects o ON o.id = t.id WHERE o.name = 'aslow5';
+SELECT state, failure, upper > 0 AS has_upper FROM peek.views WHERE name = 'aslow5';
+SELECT * FROM peek.persist_peek(NULL::aslow5, 'aslow5') ORDER BY x;
+SELECT peek.drop_view('aslow5');
 -- one whose function catches the round's cancel and goes on: the round is
 -- ended (the runtime exits and starts again) and the view fails alone
 CREATE FUNCTION astubborn(x int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$

@@ -209,6 +209,7 @@ dataflow_round_timed_out(PeekObjectId id)
 		return false;
 	view->timeouts = Min(view->timeouts + 1, DATAFLOW_TIMEOUT_DOUBLINGS);
 	view->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), round_limit_ms);
+	registry_round_timeouts(id, view->timeouts, round_limit(view));
 	ereport(LOG,
 			(errcode(ERRCODE_QUERY_CANCELED),
 			 errmsg("pg_peek view " INT64_FORMAT " will be retried: its round ran longer than its limit (%d ms, from pg_peek.view_round_timeout)",
@@ -649,6 +650,8 @@ dataflow_round(DataflowView *view)
 	view->upper = end;
 	view->published = Max(view->published, end);
 	view->written_at = GetCurrentTimestamp();
+	if (view->timeouts > 0)
+		registry_round_timeouts(view->id, 0, 0);
 	view->timeouts = 0;
 	return true;
 }

@@ -170,6 +170,7 @@ dataflow_note_view(CatalogObject *obj)
 	view->written_at = GetCurrentTimestamp();
 	view->timeouts = 0;
 	view->retry_at = 0;
+	registry_round_timeouts(obj->id, 0, 0);
 	view->query = MemoryContextStrdup(views_cxt, query);
 	view->groups = NULL;
 	view->nbranches = 0;

@@ -871,6 +871,22 @@ registry_add_operators(PeekObjectId id, int noperators, const OperatorStats *rou
 	registry_unlock(entry);
 }
 
+/*
+ * A view's rounds that ran out of time in a row and the limit of its next
+ * (peek.views shows it 'retrying'); 0 once a round completes.
+ */
+void
+registry_round_timeouts(PeekObjectId id, int32 timeouts, int32 limit_ms)
+{
+	RegistryEntry *entry = registry_lock(id, false, NULL);
+
+	if (entry == NULL)
+		return;
+	entry->round_timeouts = timeouts;
+	entry->round_limit_ms = limit_ms;
+	registry_unlock(entry);
+}
+
 /* Progress of an index's or a view's hydration (total < 0: it is over). */
 void
 registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total)

@@ -74,6 +74,9 @@ typedef struct RegistryEntry
 	bool		hydrating;
 	int64		hydrated_rows;
 	int64		hydration_total;
+	/* a maintained view's rounds that ran out of time in a row, its limit now */
+	int32		round_timeouts;
+	int32		round_limit_ms;
 	/* a maintained view's operators: counts since it was published */
 	int32		noperators;
 	OperatorStats operators[PEEK_MAX_OPERATORS];
@@ -126,6 +129,7 @@ extern bool registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, 
 								int64 upper, int64 since);
 extern void registry_mark_failed(PeekObjectId id);
 extern void registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total);
+extern void registry_round_timeouts(PeekObjectId id, int32 timeouts, int32 limit_ms);
 extern void registry_add_operators(PeekObjectId id, int noperators, const OperatorStats *round);
 extern void registry_pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches,
 						int nbatches, bool shared, int runtime);

@@ -32,6 +32,7 @@ PEEK_SQL_FUNCTION(peek_peek_hold_status);
 PEEK_SQL_FUNCTION(peek_duration_status);
 PEEK_SQL_FUNCTION(peek_collection_rows);
 PEEK_SQL_FUNCTION(peek_since_status);
+PEEK_SQL_FUNCTION(peek_view_round_status);
 PEEK_SQL_FUNCTION(peek_operator_status);
 
 static const char *
@@ -262,6 +263,33 @@ peek_since_status(PG_FUNCTION_ARGS)
 		values[0] = Int64GetDatum(e->id);
 		values[1] = TimestampTzGetDatum(e->since_clock);
 		nulls[1] = e->since_clock == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * One row per maintained view whose rounds ran out of time in a row (it is
+ * retried with a longer limit, which the row shows): 'retrying' in
+ * peek.views.
+ */
+Datum
+peek_view_round_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ListCell   *lc;
+
+	foreach(lc, visible_entries(fcinfo))
+	{
+		RegistryEntry *e = lfirst(lc);
+		Datum		values[3];
+		bool		nulls[3] = {0};
+
+		if (e->dropped || e->round_timeouts == 0)
+			continue;
+		values[0] = Int64GetDatum(e->id);
+		values[1] = Int32GetDatum(e->round_timeouts);
+		values[2] = Int32GetDatum(e->round_limit_ms);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

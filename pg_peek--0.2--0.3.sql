@@ -92,10 +92,14 @@ SELECT o.name, o.row_type, o.owner,
   LEFT JOIN peek.since_status() t ON t.id = o.id
  WHERE o.kind = 'c' AND peek.visible(o.owner);
 
+-- an index of a source or a view is hydrating until its upper is past the
+-- source's load or the view's hydration: until then it is published
+-- empty, at upper 0, and a peek waits
 CREATE OR REPLACE VIEW peek.indexes WITH (security_barrier) AS
 SELECT o.name, c.name AS collection, o.key_columns AS key, o.owner,
        CASE WHEN r.failed OR o.failure IS NOT NULL OR c.failure IS NOT NULL THEN 'failed'
             WHEN r.hydrating OR NOT coalesce(r.published, false) THEN 'hydrating'
+            WHEN coalesce(r.upper, 0) = 0 AND (c.source IS NOT NULL OR c.kind = 'v') THEN 'hydrating'
             ELSE 'ready' END AS state,
        CASE WHEN o.failure IS NOT NULL THEN o.failure
             WHEN c.failure IS NOT NULL THEN c.failure
@@ -184,7 +188,8 @@ RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_view_round_status' LANGUAGE C;
 -- a view's upper is its published one, which a read of the view (as_of
 -- NULL) resolves against: the round's durable upper (peek.uppers) commits
 -- before the runtime publishes it, and a reader who saw that upper here
--- would then read an older time (the durable one until it is published)
+-- would then read an older time (the durable one until it is published);
+-- retention and since_age as in peek.collections, which shows no view
 CREATE VIEW peek.views WITH (security_barrier) AS
 SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NOT NULL THEN 'failed'
@@ -200,7 +205,9 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
        CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
             THEN r.hydrated_rows END AS hydration_rows_read,
        CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
-            THEN r.hydration_total END AS hydration_rows_total
+            THEN r.hydration_total END AS hydration_rows_total,
+       peek.retention(o.retention, o.retention_set) AS retention,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) sa.since_at AS since_age
   FROM peek.objects o
   CROSS JOIN LATERAL (SELECT coalesce(max(x.upper), 0) AS upper FROM peek.uppers x
                        WHERE x.object = o.id OPERATOR(pg_catalog.&) 4294967295) u
@@ -214,6 +221,7 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
   CROSS JOIN LATERAL (SELECT CASE WHEN r.published AND o.failure IS NULL
                                   THEN r.upper ELSE u.upper END AS upper) shown
   LEFT JOIN peek.view_round_status() t ON t.id = o.id
+  LEFT JOIN peek.since_status() sa ON sa.id = o.id
  WHERE o.kind = 'v' AND peek.visible(o.owner);
 GRANT SELECT ON peek.views TO PUBLIC;
 

@@ -76,6 +76,47 @@ SELECT * FROM peek.persist_peek(NULL::rkv, 'ret', as_of => 3) ORDER BY k;
 SELECT since <= 2 AS kept FROM peek.indexes WHERE name = 'ret_by_k';
 SELECT * FROM peek.index_peek(NULL::rkv, 'ret_by_k', as_of => 3) ORDER BY k;
 
+-- a retention too long to count in microseconds from now keeps all
+-- history, as a long one does ('400000 years' wrapped around to a cutoff
+-- in the future, and its since followed the upper as with 0); a
+-- collection with retention 0 written at the same times shows when the
+-- runtime has applied retention
+CREATE TYPE rkv2 AS (k int, v text);
+SELECT peek.create_collection('ret_long', 'rkv2');
+SELECT peek.create_collection('ret_zero', 'rkv2');
+SELECT peek.set_retention('ret_long', '400000 years');
+SELECT peek.set_retention('ret_zero', '0');
+SELECT peek.write(c, ARRAY[(1, 'a')]::rkv2[]) FROM unnest(ARRAY['ret_long', 'ret_zero']) c;
+SELECT peek.write(c, ARRAY[(2, 'b')]::rkv2[]) FROM unnest(ARRAY['ret_long', 'ret_zero']) c;
+SELECT peek.write(c, ARRAY[(3, 'c')]::rkv2[]) FROM unnest(ARRAY['ret_long', 'ret_zero']) c;
+SELECT wait_for($$SELECT since = 2 FROM peek.collections WHERE name = 'ret_zero'$$);
+SELECT pg_sleep(1);
+SELECT name, since, upper, retention FROM peek.collections WHERE name IN ('ret_long', 'ret_zero') ORDER BY name;
+SELECT count(*) FROM peek.persist_peek(NULL::rkv2, 'ret_long', as_of => 0);
+SELECT peek.drop_collection('ret_long');
+SELECT peek.drop_collection('ret_zero');
+DROP TYPE rkv2;
+
+-- a view's retention: shown in peek.views (peek.collections shows no
+-- view), the setting's until set_retention gives it one, and followed
+CREATE TYPE rkv3 AS (k int, v text);
+SELECT peek.create_collection('ret_in', 'rkv3');
+SELECT peek.write('ret_in', ARRAY[(1, 'a')]::rkv3[]);
+SELECT peek.create_view('ret_view', $$SELECT k, count(*) AS n FROM peek.persist_peek(NULL::rkv3, 'ret_in') GROUP BY k$$);
+SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'ret_view'$$);
+SELECT name, retention FROM peek.views;
+SELECT peek.set_retention('ret_view', '0');
+SELECT peek.write('ret_in', ARRAY[(2, 'b')]::rkv3[]);
+SELECT peek.write('ret_in', ARRAY[(1, 'c')]::rkv3[]);
+SELECT wait_for($$SELECT since = 2 FROM peek.views WHERE name = 'ret_view'$$);
+SELECT name, since, upper, retention, since_age IS NOT NULL AS since_age_shown FROM peek.views;
+SELECT left(try($$SELECT * FROM peek.persist_peek(NULL::ret_view, 'ret_view', as_of => 1)$$), 5) AS sqlstate;
+SELECT peek.set_retention('ret_view', NULL);
+SELECT name, retention FROM peek.views;
+SELECT peek.drop_view('ret_view');
+SELECT peek.drop_collection('ret_in');
+DROP TYPE rkv3;
+
 -- a source with retention 0: its since follows its upper (commit LSNs)
 SELECT upper AS src_upper FROM peek.collections WHERE name = 'ret_src' \gset
 INSERT INTO ret_table VALUES (1, 'one');

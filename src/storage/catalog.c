@@ -140,8 +140,13 @@ retention_from_tuple(HeapTuple tup, TupleDesc desc)
 	retention = DatumGetIntervalP(d);
 	ms = retention->time / 1000.0 +
 		((double) retention->month * DAYS_PER_MONTH + retention->day) * SECS_PER_DAY * 1000.0;
-	/* a CHECK keeps it from being negative; far beyond any upper's age */
-	return (int64) Max(Min(ms, (double) (PG_INT64_MAX / 2)), 0.0);
+	/*
+	 * A CHECK keeps it from being negative.  The cap (about 146,000 years)
+	 * is far beyond any upper's age, and keeps the runtime's cutoff, now
+	 * less the retention in microseconds, from overflowing: '400000 years'
+	 * wrapped around to a cutoff in the future and kept no history at all.
+	 */
+	return (int64) Max(Min(ms, (double) (PG_INT64_MAX / 2 / 1000)), 0.0);
 }
 
 /* What an object of the kind is called in messages. */

@@ -19,7 +19,10 @@
 #include "commands/dbcommands.h"
 #include "libpq/libpq.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
 #include "tcop/tcopprot.h"
 
 #include "ipc/runtime_slots.h"
@@ -234,6 +237,44 @@ slot_answered(PeekSlot *slot)
 }
 
 /*
+ * A pg_peek worker that waits for this transaction to end, which a peek
+ * that waits for it would wait for forever: a source's loader waits for
+ * every transaction that held an xid when its slot was made, and a
+ * runtime may wait for a row this transaction wrote.  The peek waits on
+ * its latch, which the deadlock detector does not see, so the cycle is
+ * reported here as the deadlock it is.  A fold worker answers no peek.
+ * Reads other processes' wait locks without their locks: a stale read
+ * shows at the next look, a second later.
+ */
+static void
+check_waits_for_us(char kind, const char *name)
+{
+	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return;
+	for (uint32 i = 0; i < ProcGlobal->allProcCount; i++)
+	{
+		PGPROC	   *proc = &ProcGlobal->allProcs[i];
+		LOCK	   *lock = (LOCK *) ((volatile PGPROC *) proc)->waitLock;
+		int			pid = ((volatile PGPROC *) proc)->pid;
+		const char *type;
+
+		if (pid == 0 || !proc->isBackgroundWorker || lock == NULL ||
+			lock->tag.locktag_type != LOCKTAG_TRANSACTION ||
+			!TransactionIdIsCurrentTransactionId((TransactionId) lock->tag.locktag_field1))
+			continue;
+		type = GetBackgroundWorkerTypeByPid(pid);
+		if (type == NULL || strncmp(type, "pg_peek ", 8) != 0 || strcmp(type, "pg_peek fold") == 0)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+				 errmsg("deadlock detected"),
+				 errdetail("The peek of %s \"%s\" waits for the %s process %d, which waits for this transaction to end.",
+						   catalog_kind_noun(kind), name, type, pid),
+				 errhint("Commit or roll back the transaction's writes before the peek, or peek from another session.")));
+	}
+}
+
+/*
  * Wait until the runtime answers the slot's peek: give up when the
  * extension is being dropped or the client is gone, fail after a bounded
  * wait for a runtime that is not running, re-issue to a restarted one.
@@ -243,6 +284,7 @@ wait_for_answer(PeekSlot *slot, int runtime, PeekObjectId object, char kind,
 				const char *name)
 {
 	TimestampTz missing_since = 0;
+	int			waits = 0;
 
 	while (!slot_answered(slot))
 	{
@@ -263,6 +305,10 @@ wait_for_answer(PeekSlot *slot, int runtime, PeekObjectId object, char kind,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("extension pg_peek is being dropped"),
 					 errdetail("The peek of %s \"%s\" waited.", catalog_kind_noun(kind), name)));
+
+		/* about once a second: a worker it waits for that waits for us */
+		if (++waits % 10 == 0)
+			check_waits_for_us(kind, name);
 
 		/* A client that went away will never read the answer. */
 		if (whereToSendOutput == DestRemote && !pq_check_connection())

@@ -49,6 +49,7 @@ struct ShardWriter
 	MemoryContext cxt;			/* the writer's own: its pending slots */
 	MemoryContext pending_cxt;	/* the pending rows' tuples */
 	TupleTableSlot **pending;	/* SHARD_PENDING_ROWS slots, made as needed */
+	TupleDesc	pending_desc;	/* theirs: a copy, so no slot pins the shard's */
 	int			npending;
 	int			nslots;
 	Size		pending_bytes;

@@ -63,6 +63,7 @@ shard_writer_open(ShardWriter *w, Oid shard)
 	w->pending_cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek shard appends",
 										   ALLOCSET_DEFAULT_SIZES);
 	w->pending = palloc(sizeof(TupleTableSlot *) * SHARD_PENDING_ROWS);
+	w->pending_desc = CreateTupleDescCopy(RelationGetDescr(w->rel));
 	w->npending = 0;
 	w->nslots = 0;
 	w->pending_bytes = 0;
@@ -115,6 +116,7 @@ shard_writer_close(ShardWriter *w)
 	for (int i = 0; i < w->nslots; i++)
 		ExecDropSingleTupleTableSlot(w->pending[i]);
 	pfree(w->pending);
+	FreeTupleDesc(w->pending_desc);
 	MemoryContextDelete(w->pending_cxt);
 	MemoryContextDelete(w->per_row);
 	if (w->row_template != NULL)
@@ -158,8 +160,7 @@ persist_writer_add(ShardWriter *w, int64 time, int64 diff, Datum row)
 	tuple = heap_form_tuple(RelationGetDescr(w->rel), values, nulls);
 	MemoryContextSwitchTo(w->cxt);
 	if (w->npending == w->nslots)
-		w->pending[w->nslots++] = MakeSingleTupleTableSlot(RelationGetDescr(w->rel),
-															   &TTSOpsHeapTuple);
+		w->pending[w->nslots++] = MakeSingleTupleTableSlot(w->pending_desc, &TTSOpsHeapTuple);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(w->per_row);
 	slot = w->pending[w->npending++];

@@ -77,6 +77,8 @@ decoder_table_row(TupleDesc table_desc, HeapTuple tuple, HeapTuple old_tuple,
 	Datum	   *values = palloc(sizeof(Datum) * Max(row_desc->natts, 1));
 	bool	   *nulls = palloc(sizeof(bool) * Max(row_desc->natts, 1));
 	int			j = 0;
+	HeapTuple	formed;
+	Datum		row;
 
 	if (!rows_match_table(table_desc, row_desc))
 	{
@@ -114,7 +116,24 @@ decoder_table_row(TupleDesc table_desc, HeapTuple tuple, HeapTuple old_tuple,
 		j++;
 	}
 	/* flattens TOAST values (from the WAL: those reassembled from chunks) */
-	return heap_copy_tuple_as_datum(heap_form_tuple(row_desc, values, nulls), row_desc);
+	formed = heap_form_tuple(row_desc, values, nulls);
+	row = heap_copy_tuple_as_datum(formed, row_desc);
+
+	/*
+	 * The round's context keeps only the row: its updates' memory is the
+	 * rows' (capture bounds a round by it).
+	 */
+	heap_freetuple(formed);
+	pfree(tvalues);
+	pfree(tnulls);
+	if (ovalues != NULL)
+	{
+		pfree(ovalues);
+		pfree(onulls);
+	}
+	pfree(values);
+	pfree(nulls);
+	return row;
 }
 
 static void

@@ -180,9 +180,25 @@ row_from_shard(TupleDesc desc, HeapTupleHeader template, Datum stored)
 	copy = palloc(len + VARHDRSZ);
 	SET_VARSIZE(copy, len + VARHDRSZ);
 	memcpy(VARDATA(copy), VARDATA_ANY(field), len);
-	if (row_is_canonical(desc, template, (HeapTupleHeader) copy))
-		return PointerGetDatum(copy);
-	return row_normalize(desc, PointerGetDatum(copy));
+	return row_canonical(desc, template, PointerGetDatum(copy));
+}
+
+/*
+ * The canonical image of a row that usually is one already (a row the
+ * runtime or the decoder formed with heap_form_tuple): the row itself when
+ * row_normalize would give its bytes back, else row_normalize's.  Saves
+ * deforming and forming each row a shard appends.  template as for
+ * row_from_shard.
+ */
+Datum
+row_canonical(TupleDesc desc, HeapTupleHeader template, Datum row)
+{
+	struct varlena *field = (struct varlena *) DatumGetPointer(row);
+
+	if (template != NULL && !VARATT_IS_EXTENDED(field) &&
+		row_is_canonical(desc, template, (HeapTupleHeader) field))
+		return row;
+	return row_normalize(desc, row);
 }
 
 /*

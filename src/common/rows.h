@@ -43,6 +43,7 @@ extern TupleDesc row_desc(Oid rowtype);
 extern Datum row_normalize(TupleDesc desc, Datum row);
 extern HeapTupleHeader row_header_template(TupleDesc desc);
 extern Datum row_from_shard(TupleDesc desc, HeapTupleHeader template, Datum stored);
+extern Datum row_canonical(TupleDesc desc, HeapTupleHeader template, Datum row);
 extern uint32 row_hash(TupleDesc desc, Datum row);
 extern bool row_desc_has_dropped(TupleDesc desc);
 extern RowCounts *row_counts_create(Oid rowtype);

@@ -4,9 +4,10 @@
  *	  Persist shards: each collection's updates live in
  *	  an ordinary table peek.shard_<n> (time bigint, diff bigint, data <row>),
  *	  so they are WAL-logged, transactional and crash-safe.  Appends go
- *	  straight through the table AM in the caller's transaction, each row
- *	  as its canonical image (common/rows.c), so that a hydration can take rows
- *	  as stored (row_from_shard).  Every read is a table or index scan.
+ *	  through the table AM in the caller's transaction, in multi-inserts
+ *	  that are all in by the writer's close, each row as its canonical
+ *	  image (common/rows.c), so that a hydration can take rows as stored
+ *	  (row_from_shard).  Every read is a table or index scan.
  *
  *	  The collection's *base* is its contents at one time, its base time
  *	  (peek.objects.base_time, at or after the durable since): one row per

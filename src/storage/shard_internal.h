@@ -31,7 +31,10 @@
 
 /*
  * Inserting into a shard: through the table AM, keeping the shard's indexes
- * (its time index) current, in the caller's transaction.
+ * (its time index) current, in the caller's transaction.  shard_insert
+ * writes a row at once; persist_writer_add's appends wait in pending and
+ * go in as one multi-insert each SHARD_PENDING_ROWS rows or
+ * SHARD_PENDING_BYTES bytes and at the close.
  */
 struct ShardWriter
 {
@@ -42,7 +45,18 @@ struct ShardWriter
 	BulkInsertState bis;
 	MemoryContext per_row;
 	TupleDesc	row_desc;		/* rows are normalized with it */
+	HeapTupleHeader row_template;	/* row_header_template(row_desc) */
+	MemoryContext cxt;			/* the writer's own: its pending slots */
+	MemoryContext pending_cxt;	/* the pending rows' tuples */
+	TupleTableSlot **pending;	/* SHARD_PENDING_ROWS slots, made as needed */
+	TupleDesc	pending_desc;	/* theirs: a copy, so no slot pins the shard's */
+	int			npending;
+	int			nslots;
+	Size		pending_bytes;
 };
+
+#define SHARD_PENDING_ROWS	1000
+#define SHARD_PENDING_BYTES	65536
 
 /*
  * The base's reading machinery: the shard, the snapshot, the base's time

@@ -4,7 +4,10 @@
  *	  Appends to a shard, through the table AM in the caller's transaction,
  *	  each row as its canonical image (common/rows.c), so that a hydration
  *	  can take rows as stored (row_from_shard); and what every opener of a
- *	  shard does first (shard_load_row_type).
+ *	  shard does first (shard_load_row_type).  A writer's appends go in as
+ *	  multi-inserts (one WAL record and one buffer lock per page, not per
+ *	  row) with their index entries after, all before its close: until then
+ *	  no read of the transaction may expect them.
  *
  *-------------------------------------------------------------------------
  */
@@ -55,6 +58,23 @@ shard_writer_open(ShardWriter *w, Oid shard)
 	w->per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek shard writer",
 									   ALLOCSET_DEFAULT_SIZES);
 	w->row_desc = row_desc(shard_row_type(w->rel));
+	w->row_template = row_header_template(w->row_desc);
+	w->cxt = CurrentMemoryContext;
+	w->pending_cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek shard appends",
+										   ALLOCSET_DEFAULT_SIZES);
+	w->pending = palloc(sizeof(TupleTableSlot *) * SHARD_PENDING_ROWS);
+	w->pending_desc = CreateTupleDescCopy(RelationGetDescr(w->rel));
+	w->npending = 0;
+	w->nslots = 0;
+	w->pending_bytes = 0;
+}
+
+/* Index a row the table holds now (its tid in the slot). */
+static void
+shard_index_row(ShardWriter *w, TupleTableSlot *slot)
+{
+	if (w->rri->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(w->rri, slot, w->estate, false, false, NULL, NIL));
 }
 
 void
@@ -69,14 +89,38 @@ shard_insert(ShardWriter *w, int64 time, int64 diff, Datum row)
 	memset(slot->tts_isnull, 0, sizeof(bool) * 3);
 	ExecStoreVirtualTuple(slot);
 	table_tuple_insert(w->rel, slot, GetCurrentCommandId(true), 0, w->bis);
-	if (w->rri->ri_NumIndices > 0)
-		list_free(ExecInsertIndexTuples(w->rri, slot, w->estate, false, false, NULL, NIL));
+	shard_index_row(w, slot);
+}
+
+/* Write the pending appends: one multi-insert, then their index entries. */
+static void
+shard_writer_flush(ShardWriter *w)
+{
+	if (w->npending == 0)
+		return;
+	table_multi_insert(w->rel, w->pending, w->npending, GetCurrentCommandId(true), 0, w->bis);
+	for (int i = 0; i < w->npending; i++)
+	{
+		shard_index_row(w, w->pending[i]);
+		ExecClearTuple(w->pending[i]);
+	}
+	ResetPerTupleExprContext(w->estate);
+	w->npending = 0;
+	w->pending_bytes = 0;
 }
 
 void
 shard_writer_close(ShardWriter *w)
 {
+	shard_writer_flush(w);
+	for (int i = 0; i < w->nslots; i++)
+		ExecDropSingleTupleTableSlot(w->pending[i]);
+	pfree(w->pending);
+	FreeTupleDesc(w->pending_desc);
+	MemoryContextDelete(w->pending_cxt);
 	MemoryContextDelete(w->per_row);
+	if (w->row_template != NULL)
+		pfree(w->row_template);
 	FreeTupleDesc(w->row_desc);
 	FreeBulkInsertState(w->bis);
 	ExecDropSingleTupleTableSlot(w->slot);
@@ -96,15 +140,34 @@ persist_writer_open(Oid shard)
 	return w;
 }
 
-/* Append one update; the row is normalized (see rows.c) on the way. */
+/*
+ * Append one update; the row is normalized (see rows.c) on the way unless
+ * it is canonical already.  It waits with the other pending appends.
+ */
 void
 persist_writer_add(ShardWriter *w, int64 time, int64 diff, Datum row)
 {
 	MemoryContext old = MemoryContextSwitchTo(w->per_row);
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	HeapTuple	tuple;
+	TupleTableSlot *slot;
 
-	shard_insert(w, time, diff, row_normalize(w->row_desc, row));
+	values[SHARD_TIME - 1] = Int64GetDatum(time);
+	values[SHARD_DIFF - 1] = Int64GetDatum(diff);
+	values[SHARD_DATA - 1] = row_canonical(w->row_desc, w->row_template, row);
+	MemoryContextSwitchTo(w->pending_cxt);
+	tuple = heap_form_tuple(RelationGetDescr(w->rel), values, nulls);
+	MemoryContextSwitchTo(w->cxt);
+	if (w->npending == w->nslots)
+		w->pending[w->nslots++] = MakeSingleTupleTableSlot(w->pending_desc, &TTSOpsHeapTuple);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(w->per_row);
+	slot = w->pending[w->npending++];
+	ExecStoreHeapTuple(tuple, slot, true);
+	w->pending_bytes += tuple->t_len;
+	if (w->npending == SHARD_PENDING_ROWS || w->pending_bytes >= SHARD_PENDING_BYTES)
+		shard_writer_flush(w);
 }
 
 /* Finish the appends; later commands of the transaction see them. */

@@ -93,7 +93,9 @@ typedef struct BlockRun
 /*
  * The rows of one heap page that a heap scan passes (its time bounds), in
  * offset order, as the pinned page holds them (valid until the scan reads
- * its next page).
+ * its next page).  A cursor is read by rows (shard_cursor_next) or by
+ * pages (shard_cursor_next_page), whose reader may write over them (a walk
+ * leaves its counts in place of the diffs).
  */
 typedef struct ShardPage
 {

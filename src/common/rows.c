@@ -440,6 +440,72 @@ row_emit_admit_copies(RowEmitter *e, Size bytes, int64 copies)
 	return admitted;
 }
 
+/*
+ * The length of the tuple row_emit_tuple makes of a walk's row, without
+ * unpacking it: a packed or plain row's image is its own, a compressed or
+ * toasted one's is found from its pointer.
+ */
+Size
+row_emit_bytes(Datum row)
+{
+	struct varlena *stored = (struct varlena *) DatumGetPointer(row);
+
+	if (VARATT_IS_EXTERNAL(stored) || VARATT_IS_COMPRESSED(stored))
+		return toast_raw_datum_size(row);
+	if (VARATT_IS_SHORT(stored))
+		return VARSIZE_SHORT(stored) - VARHDRSZ_SHORT + VARHDRSZ;
+	return VARSIZE(stored);
+}
+
+/*
+ * Count n rows of a walk's result, each with its count of copies, as
+ * row_emit_check and row_emit_admit_copies would one row after the other:
+ * failing at the first negative multiplicity or where the bytes pass
+ * pg_peek.max_result_bytes, stopping where the limit is met.  Returns the
+ * copies counted.  Without a limit, the bytes are summed in one loop and
+ * the row that passes the bound is admitted again to fail.
+ */
+int64
+row_emit_count(RowEmitter *e, const Datum *rows, const int64 *counts, int n)
+{
+	int128		max_bytes = (int128) setting_max_result_kb * 1024;
+	int128		bytes = e->bytes;
+	int64		counted = 0;
+
+	if (e->limit >= 0)
+	{
+		for (int i = 0; i < n; i++)
+		{
+			int64		admitted;
+
+			row_emit_check(e, rows[i], counts[i]);
+			admitted = row_emit_admit_copies(e, row_emit_bytes(rows[i]), counts[i]);
+			counted += admitted;
+			if (admitted < counts[i])
+				break;			/* the limit */
+		}
+		return counted;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		Size		row_bytes = row_emit_bytes(rows[i]);
+
+		if (counts[i] < 0)
+			row_emit_check(e, rows[i], counts[i]);
+		if (bytes + (int128) counts[i] * row_bytes > max_bytes)
+		{
+			e->bytes = (Size) bytes;
+			(void) row_emit_admit_copies(e, row_bytes, counts[i]);
+		}
+		bytes += (int128) counts[i] * row_bytes;
+		/* at most max_result_bytes / a row's bytes in all: no overflow */
+		counted += counts[i];
+	}
+	e->bytes = (Size) bytes;
+	e->emitted += counted;
+	return counted;
+}
+
 /* Count one more copy of a row: false once the limit is met. */
 bool
 row_emit_admit(RowEmitter *e, Size bytes)

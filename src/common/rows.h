@@ -76,6 +76,8 @@ extern void row_emit_tuple(RowEmitter *e, Datum row, int64 count, RowImageBuffer
 extern void row_emit_check(RowEmitter *e, Datum row, int64 count);
 extern bool row_emit_admit(RowEmitter *e, Size bytes);
 extern int64 row_emit_admit_copies(RowEmitter *e, Size bytes, int64 copies);
+extern Size row_emit_bytes(Datum row);
+extern int64 row_emit_count(RowEmitter *e, const Datum *rows, const int64 *counts, int n);
 extern void row_emit(RowEmitter *e, Datum row, int64 count);
 extern char *row_to_text(Oid rowtype, Datum row);
 extern bool rows_match_table(TupleDesc table, TupleDesc row);

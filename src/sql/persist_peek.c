@@ -10,7 +10,6 @@
  */
 #include "postgres.h"
 
-#include "access/detoast.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/snapmgr.h"
@@ -135,8 +134,7 @@ persist_peek_next_row(PersistPeek *p)
 			return false;
 		}
 		row_emit_check(&p->e, p->row, p->copies);
-		/* the t_len of its tuple (row_emit_tuple), without unpacking it */
-		p->row_bytes = toast_raw_datum_size(p->row);
+		p->row_bytes = row_emit_bytes(p->row);
 		p->out = NULL;
 	}
 	return true;
@@ -163,23 +161,41 @@ persist_peek_advance(PersistPeek *p, bool *again)
  * The number of steps persist_peek_advance would take from here to the
  * end, taken: a row's copies at once, as many as the limit lets in, each
  * counted against pg_peek.max_result_bytes, failing where the steps would
- * (a negative multiplicity, the bytes).  Cancellable between rows.
+ * (a negative multiplicity, the bytes), the walk's rows counted as it
+ * reads them (a base page's at a time).  Cancellable between pages.
  */
 int64
 persist_peek_count(PersistPeek *p)
 {
 	int64		count = 0;
 
-	while (persist_peek_next_row(p))
+	/* the current row's copies left */
+	if (p->copies > 0)
 	{
 		int64		admitted = row_emit_admit_copies(&p->e, p->row_bytes, p->copies);
 
-		CHECK_FOR_INTERRUPTS();
-		/* at most max_result_bytes / a row's bytes in all: no overflow */
 		count += admitted;
 		p->copies -= admitted;
 		if (p->copies > 0)
-			break;				/* the limit */
+			return count;		/* the limit */
+	}
+	while (p->walk != NULL && !row_emitter_full(&p->e))
+	{
+		Datum	   *rows;
+		int64	   *counts;
+		int			n;
+
+		CHECK_FOR_INTERRUPTS();
+		n = persist_walk_next_rows(p->walk, &rows, &counts);
+		if (n == 0)
+		{
+			/* read through: let go of its scans now */
+			persist_walk_end(p->walk);
+			p->walk = NULL;
+			break;
+		}
+		/* at most max_result_bytes / a row's bytes in all: no overflow */
+		count += row_emit_count(&p->e, rows, counts, n);
 	}
 	return count;
 }

@@ -74,6 +74,7 @@ extern void persist_append(Oid shard, ArrayType *rows, int64 time, int64 diff);
 extern PersistWalk *persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type,
 									   const char *collection, Snapshot snapshot,
 									   int64 time, int64 limit);
+extern int	persist_walk_next_rows(PersistWalk *w, Datum **rows, int64 **counts);
 extern bool persist_walk_next(PersistWalk *w, Datum *row, int64 *count);
 extern void persist_walk_end(PersistWalk *w);
 extern int64 persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target,

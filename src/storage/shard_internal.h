@@ -12,6 +12,7 @@
 #define PEEK_STORAGE_SHARD_INTERNAL_H
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/skey.h"
 #include "access/tableam.h"
@@ -104,10 +105,26 @@ typedef struct BlockRun
 } BlockRun;
 
 /*
+ * The rows of one heap page that a heap scan passes (its time bounds), in
+ * offset order, as the pinned page holds them (valid until the scan reads
+ * its next page).  A cursor is read by rows (shard_cursor_next) or by
+ * pages (shard_cursor_next_page), whose reader may write over them (a walk
+ * leaves its counts in place of the diffs).
+ */
+typedef struct ShardPage
+{
+	int			n;
+	BlockNumber block;
+	OffsetNumber offsets[MaxHeapTuplesPerPage];
+	int64		times[MaxHeapTuplesPerPage];
+	int64		diffs[MaxHeapTuplesPerPage];
+	Datum		rows[MaxHeapTuplesPerPage];
+} ShardPage;
+
+/*
  * A stream of shard rows, each with its tid: a heap scan (its rows read a
- * page at a time where the pinned page holds them, as stored) or an index
- * scan (its rows in b->slot).  One loop reads every scan's rows
- * (shard_cursor_next).
+ * page at a time, shard_cursor_next_page) or an index scan (its rows in
+ * b->slot).  One loop reads every scan's rows (shard_cursor_next).
  */
 typedef struct ShardCursor
 {
@@ -121,7 +138,8 @@ typedef struct ShardCursor
 	BlockRun   *runs;			/* the runs read after it, or NULL */
 	int			nruns;
 	int			next_run;
-	int			next_item;		/* the next of the page's visible rows */
+	ShardPage  *page;			/* a heap scan's current page, */
+	int			next_item;		/* and the next of its rows */
 	ItemPointerData heap_tid;	/* a heap scan's current row's */
 	ItemPointer tid;			/* the current row's */
 } ShardCursor;
@@ -139,6 +157,7 @@ extern void shard_base_close(ShardBase *b, LOCKMODE lock);
 extern void shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto);
 extern void shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b);
 extern void shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys, StrategyNumber *strategies, int64 *bounds);
+extern ShardPage *shard_cursor_next_page(ShardCursor *c);
 extern bool shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row);
 extern void shard_cursor_close(ShardCursor *c);
 extern void shard_scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg);

@@ -127,6 +127,8 @@ shard_cursor_open_heap(ShardCursor *c, ShardBase *b, int64 lower, int64 upto)
 	c->lower = lower;
 	c->upto = upto;
 	c->end_block = ((HeapScanDesc) c->heap)->rs_nblocks;
+	c->page = palloc(sizeof(ShardPage));
+	c->page->n = 0;
 	/* heapgetpage's visible rows are an MVCC snapshot's, as every reader's */
 	Assert(c->heap->rs_flags & SO_ALLOW_PAGEMODE);
 }
@@ -250,20 +252,26 @@ shard_cursor_open_base_heap(ShardCursor *c, ShardBase *b)
 }
 
 /*
- * A heap scan's next row, as its page holds it (pinned until the page
- * after); false at the end.  A page's visible rows are found at once
- * (heapgetpage, as a sequential scan in page mode does), and each row is
- * then read where it lies, without a step of the scan per row.
+ * The next page of a heap scan that has rows within its time bounds, those
+ * rows read (NULL at the end): a page's visible rows are found at once
+ * (heapgetpage, as a sequential scan in page mode does), and their fields
+ * then read where they lie in one pass, so that their cache misses overlap
+ * (each row's header misses: the time and diff follow it).  The page is the
+ * cursor's, and its rows valid, until the next page is read.
  */
-static bool
-shard_cursor_next_heap_row(ShardCursor *c, HeapTuple tuple)
+ShardPage *
+shard_cursor_next_page(ShardCursor *c)
 {
 	HeapScanDesc scan = (HeapScanDesc) c->heap;
-	Page		page;
-	ItemId		item;
+	TupleDesc	desc = RelationGetDescr(c->b->rel);
+	ShardPage  *p = c->page;
 
-	while (scan->rs_cbuf == InvalidBuffer || c->next_item >= scan->rs_ntuples)
+	c->next_item = 0;
+	for (;;)
 	{
+		Page		page;
+		int			ntuples;
+
 		if (c->next_block >= c->end_block)
 		{
 			/*
@@ -272,7 +280,7 @@ shard_cursor_next_heap_row(ShardCursor *c, HeapTuple tuple)
 			 * rows may be past them: their entries are found all the same)
 			 */
 			if (c->next_run >= c->nruns)
-				return false;
+				return NULL;
 			c->next_block = c->runs[c->next_run].first;
 			c->end_block = Min(c->runs[c->next_run].last + 1, scan->rs_nblocks);
 			c->next_run++;
@@ -280,23 +288,35 @@ shard_cursor_next_heap_row(ShardCursor *c, HeapTuple tuple)
 		}
 		CHECK_FOR_INTERRUPTS();
 		heapgetpage(c->heap, c->next_block++);
-		c->next_item = 0;
+		page = BufferGetPage(scan->rs_cbuf);
+		ntuples = scan->rs_ntuples;
+		p->block = scan->rs_cblock;
+		p->n = 0;
+		for (int i = 0; i < ntuples; i++)
+		{
+			OffsetNumber off = scan->rs_vistuples[i];
+			ItemId		item = PageGetItemId(page, off);
+			HeapTupleData tuple;
+			bool		isnull;
+			int64		time;
+
+			if (i + ROW_PREFETCH_AHEAD < ntuples)
+				prefetch_row(PageGetItem(page, PageGetItemId(page,
+															 scan->rs_vistuples[i + ROW_PREFETCH_AHEAD])));
+			tuple.t_data = (HeapTupleHeader) PageGetItem(page, item);
+			tuple.t_len = ItemIdGetLength(item);
+			time = DatumGetInt64(heap_getattr(&tuple, SHARD_TIME, desc, &isnull));
+			if (time < c->lower || time > c->upto)
+				continue;
+			p->offsets[p->n] = off;
+			p->times[p->n] = time;
+			p->diffs[p->n] = DatumGetInt64(heap_getattr(&tuple, SHARD_DIFF, desc, &isnull));
+			p->rows[p->n] = heap_getattr(&tuple, SHARD_DATA, desc, &isnull);
+			p->n++;
+		}
+		if (p->n > 0)
+			return p;
 	}
-	page = BufferGetPage(scan->rs_cbuf);
-	/*
-	 * Every row read misses the cache at its header (the time and diff
-	 * follow it): the miss of a row a few ahead is taken now, alongside.
-	 */
-	if (c->next_item + ROW_PREFETCH_AHEAD < scan->rs_ntuples)
-		prefetch_row(PageGetItem(page, PageGetItemId(page,
-													 scan->rs_vistuples[c->next_item + ROW_PREFETCH_AHEAD])));
-	ItemPointerSet(&c->heap_tid, scan->rs_cblock, scan->rs_vistuples[c->next_item++]);
-	item = PageGetItemId(page, ItemPointerGetOffsetNumber(&c->heap_tid));
-	tuple->t_data = (HeapTupleHeader) PageGetItem(page, item);
-	tuple->t_len = ItemIdGetLength(item);
-	tuple->t_self = c->heap_tid;
-	tuple->t_tableOid = RelationGetRelid(c->b->rel);
-	return true;
 }
 
 /* The rows an index scan with these keys finds, in index order. */
@@ -332,31 +352,26 @@ shard_cursor_open_times(ShardCursor *c, ShardBase *b, Relation index, int nkeys,
 
 /*
  * The next row's fields (its tid is c->tid); false at the end.  A heap
- * scan's row is read where its page holds it (pinned by the scan until
- * the next page), its columns at their cached offsets, without a slot; an
- * index scan's in b->slot.
+ * scan's row is the next of its page's (shard_cursor_next_page), as the
+ * pinned page holds it, without a slot; an index scan's in b->slot.
  */
 bool
 shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row)
 {
-	TupleDesc	desc = RelationGetDescr(c->b->rel);
-	bool		isnull;
-
 	if (c->heap != NULL)
 	{
-		HeapTupleData tuple;
+		ShardPage  *p = c->page;
+		int			i;
 
-		while (shard_cursor_next_heap_row(c, &tuple))
-		{
-			*time = DatumGetInt64(heap_getattr(&tuple, SHARD_TIME, desc, &isnull));
-			if (*time < c->lower || *time > c->upto)
-				continue;
-			*diff = DatumGetInt64(heap_getattr(&tuple, SHARD_DIFF, desc, &isnull));
-			*row = heap_getattr(&tuple, SHARD_DATA, desc, &isnull);
-			c->tid = &c->heap_tid;
-			return true;
-		}
-		return false;
+		if (c->next_item >= p->n && shard_cursor_next_page(c) == NULL)
+			return false;
+		i = c->next_item++;
+		*time = p->times[i];
+		*diff = p->diffs[i];
+		*row = p->rows[i];
+		ItemPointerSet(&c->heap_tid, p->block, p->offsets[i]);
+		c->tid = &c->heap_tid;
+		return true;
 	}
 	else
 	{
@@ -378,7 +393,10 @@ void
 shard_cursor_close(ShardCursor *c)
 {
 	if (c->heap != NULL)
+	{
 		table_endscan(c->heap);
+		pfree(c->page);
+	}
 	else
 		index_endscan(c->index);
 }

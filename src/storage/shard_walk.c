@@ -109,6 +109,31 @@ touched_tid(Touched *t, ItemPointer tid)
 	return t->next < l->n && ItemPointerEquals(&l->tids[t->next], tid);
 }
 
+/*
+ * Might a base row of this heap block need adjusting?  The touched tids are
+ * sorted: the first at or past the block's is searched for.
+ */
+static bool
+block_touched(Touched *t, BlockNumber block)
+{
+	TidList    *l = &t->tids;
+	int64		lo = 0;
+	int64		hi = l->n;
+
+	if (t->hashes != NULL)
+		return hash_get_num_entries(t->hashes) > 0;
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (ItemPointerGetBlockNumberNoCheck(&l->tids[mid]) < block)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < l->n && ItemPointerGetBlockNumberNoCheck(&l->tids[lo]) == block;
+}
+
 /* Might this base row need adjusting? */
 static bool
 touched(ShardBase *b, Touched *t, ItemPointer tid, Datum row)
@@ -147,6 +172,13 @@ struct PersistWalk
 	bool		streaming;		/* the base cursor is open: */
 	ShardCursor base;
 	MemoryContext per_row;		/* a base row's comparisons */
+	Datum	   *rows;			/* the rows persist_walk_next_rows returned */
+	int64	   *counts;			/* last, with their counts, */
+	int			nrows;
+	int			next_row;		/* and the next of them persist_walk_next
+								 * returns */
+	Datum		one_row;		/* a batch of one (next_row_alone) */
+	int64		one_count;
 	RowCounts  *rest;			/* the sums emitted last */
 	bool		rest_open;		/* rest_seq is under way */
 	HASH_SEQ_STATUS rest_seq;
@@ -221,7 +253,7 @@ walk_base_begin(PersistWalk *w, Oid row_type, int64 time, int64 limit)
 
 /* A base row's count at the walk's time: as stored, or adjusted. */
 static int64
-adjust_base_row(PersistWalk *w, int64 diff, Datum row)
+adjust_base_row(PersistWalk *w, ItemPointer tid, int64 diff, Datum row)
 {
 	Touched    *t = &w->t;
 	MemoryContext old;
@@ -231,7 +263,7 @@ adjust_base_row(PersistWalk *w, int64 diff, Datum row)
 		return diff;
 	MemoryContextReset(w->per_row);
 	old = MemoryContextSwitchTo(w->per_row);
-	if (touched(&w->b, t, w->base.tid, row))
+	if (touched(&w->b, t, tid, row))
 	{
 		RowCount   *whole = row_counts_find(t->flagged, row);
 		RowCount   *part = row_counts_find(t->recent, row);
@@ -302,11 +334,44 @@ persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collect
 }
 
 /*
- * The walk's next row and its count (not 0; a negative one is the caller's
- * to report); false at the end.  The row stays valid until the next call.
+ * A base page's rows' counts at the walk's time in place of their diffs,
+ * the rows that count none left out: how many are left.  A page without a
+ * touched row (nearly all) takes its rows as stored.
  */
-bool
-persist_walk_next(PersistWalk *w, Datum *row, int64 *count)
+static int
+adjust_base_page(PersistWalk *w, ShardPage *p)
+{
+	bool		touched = block_touched(&w->t, p->block);
+	int			n = 0;
+
+	for (int i = 0; i < p->n; i++)
+	{
+		int64		count = p->diffs[i];
+
+		if (touched)
+		{
+			ItemPointerData tid;
+
+			ItemPointerSet(&tid, p->block, p->offsets[i]);
+			count = adjust_base_row(w, &tid, count, p->rows[i]);
+		}
+		if (count != 0)
+		{
+			p->rows[n] = p->rows[i];
+			p->diffs[n] = count;
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * The walk's next row not read a page at a time: a limited walk's base
+ * row (through the time index), then the sums emitted last; false at the
+ * end.
+ */
+static bool
+next_row_alone(PersistWalk *w, Datum *row, int64 *count)
 {
 	RowCount   *rc;
 
@@ -321,7 +386,7 @@ persist_walk_next(PersistWalk *w, Datum *row, int64 *count)
 			w->streaming = false;
 			break;
 		}
-		*count = adjust_base_row(w, diff, *row);
+		*count = adjust_base_row(w, w->base.tid, diff, *row);
 		if (*count != 0)
 			return true;
 	}
@@ -351,6 +416,73 @@ persist_walk_next(PersistWalk *w, Datum *row, int64 *count)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * The walk's next rows and their counts (none 0; a negative one is the
+ * caller's to report), from where persist_walk_next left off: the base's
+ * a heap page at a time when the base is read whole, else one; 0 at the
+ * end.  They stay valid until the next call.
+ */
+int
+persist_walk_next_rows(PersistWalk *w, Datum **rows, int64 **counts)
+{
+	int			n = 0;
+
+	if (w->next_row < w->nrows)
+	{
+		/* what is left of the last ones */
+		n = w->nrows - w->next_row;
+		w->rows += w->next_row;
+		w->counts += w->next_row;
+	}
+	while (n == 0 && w->streaming && w->base.heap != NULL)
+	{
+		ShardPage  *p = shard_cursor_next_page(&w->base);
+
+		if (p == NULL)
+		{
+			shard_cursor_close(&w->base);
+			w->streaming = false;
+			break;
+		}
+		n = adjust_base_page(w, p);
+		w->rows = p->rows;
+		w->counts = p->diffs;
+	}
+	if (n == 0 && next_row_alone(w, &w->one_row, &w->one_count))
+	{
+		n = 1;
+		w->rows = &w->one_row;
+		w->counts = &w->one_count;
+	}
+	w->nrows = n;
+	w->next_row = n;
+	*rows = w->rows;
+	*counts = w->counts;
+	return n;
+}
+
+/*
+ * The walk's next row and its count (not 0; a negative one is the caller's
+ * to report); false at the end.  The row stays valid until the next call.
+ */
+bool
+persist_walk_next(PersistWalk *w, Datum *row, int64 *count)
+{
+	if (w->next_row >= w->nrows)
+	{
+		Datum	   *rows;
+		int64	   *counts;
+
+		if (persist_walk_next_rows(w, &rows, &counts) == 0)
+			return false;
+		w->next_row = 0;
+	}
+	*row = w->rows[w->next_row];
+	*count = w->counts[w->next_row];
+	w->next_row++;
+	return true;
 }
 
 /* End a walk, read through or not. */

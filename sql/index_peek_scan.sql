@@ -231,6 +231,10 @@ PREPARE ipf_text_node(text) AS SELECT count(*) FROM peek.index_peek(NULL::ips_ro
 PREPARE ipf_text_fs(text) AS SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW($1)) WITH ORDINALITY;
 PREPARE ipf_nested_node(int) AS SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(ROW($1)));
 PREPARE ipf_nested_fs(int) AS SELECT count(*) FROM peek.index_peek(NULL::ips_row, 'ips_k', ROW(ROW($1))) WITH ORDINALITY;
+PREPARE ipf_mixed_node(int) AS SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text
+  FROM peek.index_peek(NULL::ips_row, 'ips_kg', ROW($1, 'g' || 0));
+PREPARE ipf_mixed_fs(int) AS SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text
+  FROM peek.index_peek(NULL::ips_row, 'ips_kg', ROW($1, 'g' || 0)) WITH ORDINALITY;
 SELECT stmt, args, ips_both_prepared(stmt, args) FROM (VALUES
     ('ipf_kg', $$7, 'g0'$$),
     ('ipf_kg', $$7.5, 'g0'$$),
@@ -241,8 +245,29 @@ SELECT stmt, args, ips_both_prepared(stmt, args) FROM (VALUES
     ('ipf_kg', $$1e20, NULL$$),
     ('ipf_two', $$1, 2$$),
     ('ipf_text', $$'7'$$),
-    ('ipf_nested', $$7$$)
+    ('ipf_nested', $$7$$),
+    ('ipf_mixed', $$7$$),
+    ('ipf_mixed', $$NULL$$)
 ) a(stmt, args);
+-- a field from a PL/pgSQL variable, whose parameter list compiles its own
+-- steps: the keys of a loop, each answered as the function scan answers it
+CREATE FUNCTION ipf_plpgsql_same() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  node text;
+  fs text;
+  answers text := '';
+BEGIN
+  FOR key IN 1..8 LOOP
+    SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text INTO node
+      FROM peek.index_peek(NULL::ips_row, 'ips_kg', ROW(key, 'g0'));
+    SELECT array_agg((k, g, n)::ips_row ORDER BY (k, g, n)::ips_row)::text INTO fs
+      FROM peek.index_peek(NULL::ips_row, 'ips_kg', ROW(key, 'g0')) WITH ORDINALITY;
+    answers := answers || CASE WHEN node IS NOT DISTINCT FROM fs THEN coalesce(node, 'none') ELSE 'DIFFERENT' END || ' ';
+  END LOOP;
+  RETURN answers;
+END $$;
+SELECT ipf_plpgsql_same();
+DROP FUNCTION ipf_plpgsql_same();
 DEALLOCATE ipf_kg_node;
 DEALLOCATE ipf_kg_fs;
 DEALLOCATE ipf_two_node;
@@ -251,6 +276,8 @@ DEALLOCATE ipf_text_node;
 DEALLOCATE ipf_text_fs;
 DEALLOCATE ipf_nested_node;
 DEALLOCATE ipf_nested_fs;
+DEALLOCATE ipf_mixed_node;
+DEALLOCATE ipf_mixed_fs;
 RESET plan_cache_mode;
 
 -- privileges: EXECUTE on the function, checked as a function scan checks

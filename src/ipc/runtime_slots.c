@@ -59,9 +59,6 @@ runtime_slots_shmem_init(void)
 		rt->commands = queue_init(&cursor, COMMAND_CAPACITY, sizeof(PeekCommand));
 		for (int c = 0; c < RC_NUM_COUNTERS; c++)
 			pg_atomic_init_u64(&rt->counters[c], 0);
-		for (int k = 0; k < PEEK_DURATION_KINDS; k++)
-			for (int b = 0; b < PEEK_DURATION_BUCKETS; b++)
-				pg_atomic_init_u64(&rt->durations[k][b], 0);
 		pg_atomic_init_u64(&rt->stuck_view, 0);
 	}
 }

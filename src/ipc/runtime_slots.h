@@ -45,8 +45,8 @@ typedef enum RuntimeState
 } RuntimeState;
 
 /*
- * Counters shown by peek.runtimes; the owning runtime increments them, and
- * backends count the peeks they gate themselves (RC_PEEKS_FAST).
+ * Counters shown by peek.runtimes; the owning runtime increments them (the
+ * peeks backends gate themselves are counted in their peek slots).
  */
 typedef enum RuntimeCounter
 {
@@ -59,13 +59,8 @@ typedef enum RuntimeCounter
 	RC_COMMANDS,
 	RC_PUBLICATIONS,
 	RC_COMPACTIONS,
-	RC_PEEKS_FAST,				/* gated by their backends on our behalf */
 	RC_NUM_COUNTERS
 } RuntimeCounter;
-
-/* peek.peek_durations: counts per power-of-two nanosecond bucket */
-#define PEEK_DURATION_BUCKETS	64
-#define PEEK_DURATION_KINDS		2	/* 0 persist, 1 index */
 
 typedef struct RuntimeSlot
 {
@@ -81,7 +76,6 @@ typedef struct RuntimeSlot
 	PeekQueue  *dirty;			/* object ids published with our peeks parked */
 	PeekQueue  *commands;		/* PeekCommand from committed transactions */
 	pg_atomic_uint64 counters[RC_NUM_COUNTERS];
-	pg_atomic_uint64 durations[PEEK_DURATION_KINDS][PEEK_DURATION_BUCKETS];
 	/* maintenance: the view whose round went on when cancelled, or 0 */
 	pg_atomic_uint64 stuck_view;
 } RuntimeSlot;

@@ -208,7 +208,7 @@ answer_in_backend(PeekSlot *slot, int runtime)
 	slot->answer_since = since;
 	slot->state = PEEK_ANSWERED;
 	SpinLockRelease(&slot->mutex);
-	runtime_count(runtime_slot(runtime), RC_PEEKS_FAST);
+	peek_slot_add_own(&slot->fast_peeks[runtime]);
 	return true;
 }
 
@@ -427,8 +427,7 @@ record_duration(PeekSlot *slot)
 	/* the smallest power of two >= the duration */
 	while (bucket < PEEK_DURATION_BUCKETS - 1 && ((uint64) 1 << bucket) < ns)
 		bucket++;
-	pg_atomic_fetch_add_u64(&runtime_slot(slot->runtime)->durations[slot->kind == PEEK_KIND_INDEX][bucket],
-							1);
+	peek_slot_add_own(&slot->durations[slot->runtime][slot->kind == PEEK_KIND_INDEX][bucket]);
 }
 
 /* The walk is done (or failed): release the batches and the hold. */

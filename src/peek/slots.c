@@ -36,7 +36,18 @@ peek_slots_shmem_init(void)
 		return;
 	memset(peek_slots, 0, sizeof(PeekSlot) * MaxBackends);
 	for (int i = 0; i < MaxBackends; i++)
-		SpinLockInit(&peek_slots[i].mutex);
+	{
+		PeekSlot   *slot = &peek_slots[i];
+
+		SpinLockInit(&slot->mutex);
+		for (int r = 0; r < PEEK_MAX_RUNTIMES; r++)
+		{
+			pg_atomic_init_u64(&slot->fast_peeks[r], 0);
+			for (int k = 0; k < PEEK_DURATION_KINDS; k++)
+				for (int b = 0; b < PEEK_DURATION_BUCKETS; b++)
+					pg_atomic_init_u64(&slot->durations[r][k][b], 0);
+		}
+	}
 }
 
 int
@@ -85,4 +96,26 @@ peek_slots_min_hold(PeekObjectId id)
 		SpinLockRelease(&slot->mutex);
 	}
 	return min_hold;
+}
+
+/* The peeks the backends gated themselves for a runtime, over all slots. */
+uint64
+peek_slots_fast_peeks(int runtime)
+{
+	uint64		sum = 0;
+
+	for (int i = 0; i < npeek_slots; i++)
+		sum += pg_atomic_read_u64(&peek_slots[i].fast_peeks[runtime]);
+	return sum;
+}
+
+/* The peeks of a kind served for a runtime in a duration bucket, over all slots. */
+uint64
+peek_slots_durations(int runtime, int kind, int bucket)
+{
+	uint64		sum = 0;
+
+	for (int i = 0; i < npeek_slots; i++)
+		sum += pg_atomic_read_u64(&peek_slots[i].durations[runtime][kind][bucket]);
+	return sum;
 }

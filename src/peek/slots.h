@@ -14,7 +14,12 @@
 #include "utils/timestamp.h"
 
 #include "common/ids.h"
+#include "common/settings.h"
 #include "ipc/registry.h"
+
+/* peek.peek_durations: counts per power-of-two nanosecond bucket */
+#define PEEK_DURATION_BUCKETS	64
+#define PEEK_DURATION_KINDS		2	/* 0 persist, 1 index */
 
 /*
  * Peek slots: one per backend (indexed by BackendId - 1).  The backend owns
@@ -64,6 +69,15 @@ typedef struct PeekSlot
 	int64		answer_time;
 	int64		answer_since;
 	PeekHandle	answer_handle;	/* index peeks: the batches to walk */
+
+	/*
+	 * The backend's counts of its peeks, per runtime that serves them: those
+	 * it gated itself, and the durations of all.  Only the slot's backend
+	 * writes them, so peeking backends pass no shared cache line between
+	 * cores; the views sum them over the slots.  They outlive the backend.
+	 */
+	pg_atomic_uint64 fast_peeks[PEEK_MAX_RUNTIMES];
+	pg_atomic_uint64 durations[PEEK_MAX_RUNTIMES][PEEK_DURATION_KINDS][PEEK_DURATION_BUCKETS];
 } PeekSlot;
 
 extern Size peek_slots_shmem_size(void);
@@ -73,5 +87,14 @@ extern PeekSlot *peek_slot(int i);
 extern int	peek_slot_index(const PeekSlot *slot);
 extern PeekSlot *peek_my_slot(void);
 extern int64 peek_slots_min_hold(PeekObjectId id);
+extern uint64 peek_slots_fast_peeks(int runtime);
+extern uint64 peek_slots_durations(int runtime, int kind, int bucket);
+
+/* Count one in a counter of the backend's own slot (it is the only writer). */
+static inline void
+peek_slot_add_own(pg_atomic_uint64 *counter)
+{
+	pg_atomic_write_u64(counter, pg_atomic_read_u64(counter) + 1);
+}
 
 #endif							/* PEEK_PEEK_SLOTS_H */

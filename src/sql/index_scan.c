@@ -21,6 +21,7 @@
  */
 #include "postgres.h"
 
+#include "executor/execExpr.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
@@ -39,7 +40,7 @@ typedef struct IndexPeekScanState
 	CustomScanState css;
 	ScanCall	call;
 	bool		own_key;		/* the key is ROW(...), evaluated by field */
-	List	   *key_fields;		/* its fields' ExprStates */
+	List	   *key_fields;		/* its fields: Const, Param or ExprState */
 	KeyFields	key;			/* their values at each peek */
 	Tuplestorestate *rows;		/* the answer, or NULL: not read yet */
 	bool		backward;		/* may be read backward (a cursor's) */
@@ -120,6 +121,52 @@ create_index_scan_state(CustomScan *cscan)
 }
 
 /*
+ * A key field's expression as the node evaluates it: a constant or a
+ * statement's parameter (most are) as itself, read at each peek without
+ * an ExprState made at each execution; else its ExprState.  A parameter
+ * whose list compiles its own steps (PL/pgSQL's) is left to ExecInitExpr.
+ */
+static Node *
+begin_key_field(Expr *field, PlanState *ps)
+{
+	ParamListInfo params = ps->state->es_param_list_info;
+
+	if (IsA(field, Const))
+		return (Node *) field;
+	if (IsA(field, Param) && ((Param *) field)->paramkind == PARAM_EXTERN &&
+		(params == NULL || params->paramCompile == NULL))
+		return (Node *) field;
+	return (Node *) ExecInitExpr(field, ps);
+}
+
+/*
+ * A key field's value at a peek.  A parameter is read by the executor's
+ * own step for one (its checks and errors), run outside an ExprState.
+ */
+static Datum
+key_field_value(Node *field, ExprContext *econtext, bool *isnull)
+{
+	if (IsA(field, Const))
+	{
+		*isnull = ((Const *) field)->constisnull;
+		return ((Const *) field)->constvalue;
+	}
+	if (IsA(field, Param))
+	{
+		ExprEvalStep step = {0};
+		Datum		value;
+
+		step.resvalue = &value;
+		step.resnull = isnull;
+		step.d.param.paramid = ((Param *) field)->paramid;
+		step.d.param.paramtype = ((Param *) field)->paramtype;
+		ExecEvalParamExtern(NULL, &step, econtext);
+		return value;
+	}
+	return ExecEvalExprSwitchContext((ExprState *) field, econtext, isnull);
+}
+
+/*
  * A key written ROW(v1, ...) is evaluated field by field and passed so
  * (index_peek_collect): a row expression's state would make and register
  * a row type at every execution, and the record formed at every peek be
@@ -140,7 +187,8 @@ begin_key_fields(IndexPeekScanState *s, FuncExpr *call)
 		return;
 	s->own_key = true;
 	s->call.own_args = bms_make_singleton(INDEX_PEEK_KEY_ARG);
-	s->key_fields = ExecInitExprList(row->args, &s->css.ss.ps);
+	foreach(lc, row->args)
+		s->key_fields = lappend(s->key_fields, begin_key_field(lfirst(lc), &s->css.ss.ps));
 	s->key.nfields = list_length(row->args);
 	s->key.values = palloc(sizeof(Datum) * Max(s->key.nfields, 1));
 	s->key.nulls = palloc(sizeof(bool) * Max(s->key.nfields, 1));
@@ -178,7 +226,7 @@ answer_index_peek(IndexPeekScanState *s)
 	scan_call_args(&s->call, &s->css, fcinfo);
 	foreach(lc, s->key_fields)
 	{
-		s->key.values[i] = ExecEvalExprSwitchContext(lfirst(lc), econtext, &s->key.nulls[i]);
+		s->key.values[i] = key_field_value(lfirst(lc), econtext, &s->key.nulls[i]);
 		i++;
 	}
 	if (s->rows == NULL)

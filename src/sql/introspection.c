@@ -142,8 +142,8 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 	for (int r = 0; r < settings_runtime_count(); r++)
 	{
 		RuntimeSlot *rt = runtime_slot(r);
-		Datum		values[7 + RC_NUM_COUNTERS];
-		bool		nulls[7 + RC_NUM_COUNTERS] = {0};
+		Datum		values[8 + RC_NUM_COUNTERS];
+		bool		nulls[8 + RC_NUM_COUNTERS] = {0};
 		pid_t		pid;
 		RuntimeState state;
 		TimestampTz started_at;
@@ -167,10 +167,11 @@ peek_runtime_status(PG_FUNCTION_ARGS)
 		values[4] = Int32GetDatum(Max(restarts, 0));
 		for (int c = 0; c < RC_NUM_COUNTERS; c++)
 			values[5 + c] = Int64GetDatum((int64) pg_atomic_read_u64(&rt->counters[c]));
-		values[5 + RC_NUM_COUNTERS] =
+		values[5 + RC_NUM_COUNTERS] = Int64GetDatum((int64) peek_slots_fast_peeks(r));
+		values[6 + RC_NUM_COUNTERS] =
 			Int64GetDatum((int64) batch_arrangement_bytes());
-		values[6 + RC_NUM_COUNTERS] = Int64GetDatum((int64) max_memory_kb * 1024);
-		nulls[6 + RC_NUM_COUNTERS] = max_memory_kb == 0;
+		values[7 + RC_NUM_COUNTERS] = Int64GetDatum((int64) max_memory_kb * 1024);
+		nulls[7 + RC_NUM_COUNTERS] = max_memory_kb == 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -390,7 +391,7 @@ peek_duration_status(PG_FUNCTION_ARGS)
 		for (int k = 0; k < PEEK_DURATION_KINDS; k++)
 			for (int b = 0; b < PEEK_DURATION_BUCKETS; b++)
 			{
-				uint64		count = pg_atomic_read_u64(&runtime_slot(r)->durations[k][b]);
+				uint64		count = peek_slots_durations(r, k, b);
 				Datum		values[4];
 				bool		nulls[4] = {0};
 

@@ -255,7 +255,7 @@ scan_call_begin(ScanCall *sc, CustomScanState *node, List *planned_types)
 						   IsA(lfirst(lc), Const) ||
 						   bms_is_member(foreach_current_index(lc), sc->own_args) ? NULL :
 						   ExecInitExpr(lfirst(lc), &node->ss.ps));
-	sc->arg_params = arg_params((Node *) sc->call->args, node->ss.ps.state->es_plannedstmt->subplans);
+	sc->arg_params_known = false;
 	MemSet(&sc->flinfo, 0, sizeof(FmgrInfo));
 	sc->flinfo.fn_oid = sc->call->funcid;
 	sc->flinfo.fn_nargs = list_length(sc->call->args);
@@ -297,13 +297,13 @@ scan_call_use_slots(CustomScanState *node, const TupleTableSlotOps *ops)
 static void
 check_scan_rowtype(ScanCall *sc)
 {
-	TupleDesc	now = lookup_rowtype_tupdesc(sc->call->funcresulttype, -1);
-	bool		match = now->natts >= list_length(sc->planned_types);
+	/* read at once, with no catalog access between: no pin on it needed */
+	TupleDesc	now = lookup_type_cache(sc->call->funcresulttype, TYPECACHE_TUPDESC)->tupDesc;
+	bool		match = now != NULL && now->natts >= list_length(sc->planned_types);
 
 	for (int i = 0; i < list_length(sc->planned_types) && match; i++)
 		match = !TupleDescAttr(now, i)->attisdropped &&
 			TupleDescAttr(now, i)->atttypid == list_nth_oid(sc->planned_types, i);
-	ReleaseTupleDesc(now);
 	if (!match)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -346,10 +346,19 @@ scan_call_args(ScanCall *sc, CustomScanState *node, FunctionCallInfo fcinfo)
 	}
 }
 
-/* Rescanned with other arguments (a lateral call's)? */
+/*
+ * Rescanned with other arguments (a lateral call's)?  The parameters the
+ * arguments use are found at the first rescan: most executions have none.
+ */
 bool
 scan_call_args_changed(ScanCall *sc, CustomScanState *node)
 {
+	if (!sc->arg_params_known)
+	{
+		sc->arg_params = arg_params((Node *) sc->call->args,
+									node->ss.ps.state->es_plannedstmt->subplans);
+		sc->arg_params_known = true;
+	}
 	return bms_overlap(node->ss.ps.chgParam, sc->arg_params);
 }
 

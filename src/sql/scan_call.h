@@ -23,6 +23,7 @@ typedef struct ScanCall
 	FmgrInfo	flinfo;			/* the call's expression, for its arguments' types */
 	List	   *planned_types;	/* the row type's columns' types as planned */
 	Bitmapset  *arg_params;		/* the executor parameters the arguments use */
+	bool		arg_params_known;	/* arg_params found (at the first rescan) */
 	Bitmapset  *own_args;		/* arguments the node evaluates itself (set
 								 * before scan_call_begin; scan_call_args
 								 * leaves them) */

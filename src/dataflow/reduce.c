@@ -253,9 +253,9 @@ starts_lazy(List *stages, uint32 shared, int64 since)
  * since >= 0: the view hydrates, its groups built from the inputs'
  * contents at the since and their output added there.  *groups keeps the
  * stages' rows by key from one round to the next; built again, each
- * stage's are built from what the stage before gives over its own.  Runs
- * as the view's owner in round.c's subtransaction and writes the view's
- * shard; round.c raises its upper.
+ * stage's are built from what the stage before gives over its own, unless
+ * they start lazy (starts_lazy).  Runs as the view's owner in round.c's
+ * subtransaction and writes the view's shard; round.c raises its upper.
  */
 void
 dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogObject *v,
@@ -281,10 +281,8 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 		dataflow_reduce_free(*groups);
 		*groups = NULL;
 	}
-	rebuild = *groups == NULL;
-	lazy = rebuild && starts_lazy(stages, shared, since);
-	if (lazy)
-		rebuild = false;
+	lazy = *groups == NULL && starts_lazy(stages, shared, since);
+	rebuild = *groups == NULL && !lazy;
 	foreach(lc, stages)
 	{
 		ViewPlan   *stage = lfirst(lc);
@@ -342,7 +340,10 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	for (int i = 0; i < nstages; i++)
 	{
 		rounds[i].state->upper = -1;
-		/* (a group new from here on had no rows: its output was none) */
+		/*
+		 * (a group new from here on had no rows: its output was none; in a
+		 * lazy stage it is unknown)
+		 */
 		rounds[i].state->new_output = rounds[i].state->lazy ? -1 : 0;
 	}
 	dataflow_count_stage(nstages - 1);

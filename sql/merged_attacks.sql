@@ -6,7 +6,8 @@
 -- must hold whatever the implementation: nothing of a rolled-back or
 -- failed write, equal rows cancelling, count(*) and the rows failing
 -- alike at the same byte bound, a parameter taken as its key column's
--- type, counters that survive their backends.
+-- type, counters that survive their backends; and a session's cached
+-- index key following its row type's change (peek_call.c).
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -102,6 +103,20 @@ CREATE FUNCTION ma_rows(x int8) RETURNS SETOF ma_row LANGUAGE sql
   AS $$ SELECT * FROM peek.index_peek(NULL::ma_row, 'ma_k', ROW(x)) $$;
 SELECT g, ma_count(g), ma_count(NULL) FROM generate_series(3, 5) g;
 SELECT g, r.k FROM generate_series(3, 5) g, LATERAL ma_rows(g) r ORDER BY g;
+
+-- an attribute added to the row type after this session peeked the
+-- index: its later peeks deform the rows of the new version with the new
+-- descriptor (the session's cached key was made with the old one: XX000)
+CREATE TYPE ma_grow AS (k int8, v text);
+SELECT peek.create_collection('mg', 'ma_grow');
+SELECT peek.create_index('mg_k', 'mg', ARRAY['k']);
+SELECT peek.write('mg', array_agg((g % 10, 'v' || g)::ma_grow)) FROM generate_series(1, 100) g;
+SELECT wait_for($$SELECT state = 'ready' FROM peek.indexes WHERE name = 'mg_k'$$);
+SELECT count(*) FROM peek.index_peek(NULL::ma_grow, 'mg_k', ROW(5::int8));
+ALTER TYPE ma_grow ADD ATTRIBUTE w int;
+SELECT peek.write('mg', array_agg((g % 10, 'w' || g, g)::ma_grow)) FROM generate_series(1, 30) g;
+SELECT count(*), count(w), sum(w) FROM peek.index_peek(NULL::ma_grow, 'mg_k', ROW(5::int8), as_of => 1);
+SELECT count(*), count(w) FROM peek.index_peek(NULL::ma_grow, 'mg_k', ROW(5::int8), as_of => 0) WITH ORDINALITY;
 
 -- the peek counters of backends that exited stay counted, once
 SELECT sum(count) AS durations_before FROM peek.peek_durations \gset

@@ -142,15 +142,35 @@ static bool peeked_stale = false;
 
 /*
  * The catalog table was dropped or rebuilt (DROP EXTENSION, maybe followed
- * by CREATE EXTENSION in the same transaction): every cached name is
+ * by CREATE EXTENSION in the same transaction), or a cached object's row
+ * type's relation changed: every cached name is
  * forgotten at the next lookup.  Only flagged here: invalidations arrive in
  * the middle of a peek that holds a cached entry.
  */
 static void
 peeked_catalog_changed(Datum arg, Oid relid)
 {
+	HASH_SEQ_STATUS status;
+	PeekedObject *peeked;
+
 	if (!OidIsValid(relid) || relid == peeked_catalog)
 		peeked_stale = true;
+	if (peeked_stale || peeked_objects == NULL)
+		return;
+
+	/*
+	 * An object's row type was altered (ALTER TYPE ... ADD ATTRIBUTE): its
+	 * cached key describes the type's old version, whose descriptor cannot
+	 * deform the rows the runtime forms with the new one.
+	 */
+	hash_seq_init(&status, peeked_objects);
+	while ((peeked = hash_seq_search(&status)) != NULL)
+		if (peeked->row_relid == relid)
+		{
+			peeked_stale = true;
+			hash_seq_term(&status);
+			break;
+		}
 }
 
 static PeekedObject *
@@ -240,6 +260,7 @@ remember_peeked_object(CatalogObject *obj, Oid rowtype, KeyInfo *key)
 	peeked->obj.failure = NULL;
 	peeked->rowtype = rowtype;
 	peeked->key = key ? batch_keyinfo_build(obj->row_type, obj->nkeys, obj->attnums) : NULL;
+	peeked->row_relid = get_typ_typrelid(obj->row_type);
 	peeked->live_checked = 0;
 	MemoryContextSwitchTo(old);
 }

@@ -22,7 +22,8 @@ typedef struct PeekedObject
 	char		name[NAMEDATALEN * 2];	/* key */
 	CatalogObject obj;
 	Oid			rowtype;		/* what the peek passed (a source's table's?) */
-	KeyInfo    *key;			/* indexes */
+	KeyInfo    *key;			/* indexes: made with the row type's descriptor */
+	Oid			row_relid;		/* the row type's relation: its change drops the key */
 	uint64		live_checked;	/* registry_is_live's stamp */
 } PeekedObject;
 

@@ -131,3 +131,4 @@ DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
 DROP TYPE lz;
 DROP TYPE lzk;
+DROP FUNCTION lz_caught_up();

@@ -53,6 +53,8 @@ SELECT peek.write('ret', ARRAY[(1, 'a')]::rkv[]);
 SELECT peek.write('ret', ARRAY[(2, 'b')]::rkv[]);
 SELECT peek.write('ret', ARRAY[(1, 'A')]::rkv[], ARRAY[(1, 'a')]::rkv[]);
 SELECT wait_for($$SELECT since = 2 FROM peek.collections WHERE name = 'ret'$$);
+-- (the since shown comes first; the fold's commit makes it durable)
+SELECT wait_for($$SELECT since = 2 FROM peek.objects WHERE name = 'ret'$$);
 SELECT try($$SELECT * FROM peek.persist_peek(NULL::rkv, 'ret', as_of => 0)$$);
 SELECT * FROM peek.persist_peek(NULL::rkv, 'ret', as_of => 2) ORDER BY k;
 -- the fold left the contents only

@@ -51,8 +51,8 @@ group_of(ReduceRound *r)
  * Whether a group has no rows of any input (a partial group's rows are
  * only those its round updates: its count of rows tells).
  */
-static bool
-group_empty(ReduceState *state, ViewGroup *group)
+bool
+groups_empty(ReduceState *state, ViewGroup *group)
 {
 	if (group->partial)
 		return group->held == 0;
@@ -122,7 +122,7 @@ groups_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 		pfree(rows->rows);
 	rows->rows = merged;
 	rows->nrows = m;
-	if (group->key != NULL && !group->emptied && group_empty(r->state, group))
+	if (group->key != NULL && !group->emptied && groups_empty(r->state, group))
 	{
 		MemoryContext old = MemoryContextSwitchTo(r->cxt);
 
@@ -174,7 +174,7 @@ groups_drop_emptied(ReduceRound *r)
 		TupleHashEntry entry;
 
 		group->emptied = false;
-		if (!group_empty(state, group))
+		if (!groups_empty(state, group))
 			continue;
 		ExecStoreMinimalTuple(group->key, state->found_slot, false);
 		entry = LookupTupleHashEntry(state->table, state->found_slot, NULL, NULL);

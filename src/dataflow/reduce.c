@@ -30,6 +30,12 @@
  *	  those at the view's upper (a restart, a failed round, a hydration at
  *	  once), each stage's from what the stage before gives over its rebuilt
  *	  groups (kept as their output); the last's learn theirs in one run.
+ *	  A view of one stage whose inputs are all read from shared
+ *	  arrangements is not built again but starts lazy: its table starts
+ *	  empty, and a group it lacks is unknown, not new without rows: the
+ *	  round that touches it loads its rows (arranged.c) and learns its
+ *	  output from them before its updates (steps.c, accums.c), so a round
+ *	  costs the groups it touches from the first on.
  *
  *	  Must not touch the catalog (round.c does) nor publish.
  *
@@ -223,6 +229,22 @@ round_end(ReduceRound *r)
 }
 
 /*
+ * Can a stage's groups start lazy instead of built again: the view's only
+ * stage, not hydrating, every input read from a shared arrangement?  Its
+ * groups then hold no rows between rounds, and a group's rows at its
+ * first touch are the arrangements' (arranged_load), so a group the table
+ * lacks is learned when touched, not read and run over beforehand.
+ */
+static bool
+starts_lazy(List *stages, uint32 shared, int64 since)
+{
+	int			ninputs = list_length(((ViewPlan *) linitial(stages))->inputs);
+
+	return since < 0 && list_length(stages) == 1 && ninputs <= 32 &&
+		(uint64) shared == ((uint64) 1 << ninputs) - 1;
+}
+
+/*
  * A round of a view that groups or joins (text: its query's; plan: the
  * branch it runs, in: its inputs' objects in its order): the inputs'
  * updates in [start, end) into the view at their times, through each of
@@ -231,9 +253,9 @@ round_end(ReduceRound *r)
  * since >= 0: the view hydrates, its groups built from the inputs'
  * contents at the since and their output added there.  *groups keeps the
  * stages' rows by key from one round to the next; built again, each
- * stage's are built from what the stage before gives over its own.  Runs
- * as the view's owner in round.c's subtransaction and writes the view's
- * shard; round.c raises its upper.
+ * stage's are built from what the stage before gives over its own, unless
+ * they start lazy (starts_lazy).  Runs as the view's owner in round.c's
+ * subtransaction and writes the view's shard; round.c raises its upper.
  */
 void
 dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogObject *v,
@@ -249,6 +271,7 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	RoundUpdates **updates = palloc(sizeof(RoundUpdates *) * nfirst);
 	uint32		shared = arranged_choose(linitial(stages), v, in, start, end, reads, updates);
 	bool		rebuild;
+	bool		lazy;
 	instr_time	work;
 	ListCell   *lc;
 
@@ -258,7 +281,8 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 		dataflow_reduce_free(*groups);
 		*groups = NULL;
 	}
-	rebuild = *groups == NULL;
+	lazy = *groups == NULL && starts_lazy(stages, shared, since);
+	rebuild = *groups == NULL && !lazy;
 	foreach(lc, stages)
 	{
 		ViewPlan   *stage = lfirst(lc);
@@ -266,8 +290,11 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 		ReduceState **state = i == 0 ? groups : &rounds[i - 1].state->next;
 		TupleDesc	stage_desc = out_desc;
 
-		if (rebuild)
+		if (rebuild || lazy)
+		{
 			*state = state_create(stage);
+			(*state)->lazy = lazy;
+		}
 		else if (*state == NULL)
 			elog(ERROR, "a view's stage %d has no groups", i + 1);
 		if (i < nstages - 1)
@@ -313,8 +340,11 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	for (int i = 0; i < nstages; i++)
 	{
 		rounds[i].state->upper = -1;
-		/* (a group new from here on had no rows: its output was none) */
-		rounds[i].state->new_output = 0;
+		/*
+		 * (a group new from here on had no rows: its output was none; in a
+		 * lazy stage it is unknown)
+		 */
+		rounds[i].state->new_output = rounds[i].state->lazy ? -1 : 0;
 	}
 	dataflow_count_stage(nstages - 1);
 	INSTR_TIME_SET_CURRENT(work);

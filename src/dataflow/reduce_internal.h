@@ -76,7 +76,11 @@ struct ReduceState
 	int			ninputs;
 	int64		upper;			/* holds the updates before it; -1: unknown */
 	int			new_output;		/* a new group's noutput: 0, or -1 while
-								 * the groups are built again */
+								 * the groups are built again or if lazy */
+	bool		lazy;			/* not built: a group absent from the table
+								 * is unknown, its rows and output learned
+								 * from the shared arrangements when a round
+								 * first touches it (reduce.c) */
 	TupleHashTable table;		/* the groups by key; NULL without GROUP BY */
 	ViewGroup  *whole;			/* the only group without GROUP BY */
 	TupleTableSlot *key_slot;	/* a row's key, as a round projects it */
@@ -216,6 +220,7 @@ extern int	groups_sort_updates(ReduceRound *r, int first, int last, ViewGroup **
 extern void groups_merge_updates(ReduceRound *r, int first, int last);
 extern void groups_emit(ReduceRound *r, int64 time, int64 diff, Datum row);
 extern void groups_drop_emptied(ReduceRound *r);
+extern bool groups_empty(ReduceState *state, ViewGroup *group);
 
 /* steps.c */
 extern void steps_run(ReduceRound *r);

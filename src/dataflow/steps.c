@@ -103,8 +103,10 @@ emit_outputs(ReduceRound *r, int64 time, ViewGroup **groups, int ngroups, List *
 }
 
 /*
- * The groups built again since they last emitted (which know no output)
- * run over before a step's updates apply to them, and their output kept.
+ * The groups that know no output (built again since they last emitted, or
+ * first touched in a lazy stage) run over before a step's updates apply to
+ * them, and their output kept.  A keyed group without rows gives none: a
+ * lazy stage's new group needs no run.
  */
 static void
 learn_outputs(ReduceRound *r, ViewGroup **groups, int ngroups)
@@ -113,7 +115,11 @@ learn_outputs(ReduceRound *r, ViewGroup **groups, int ngroups)
 	int			nunknown = 0;
 
 	for (int g = 0; g < ngroups; g++)
-		if (groups[g]->noutput < 0)
+		if (groups[g]->noutput >= 0)
+			continue;
+		else if (groups[g]->key != NULL && groups_empty(r->state, groups[g]))
+			outputs_forget(groups[g]);
+		else
 			unknown[nunknown++] = groups[g];
 	if (nunknown > 0)
 	{

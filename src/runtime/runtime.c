@@ -87,9 +87,14 @@ find_extension(void *arg)
 static void
 adopt_upgraded_objects(void *arg)
 {
-	uint64		adopted = catalog_adopt_foreign_ids(*(Oid *) arg);
+	Oid			found = *(Oid *) arg;
+	uint64		adopted;
 	ListCell   *lc;
 
+	/* dropped since find_extension's transaction: the next check sees it */
+	if (!catalog_lock_extension() || get_extension_oid("pg_peek", true) != found)
+		return;
+	adopted = catalog_adopt_foreign_ids(found);
 	if (adopted == 0)
 		return;
 	ereport(LOG,

@@ -269,3 +269,10 @@ BEGIN
         END IF;
     END LOOP;
 END $$;
+
+-- sources (and their indexes): the captured table's name, kept as a table
+-- rename changes it (sql/source_rename.c), so that a failure names a table
+-- that was dropped while no runtime ran; a regclass shows only its OID then
+ALTER TABLE peek.objects ADD COLUMN source_name name;
+UPDATE peek.objects o SET source_name = c.relname
+  FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) o.source;

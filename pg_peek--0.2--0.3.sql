@@ -282,3 +282,23 @@ END $$;
 ALTER TABLE peek.objects ADD COLUMN source_name name;
 UPDATE peek.objects o SET source_name = c.relname
   FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) o.source;
+
+-- the float sums and averages maintained views compute in place of
+-- sum(float8), sum(float4), avg(float8) and avg(float4), whose results
+-- depend on the order of the rows: exact sums of the finite values,
+-- rounded once, with Infinity, -Infinity and NaN counted apart
+-- (src/sql/exact_sums.c, src/dataflow/float_sums.c)
+CREATE FUNCTION peek.exact_sum_accum(internal, float8) RETURNS internal
+    AS 'MODULE_PATHNAME', 'peek_exact_sum_accum' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION peek.exact_sum_final(internal) RETURNS float8
+    AS 'MODULE_PATHNAME', 'peek_exact_sum_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION peek.exact_sum4_final(internal) RETURNS float4
+    AS 'MODULE_PATHNAME', 'peek_exact_sum4_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION peek.exact_avg_final(internal) RETURNS float8
+    AS 'MODULE_PATHNAME', 'peek_exact_avg_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE AGGREGATE peek.exact_sum(float8) (SFUNC = peek.exact_sum_accum, STYPE = internal,
+                                         FINALFUNC = peek.exact_sum_final);
+CREATE AGGREGATE peek.exact_sum4(float8) (SFUNC = peek.exact_sum_accum, STYPE = internal,
+                                          FINALFUNC = peek.exact_sum4_final);
+CREATE AGGREGATE peek.exact_avg(float8) (SFUNC = peek.exact_sum_accum, STYPE = internal,
+                                         FINALFUNC = peek.exact_avg_final);

@@ -189,23 +189,25 @@ RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_view_round_status' LANGUAGE C;
 -- NULL) resolves against: the round's durable upper (peek.uppers) commits
 -- before the runtime publishes it, and a reader who saw that upper here
 -- would then read an older time (the durable one until it is published);
--- retention and since_age as in peek.collections, which shows no view
+-- retention and since_age as in peek.collections, which shows no view.
+-- The hydration's progress is shown exactly while the state is
+-- 'hydrating': how many of its inputs' updates the first round has read
+-- and how many they have (estimated from their shards while it reads; all
+-- it read once its upper is durable and waits to be published; NULL
+-- before it starts reading)
 CREATE VIEW peek.views WITH (security_barrier) AS
-SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
-       CASE WHEN o.failure IS NOT NULL THEN 'failed'
-            WHEN t.timeouts IS NOT NULL THEN 'retrying'
-            WHEN shown.upper = 0 THEN 'hydrating'
-            WHEN r.published THEN 'ready' ELSE 'pending' END AS state,
+SELECT o.name, o.query, o.inputs, o.owner, o.row_type, st.state,
        o.failure,
        peek.collection_rows(o.name, shown.upper) AS rows,
        greatest(r.since, o.since) AS since,
        shown.upper,
        greatest(i.upper OPERATOR(pg_catalog.-) shown.upper, 0) AS lag,
        o.allowed_since, o.shard, o.created_at,
-       CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
-            THEN r.hydrated_rows END AS hydration_rows_read,
-       CASE WHEN o.failure IS NULL AND u.upper = 0 AND r.hydrating
-            THEN r.hydration_total END AS hydration_rows_total,
+       CASE WHEN st.state = 'hydrating'
+            THEN coalesce(r.hydrated_rows, 0) END AS hydration_rows_read,
+       CASE WHEN st.state = 'hydrating'
+            THEN CASE WHEN r.hydrating THEN r.hydration_total
+                      WHEN u.upper > 0 THEN r.hydrated_rows END END AS hydration_rows_total,
        peek.retention(o.retention, o.retention_set) AS retention,
        pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) sa.since_at AS since_age
   FROM peek.objects o
@@ -221,6 +223,10 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type,
   CROSS JOIN LATERAL (SELECT CASE WHEN r.published AND o.failure IS NULL
                                   THEN r.upper ELSE u.upper END AS upper) shown
   LEFT JOIN peek.view_round_status() t ON t.id = o.id
+  CROSS JOIN LATERAL (SELECT CASE WHEN o.failure IS NOT NULL THEN 'failed'
+                                  WHEN t.timeouts IS NOT NULL THEN 'retrying'
+                                  WHEN shown.upper = 0 THEN 'hydrating'
+                                  WHEN r.published THEN 'ready' ELSE 'pending' END AS state) st
   LEFT JOIN peek.since_status() sa ON sa.id = o.id
  WHERE o.kind = 'v' AND peek.visible(o.owner);
 GRANT SELECT ON peek.views TO PUBLIC;
@@ -269,3 +275,30 @@ BEGIN
         END IF;
     END LOOP;
 END $$;
+
+-- sources (and their indexes): the captured table's name, kept as a table
+-- rename changes it (sql/source_rename.c), so that a failure names a table
+-- that was dropped while no runtime ran; a regclass shows only its OID then
+ALTER TABLE peek.objects ADD COLUMN source_name name;
+UPDATE peek.objects o SET source_name = c.relname
+  FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) o.source;
+
+-- the float sums and averages maintained views compute in place of
+-- sum(float8), sum(float4), avg(float8) and avg(float4), whose results
+-- depend on the order of the rows: exact sums of the finite values,
+-- rounded once, with Infinity, -Infinity and NaN counted apart
+-- (src/sql/exact_sums.c, src/dataflow/float_sums.c)
+CREATE FUNCTION peek.exact_sum_accum(internal, float8) RETURNS internal
+    AS 'MODULE_PATHNAME', 'peek_exact_sum_accum' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION peek.exact_sum_final(internal) RETURNS float8
+    AS 'MODULE_PATHNAME', 'peek_exact_sum_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION peek.exact_sum4_final(internal) RETURNS float4
+    AS 'MODULE_PATHNAME', 'peek_exact_sum4_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION peek.exact_avg_final(internal) RETURNS float8
+    AS 'MODULE_PATHNAME', 'peek_exact_avg_final' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE AGGREGATE peek.exact_sum(float8) (SFUNC = peek.exact_sum_accum, STYPE = internal,
+                                         FINALFUNC = peek.exact_sum_final);
+CREATE AGGREGATE peek.exact_sum4(float8) (SFUNC = peek.exact_sum_accum, STYPE = internal,
+                                          FINALFUNC = peek.exact_sum4_final);
+CREATE AGGREGATE peek.exact_avg(float8) (SFUNC = peek.exact_sum_accum, STYPE = internal,
+                                         FINALFUNC = peek.exact_avg_final);

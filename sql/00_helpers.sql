@@ -113,3 +113,26 @@ BEGIN
     EXECUTE format('SELECT peek.write(%L, array_agg(ROW(i, 10 * i)::%I ORDER BY i)) FROM generate_series(1, %s) i',
                    coll, type, n);
 END $$;
+
+-- A collection of rows (k int, v text) whose updates a test also keeps in a
+-- plain table log (t bigint, k int, v text, diff bigint), to compare its
+-- peeks with (persist_peek_count, persist_peek_pages, moving_base).
+-- log_write(coll, row_type, log, lo, hi): log's updates of times lo .. hi
+-- appended to coll at their times (in the order of t, k, v, diff), then
+-- coll sealed to hi + 1
+CREATE FUNCTION log_write(coll text, row_type regtype, log regclass, lo bigint, hi bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('SELECT peek.append(%L, ARRAY[ROW(l.k, l.v)::%s], l.t, l.diff) FROM %s l
+                     WHERE l.t BETWEEN $1 AND $2 ORDER BY l.t, l.k, l.v, l.diff',
+                   coll, row_type, log) USING lo, hi;
+    PERFORM peek.advance(coll, hi + 1);
+END $$;
+-- log_contents(log, at): the contents log's updates give at time at, each
+-- row with its multiplicity n (rows of n 0 left out)
+CREATE FUNCTION log_contents(log regclass, at bigint) RETURNS TABLE (k int, v text, n bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY EXECUTE format('SELECT k, v, sum(diff)::bigint FROM %s WHERE t <= $1
+                                  GROUP BY k, v HAVING sum(diff) <> 0', log) USING at;
+END $$;

@@ -30,9 +30,7 @@ BEGIN
             INSERT INTO mb_log VALUES (t, 100 + t - 5, 'once', -1);
         END IF;
     END LOOP;
-    PERFORM peek.append('mb', ARRAY[(l.k, l.v)::mbkv], l.t, l.diff)
-      FROM mb_log l WHERE l.t BETWEEN lo AND hi ORDER BY l.t, l.k, l.v, l.diff;
-    PERFORM peek.advance('mb', hi + 1);
+    PERFORM log_write('mb', 'mbkv', 'mb_log', lo, hi);
 END $$;
 
 -- mb_wrong(lo, hi): the times in [lo, hi] whose persist peek, full or with
@@ -44,9 +42,7 @@ DECLARE
     bad boolean;
 BEGIN
     FOR at IN lo .. hi LOOP
-        CREATE TEMP TABLE mb_want ON COMMIT DROP AS
-            SELECT k, v, sum(diff) AS n FROM mb_log WHERE mb_log.t <= at
-             GROUP BY k, v HAVING sum(diff) <> 0;
+        CREATE TEMP TABLE mb_want ON COMMIT DROP AS SELECT * FROM log_contents('mb_log', at);
         SELECT EXISTS (
             (SELECT k, v, n FROM mb_want
              EXCEPT SELECT k, v, count(*) FROM peek.persist_peek(NULL::mbkv, 'mb', as_of => at)
@@ -113,9 +109,9 @@ SELECT wait_for($$SELECT state = 'ready' FROM peek.indexes WHERE name = 'mb_by_k
 SELECT count(*) AS wrong_index_peeks
   FROM generate_series(20, 59) t
  WHERE EXISTS ((SELECT k, v, count(*) FROM peek.index_peek(NULL::mbkv, 'mb_by_k', as_of => t.t) GROUP BY k, v
-                EXCEPT SELECT k, v, sum(diff) FROM mb_log WHERE mb_log.t <= t.t GROUP BY k, v HAVING sum(diff) <> 0)
+                EXCEPT SELECT * FROM log_contents('mb_log', t.t))
                UNION ALL
-               (SELECT k, v, sum(diff) FROM mb_log WHERE mb_log.t <= t.t GROUP BY k, v HAVING sum(diff) <> 0
+               (SELECT * FROM log_contents('mb_log', t.t)
                 EXCEPT SELECT k, v, count(*) FROM peek.index_peek(NULL::mbkv, 'mb_by_k', as_of => t.t) GROUP BY k, v));
 
 -- a full peek reads the heap only from the first base row's block to the

@@ -30,13 +30,6 @@ INSERT INTO pc_log SELECT t, 10, 'v10.' || t, 1 FROM generate_series(1, 30) t;
 INSERT INTO pc_log SELECT t, 20 + t, 'v' || (20 + t), -1 FROM generate_series(1, 30) t;
 INSERT INTO pc_log VALUES (5, 8, 'v8', 1), (9, 7, 'v7', -2);
 
-CREATE FUNCTION pc_write(lo int, hi int) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM peek.append('pc', ARRAY[(l.k, l.v)::pckv], l.t, l.diff)
-      FROM pc_log l WHERE l.t BETWEEN lo AND hi ORDER BY l.t, l.k, l.v, l.diff;
-    PERFORM peek.advance('pc', hi + 1);
-END $$;
-
 -- pc_wrong(lo, hi): the times whose count(*) (the scan counting) or
 -- count(1) (no column read) is not the log's, or not what the rows' path
 -- (a column read) counts, or whose limited count is not the least of the
@@ -47,8 +40,7 @@ DECLARE
     want bigint;
 BEGIN
     FOR at IN lo .. hi LOOP
-        SELECT coalesce(sum(n), 0) INTO want FROM (
-          SELECT sum(diff) AS n FROM pc_log WHERE t <= at GROUP BY k, v) c;
+        SELECT coalesce(sum(n), 0) INTO want FROM log_contents('pc_log', at);
         IF (SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at)) <> want
            OR (SELECT count(1) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at)) <> want
            OR (SELECT count(k) FROM peek.persist_peek(NULL::pckv, 'pc', as_of => at)) <> want
@@ -61,7 +53,7 @@ BEGIN
     RETURN wrong;
 END $$;
 
-SELECT pc_write(0, 0);
+SELECT log_write('pc', 'pckv', 'pc_log', 0, 0);
 SELECT wait_for($$SELECT base_time = 0 FROM peek.objects WHERE name = 'pc'$$);
 -- count(*) or count(1) alone: the scan counts
 EXPLAIN (COSTS OFF) SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc');
@@ -89,7 +81,7 @@ SELECT count(*) FROM peek.persist_peek(NULL::pckv, 'pc') OFFSET 1;
 SELECT pc_wrong(0, 0);
 
 -- updates after the base: the base rows they touch adjusted while counted
-SELECT pc_write(1, 30);
+SELECT log_write('pc', 'pckv', 'pc_log', 1, 30);
 SELECT pc_wrong(0, 30);
 -- the base moved to 30: the times before it take the history out
 SELECT wait_for($$SELECT base_time = 30 FROM peek.objects WHERE name = 'pc'$$);
@@ -277,7 +269,6 @@ DROP FUNCTION pcgap_shard(text);
 
 SELECT peek.drop_collection('pcneg');
 SELECT peek.drop_collection('pc');
-DROP FUNCTION pc_write(int, int);
 DROP FUNCTION pc_wrong(bigint, bigint);
 DROP TABLE pc_log;
 DROP TYPE pckv;

@@ -39,15 +39,6 @@ INSERT INTO pp_log SELECT t, 100000 + 10 * t + j, 'new', 1
 INSERT INTO pp_log SELECT 2, g, 'v' || g, -40 FROM generate_series(1009, 30000, 1009) g;
 INSERT INTO pp_log SELECT 4, g, 'v' || g, 10 FROM generate_series(1009, 30000, 1009) g;
 
-CREATE FUNCTION pp_write(lo int, hi int) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    FOR at IN lo .. hi LOOP
-        PERFORM peek.append('pp', ARRAY[(l.k, l.v)::ppkv], l.t, l.diff)
-          FROM pp_log l WHERE l.t = at ORDER BY l.k, l.v, l.diff;
-    END LOOP;
-    PERFORM peek.advance('pp', hi + 1);
-END $$;
-
 -- pp_wrong(lo, hi): the times whose count(*) (the scan counting), count(k)
 -- (the rows streamed) or rows with their copies are not the log's
 CREATE FUNCTION pp_wrong(lo bigint, hi bigint) RETURNS bigint[] LANGUAGE plpgsql AS $$
@@ -61,10 +52,9 @@ BEGIN
            OR (SELECT count(k) FROM peek.persist_peek(NULL::ppkv, 'pp', as_of => at)) <> want
            OR EXISTS (
              (SELECT k, v, count(*) FROM peek.persist_peek(NULL::ppkv, 'pp', as_of => at) GROUP BY k, v
-              EXCEPT
-              SELECT k, v, sum(diff) FROM pp_log WHERE t <= at GROUP BY k, v HAVING sum(diff) <> 0)
+              EXCEPT SELECT * FROM log_contents('pp_log', at))
              UNION ALL
-             (SELECT k, v, sum(diff) FROM pp_log WHERE t <= at GROUP BY k, v HAVING sum(diff) <> 0
+             (SELECT * FROM log_contents('pp_log', at)
               EXCEPT
               SELECT k, v, count(*) FROM peek.persist_peek(NULL::ppkv, 'pp', as_of => at) GROUP BY k, v))
         THEN
@@ -74,14 +64,14 @@ BEGIN
     RETURN wrong;
 END $$;
 
-SELECT pp_write(0, 0);
+SELECT log_write('pp', 'ppkv', 'pp_log', 0, 0);
 SELECT wait_for($$SELECT base_time = 0 FROM peek.objects WHERE name = 'pp'$$);
 SELECT pg_relation_size(shard) / 8192 > 200 AS many_pages FROM peek.collections WHERE name = 'pp';
 SELECT count(*) FROM peek.persist_peek(NULL::ppkv, 'pp');
 SELECT pp_wrong(0, 0);
 
 -- updates after the base: its rows they touch adjusted, page by page
-SELECT pp_write(1, 6);
+SELECT log_write('pp', 'ppkv', 'pp_log', 1, 6);
 SELECT pp_wrong(0, 6);
 SELECT t, (SELECT count(*) FROM peek.persist_peek(NULL::ppkv, 'pp', as_of => t)) AS n
   FROM generate_series(0, 6) t;

@@ -117,7 +117,9 @@ SELECT peek.drop_view('aslowv');
 -- it is ready (five slow rows: 1 s; the rounds get 0.5 s, 1 s, 2 s)
 SELECT peek.create_view('aslow5', $$SELECT aslow(x) AS x FROM peek.persist_peek(NULL::aone, 'aslows') WHERE x <= 5$$);
 SELECT wait_for($$SELECT state = 'retrying' FROM peek.views WHERE name = 'aslow5'$$);
-SELECT v.state, t.timeouts >= 1 AS timed_out, t.limit_ms >= 1000 AS limit_doubled
+-- (its hydration's progress shows only with the state 'hydrating')
+SELECT v.state, t.timeouts >= 1 AS timed_out, t.limit_ms >= 1000 AS limit_doubled,
+       v.hydration_rows_read, v.hydration_rows_total
   FROM peek.views v JOIN peek.objects o ON o.name = v.name
   JOIN peek.view_round_status() t ON t.id = o.id WHERE v.name = 'aslow5';
 SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'aslow5'$$, 60);

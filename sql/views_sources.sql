@@ -159,6 +159,27 @@ SELECT peek.create_view('sslowv', $$SELECT id FROM peek.persist_peek(NULL::sitem
 SELECT wait_for($$SELECT hydration_rows_read >= 1024 FROM peek.views WHERE name = 'sslowv'$$);
 SELECT state, hydration_rows_read < hydration_rows_total AS partway
   FROM peek.views WHERE name = 'sslowv';
+-- the progress is shown exactly while the state is 'hydrating' (through
+-- the round's commit and the upper's publication), never more read than
+-- there are: sampled until it is ready, no sample says otherwise
+CREATE FUNCTION sprogress_mismatches(v text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+    bad int := 0;
+    s record;
+BEGIN
+    FOR i IN 1 .. 6000 LOOP
+        SELECT state, hydration_rows_read AS rd, hydration_rows_total AS total
+          INTO s FROM peek.views WHERE name = v;
+        IF (s.state = 'hydrating') <> (s.rd IS NOT NULL) OR s.rd > s.total THEN
+            bad := bad + 1;
+        END IF;
+        EXIT WHEN s.state = 'ready';
+        PERFORM pg_sleep(0.005);
+    END LOOP;
+    RETURN bad;
+END $$;
+SELECT sprogress_mismatches('sslowv');
+DROP FUNCTION sprogress_mismatches(text);
 SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'sslowv'$$);
 SELECT state, hydration_rows_read, hydration_rows_total, rows FROM peek.views WHERE name = 'sslowv';
 SELECT view, operator, kind, rows_in >= 3000 AS rows_in, rows_out >= 3000 AS rows_out

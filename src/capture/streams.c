@@ -25,6 +25,7 @@
 #include "capture/capture_internal.h"
 #include "common/rows.h"
 #include "common/spi.h"
+#include "storage/catalog_sources.h"
 #include "storage/catalog_write.h"
 
 HTAB	   *capture_streams = NULL;
@@ -179,6 +180,22 @@ capture_reset(void)
 						  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
+/*
+ * A dropped table's name, for messages: as the catalog kept it (the name
+ * of its last rename, which this runtime may not have seen, or may have
+ * started after), else its OID.
+ */
+static void
+name_dropped_table(CaptureStream *s)
+{
+	char	   *kept = catalog_source_table_name(s->id);
+
+	if (kept != NULL)
+		strlcpy(s->table, kept, NAMEDATALEN);
+	else
+		snprintf(s->table, NAMEDATALEN, "%u", s->relid);
+}
+
 /* A stream for a source's catalog row (in a transaction), not loaded yet. */
 void
 stream_init(CaptureStream *s, CatalogObject *source)
@@ -195,7 +212,7 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	if (table != NULL)
 		strlcpy(s->table, table, NAMEDATALEN);
 	else
-		snprintf(s->table, NAMEDATALEN, "%u", source->source);
+		name_dropped_table(s);
 	s->loaded = false;
 	s->failed = false;
 	s->loader = NULL;
@@ -329,7 +346,10 @@ check_table(CaptureStream *s, bool wait)
 		return NULL;
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(s->relid));
 	if (!HeapTupleIsValid(tup))
+	{
+		name_dropped_table(s);
 		return psprintf("table \"%s\" was dropped", s->table);
+	}
 	rel = (Form_pg_class) GETSTRUCT(tup);
 	strlcpy(s->table, NameStr(rel->relname), NAMEDATALEN);
 	if (rel->relreplident != REPLICA_IDENTITY_FULL)

@@ -165,6 +165,10 @@ extern void dataflow_record_dependencies_again(CatalogObject *view, Oid relid);
 
 /* sources.c */
 extern Query *dataflow_read_sources(Query *query);
+
+/* float_sums.c */
+extern void dataflow_exact_float_sums(Query *query);
+extern bool dataflow_exact_float_aggregate(Oid aggfnoid);
 extern Query *dataflow_read_tables(Query *query);
 extern Oid	dataflow_persist_peek_oid(void);
 

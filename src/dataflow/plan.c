@@ -17,7 +17,8 @@
  *	  tells them apart, and each operator's kind.  A join grouped by other
  *	  keys than its join key (or by none) is two stages: the join (or
  *	  chain.c's chain of join stages), its rows projected to the columns
- *	  the rest reads, and the grouping of those rows (stages.c).
+ *	  the rest reads, and the grouping of those rows (stages.c).  Sums and
+ *	  averages of floats are computed exactly (float_sums.c).
  *	  Anything else is refused with 0A000 naming the construct.  The
  *	  backend plans the user's text at create_view (in the user's
  *	  search_path and privileges) and keeps it written out schema-qualified
@@ -94,8 +95,12 @@ unsupported_aggregate(Node *node, void *context)
 
 		for (int i = 0; i < lengthof(supported); i++)
 			known |= strcmp(name, supported[i]) == 0;
-		if (!known || agg->aggkind != AGGKIND_NORMAL ||
-			get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE)
+		if (dataflow_exact_float_aggregate(agg->aggfnoid))
+			known = agg->aggkind == AGGKIND_NORMAL;
+		else if (!known || agg->aggkind != AGGKIND_NORMAL ||
+				 get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE)
+			known = false;
+		if (!known)
 		{
 			*(Oid *) context = agg->aggfnoid;
 			return true;
@@ -737,8 +742,9 @@ dataflow_plan(const char *text)
 	/* (analysis keeps no row mark for a function in FROM) */
 	if (((SelectStmt *) stmt->stmt)->lockingClause != NIL)
 		dataflow_refuse("FOR UPDATE or FOR SHARE");
-	query = parse_analyze_fixedparams(stmt, text, NULL, 0, NULL);
-	return plan_query(dataflow_read_sources(query));
+	query = dataflow_read_sources(parse_analyze_fixedparams(stmt, text, NULL, 0, NULL));
+	dataflow_exact_float_sums(query);
+	return plan_query(query);
 }
 
 /* The SELECTs a view's rounds run: a UNION ALL's branches, or the one. */

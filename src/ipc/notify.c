@@ -4,8 +4,9 @@
  *	  The notices that tell the runtimes about committed catalog changes, so
  *	  that they never poll the whole catalog: collected in the transaction,
  *	  pushed to the runtimes' command queues when it commits.  A committed
- *	  drop is tombstoned in the registry here, and a session's sealed uppers
- *	  are remembered for read-your-writes.
+ *	  drop is tombstoned in the registry here, a session's sealed uppers
+ *	  are remembered for read-your-writes, and the collections its open
+ *	  transaction wrote, so that a peek never waits for that transaction.
  *
  *	  Must not touch shared memory beyond pushing commands to runtimes and
  *	  tombstoning the objects a committed transaction dropped.
@@ -32,6 +33,8 @@ typedef struct PendingNotice
 	PeekCommand cmd;
 	SubTransactionId subid;
 	bool		created;		/* the object was created here */
+	int64		sealed_from;	/* the committed upper this transaction
+								 * wrote the collection from, or -1 */
 } PendingNotice;
 
 static List *pending_notices = NIL; /* PendingNotice *, in TopTransactionContext */
@@ -73,6 +76,7 @@ add_notice(PeekCommandKind kind, PeekObjectId id, int64 value)
 	notice->cmd.value = value;
 	notice->subid = subid;
 	notice->created = false;
+	notice->sealed_from = -1;
 	pending_notices = lappend(pending_notices, notice);
 	MemoryContextSwitchTo(old);
 	return notice;
@@ -83,6 +87,43 @@ void
 notify_catalog_changed(PeekObjectId id)
 {
 	(void) add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
+}
+
+/*
+ * This transaction wrote a collection (appended to it or sealed it) whose
+ * committed upper was upper: it holds the collection's catalog row until
+ * it ends, so no time from upper on can be sealed before then
+ * (notify_sealed_here).
+ */
+void
+notify_written(PeekObjectId id, int64 upper)
+{
+	PendingNotice *notice = add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
+
+	if (notice->sealed_from < 0 || upper < notice->sealed_from)
+		notice->sealed_from = upper;
+}
+
+/*
+ * The committed upper from which this open transaction wrote a collection
+ * (the least, over its subtransactions that did not abort), or -1: every
+ * time from it on becomes complete only when this transaction commits.
+ */
+int64
+notify_sealed_here(PeekObjectId id)
+{
+	int64		from = -1;
+	ListCell   *lc;
+
+	foreach(lc, pending_notices)
+	{
+		PendingNotice *notice = lfirst(lc);
+
+		if (notice->cmd.object == id && notice->sealed_from >= 0 &&
+			(from < 0 || notice->sealed_from < from))
+			from = notice->sealed_from;
+	}
+	return from;
 }
 
 /*

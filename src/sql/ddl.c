@@ -30,6 +30,7 @@
 #include "sql/arguments.h"
 #include "sql/ddl.h"
 #include "sql/peek_call.h"
+#include "storage/catalog_sources.h"
 #include "storage/catalog_views.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
@@ -278,6 +279,7 @@ peek_create_source(PG_FUNCTION_ARGS)
 	obj.shard = persist_create_shard(seq, obj.row_type);
 	obj.source = relid;
 	catalog_insert(&obj, (Datum) 0);
+	catalog_name_source_table(relid);
 	notify_created(obj.id);
 	PG_RETURN_VOID();
 }

@@ -77,6 +77,37 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 }
 
 /*
+ * A peek that only this transaction's commit could make ready fails at
+ * once: it would wait for its own transaction.  A transaction that wrote a
+ * collection holds its catalog row, so no time from the upper it wrote
+ * from on is sealed before it ends.  as_of NULL reads the latest complete
+ * time, without the transaction's own writes, and has none to read while
+ * that upper is 0.
+ */
+static void
+check_not_sealed_here(CatalogObject *obj, PeekObjectId collection, int64 as_of)
+{
+	int64		sealed_from = notify_sealed_here(collection);
+
+	if (sealed_from < 0)
+		return;
+	if (as_of == PEEK_TIME_LATEST && sealed_from == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s \"%s\" has no complete time yet", catalog_kind_noun(obj->kind), obj->name),
+				 errdetail("Its first time becomes complete when this transaction, which wrote it, commits."),
+				 errhint("Commit the write before the peek, or peek from another session.")));
+	if (as_of != PEEK_TIME_LATEST && as_of >= sealed_from)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("time " INT64_FORMAT " of %s \"%s\" is not complete before this transaction commits",
+						as_of, catalog_kind_noun(obj->kind), obj->name),
+				 errdetail("This transaction wrote the collection from time " INT64_FORMAT " on; only its commit can complete those times.",
+						   sealed_from),
+				 errhint("Commit the write before the peek, or peek from another session.")));
+}
+
+/*
  * A peek's time (as_of, or PEEK_TIME_LATEST) and *floor, the least time
  * as_of NULL resolves to: the session's own last write, and for a source
  * under strict serializable the current WAL position.  The latter is a
@@ -99,6 +130,7 @@ peek_time(FunctionCallInfo fcinfo, int n, CatalogObject *obj, PeekObjectId colle
 				 errdetail("No upper can pass time " INT64_FORMAT ": a peek at it would wait forever.",
 						   PG_INT64_MAX)));
 	*floor = notify_last_session_upper(collection) - 1;
+	check_not_sealed_here(obj, collection, as_of);
 	if (!OidIsValid(obj->source))
 		return as_of;
 	if (as_of == PEEK_TIME_LATEST && setting_isolation == PEEK_ISOLATION_STRICT_SERIALIZABLE)

@@ -18,8 +18,10 @@
  *	  not pg_peek's own.  The same hook takes the locks of DROP EXTENSION
  *	  pg_peek (and of DROP OWNED BY its owner) in the runtimes' order, and
  *	  has the maintenance runtime read every object's row again after an
- *	  ALTER EXTENSION pg_peek UPDATE that changed the version.
- *	  Writes nothing but the catalog rows of views given to another owner.
+ *	  ALTER EXTENSION pg_peek UPDATE that changed the version, and records
+ *	  a captured table's new name in its sources' rows after a rename.
+ *	  Writes nothing but the catalog rows of views given to another owner
+ *	  and those names.
  *
  *-------------------------------------------------------------------------
  */
@@ -53,6 +55,7 @@
 #include "sql/view_guard.h"
 #include "sql/view_uses_guard.h"
 #include "storage/catalog.h"
+#include "storage/catalog_sources.h"
 #include "storage/catalog_views.h"
 #include "storage/persist.h"
 
@@ -368,6 +371,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	bool		owners = false;
 	List	   *functions = NIL;
 	Oid			relid = InvalidOid;
+	Oid			renamed = InvalidOid;
 	CatalogObject *view;
 	bool		updates_peek = IsA(stmt, AlterExtensionStmt) && !creating_extension &&
 		!IsBinaryUpgrade && strcmp(((AlterExtensionStmt *) stmt)->extname, "pg_peek") == 0;
@@ -389,6 +393,11 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->relation != NULL &&
 			 (view = maintained_view_named(((RenameStmt *) stmt)->relation, &relid)) != NULL)
 		refuse_change(view, relid, "rename");
+	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->relation != NULL &&
+			 (((RenameStmt *) stmt)->renameType == OBJECT_TABLE ||
+			  ((RenameStmt *) stmt)->renameType == OBJECT_INDEX))
+		/* (ALTER INDEX ... RENAME renames a table too) */
+		renamed = RangeVarGetRelid(((RenameStmt *) stmt)->relation, NoLock, true);
 	else if (IsA(stmt, AlterObjectSchemaStmt) && ((AlterObjectSchemaStmt *) stmt)->relation != NULL &&
 			 (view = maintained_view_named(((AlterObjectSchemaStmt *) stmt)->relation, &relid)) != NULL)
 		refuse_change(view, relid, "move");
@@ -429,6 +438,8 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		follow_owners();
 	if (replaced != NULL)
 		view_replaced(replaced, relid);
+	if (OidIsValid(renamed))
+		catalog_name_source_table(renamed);
 }
 
 void

@@ -128,7 +128,8 @@ rule_relation(Oid rule)
  * view's rule depends on it, or, with through_calls, on an operator,
  * function or text search configuration that calls it (an operator's
  * function, a function in a SQL-standard body, a configuration's
- * dictionary), to a few levels; NULL if none.
+ * dictionary), to a few levels; NULL if none.  Of several, the first made,
+ * so that the error names the same view whatever order pg_depend gives.
  */
 static CatalogObject *
 view_using(Oid class, Oid objid, bool through_calls, int depth)
@@ -147,18 +148,21 @@ view_using(Oid class, Oid objid, bool through_calls, int depth)
 	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(objid));
 	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
-	while (view == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+		CatalogObject *found = NULL;
 
 		if (dep->deptype != DEPENDENCY_NORMAL)
 			continue;
 		if (dep->classid == RewriteRelationId)
-			view = maintained_view_of(rule_relation(dep->objid));
+			found = maintained_view_of(rule_relation(dep->objid));
 		else if (through_calls &&
 				 (dep->classid == OperatorRelationId || dep->classid == ProcedureRelationId ||
 				  dep->classid == TSConfigRelationId))
-			view = view_using(dep->classid, dep->objid, true, depth + 1);
+			found = view_using(dep->classid, dep->objid, true, depth + 1);
+		if (found != NULL && (view == NULL || found->id < view->id))
+			view = found;
 	}
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);

@@ -51,7 +51,7 @@ peek_append(PG_FUNCTION_ARGS)
 	arg_check_not_below_upper(coll, at);
 
 	persist_append(coll->shard, rows, at, diff);
-	notify_catalog_changed(coll->id);
+	notify_written(coll->id, coll->upper);
 	PG_RETURN_VOID();
 }
 
@@ -77,8 +77,9 @@ peek_advance(PG_FUNCTION_ARGS)
 	{
 		catalog_set_upper(coll->id, upper);
 		notify_session_upper(coll->id, upper);
-		notify_catalog_changed(coll->id);
 	}
+	/* even the same upper: the row it locked keeps others from sealing */
+	notify_written(coll->id, coll->upper);
 	PG_RETURN_VOID();
 }
 
@@ -107,7 +108,7 @@ peek_write(PG_FUNCTION_ARGS)
 		persist_append(coll->shard, deletes, t, -1);
 	catalog_set_upper(coll->id, t + 1);
 	notify_session_upper(coll->id, t + 1);
-	notify_catalog_changed(coll->id);
+	notify_written(coll->id, t);
 	PG_RETURN_INT64(t);
 }
 

@@ -1,0 +1,203 @@
+/*-------------------------------------------------------------------------
+ *
+ * exact_sums.c
+ *	  peek.exact_sum, peek.exact_sum4 and peek.exact_avg: the sums and
+ *	  averages of floats that maintained views compute in place of
+ *	  PostgreSQL's (dataflow/float_sums.c), whose result depends on the
+ *	  order of the rows.  These do not: the finite values are summed
+ *	  exactly (Shewchuk's partials, as Python's math.fsum) and the sum
+ *	  rounded once, Infinity, -Infinity and NaN are counted apart and give
+ *	  what any order of float additions gives them (NaN with a NaN or with
+ *	  both infinities, else the infinity).  An average is that sum divided
+ *	  by the count, as PostgreSQL's float average divides its sum.  A sum
+ *	  beyond the float's range fails with 22003, as PostgreSQL's float
+ *	  addition does (so does a partial sum beyond float8's).
+ *
+ *	  Must not keep anything outside the aggregate's own memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "utils/float.h"
+
+#include "common/ids.h"
+
+PEEK_SQL_FUNCTION(peek_exact_sum_accum);
+PEEK_SQL_FUNCTION(peek_exact_sum_final);
+PEEK_SQL_FUNCTION(peek_exact_sum4_final);
+PEEK_SQL_FUNCTION(peek_exact_avg_final);
+
+typedef struct ExactSum
+{
+	int64		count;			/* the non-null values */
+	int64		posinf;
+	int64		neginf;
+	int64		nan;
+	int			npartials;		/* non-overlapping, increasing magnitude */
+	int			maxpartials;
+	double	   *partials;
+} ExactSum;
+
+/* Add a finite value to the partials: their sum stays the exact sum. */
+static void
+add_finite(ExactSum *s, double x)
+{
+	int			n = 0;
+
+	for (int j = 0; j < s->npartials; j++)
+	{
+		double		y = s->partials[j];
+		double		hi;
+		double		lo;
+
+		if (fabs(x) < fabs(y))
+		{
+			double		t = x;
+
+			x = y;
+			y = t;
+		}
+		hi = x + y;
+		if (isinf(hi))
+			float_overflow_error();
+		lo = y - (hi - x);
+		if (lo != 0.0)
+			s->partials[n++] = lo;
+		x = hi;
+	}
+	if (n == s->maxpartials)
+	{
+		s->maxpartials *= 2;
+		s->partials = repalloc(s->partials, sizeof(double) * s->maxpartials);
+	}
+	s->partials[n++] = x;
+	s->npartials = n;
+}
+
+/* The exact sum of the finite values, rounded once to the nearest double. */
+static double
+rounded_sum(ExactSum *s)
+{
+	int			n = s->npartials;
+	double		hi = 0.0;
+	double		lo = 0.0;
+
+	if (n == 0)
+		return 0.0;
+	hi = s->partials[--n];
+	while (n > 0)
+	{
+		double		x = hi;
+		double		y = s->partials[--n];
+
+		hi = x + y;
+		lo = y - (hi - x);
+		if (lo != 0.0)
+			break;
+	}
+	/* half-way between two doubles: the partials below tell which way */
+	if (n > 0 && ((lo < 0.0 && s->partials[n - 1] < 0.0) ||
+				  (lo > 0.0 && s->partials[n - 1] > 0.0)))
+	{
+		double		y = lo * 2.0;
+		double		x = hi + y;
+
+		if (y == x - hi)
+			hi = x;
+	}
+	return hi;
+}
+
+/* The sum of every value, specials included, or false for no value. */
+static bool
+exact_sum(FunctionCallInfo fcinfo, double *sum)
+{
+	ExactSum   *s = PG_ARGISNULL(0) ? NULL : (ExactSum *) PG_GETARG_POINTER(0);
+
+	if (s == NULL || s->count == 0)
+		return false;
+	if (s->nan > 0 || (s->posinf > 0 && s->neginf > 0))
+		*sum = get_float8_nan();
+	else if (s->posinf > 0)
+		*sum = get_float8_infinity();
+	else if (s->neginf > 0)
+		*sum = -get_float8_infinity();
+	else
+	{
+		*sum = rounded_sum(s);
+		if (isinf(*sum))
+			float_overflow_error();
+	}
+	return true;
+}
+
+Datum
+peek_exact_sum_accum(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext;
+	ExactSum   *s;
+
+	if (!AggCheckCallContext(fcinfo, &aggcontext))
+		elog(ERROR, "peek_exact_sum_accum called in non-aggregate context");
+	if (PG_ARGISNULL(0))
+	{
+		s = MemoryContextAllocZero(aggcontext, sizeof(ExactSum));
+		s->maxpartials = 8;
+		s->partials = MemoryContextAlloc(aggcontext, sizeof(double) * s->maxpartials);
+	}
+	else
+		s = (ExactSum *) PG_GETARG_POINTER(0);
+	if (!PG_ARGISNULL(1))
+	{
+		double		x = PG_GETARG_FLOAT8(1);
+
+		s->count++;
+		if (isnan(x))
+			s->nan++;
+		else if (isinf(x) && x > 0)
+			s->posinf++;
+		else if (isinf(x))
+			s->neginf++;
+		else
+			add_finite(s, x);	/* (repalloc keeps aggcontext) */
+	}
+	PG_RETURN_POINTER(s);
+}
+
+Datum
+peek_exact_sum_final(PG_FUNCTION_ARGS)
+{
+	double		sum;
+
+	if (!exact_sum(fcinfo, &sum))
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(sum);
+}
+
+Datum
+peek_exact_sum4_final(PG_FUNCTION_ARGS)
+{
+	double		sum;
+	float4		result;
+
+	if (!exact_sum(fcinfo, &sum))
+		PG_RETURN_NULL();
+	result = (float4) sum;
+	if (isinf(result) && !isinf(sum))
+		float_overflow_error();
+	PG_RETURN_FLOAT4(result);
+}
+
+Datum
+peek_exact_avg_final(PG_FUNCTION_ARGS)
+{
+	double		sum;
+
+	if (!exact_sum(fcinfo, &sum))
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(sum / ((ExactSum *) PG_GETARG_POINTER(0))->count);
+}

@@ -277,7 +277,7 @@ BEGIN
 END $$;
 
 -- sources (and their indexes): the captured table's name, kept as a table
--- rename changes it (sql/source_rename.c), so that a failure names a table
+-- rename changes it (storage/catalog_sources.c), so that a failure names a table
 -- that was dropped while no runtime ran; a regclass shows only its OID then
 ALTER TABLE peek.objects ADD COLUMN source_name name;
 UPDATE peek.objects o SET source_name = c.relname

@@ -124,7 +124,8 @@ spine_fail(Spine *spine)
 		ereport(LOG,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("pg_peek arrangement " INT64_FORMAT " that views read does not fit in pg_peek.max_memory (%d kB): its views keep their rows themselves",
-						spine->index, setting_max_memory_kb)));
+						spine->index, setting_max_memory_kb),
+				 errdetail("Arrangements hold " UINT64_FORMAT " bytes.", batch_arrangement_bytes())));
 		registry_mark_dropped(spine->index);
 		(void) registry_delete_tombstone(spine->index);
 		return;
@@ -132,7 +133,8 @@ spine_fail(Spine *spine)
 	ereport(LOG,
 			(errcode(ERRCODE_OUT_OF_MEMORY),
 			 errmsg("pg_peek index " INT64_FORMAT " exceeds pg_peek.max_memory (%d kB) and is failed",
-					spine->index, setting_max_memory_kb)));
+					spine->index, setting_max_memory_kb),
+			 errdetail("Arrangements hold " UINT64_FORMAT " bytes.", batch_arrangement_bytes())));
 	registry_mark_failed(spine->index);
 }
 

@@ -64,8 +64,10 @@ swap_float_aggregates(Node *node, void *context)
 		switch (agg->aggfnoid)
 		{
 			case F_SUM_FLOAT8:
+				exact = "exact_sum";
+				break;
 			case F_SUM_FLOAT4:
-				exact = agg->aggfnoid == F_SUM_FLOAT8 ? "exact_sum" : "exact_sum4";
+				exact = "exact_sum4";
 				break;
 			case F_AVG_FLOAT8:
 			case F_AVG_FLOAT4:

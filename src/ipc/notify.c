@@ -98,10 +98,7 @@ notify_catalog_changed(PeekObjectId id)
 void
 notify_written(PeekObjectId id, int64 upper)
 {
-	PendingNotice *notice = add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
-
-	if (notice->sealed_from < 0 || upper < notice->sealed_from)
-		notice->sealed_from = upper;
+	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0)->sealed_from = upper;
 }
 
 /*

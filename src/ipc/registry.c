@@ -745,6 +745,23 @@ registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches
 }
 
 /*
+ * The spine that published an index's list let go of its pins on it (the
+ * index forgotten while its list still serves peeks, or the runtime reset):
+ * the list is the registry's alone, and no successor may release those pins
+ * again.
+ */
+void
+registry_spine_unpinned(PeekObjectId id)
+{
+	RegistryEntry *entry = registry_lock(id, false, NULL);
+
+	if (entry == NULL)
+		return;
+	entry->spine_pinned = false;
+	registry_unlock(entry);
+}
+
+/*
  * A maintenance runtime starting in a fresh process: the spines of the
  * incarnation before it are gone, but each of them still pinned the list
  * it had published.  Release those pins once (spine_pinned says whether a

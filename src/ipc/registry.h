@@ -116,6 +116,7 @@ extern void registry_tombstone(PeekObjectId id);
 extern void registry_mark_dropped(PeekObjectId id);
 extern List *registry_mark_dropped_except(PeekObjectId *live, int nlive, List **unverified);
 extern bool registry_delete_tombstone(PeekObjectId id);
+extern void registry_spine_unpinned(PeekObjectId id);
 extern void registry_release_dead_spines(void);
 extern bool registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since);
 extern void registry_accept_standing_hold(PeekObjectId id, int runtime, int64 since);

@@ -129,9 +129,6 @@ extern List *registry_snapshot(void);
 extern bool registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 								int64 upper, int64 since);
 extern void registry_mark_failed(PeekObjectId id);
-extern void registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total);
-extern void registry_round_timeouts(PeekObjectId id, int32 timeouts, int32 limit_ms);
-extern void registry_add_operators(PeekObjectId id, int noperators, const OperatorStats *round);
 extern void registry_pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches,
 						int nbatches, bool shared, int runtime);
 extern void registry_resolve_shared_handle(RegistryEntry *entry, int runtime, PeekHandle *handle);

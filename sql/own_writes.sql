@@ -72,6 +72,22 @@ SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::ow_row, 'ow', as_of =>
 COMMIT;
 SELECT * FROM peek.persist_peek(NULL::ow_row, 'ow', as_of => 1) ORDER BY id;
 
+-- a view's times are its inputs': a write to the collection it reads (or
+-- that a view it reads reads) holds them too, and a peek of the view at
+-- them fails at once
+SELECT peek.create_view('ow_v', $$SELECT count(*) AS n FROM peek.persist_peek(NULL::ow_row, 'ow')$$);
+SELECT peek.create_view('ow_vv', $$SELECT n FROM peek.persist_peek(NULL::ow_v, 'ow_v')$$);
+SELECT wait_for($$SELECT bool_and(upper = 2) FROM peek.views WHERE name LIKE 'ow\_v%'$$);
+BEGIN;
+SELECT peek.write('ow', ARRAY[(5, 'e')]::ow_row[]);
+SELECT * FROM peek.persist_peek(NULL::ow_v, 'ow_v');
+SELECT * FROM peek.persist_peek(NULL::ow_v, 'ow_v', as_of => 1);
+SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::ow_v, 'ow_v', as_of => 2)$$);
+SELECT try($$SELECT count(*) FROM peek.persist_peek(NULL::ow_vv, 'ow_vv', as_of => 3)$$);
+ROLLBACK;
+SELECT peek.drop_view('ow_vv');
+SELECT peek.drop_view('ow_v');
+
 RESET statement_timeout;
 SELECT peek.drop_collection('ow');
 DROP TYPE ow_row;

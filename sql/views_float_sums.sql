@@ -73,6 +73,19 @@ SELECT wait_for($$SELECT bool_and(upper = 10) FROM peek.views WHERE name LIKE 'f
 SELECT g, sx, ax, sy, ay, n FROM fs_g ORDER BY g;
 SELECT * FROM fs_having ORDER BY g;
 
+-- a float4 sum is rounded once: 1 + 2^-24 + 2^-80 is nearer 1 + 2^-23
+-- than 1, though the double nearest it, 1 + 2^-24, is half-way between them
+-- (numeric's 15 digits of a float8 would lose 2^-24's last ones here)
+SELECT peek.exact_sum4(y)::text, peek.exact_sum4(y) = 1 + 2::float8 ^ -23 AS rounded_once
+  FROM (VALUES (1::float8), (2::float8 ^ -24), (2::float8 ^ -80)) v(y);
+SELECT peek.exact_sum4(y)::text AS negated
+  FROM (VALUES (-1::float8), (-(2::float8 ^ -24)), (-(2::float8 ^ -80))) v(y);
+SELECT peek.exact_sum4(y)::text AS a_true_tie_to_even
+  FROM (VALUES (1::float8), (2::float8 ^ -24)) v(y);
+SELECT peek.write('fs', ARRAY[(7, 0, 1), (7, 0, 2::float8 ^ -24), (7, 0, 2::float8 ^ -80)]::fs_row[]);
+SELECT wait_for($$SELECT bool_and(upper = 11) FROM peek.views WHERE name LIKE 'fs\_%'$$);
+SELECT sy::text, sy = 1 + 2::float4 ^ -23 AS rounded_once FROM fs_g WHERE g = 7;
+
 -- a sum beyond the float's range fails the view, as PostgreSQL's does
 SELECT try($$SELECT sum(x) FROM (VALUES (1e308::float8), (1e308)) v(x)$$);
 SELECT peek.write('fs', ARRAY[(6, 1e308, 1), (6, 1e308, 1)]::fs_row[]);

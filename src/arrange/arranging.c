@@ -18,6 +18,7 @@
 #include "arrange/arranging.h"
 #include "common/rows.h"
 #include "ipc/registry.h"
+#include "ipc/registry_progress.h"
 #include "storage/persist.h"
 
 /* Row images are packed into blocks of this size, past any palloc overhead. */

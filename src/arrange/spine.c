@@ -322,8 +322,9 @@ spine_stale(Spine *spine, CatalogObject *collection)
 
 /*
  * The runtime's own spine (published under a negative id, in no catalog)
- * becomes an index's: the same batches, published under the index's id
- * from now on, its readers kept.
+ * becomes an index's, or an index's that views read becomes the runtime's
+ * own: the same batches, published under the new id from now on, its
+ * readers kept.  The old id's list no longer carries the spine's pins.
  */
 static Spine *
 spine_rekey(Spine *spine, PeekObjectId id)
@@ -340,6 +341,10 @@ spine_rekey(Spine *spine, PeekObjectId id)
 		registry_mark_dropped(old_id);
 		(void) registry_delete_tombstone(old_id);
 	}
+	else
+		registry_spine_unpinned(old_id);
+	/* its pins are on no published list until it publishes under id */
+	spine->nbatches = 0;
 	return spine;
 }
 

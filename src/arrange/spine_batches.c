@@ -51,7 +51,9 @@ spine_holds(Spine *spine, dsa_pointer dp, bool in_levels)
  * Let go of a spine's pins and abandon its merges.  With unpublished_only
  * (a runtime exiting), the pins on its last published list are kept: they
  * are its successor's to release (registry_release_dead_spines); a new
- * batch not placed yet is let go of too.
+ * batch not placed yet is let go of too.  Without, the registry learns that
+ * its list no longer carries the spine's pins: a successor released them a
+ * second time, freeing batches the list still named.
  */
 void
 spine_release(Spine *spine, bool unpublished_only)
@@ -76,6 +78,8 @@ spine_release(Spine *spine, bool unpublished_only)
 		if (!unpublished_only || !spine_holds(spine, spine->retired[i], false))
 			batch_unpin(spine->retired[i]);
 	spine->nretired = 0;
+	if (!unpublished_only && spine->nbatches > 0)
+		registry_spine_unpinned(spine->index);
 	spine->nbatches = 0;
 }
 

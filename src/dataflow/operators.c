@@ -28,6 +28,7 @@
 
 #include "dataflow/dataflow.h"
 #include "ipc/registry.h"
+#include "ipc/registry_progress.h"
 #include "storage/persist.h"
 
 /* how many rows a hydrating round reads between two showings of progress */

@@ -50,6 +50,7 @@
 #include "common/spi.h"
 #include "dataflow/dataflow.h"
 #include "ipc/registry.h"
+#include "ipc/registry_progress.h"
 #include "ipc/runtime_slots.h"
 #include "storage/catalog.h"
 #include "storage/catalog_write.h"

@@ -25,6 +25,7 @@
 #include "arrange/spine.h"
 #include "dataflow/dataflow.h"
 #include "ipc/registry.h"
+#include "ipc/registry_progress.h"
 #include "storage/catalog_views.h"
 
 static HTAB *views = NULL;

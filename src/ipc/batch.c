@@ -627,8 +627,11 @@ void
 batch_unpin(dsa_pointer dp)
 {
 	Batch	   *batch = batch_get(dp);
+	uint32		pins = pg_atomic_fetch_sub_u32(&batch->refcount, 1);
 
-	if (pg_atomic_fetch_sub_u32(&batch->refcount, 1) == 1)
+	if (pins == 0)
+		elog(ERROR, "pg_peek batch unpinned more often than pinned");
+	if (pins == 1)
 	{
 		pg_atomic_fetch_sub_u64(arrangement_bytes, batch->size);
 		dsa_free(area_dsa(), dp);

@@ -123,6 +123,20 @@ notify_sealed_here(PeekObjectId id)
 	return from;
 }
 
+/* Whether this open transaction wrote any collection (notify_written). */
+bool
+notify_wrote_any(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_notices)
+	{
+		if (((PendingNotice *) lfirst(lc))->sealed_from >= 0)
+			return true;
+	}
+	return false;
+}
+
 /*
  * A new object: the maintenance runtime reads it after commit.  Until then
  * it is this transaction's alone (notify_created_here).

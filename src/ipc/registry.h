@@ -116,6 +116,7 @@ extern void registry_tombstone(PeekObjectId id);
 extern void registry_mark_dropped(PeekObjectId id);
 extern List *registry_mark_dropped_except(PeekObjectId *live, int nlive, List **unverified);
 extern bool registry_delete_tombstone(PeekObjectId id);
+extern void registry_spine_unpinned(PeekObjectId id);
 extern void registry_release_dead_spines(void);
 extern bool registry_raise_standing_hold(PeekObjectId id, int runtime, int64 since);
 extern void registry_accept_standing_hold(PeekObjectId id, int runtime, int64 since);
@@ -128,9 +129,6 @@ extern List *registry_snapshot(void);
 extern bool registry_publish_arrangement(PeekObjectId id, dsa_pointer *batches, int nbatches,
 								int64 upper, int64 since);
 extern void registry_mark_failed(PeekObjectId id);
-extern void registry_hydration_progress(PeekObjectId id, int64 loaded, int64 total);
-extern void registry_round_timeouts(PeekObjectId id, int32 timeouts, int32 limit_ms);
-extern void registry_add_operators(PeekObjectId id, int noperators, const OperatorStats *round);
 extern void registry_pin_batches(PeekHandle *handle, PeekObjectId index, dsa_pointer *batches,
 						int nbatches, bool shared, int runtime);
 extern void registry_resolve_shared_handle(RegistryEntry *entry, int runtime, PeekHandle *handle);

@@ -178,6 +178,38 @@ peek_exact_sum_final(PG_FUNCTION_ARGS)
 	PG_RETURN_FLOAT8(sum);
 }
 
+/*
+ * The exact sum of the finite values rounded once to float4, given it
+ * rounded to the nearest double: that double can fall half-way between two
+ * float4s where the exact sum does not (1 + 2^-24 + 2^-80 rounds to the
+ * double 1 + 2^-24, then to the float4 1 where 1 + 2^-23 is nearer), so the
+ * sign of what the double left out decides the tie.  The state is not
+ * changed: a window's frame calls the final function again.
+ */
+static float4
+rounded_sum4(ExactSum *s, double sum)
+{
+	float4		result = (float4) sum;
+	float4		other;
+	ExactSum	rest = *s;
+	double		left_out;
+
+	if ((double) result == sum || isinf(result))
+		return result;
+	other = nextafterf(result, sum > result ? INFINITY : -INFINITY);
+	if (sum - result != other - sum)
+		return result;			/* not a tie: the double was near enough */
+	rest.maxpartials = s->npartials + 1;
+	rest.partials = palloc(sizeof(double) * rest.maxpartials);
+	memcpy(rest.partials, s->partials, sizeof(double) * s->npartials);
+	add_finite(&rest, -sum);
+	left_out = rounded_sum(&rest);
+	pfree(rest.partials);
+	if ((left_out > 0.0) == (other > result) && left_out != 0.0)
+		return other;
+	return result;
+}
+
 Datum
 peek_exact_sum4_final(PG_FUNCTION_ARGS)
 {
@@ -186,7 +218,7 @@ peek_exact_sum4_final(PG_FUNCTION_ARGS)
 
 	if (!exact_sum(fcinfo, &sum))
 		PG_RETURN_NULL();
-	result = (float4) sum;
+	result = isfinite(sum) ? rounded_sum4((ExactSum *) PG_GETARG_POINTER(0), sum) : (float4) sum;
 	if (isinf(result) && !isinf(sum))
 		float_overflow_error();
 	PG_RETURN_FLOAT4(result);

@@ -22,6 +22,7 @@
 #include "common/rows.h"
 #include "ipc/notify.h"
 #include "sql/arguments.h"
+#include "storage/catalog_views.h"
 #include "sql/peek_call.h"
 
 /* ---- peeks ---- */
@@ -77,17 +78,43 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 }
 
 /*
+ * The least upper from which this transaction wrote the collection, or a
+ * collection the view reads (through views of views), or -1: a view's
+ * times are its inputs', and it completes none of them before they do.
+ */
+static int64
+sealed_here_under(PeekObjectId collection)
+{
+	int64		from = notify_sealed_here(collection);
+	char	   *query;
+	List	   *inputs;
+	ListCell   *lc;
+
+	if (!notify_wrote_any() || !catalog_view_definition(collection, &query, &inputs))
+		return from;
+	foreach(lc, inputs)
+	{
+		CatalogObject *input = catalog_find(lfirst(lc));
+		int64		input_from = input ? sealed_here_under(input->id) : -1;
+
+		if (input_from >= 0 && (from < 0 || input_from < from))
+			from = input_from;
+	}
+	return from;
+}
+
+/*
  * A peek that only this transaction's commit could make ready fails at
  * once: it would wait for its own transaction.  A transaction that wrote a
  * collection holds its catalog row, so no time from the upper it wrote
- * from on is sealed before it ends.  as_of NULL reads the latest complete
- * time, without the transaction's own writes, and has none to read while
- * that upper is 0.
+ * from on is sealed before it ends, in the collection or in a view of it.
+ * as_of NULL reads the latest complete time, without the transaction's own
+ * writes, and has none to read while that upper is 0.
  */
 static void
 check_not_sealed_here(CatalogObject *obj, PeekObjectId collection, int64 as_of)
 {
-	int64		sealed_from = notify_sealed_here(collection);
+	int64		sealed_from = sealed_here_under(collection);
 
 	if (sealed_from < 0)
 		return;

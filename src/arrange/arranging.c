@@ -113,6 +113,17 @@ arrange_range(PeekObjectId index, KeyInfo *key, Oid shard, int64 since, bool hyd
 	a.updates = MemoryContextAllocHuge(a.cxt, sizeof(PendingUpdate) * a.capacity);
 	if (feed != NULL)
 		feed->scan(feed->state, lower, upper, arrange_update, &a);
+	else if (lower == 0 && since < upper)
+	{
+		/*
+		 * A hydration keeps the contents at the since and what came after:
+		 * the shard's contents there and its updates after, not every
+		 * update since its start (a base and the history it counts, as
+		 * many rows again each), all of which the batch would advance to
+		 * the since and consolidate.
+		 */
+		persist_scan_at(shard, since, upper, arrange_update, &a);
+	}
 	else
 		persist_scan_range(shard, lower, upper, arrange_update, &a);
 	*empty = (a.n == 0);

@@ -27,7 +27,6 @@
 
 #include "common/hashfn.h"
 #include "miscadmin.h"
-#include "port/pg_bswap.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -286,106 +285,27 @@ allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 s
 	return dp;
 }
 
-/*
- * Updates' abbreviated images, computed once in a pass over them in the
- * order their images were laid out: the bytes every image shares (the
- * header of rows of one type) skipped, the next eight read as a number
- * that orders as memcmp orders them (zeros past an image's end).  Two
- * images of one length compare as their abbreviations do, unless those are
- * equal.  Saves the sort and the consolidation reading images scattered
- * in memory for each comparison.
- */
-static uint64 *
-abbreviate_images(PendingUpdate *updates, int64 n)
+static int
+order_cmp(const void *a, const void *b, void *arg)
 {
-	uint64	   *abbrevs = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
-	uint32		skip = n > 0 ? updates[0].len : 0;
+	PendingUpdate *updates = arg;
 
-	for (int64 i = 1; i < n && skip > 0; i++)
-	{
-		skip = Min(skip, updates[i].len);
-		if (memcmp(updates[0].image, updates[i].image, skip) != 0)
-		{
-			uint32		common = 0;
-
-			while (updates[0].image[common] == updates[i].image[common])
-				common++;
-			skip = common;
-		}
-	}
-	for (int64 i = 0; i < n; i++)
-	{
-		uint64		bytes = 0;
-
-		memcpy(&bytes, updates[i].image + skip, Min(updates[i].len - skip, sizeof(bytes)));
-		abbrevs[i] = pg_ntoh64(bytes);
-	}
-	return abbrevs;
+	return pending_update_cmp(&updates[(uint32) *(const uint64 *) a],
+									&updates[(uint32) *(const uint64 *) b]);
 }
-
-/* The order of pending_update_cmp, through the abbreviations where they tell. */
-static inline int
-abbreviated_cmp(PendingUpdate *updates, const uint64 *abbrevs, uint32 x, uint32 y)
-{
-	if (updates[x].keyhash != updates[y].keyhash)
-		return updates[x].keyhash < updates[y].keyhash ? -1 : 1;
-	if (updates[x].len != updates[y].len)
-		return updates[x].len < updates[y].len ? -1 : 1;
-	if (abbrevs[x] != abbrevs[y])
-		return abbrevs[x] < abbrevs[y] ? -1 : 1;
-	return pending_update_cmp(&updates[x], &updates[y]);
-}
-
-/* An update of a run of equal key hashes as the run's sort sees it. */
-typedef struct RunEntry
-{
-	uint64		abbrev;
-	uint32		len;
-	uint32		position;
-} RunEntry;
-
-/* What a run's sort compares entries with: the updates, for ties. */
-typedef struct RunSort
-{
-	PendingUpdate *updates;
-} RunSort;
-
-static inline int
-run_entry_cmp(const RunEntry *x, const RunEntry *y, RunSort *run)
-{
-	if (x->len != y->len)
-		return x->len < y->len ? -1 : 1;
-	if (x->abbrev != y->abbrev)
-		return x->abbrev < y->abbrev ? -1 : 1;
-	return pending_update_cmp(&run->updates[x->position], &run->updates[y->position]);
-}
-
-/* sort_run_entries: by run_entry_cmp, inlined (a hydration sorts every row) */
-#define ST_SORT sort_run_entries
-#define ST_ELEMENT_TYPE RunEntry
-#define ST_COMPARE_ARG_TYPE RunSort
-#define ST_COMPARE(a, b, arg) run_entry_cmp(a, b, arg)
-#define ST_SCOPE static
-#define ST_DEFINE
-#include "lib/sort_template.h"
 
 /*
  * The order of updates by pending_update_cmp, as positions in the low
  * halves of (key hash, position) pairs: a radix sort on the key hash, a
  * byte per pass, then each run of equal hashes (a key's versions, or a
- * collision) by length and abbreviation (abbrevs), copied together so that
- * the sort reads no image unless two abbreviations are equal.  Linear in n
- * but for those runs, where a comparison sort of the updates themselves
- * spent most of a hydration.
+ * collision) by the whole order.  Linear in n but for those runs, where
+ * a comparison sort of the updates themselves spent most of a hydration.
  */
 static uint64 *
-sort_updates(PendingUpdate *updates, const uint64 *abbrevs, int64 n)
+sort_updates(PendingUpdate *updates, int64 n)
 {
 	uint64	   *order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
 	uint64	   *spare = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
-	RunSort		sort = {updates};
-	RunEntry   *entries = NULL;
-	int64		capacity = 0;
 	int64		run = 0;
 
 	if (n > PG_UINT32_MAX)
@@ -413,35 +333,12 @@ sort_updates(PendingUpdate *updates, const uint64 *abbrevs, int64 n)
 	pfree(spare);
 	for (int64 i = 1; i <= n; i++)
 	{
-		int64		len = i - run;
-
 		if (i < n && (order[i] >> 32) == (order[run] >> 32))
 			continue;
-		if (len > 1)
-		{
-			if (len > capacity)
-			{
-				capacity = Max(len, 2 * capacity);
-				entries = entries == NULL ?
-					MemoryContextAllocHuge(CurrentMemoryContext, sizeof(RunEntry) * capacity) :
-					repalloc_huge(entries, sizeof(RunEntry) * capacity);
-			}
-			for (int64 k = 0; k < len; k++)
-			{
-				uint32		position = (uint32) order[run + k];
-
-				entries[k].abbrev = abbrevs[position];
-				entries[k].len = updates[position].len;
-				entries[k].position = position;
-			}
-			sort_run_entries(entries, len, &sort);
-			for (int64 k = 0; k < len; k++)
-				order[run + k] = (order[run] & ~(uint64) PG_UINT32_MAX) | entries[k].position;
-		}
+		if (i - run > 1)
+			qsort_arg(&order[run], i - run, sizeof(uint64), order_cmp, updates);
 		run = i;
 	}
-	if (entries != NULL)
-		pfree(entries);
 	return order;
 }
 
@@ -458,7 +355,6 @@ dsa_pointer
 batch_build(PendingUpdate *updates, int64 n,
 			int64 lower, int64 upper, int64 since)
 {
-	uint64	   *abbrevs;
 	uint64	   *order;
 	int64		out = 0;
 	Size		data_size = 0;
@@ -471,8 +367,7 @@ batch_build(PendingUpdate *updates, int64 n,
 	for (int64 i = 0; i < n; i++)
 		if (updates[i].time < since)
 			updates[i].time = since;
-	abbrevs = abbreviate_images(updates, n);
-	order = sort_updates(updates, abbrevs, n);
+	order = sort_updates(updates, n);
 
 	/* consolidate: order[0 .. out) keeps one update per (row, time) */
 	for (int64 i = 0; i < n; i++)
@@ -485,7 +380,7 @@ batch_build(PendingUpdate *updates, int64 n,
 			PendingUpdate *last = &updates[(uint32) order[out - 1]];
 			int64		sum;
 
-			if (abbreviated_cmp(updates, abbrevs, (uint32) order[out - 1], (uint32) order[i]) == 0 &&
+			if (pending_update_cmp(last, u) == 0 &&
 				!pg_add_s64_overflow(last->diff, u->diff, &sum))
 			{
 				last->diff = sum;
@@ -498,7 +393,6 @@ batch_build(PendingUpdate *updates, int64 n,
 	}
 	if (out > 0 && updates[(uint32) order[out - 1]].diff == 0)
 		out--;
-	pfree(abbrevs);
 
 	for (int64 i = 0; i < out; i++)
 		data_size += MAXALIGN(updates[(uint32) order[i]].len + VARHDRSZ);

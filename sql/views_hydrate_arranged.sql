@@ -14,12 +14,12 @@ DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
 RESET client_min_messages;
 
-CREATE TYPE hitem AS (g int, v int);
-SELECT peek.create_collection('hitems', 'hitem');
+CREATE TYPE harritem AS (g int, v int);
+SELECT peek.create_collection('hitems', 'harritem');
 -- time 1: 1000 rows in 10 groups; time 2: 100 of them deleted, group 10 new
-SELECT peek.write('hitems', (SELECT array_agg((i % 10, i)::hitem) FROM generate_series(1, 1000) i));
-SELECT peek.write('hitems', ARRAY[(10, 1)]::hitem[],
-                  (SELECT array_agg((i % 10, i)::hitem) FROM generate_series(1, 100) i));
+SELECT peek.write('hitems', (SELECT array_agg((i % 10, i)::harritem) FROM generate_series(1, 1000) i));
+SELECT peek.write('hitems', ARRAY[(10, 1)]::harritem[],
+                  (SELECT array_agg((i % 10, i)::harritem) FROM generate_series(1, 100) i));
 -- (its base at time 1: the views hydrate there, in one read of it)
 SELECT wait_for($$SELECT base_time IS NOT DISTINCT FROM 1 FROM peek.objects WHERE name = 'hitems'$$);
 CREATE TABLE htab (id int PRIMARY KEY, g int, v int);
@@ -36,7 +36,7 @@ SELECT id, published, failed, hydrating, rows, since, upper
 
 SELECT count(*) FROM own_arrangements;
 SELECT peek.create_view('h_sum', $$
-    SELECT g, count(*) AS n, sum(v) AS s FROM peek.persist_peek(NULL::hitem, 'hitems') GROUP BY g$$);
+    SELECT g, count(*) AS n, sum(v) AS s FROM peek.persist_peek(NULL::harritem, 'hitems') GROUP BY g$$);
 SELECT peek.create_view('h_src', $$SELECT g, count(*) AS n, max(v) AS m FROM htab GROUP BY g$$);
 SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE state = 'ready' AND lag = 0$$);
 -- built by the hydrations, before any write: each input's rows at its
@@ -48,8 +48,8 @@ SELECT a.since = v.since AS at_since, a.upper = v.since + 1 AS upper_past_since
 
 -- the first writes: the views' rounds bring the arrangements up and read
 -- each touched group's rows from them
-SELECT peek.write('hitems', ARRAY[(3, 5000), (11, 7), (11, 8), (12, 9)]::hitem[],
-                  ARRAY[(10, 1), (4, 104)]::hitem[]);
+SELECT peek.write('hitems', ARRAY[(3, 5000), (11, 7), (11, 8), (12, 9)]::harritem[],
+                  ARRAY[(10, 1), (4, 104)]::harritem[]);
 UPDATE htab SET v = 5000 WHERE id = 3;
 DELETE FROM htab WHERE id = 4;
 INSERT INTO htab VALUES (1001, 11, 7), (1002, 12, 9);
@@ -65,25 +65,25 @@ SELECT a.upper = v.upper AS at_view_upper
 
 -- a second view by the same key reads the same arrangement: none new
 SELECT peek.create_view('h_max', $$
-    SELECT g, max(v) AS m FROM peek.persist_peek(NULL::hitem, 'hitems') WHERE v > 10 GROUP BY g$$);
+    SELECT g, max(v) AS m FROM peek.persist_peek(NULL::harritem, 'hitems') WHERE v > 10 GROUP BY g$$);
 SELECT wait_for($$SELECT state = 'ready' AND lag = 0 FROM peek.views WHERE name = 'h_max'$$);
 SELECT count(*) FROM own_arrangements;
-SELECT peek.write('hitems', ARRAY[(5, 7000)]::hitem[]);
+SELECT peek.write('hitems', ARRAY[(5, 7000)]::harritem[]);
 SELECT wait_for($$SELECT bool_and(v.upper >= c.upper) FROM peek.views v, peek.collections c
                    WHERE v.name IN ('h_sum', 'h_max') AND c.name = 'hitems'$$);
 SELECT * FROM h_max WHERE g = 5;
 
 -- an input with an index on the key: its arrangement is the index's
-CREATE TYPE hother AS (k int, w int);
-SELECT peek.create_collection('hothers', 'hother');
-SELECT peek.write('hothers', (SELECT array_agg((i % 7, i)::hother) FROM generate_series(1, 70) i));
+CREATE TYPE harrother AS (k int, w int);
+SELECT peek.create_collection('hothers', 'harrother');
+SELECT peek.write('hothers', (SELECT array_agg((i % 7, i)::harrother) FROM generate_series(1, 70) i));
 SELECT peek.create_index('hothers_k', 'hothers', ARRAY['k']);
 SELECT wait_for($$SELECT state = 'ready' FROM peek.indexes WHERE name = 'hothers_k'$$);
 SELECT peek.create_view('h_other', $$
-    SELECT k, sum(w) AS s FROM peek.persist_peek(NULL::hother, 'hothers') GROUP BY k$$);
+    SELECT k, sum(w) AS s FROM peek.persist_peek(NULL::harrother, 'hothers') GROUP BY k$$);
 SELECT wait_for($$SELECT state = 'ready' AND lag = 0 FROM peek.views WHERE name = 'h_other'$$);
 SELECT count(*) FROM own_arrangements;
-SELECT peek.write('hothers', ARRAY[(2, 1000)]::hother[], ARRAY[(2, 2)]::hother[]);
+SELECT peek.write('hothers', ARRAY[(2, 1000)]::harrother[], ARRAY[(2, 2)]::harrother[]);
 SELECT wait_for($$SELECT bool_and(v.upper >= c.upper) FROM peek.views v, peek.collections c
                    WHERE v.name = 'h_other' AND c.name = 'hothers'$$);
 SELECT * FROM h_other WHERE k = 2;
@@ -119,5 +119,5 @@ DROP FUNCTION h_src_times();
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
-DROP TYPE hitem;
-DROP TYPE hother;
+DROP TYPE harritem;
+DROP TYPE harrother;

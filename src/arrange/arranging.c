@@ -5,7 +5,8 @@
  *	  batch (read from its shard, or handed over by a feed): each row
  *	  normalized as a row read from the shard is, its key hashed, the
  *	  images packed into blocks.  spine.c calls it for a spine's
- *	  hydration and for each seal it follows.
+ *	  hydration (its own read of the shard, or a view's hydration's read)
+ *	  and for each seal it follows.
  *
  *	  Must not place, merge or publish batches (spine.c does).
  *
@@ -26,7 +27,7 @@
 /* A hydration's array of updates starts with room for this many at most. */
 #define ARRANGE_PRESIZE_MAX	(1024 * 1024)
 
-typedef struct Arranging
+struct Arranging
 {
 	PeekObjectId index;
 	int64		hydration_total;	/* estimated; < 0: following, not hydrating */
@@ -40,13 +41,14 @@ typedef struct Arranging
 	Size		block_free;
 	MemoryContext cxt;			/* the updates and their images */
 	MemoryContext per_row;
-} Arranging;
+};
 
 /*
- * One update, from the shard or a feed: its row is normalized as a row
- * read from the shard is, so that images from either compare equal.
+ * One update (arg: the Arranging), from the shard, a feed or a view's
+ * hydration: its row is normalized as a row read from the shard is, so
+ * that images from any compare equal.
  */
-static void
+void
 arrange_update(int64 time, int64 diff, Datum row, void *arg)
 {
 	Arranging  *a = arg;
@@ -80,40 +82,72 @@ arrange_update(int64 time, int64 diff, Datum row, void *arg)
 }
 
 /*
+ * Start arranging a collection's updates by key, in the caller's memory
+ * context; hydration_total >= 0: a spine's hydration, shown in
+ * peek.hydration_progress against that estimate until the count is known.
+ */
+Arranging *
+arrange_begin(PeekObjectId index, KeyInfo *key, int64 hydration_total)
+{
+	Arranging  *a = palloc(sizeof(Arranging));
+	MemoryContext old;
+
+	a->index = index;
+	a->hydration_total = hydration_total;
+	if (hydration_total >= 0)
+		registry_hydration_progress(index, 0, hydration_total);
+	a->key = key;
+	a->cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek arranging",
+								   ALLOCSET_DEFAULT_SIZES);
+	a->per_row = AllocSetContextCreate(a->cxt, "pg_peek arranging row", ALLOCSET_SMALL_SIZES);
+	a->block = NULL;
+	a->block_free = 0;
+	/* the type's current descriptor: rows from before an ALTER TYPE match */
+	a->row_desc = row_desc(key->row_type);
+	old = MemoryContextSwitchTo(a->cxt);
+	a->row_template = row_header_template(a->row_desc);
+	MemoryContextSwitchTo(old);
+	/* room for the estimate (not beyond a bloated shard's first million) */
+	a->capacity = Max(Min(hydration_total, ARRANGE_PRESIZE_MAX), 1024);
+	a->n = 0;
+	a->updates = MemoryContextAllocHuge(a->cxt, sizeof(PendingUpdate) * a->capacity);
+	return a;
+}
+
+/*
+ * The updates arranged (arrange_update) into a new batch of [lower, upper)
+ * at since (InvalidDsaPointer: none, *empty if there was none, else
+ * pg_peek.max_memory would be exceeded); the arranging is let go of.
+ */
+dsa_pointer
+arrange_end(Arranging *a, int64 lower, int64 upper, int64 since, bool *empty)
+{
+	dsa_pointer dp;
+
+	*empty = (a->n == 0);
+	dp = *empty ? InvalidDsaPointer :
+		batch_build(a->updates, a->n, lower, upper, since);
+	if (a->hydration_total >= 0)
+		registry_hydration_progress(a->index, a->n, -1);
+	MemoryContextDelete(a->cxt);
+	FreeTupleDesc(a->row_desc);
+	pfree(a);
+	return dp;
+}
+
+/*
  * Arrange the collection's updates in [lower, upper) into a new batch, from
  * the feed if it has them (see follow), else from the shard.  The first
- * range of a spine (hydrating) is its hydration, shown in peek.hydration_progress
- * against the shard's estimated size until the count is known.
+ * range of a spine (hydrating) is its hydration.
  */
 dsa_pointer
 arrange_range(PeekObjectId index, KeyInfo *key, Oid shard, int64 since, bool hydrating,
 			  int64 lower, int64 upper, const SpineFeed *feed, bool *empty)
 {
-	Arranging	a;
-	MemoryContext old;
-	dsa_pointer dp;
+	Arranging  *a = arrange_begin(index, key, hydrating ? persist_estimate_rows(shard) : -1);
 
-	a.index = index;
-	a.hydration_total = hydrating ? persist_estimate_rows(shard) : -1;
-	if (hydrating)
-		registry_hydration_progress(index, 0, a.hydration_total);
-	a.key = key;
-	a.cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek arranging",
-								  ALLOCSET_DEFAULT_SIZES);
-	a.per_row = AllocSetContextCreate(a.cxt, "pg_peek arranging row", ALLOCSET_SMALL_SIZES);
-	a.block = NULL;
-	a.block_free = 0;
-	/* the type's current descriptor: rows from before an ALTER TYPE match */
-	a.row_desc = row_desc(key->row_type);
-	old = MemoryContextSwitchTo(a.cxt);
-	a.row_template = row_header_template(a.row_desc);
-	MemoryContextSwitchTo(old);
-	/* room for the estimate (not beyond a bloated shard's first million) */
-	a.capacity = Max(Min(a.hydration_total, ARRANGE_PRESIZE_MAX), 1024);
-	a.n = 0;
-	a.updates = MemoryContextAllocHuge(a.cxt, sizeof(PendingUpdate) * a.capacity);
 	if (feed != NULL)
-		feed->scan(feed->state, lower, upper, arrange_update, &a);
+		feed->scan(feed->state, lower, upper, arrange_update, a);
 	else if (lower == 0 && since < upper)
 	{
 		/*
@@ -123,16 +157,9 @@ arrange_range(PeekObjectId index, KeyInfo *key, Oid shard, int64 since, bool hyd
 		 * many rows again each), all of which the batch would advance to
 		 * the since and consolidate.
 		 */
-		persist_scan_at(shard, since, upper, arrange_update, &a);
+		persist_scan_at(shard, since, upper, arrange_update, a);
 	}
 	else
-		persist_scan_range(shard, lower, upper, arrange_update, &a);
-	*empty = (a.n == 0);
-	dp = *empty ? InvalidDsaPointer :
-		batch_build(a.updates, a.n, lower, upper, since);
-	MemoryContextDelete(a.cxt);
-	FreeTupleDesc(a.row_desc);
-	if (hydrating)
-		registry_hydration_progress(index, a.n, -1);
-	return dp;
+		persist_scan_range(shard, lower, upper, arrange_update, a);
+	return arrange_end(a, lower, upper, since, empty);
 }

@@ -14,7 +14,8 @@
  *	  spends bounded fuel merging what is left, down to one batch at the
  *	  spine's since.
  *
- *	  A spine hydrates from its collection's persist shard, follows every
+ *	  A spine hydrates from its collection's persist shard (or from a
+ *	  view's hydration's read of it, spine_hydration_begin), follows every
  *	  seal by arranging the newly sealed updates (read back from the shard,
  *	  or handed over by the capture round that wrote them there or the
  *	  view's round that read them: the same updates, arranged the same
@@ -475,6 +476,29 @@ unshare_except(PeekObjectId view, Spine *keep)
 }
 
 /*
+ * The view reads the spine, held at hold (it does not compact past it),
+ * and no other spine of the same rows: one read before would stay, its
+ * upper stale.
+ */
+static void
+read_by(Spine *spine, PeekObjectId view, int64 hold)
+{
+	int			i;
+
+	for (i = 0; i < spine->nreaders && spine->readers[i].view != view; i++)
+		;
+	if (i == spine->nreaders)
+	{
+		spine->readers = spine->readers == NULL ?
+			MemoryContextAlloc(spine->cxt, sizeof(SpineReader) * (i + 1)) :
+			repalloc(spine->readers, sizeof(SpineReader) * (i + 1));
+		spine->readers[spine->nreaders++].view = view;
+	}
+	spine->readers[i].hold = hold;
+	unshare_except(view, spine);
+}
+
+/*
  * A view reads its input's rows by key from the spine arranging the
  * collection's rows by attnums: an index's if one has it, else one the
  * runtime keeps for views (published under a negative id, no catalog row:
@@ -491,7 +515,6 @@ spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
 			SpineRead *read)
 {
 	Spine	   *spine = spine_matching(collection->shard, collection->row_type, nkeys, attnums);
-	int			i;
 
 	/* a view's round may hold other spines' batches: none gives way now */
 	spine_own_may_give_way = false;
@@ -501,18 +524,7 @@ spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
 	if (spine == NULL || (spine->index < 0 && spine_stale(spine, collection)))
 		spine = spine_create(--last_own_id, collection->row_type, nkeys, attnums,
 							 collection->shard, collection->since);
-	for (i = 0; i < spine->nreaders && spine->readers[i].view != view; i++)
-		;
-	if (i == spine->nreaders)
-	{
-		spine->readers = spine->readers == NULL ?
-			MemoryContextAlloc(spine->cxt, sizeof(SpineReader) * (i + 1)) :
-			repalloc(spine->readers, sizeof(SpineReader) * (i + 1));
-		spine->readers[spine->nreaders++].view = view;
-	}
-	spine->readers[i].hold = hold;
-	/* one spine of these rows: one read before would stay, its upper stale */
-	unshare_except(view, spine);
+	read_by(spine, view, hold);
 	/* the runtime's own compacts as its readers let it */
 	if (spine->index < 0 && readers_hold(spine) > spine->since)
 		spine->since = readers_hold(spine);
@@ -537,6 +549,83 @@ spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
 			read->bytes += batch_get(spine->levels[k].batches[b])->size;
 		}
 	return true;
+}
+
+/*
+ * A view's hydration reading a collection's contents at a time builds the
+ * spine its rounds will read (spine_share) from that read, when the
+ * runtime has none of those rows by that key: the contents at the time,
+ * the spine's since, are what the spine's hydration would read there (the
+ * shard's contents and no update after it), and the view's next round
+ * brings it up from the time's end, not from the shard's start.
+ */
+struct SpineHydration
+{
+	PeekObjectId view;
+	CatalogObject *collection;
+	int			nkeys;
+	AttrNumber	attnums[INDEX_MAX_KEYS];
+	int64		at;
+	Arranging  *arranging;
+};
+
+/*
+ * Start arranging the collection's rows by attnums from the view's read of
+ * its contents at at (spine_hydration_add), in the caller's memory
+ * context; NULL if a spine of them exists, or did not fit, or the shard is
+ * not exact at at.
+ */
+SpineHydration *
+spine_hydration_begin(PeekObjectId view, CatalogObject *collection, int nkeys,
+					  const AttrNumber *attnums, int64 at)
+{
+	SpineHydration *h;
+
+	if (at < collection->since ||
+		spine_matching(collection->shard, collection->row_type, nkeys, attnums) != NULL ||
+		own_gave_up(collection->shard, collection->row_type, nkeys, attnums))
+		return NULL;
+	h = palloc(sizeof(SpineHydration));
+	h->view = view;
+	h->collection = collection;
+	h->nkeys = nkeys;
+	memcpy(h->attnums, attnums, sizeof(AttrNumber) * nkeys);
+	h->at = at;
+	h->arranging = arrange_begin(0, batch_keyinfo_build(collection->row_type, nkeys, attnums), -1);
+	return h;
+}
+
+/* One update of the read (as persist_scan_at feeds them) into the spine. */
+void
+spine_hydration_add(SpineHydration *h, int64 time, int64 diff, Datum row)
+{
+	arrange_update(time, diff, row, h->arranging);
+}
+
+/*
+ * The read done: the spine made of it, the view its reader, published.
+ * Where its batch does not fit, none is made: the view's round hydrates
+ * one from the shard, or gives way (spine_share).
+ */
+void
+spine_hydration_end(SpineHydration *h)
+{
+	CatalogObject *c = h->collection;
+	bool		empty;
+	dsa_pointer dp = arrange_end(h->arranging, 0, h->at + 1, h->at, &empty);
+	Spine	   *spine;
+
+	if (empty || DsaPointerIsValid(dp))
+	{
+		spine = spine_create(--last_own_id, c->row_type, h->nkeys, h->attnums, c->shard, h->at);
+		spine->upper = h->at + 1;
+		read_by(spine, h->view, h->at);
+		if (!empty)
+			spine_introduce_batch(spine, dp);
+		if (!spine->failed)
+			spine_publish(spine);
+	}
+	pfree(h);
 }
 
 /* A view reads no spine any more. */

@@ -39,6 +39,14 @@ extern bool spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
 						const AttrNumber *attnums, int64 hold, int64 upper,
 						const SpineFeed *feed, SpineRead *read);
 extern void spine_unshare(PeekObjectId view);
+
+/* A view's hydration building a spine from its read (spine.c). */
+typedef struct SpineHydration SpineHydration;
+
+extern SpineHydration *spine_hydration_begin(PeekObjectId view, CatalogObject *collection,
+											 int nkeys, const AttrNumber *attnums, int64 at);
+extern void spine_hydration_add(SpineHydration *h, int64 time, int64 diff, Datum row);
+extern void spine_hydration_end(SpineHydration *h);
 extern bool spine_local_batches(PeekObjectId index, dsa_pointer **batches, int *nbatches,
 								int64 *upper);
 

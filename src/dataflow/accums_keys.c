@@ -6,7 +6,8 @@
  *	  HAVING read, besides the aggregates, only grouping keys whose equal
  *	  values are the same bytes.  Then a round loads only the rows it
  *	  updates of a group that knows its states (arranged.c), and reads the
- *	  keys from any of them.  Decided once per round's plan.
+ *	  keys from any of them.  Decided once per round's plan.  And which
+ *	  types' equal values are the same bytes (hydrate.c asks too).
  *
  *	  Must not read rows or groups (accums.c, arranged.c do).
  *
@@ -14,15 +15,43 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
+#include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
 #include "dataflow/reduce_internal.h"
 
+/* Whether values of the type that are equal are the same bytes (hydrate.c too). */
+bool
+dataflow_equal_is_same(Oid type, Oid collation)
+{
+	switch (getBaseType(type))
+	{
+		case BOOLOID:
+		case CHAROID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case UUIDOID:
+			return true;
+		case TEXTOID:
+		case VARCHAROID:
+			return OidIsValid(collation) && get_collation_isdeterministic(collation);
+		default:
+			return false;
+	}
+}
+
 /*
  * Does the expression read a column (of the input's rows) that is not a
  * grouping key compared by its type's default equality, under which equal
- * values are the same bytes (hydrate.c's dataflow_equal_is_same)?
+ * values are the same bytes (dataflow_equal_is_same)?
  * The aggregates are parameters by now.
  */
 static bool

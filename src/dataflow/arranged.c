@@ -31,6 +31,9 @@
  *	  the hash's entries (walk_hash_row_counts), not the group's rows
  *	  walked; it counts its rows itself.
  *
+ *	  A hydration's read of such an input builds its arrangement too
+ *	  (arranged_hydration_begin, hydrate.c), when the runtime has none.
+ *
  *	  Must not change an arrangement (spine.c does) nor write.
  *
  *-------------------------------------------------------------------------
@@ -166,6 +169,41 @@ arranged_replay(RoundUpdates *updates, SpineUpdateFn fn, void *arg)
 	scan_round(updates, PG_INT64_MIN, PG_INT64_MAX, fn, arg);
 }
 
+/* Can the first stage's i-th input read its rows from an arrangement by attnums? */
+static bool
+shareable(ViewPlan *plan, int i, ViewPlanInput *pin, CatalogObject **in, AttrNumber *attnums)
+{
+	return i < 32 && keys_are_columns(plan, pin, attnums) &&
+		in[pin->object]->row_type == pin->row_type;
+}
+
+/*
+ * A hydration's read of the branch's input object (in[object]) at at also
+ * builds the arrangement its first stage reads that input from, when it
+ * reads one and the runtime has none (spine_hydration_begin): the next
+ * round then finds it built, up to at + 1.  NULL: it reads none, or one
+ * is there.
+ */
+SpineHydration *
+arranged_hydration_begin(ViewPlan *branch, CatalogObject *v, CatalogObject **in, int object,
+						 int64 at)
+{
+	ViewPlan   *first = branch->stages != NIL ? linitial(branch->stages) : branch;
+	ListCell   *lc;
+
+	foreach(lc, first->inputs)
+	{
+		ViewPlanInput *pin = lfirst(lc);
+		AttrNumber	attnums[INDEX_MAX_KEYS];
+
+		if (pin->object == object)
+			return shareable(first, foreach_current_index(lc), pin, in, attnums) ?
+				spine_hydration_begin(v->id, in[object], list_length(pin->keys), attnums, at) :
+				NULL;
+	}
+	return NULL;
+}
+
 /*
  * The first stage's inputs that read their rows from arrangements (their
  * spines in reads[], NULL for the others): each brought up to end and held
@@ -191,8 +229,7 @@ arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **in, int64 star
 
 		reads[i] = NULL;
 		updates[i] = NULL;
-		if (i >= 32 || !keys_are_columns(plan, pin, attnums) ||
-			in[pin->object]->row_type != pin->row_type)
+		if (!shareable(plan, i, pin, in, attnums))
 			continue;
 		updates[i] = read_round(in[pin->object], start, end);
 		feed.lower = start;

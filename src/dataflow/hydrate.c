@@ -19,8 +19,14 @@
  *	  types; a join alone gives each pair of rows' output whatever their
  *	  order.  Other queries go through reduce.c.
  *
+ *	  The read of an input whose rows the first stage reads from a shared
+ *	  arrangement (arranged.c) also builds that arrangement when the
+ *	  runtime has none, from the same rows (spine.c keeps it): the next
+ *	  round, a lazy one (reduce.c), finds it up to the hydration's time,
+ *	  instead of reading the input's shard once more to build it.
+ *
  *	  Must not touch the catalog (round.c does) nor keep anything past
- *	  the run.
+ *	  the run but that arrangement.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,34 +47,7 @@
 #include "utils/typcache.h"
 
 #include "common/rows.h"
-#include "dataflow/dataflow.h"
-#include "storage/persist.h"
-
-/* Whether values of the type that are equal are the same bytes (accums_keys.c too). */
-bool
-dataflow_equal_is_same(Oid type, Oid collation)
-{
-	switch (getBaseType(type))
-	{
-		case BOOLOID:
-		case CHAROID:
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case OIDOID:
-		case DATEOID:
-		case TIMEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-		case UUIDOID:
-			return true;
-		case TEXTOID:
-		case VARCHAROID:
-			return OidIsValid(collation) && get_collation_isdeterministic(collation);
-		default:
-			return false;
-	}
-}
+#include "dataflow/reduce_internal.h"
 
 /*
  * expression_tree_walker's callback: an aggregate whose result depends on
@@ -168,6 +147,7 @@ typedef struct InputRows
 	bool		in_parts;		/* a negative part came with counts NULL */
 	bool		too_many;		/* a row came with too many copies to run over */
 	MemoryContext per_row;
+	SpineHydration *arranging;	/* the arrangement built from the read, or NULL */
 } InputRows;
 
 /*
@@ -234,6 +214,9 @@ store_row(int64 time, int64 diff, Datum stored, void *arg)
 {
 	InputRows  *in = arg;
 
+	/* (the first read sees every row, WHERE or not; a second, summed, goes) */
+	if (in->arranging != NULL && in->counts == NULL)
+		spine_hydration_add(in->arranging, time, diff, stored);
 	if (diff == 0 || in->in_parts)
 		return;					/* a base row's zero part (persist.h) */
 	if (in->counts != NULL)
@@ -257,6 +240,9 @@ read_input(InputRows *in, Oid shard, Oid row_type, int64 at)
 	bool		negative = false;
 
 	persist_scan_at(shard, at, at + 1, store_row, in);
+	if (in->arranging != NULL)
+		spine_hydration_end(in->arranging);
+	in->arranging = NULL;
 	if (!in->in_parts)
 		return !in->too_many;
 	tuplestore_clear(in->rows);
@@ -344,8 +330,8 @@ inputs_end(InputRows *inputs, int n)
  * a negative number of times.
  */
 static bool
-rows_at(const char *text, ViewPlan *branch, CatalogObject **in, TupleDesc out_desc,
-		int64 at, List **rows)
+rows_at(const char *text, ViewPlan *branch, CatalogObject *v, CatalogObject **in,
+		TupleDesc out_desc, int64 at, bool arrange, List **rows)
 {
 	Query	   *query = copyObject(branch->query);
 	int			ninputs = list_length(branch->inputs);
@@ -367,6 +353,8 @@ rows_at(const char *text, ViewPlan *branch, CatalogObject **in, TupleDesc out_de
 		input->rows = tuplestore_begin_heap(false, false, maintenance_work_mem);
 		input->per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view hydration",
 											   ALLOCSET_DEFAULT_SIZES);
+		input->arranging = arrange ?
+			arranged_hydration_begin(branch, v, in, pin->object, at) : NULL;
 		if (!read_input(input, in[pin->object]->shard, pin->row_type, at))
 		{
 			inputs_end(inputs, foreach_current_index(lc) + 1);
@@ -469,8 +457,8 @@ dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 
 	dataflow_count_stage(list_length(branch->stages != NIL ? branch->stages : list_make1(branch)) - 1);
 	INSTR_TIME_SET_CURRENT(work);
-	if (!rows_at(text, branch, in, out_desc, since, &before) ||
-		(next >= 0 && !rows_at(text, branch, in, out_desc, next, &after)))
+	if (!rows_at(text, branch, v, in, out_desc, since, next < 0, &before) ||
+		(next >= 0 && !rows_at(text, branch, v, in, out_desc, next, true, &after)))
 		return false;
 	writer = persist_writer_open(v->shard);
 	list_sort(before, image_cmp);

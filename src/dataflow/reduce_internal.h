@@ -8,7 +8,8 @@
  *	  run over groups, its rows attributed to their groups, each group's
  *	  kept output), accums.c (linear aggregates' states per group) and
  *	  arranged.c (shared inputs' rows read from arrangements) share: a
- *	  view's groups, a round's updates and its work in one stage.
+ *	  view's groups, a round's updates and its work in one stage; and
+ *	  hydrate.c, which builds those arrangements from its reads.
  *
  *-------------------------------------------------------------------------
  */
@@ -207,6 +208,8 @@ extern uint32 arranged_choose(ViewPlan *plan, CatalogObject *v, CatalogObject **
 							  int64 start, int64 end, SpineRead **reads,
 							  RoundUpdates **updates);
 extern void arranged_replay(RoundUpdates *updates, SpineUpdateFn fn, void *arg);
+extern SpineHydration *arranged_hydration_begin(ViewPlan *branch, CatalogObject *v,
+												CatalogObject **in, int object, int64 at);
 extern void arranged_load(ReduceRound *r, Touch *touches, int ntouches);
 extern void arranged_reload(ReduceRound *r, ViewGroup *group, int64 time);
 extern void arranged_forget(ReduceRound *r, ViewGroup *group);

@@ -91,14 +91,18 @@ notify_catalog_changed(PeekObjectId id)
 
 /*
  * This transaction wrote a collection (appended to it or sealed it) whose
- * committed upper was upper: it holds the collection's catalog row until
- * it ends, so no time from upper on can be sealed before then
- * (notify_sealed_here).
+ * upper was upper: it holds the collection's catalog row until it ends, so
+ * no time from upper on can be sealed before then (notify_sealed_here).
+ * A later write in the same subtransaction sees the upper an earlier one
+ * raised: the notice keeps the least.
  */
 void
 notify_written(PeekObjectId id, int64 upper)
 {
-	add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0)->sealed_from = upper;
+	PendingNotice *notice = add_notice(PEEK_CMD_CATALOG_CHANGED, id, 0);
+
+	if (notice->sealed_from < 0 || upper < notice->sealed_from)
+		notice->sealed_from = upper;
 }
 
 /*

@@ -11,7 +11,9 @@
  *	  both infinities, else the infinity).  An average is that sum divided
  *	  by the count, as PostgreSQL's float average divides its sum.  A sum
  *	  beyond the float's range fails with 22003, as PostgreSQL's float
- *	  addition does (so does a partial sum beyond float8's).
+ *	  addition does; a partial sum beyond float8's does not, whatever the
+ *	  order (1e308 + 1e308 - 1e308 is 1e308): the partials carry whole
+ *	  2^1023s out into a count, put back when the sum is rounded.
  *
  *	  Must not keep anything outside the aggregate's own memory.
  *
@@ -37,12 +39,31 @@ typedef struct ExactSum
 	int64		posinf;
 	int64		neginf;
 	int64		nan;
+	int64		carried;		/* 2^1023s taken out of the partials (signed) */
 	int			npartials;		/* non-overlapping, increasing magnitude */
 	int			maxpartials;
 	double	   *partials;
 } ExactSum;
 
-/* Add a finite value to the partials: their sum stays the exact sum. */
+/*
+ * Take 2^1023 out of a value at least that large, counting it in carried:
+ * exact, as the value lies in [2^1023, 2^1024).
+ */
+static double
+carry_out(ExactSum *s, double x)
+{
+	if (fabs(x) < ldexp(1.0, 1023))
+		return x;
+	s->carried += x > 0.0 ? 1 : -1;
+	return x - copysign(ldexp(1.0, 1023), x);
+}
+
+/*
+ * Add a finite value to the partials: their sum plus the 2^1023s carried
+ * stays the exact sum.  Two values whose sum overflows are both of its
+ * sign and the larger at least 2^1023 (only the top partial can be), so
+ * carrying those out of both leaves two values whose sum is finite.
+ */
 static void
 add_finite(ExactSum *s, double x)
 {
@@ -54,6 +75,11 @@ add_finite(ExactSum *s, double x)
 		double		hi;
 		double		lo;
 
+		if (isinf(x + y))
+		{
+			x = carry_out(s, x);
+			y = carry_out(s, y);
+		}
 		if (fabs(x) < fabs(y))
 		{
 			double		t = x;
@@ -62,8 +88,6 @@ add_finite(ExactSum *s, double x)
 			y = t;
 		}
 		hi = x + y;
-		if (isinf(hi))
-			float_overflow_error();
 		lo = y - (hi - x);
 		if (lo != 0.0)
 			s->partials[n++] = lo;
@@ -112,6 +136,32 @@ rounded_sum(ExactSum *s)
 	return hi;
 }
 
+/*
+ * Copy s's exact sum of the finite values into all as partials alone (a
+ * palloc'd copy, with room for one more), the carried 2^1023s put back.  A
+ * sum they cannot hold is beyond float8's range: the partials' own sum is
+ * below 2^1024 in magnitude, so beyond 3 carried ones it is, and putting
+ * them back carries again exactly when it is.  s is not changed: a
+ * window's frame calls the final function again.
+ */
+static void
+settle(ExactSum *s, ExactSum *all)
+{
+	double		unit = copysign(ldexp(1.0, 1023), (double) s->carried);
+
+	if (s->carried > 3 || s->carried < -3)
+		float_overflow_error();
+	*all = *s;
+	all->carried = 0;
+	all->maxpartials = s->npartials + 4;
+	all->partials = palloc(sizeof(double) * all->maxpartials);
+	memcpy(all->partials, s->partials, sizeof(double) * s->npartials);
+	for (int64 i = 0; i < (s->carried > 0 ? s->carried : -s->carried); i++)
+		add_finite(all, unit);
+	if (all->carried != 0)
+		float_overflow_error();
+}
+
 /* The sum of every value, specials included, or false for no value. */
 static bool
 exact_sum(FunctionCallInfo fcinfo, double *sum)
@@ -128,7 +178,11 @@ exact_sum(FunctionCallInfo fcinfo, double *sum)
 		*sum = -get_float8_infinity();
 	else
 	{
-		*sum = rounded_sum(s);
+		ExactSum	all;
+
+		settle(s, &all);
+		*sum = rounded_sum(&all);
+		pfree(all.partials);
 		if (isinf(*sum))
 			float_overflow_error();
 	}
@@ -183,15 +237,14 @@ peek_exact_sum_final(PG_FUNCTION_ARGS)
  * rounded to the nearest double: that double can fall half-way between two
  * float4s where the exact sum does not (1 + 2^-24 + 2^-80 rounds to the
  * double 1 + 2^-24, then to the float4 1 where 1 + 2^-23 is nearer), so the
- * sign of what the double left out decides the tie.  The state is not
- * changed: a window's frame calls the final function again.
+ * sign of what the double left out decides the tie.
  */
 static float4
 rounded_sum4(ExactSum *s, double sum)
 {
 	float4		result = (float4) sum;
 	float4		other;
-	ExactSum	rest = *s;
+	ExactSum	rest;
 	double		left_out;
 
 	if ((double) result == sum || isinf(result))
@@ -199,9 +252,7 @@ rounded_sum4(ExactSum *s, double sum)
 	other = nextafterf(result, sum > result ? INFINITY : -INFINITY);
 	if (sum - result != other - sum)
 		return result;			/* not a tie: the double was near enough */
-	rest.maxpartials = s->npartials + 1;
-	rest.partials = palloc(sizeof(double) * rest.maxpartials);
-	memcpy(rest.partials, s->partials, sizeof(double) * s->npartials);
+	settle(s, &rest);
 	add_finite(&rest, -sum);
 	left_out = rounded_sum(&rest);
 	pfree(rest.partials);

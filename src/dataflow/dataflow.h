@@ -133,6 +133,7 @@ typedef struct DataflowView
 	ReduceState **groups;		/* per branch: its rows by key, or NULL */
 	int			nbranches;
 	bool		input_failed;	/* due: its round fails it, naming the input */
+	int64	   *input_uppers;	/* per input: its durable upper, as last seen */
 	ViewPlan   *plan;			/* its text planned, kept (views.c), or NULL */
 	MemoryContext plan_cxt;		/* the kept plan's */
 	Oid			plan_owner;		/* whom it was planned as */
@@ -177,6 +178,7 @@ extern void dataflow_reset(void);
 extern int64 dataflow_note_view(CatalogObject *obj);
 extern void dataflow_forget(PeekObjectId id);
 extern DataflowView *dataflow_view(PeekObjectId id);
+extern void dataflow_note_input_upper(PeekObjectId id, int64 upper);
 extern ViewPlan *dataflow_view_plan(DataflowView *view, Oid owner);
 extern List *dataflow_due_views(void);
 extern int64 dataflow_input_hold(PeekObjectId input);

@@ -286,26 +286,6 @@ replan(DataflowView *view, CatalogObject *v, List *inputs, TupleDesc out_desc,
 }
 
 /*
- * The view's and its inputs' catalog rows as committed now, for the owner
- * a round runs as and the rights it checks.  The round's snapshot was taken
- * before its row lock, which may have waited for an ALTER VIEW ... OWNER
- * TO or a REASSIGN OWNED; the table privileges checked (through the caches)
- * are the latest, so the owners must be too, and all of one snapshot, or a
- * round right after a change of owners would run as the old owner, or as
- * the new one against an input's old owner.
- */
-static List *
-rows_now(PeekObjectId *ids, int nids)
-{
-	List	   *objects;
-
-	PushActiveSnapshot(GetLatestSnapshot());
-	objects = catalog_read(ids, nids);
-	PopActiveSnapshot();
-	return objects;
-}
-
-/*
  * Take the input's updates in [lower, end) through the plan into the view;
  * hydrating (since >= 0), its contents at the since there and its updates
  * after it.
@@ -403,8 +383,11 @@ forget_contents(DataflowView *view, CatalogObject *v, int64 since)
  * and so no WAL (DATAFLOW_IDLE_WRITE_MS; nor a row lock: that is WAL too).
  * Returns false when the round must run after all: a hydration, a failed
  * view or input, a round that outlived its cancel, or an upper due to be
- * written.  The inputs' published uppers are read before the snapshot the
- * catalog is read in, so that it sees every update below them.
+ * written; without reading the catalog when an input's durable upper seen
+ * already (at a publication or a round: input_uppers; it only rises) is
+ * past the view's, as under a steady write load.  The inputs' published
+ * uppers are read before the snapshot the catalog is read in, so that it
+ * sees every update below them.
  */
 static bool
 idle_round(DataflowView *view, PeekObjectId *ids, bool *rose)
@@ -425,8 +408,13 @@ idle_round(DataflowView *view, PeekObjectId *ids, bool *rose)
 								   DATAFLOW_IDLE_WRITE_MS))
 		return false;
 	for (int i = 0; i < view->ninputs; i++)
+		if (view->input_uppers[i] > view->published)
+			return false;
+	for (int i = 0; i < view->ninputs; i++)
 		published[i] = registry_published_upper(view->inputs[i]);
-	now = rows_now(ids, view->ninputs + 1);
+	PushActiveSnapshot(GetLatestSnapshot());
+	now = catalog_read(ids, view->ninputs + 1);
+	PopActiveSnapshot();
 	v = catalog_object_in(now, view->id);
 	if (v == NULL || v->failure != NULL || v->upper == 0)
 		return false;
@@ -454,20 +442,15 @@ idle_round(DataflowView *view, PeekObjectId *ids, bool *rose)
 }
 
 /*
- * One round of a view: returns whether its upper rose (it is to be
- * published).  Runs in a subtransaction of the runtime's transaction, so
- * that an error (a division by zero in its expressions) fails the view
- * alone and leaves nothing of the round behind.
+ * A round of a view whose catalog row it holds (dataflow_round), all in the
+ * one snapshot taken after the lock.
  */
-bool
-dataflow_round(DataflowView *view)
+static bool
+locked_round(DataflowView *view, PeekObjectId *ids)
 {
-	PeekObjectId *ids = palloc(sizeof(PeekObjectId) * (view->ninputs + 1));
 	CatalogObject *v;
-	CatalogObject *v_now;
 	List	   *inputs = NIL;
 	List	   *objects;
-	List	   *now;
 	List	   *branch_inputs;
 	int64		upper = PG_INT64_MAX;
 	int64		since = 0;
@@ -480,19 +463,11 @@ dataflow_round(DataflowView *view)
 	int			level;
 	ViewPlan   *plan;
 	TupleDesc	out_desc;
-	bool		rose;
 	bool		at_once;
 	bool		as_base;
 	int64		next;
 	ListCell   *lc;
 
-	ids[0] = view->id;
-	memcpy(ids + 1, view->inputs, sizeof(PeekObjectId) * view->ninputs);
-	if (idle_round(view, ids, &rose))
-		return rose;
-	/* a drop_view waits for the round, or the round for the drop */
-	if (!catalog_lock_row(view->id, false))
-		return false;
 	objects = catalog_read(ids, view->ninputs + 1);
 	v = catalog_object_in(objects, view->id);
 	if (v == NULL || v->failure != NULL)
@@ -519,6 +494,7 @@ dataflow_round(DataflowView *view)
 		/* (a source idle since its last change is published past it) */
 		upper = Min(upper, Max(in->upper, registry_published_upper(in->id)));
 		since = Max(since, in->since);
+		view->input_uppers[i] = Max(view->input_uppers[i], in->upper);
 	}
 	view->upper = Max(view->upper, v->upper);
 	if (upper <= v->upper)
@@ -554,24 +530,15 @@ dataflow_round(DataflowView *view)
 	 * the user and settings after an error.
 	 */
 	round_timer_start(view);
-	now = rows_now(ids, view->ninputs + 1);
-	v_now = catalog_object_in(now, view->id);
-	/* (the round holds its row: a drop waits) */
-	if (v_now == NULL)
-		elog(ERROR, "view " INT64_FORMAT " vanished during its round", view->id);
 	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(v_now->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
+	SetUserIdAndSecContext(v->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	level = NewGUCNestLevel();
 	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	/* the owner may read the inputs still (a revoked right stops the view) */
 	foreach(lc, inputs)
-	{
-		CatalogObject *in_now = catalog_object_in(now, ((CatalogObject *) lfirst(lc))->id);
-
-		catalog_check_reader(in_now != NULL ? in_now : lfirst(lc));
-	}
+		catalog_check_reader(lfirst(lc));
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, inputs, out_desc, &branch_inputs);
 
@@ -655,4 +622,36 @@ dataflow_round(DataflowView *view)
 		registry_round_timeouts(view->id, 0, 0);
 	view->timeouts = 0;
 	return true;
+}
+
+/*
+ * One round of a view: returns whether its upper rose (it is to be
+ * published).  Runs in a subtransaction of the runtime's transaction, so
+ * that an error (a division by zero in its expressions) fails the view
+ * alone and leaves nothing of the round behind.  Its and its inputs'
+ * catalog rows are read once, after its row lock, in a snapshot taken then
+ * that the whole round reads in (its inputs' shards too, so that they hold
+ * every update below the uppers read): the lock may have waited for an
+ * ALTER VIEW ... OWNER TO or a REASSIGN OWNED, and the table privileges
+ * checked (through the caches) are the latest, so the owners must be too,
+ * and all of one snapshot, or a round right after a change of owners would
+ * run as the old owner, or as the new one against an input's old owner.
+ */
+bool
+dataflow_round(DataflowView *view)
+{
+	PeekObjectId *ids = palloc(sizeof(PeekObjectId) * (view->ninputs + 1));
+	bool		rose;
+
+	ids[0] = view->id;
+	memcpy(ids + 1, view->inputs, sizeof(PeekObjectId) * view->ninputs);
+	if (idle_round(view, ids, &rose))
+		return rose;
+	/* a drop_view waits for the round, or the round for the drop */
+	if (!catalog_lock_row(view->id, false))
+		return false;
+	PushActiveSnapshot(GetLatestSnapshot());
+	rose = locked_round(view, ids);
+	PopActiveSnapshot();
+	return rose;
 }

@@ -5,9 +5,11 @@
  *	  catalog rows it reads (dataflow_note_view), forgotten when dropped or
  *	  failed, due for a round once each of their inputs' published uppers
  *	  passes their published upper (or one of them failed: the round fails
- *	  the view), and the hold they put on their inputs' compaction: never
- *	  to or past the least durable upper of the views reading an input (a
- *	  failed view holds nothing: it never resumes).  Local to the
+ *	  the view), the durable uppers of their inputs seen at publications
+ *	  (whether a round can be idle, round.c), and the hold they put on
+ *	  their inputs' compaction: never to or past the least durable upper of
+ *	  the views reading an input (a failed view holds nothing: it never
+ *	  resumes).  Local to the
  *	  maintenance runtime; rebuilt from the catalog when it restarts, where
  *	  each view's upper is durable, so the hold survives the restart.
  *	  Each view's plan is kept between its rounds until an invalidation
@@ -165,6 +167,8 @@ dataflow_note_view(CatalogObject *obj)
 	}
 	view = hash_search(views, &obj->id, HASH_ENTER, &found);
 	view->inputs = inputs;
+	view->input_uppers = MemoryContextAllocZero(views_cxt,
+												sizeof(int64) * Max(1, list_length(input_names)));
 	view->ninputs = list_length(input_names);
 	view->upper = obj->upper;
 	view->published = obj->upper;
@@ -205,10 +209,30 @@ dataflow_forget(PeekObjectId id)
 	}
 	pfree(view->query);
 	pfree(view->inputs);
+	pfree(view->input_uppers);
 	free_groups(view);
 	drop_plan(view);
 	spine_unshare(id);
 	hash_search(views, &id, HASH_REMOVE, NULL);
+}
+
+/*
+ * An object's durable upper, from its catalog row read at a publication:
+ * the views reading it know that it has updates up to there (idle_round).
+ */
+void
+dataflow_note_input_upper(PeekObjectId id, int64 upper)
+{
+	HASH_SEQ_STATUS status;
+	DataflowView *view;
+
+	if (views == NULL)
+		return;
+	hash_seq_init(&status, views);
+	while ((view = hash_seq_search(&status)) != NULL)
+		for (int i = 0; i < view->ninputs; i++)
+			if (view->inputs[i] == id)
+				view->input_uppers[i] = Max(view->input_uppers[i], upper);
 }
 
 /* A view kept current, by id, or NULL. */

@@ -309,6 +309,7 @@ adopt_collection(void *arg)
 
 	if (obj->kind == PEEK_KIND_VIEW && !standby_active())
 		upper = dataflow_note_view(obj);
+	dataflow_note_input_upper(obj->id, obj->upper);
 	if (obj->failure != NULL)
 	{
 		registry_mark_failed(obj->id);

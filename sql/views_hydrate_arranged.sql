@@ -53,6 +53,8 @@ SELECT peek.write('hitems', ARRAY[(3, 5000), (11, 7), (11, 8), (12, 9)]::harrite
 UPDATE htab SET v = 5000 WHERE id = 3;
 DELETE FROM htab WHERE id = 4;
 INSERT INTO htab VALUES (1001, 11, 7), (1002, 12, 9);
+-- (the capture has the writes: the source's upper moved past them)
+SELECT wait_for($$SELECT count(*) = 1 FROM peek.persist_peek(NULL::htab, 'htab_src') WHERE id = 1002$$);
 SELECT wait_for($$SELECT bool_and(v.upper >= c.upper) FROM peek.views v, peek.collections c
                    WHERE (v.name, c.name) IN (('h_sum', 'hitems'), ('h_src', 'htab_src'))$$);
 SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE state = 'ready' AND lag = 0$$);

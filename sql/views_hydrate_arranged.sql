@@ -14,6 +14,10 @@ DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
 RESET client_min_messages;
 
+-- (the runtime notices the extension made anew at its next tick, a second
+-- at most, and starts over then, letting go of any arrangement it built
+-- for the new extension's views meanwhile: wait for that first)
+SELECT pg_sleep(1.5);
 CREATE TYPE harritem AS (g int, v int);
 SELECT peek.create_collection('hitems', 'harritem');
 -- time 1: 1000 rows in 10 groups; time 2: 100 of them deleted, group 10 new
@@ -56,8 +60,10 @@ DELETE FROM htab WHERE id = 4;
 INSERT INTO htab VALUES (1001, 11, 7), (1002, 12, 9);
 -- (the capture has the writes: the source's upper moved past them)
 SELECT wait_for($$SELECT count(*) = 1 FROM peek.persist_peek(NULL::htab, 'htab_src') WHERE id = 1002$$);
+-- (h_sum past the write's time 2: the collection's upper shown may not be yet)
 SELECT wait_for($$SELECT bool_and(v.upper >= c.upper) FROM peek.views v, peek.collections c
-                   WHERE (v.name, c.name) IN (('h_sum', 'hitems'), ('h_src', 'htab_src'))$$);
+                   WHERE (v.name, c.name) IN (('h_sum', 'hitems'), ('h_src', 'htab_src'))
+                     AND (SELECT upper > 2 FROM peek.views WHERE name = 'h_sum')$$);
 SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE state = 'ready' AND lag = 0$$);
 SELECT * FROM h_sum WHERE g IN (3, 4, 10, 11, 12) ORDER BY g;
 SELECT * FROM h_src WHERE g IN (3, 4, 11, 12) ORDER BY g;
@@ -72,8 +78,7 @@ SELECT peek.create_view('h_max', $$
 SELECT wait_for($$SELECT state = 'ready' AND lag = 0 FROM peek.views WHERE name = 'h_max'$$);
 SELECT count(*) FROM own_arrangements;
 SELECT peek.write('hitems', ARRAY[(5, 7000)]::harritem[]);
-SELECT wait_for($$SELECT bool_and(v.upper >= c.upper) FROM peek.views v, peek.collections c
-                   WHERE v.name IN ('h_sum', 'h_max') AND c.name = 'hitems'$$);
+SELECT wait_for($$SELECT bool_and(upper > 3) FROM peek.views WHERE name IN ('h_sum', 'h_max')$$);
 SELECT * FROM h_max WHERE g = 5;
 
 -- an input with an index on the key: its arrangement is the index's
@@ -87,8 +92,7 @@ SELECT peek.create_view('h_other', $$
 SELECT wait_for($$SELECT state = 'ready' AND lag = 0 FROM peek.views WHERE name = 'h_other'$$);
 SELECT count(*) FROM own_arrangements;
 SELECT peek.write('hothers', ARRAY[(2, 1000)]::harrother[], ARRAY[(2, 2)]::harrother[]);
-SELECT wait_for($$SELECT bool_and(v.upper >= c.upper) FROM peek.views v, peek.collections c
-                   WHERE v.name = 'h_other' AND c.name = 'hothers'$$);
+SELECT wait_for($$SELECT upper > 1 FROM peek.views WHERE name = 'h_other'$$);
 SELECT * FROM h_other WHERE k = 2;
 
 -- every view at every time from its since to before its upper

@@ -552,6 +552,9 @@ catalog_keeps_base_time(void)
 /*
  * A peek at time of an object compacted to since fails: 72000, whoever
  * finds it (the gate, a walk reading the durable since, a standby's read).
+ * The since may be retention's, allow_compaction's or where the object
+ * started (an index made after its collection compacted): no setting
+ * brings that history back, so the hint says how to keep more of it.
  */
 void
 catalog_raise_compacted(const char *noun, const char *name, int64 time, int64 since)
@@ -561,9 +564,9 @@ catalog_raise_compacted(const char *noun, const char *name, int64 time, int64 si
 			 errmsg("cannot peek %s \"%s\" at time " INT64_FORMAT ": it is compacted to since " INT64_FORMAT,
 					noun, name, time, since),
 			 RecoveryInProgress() ?
-			 errhint("On a standby, the primary's compaction decides: peek at a time at or after " INT64_FORMAT ", or hold compaction back on the primary with peek.allow_compaction.",
+			 errhint("On a standby, the primary's compaction decides: peek at a time at or after " INT64_FORMAT ".  The primary keeps more history from now on with peek.set_retention or peek.allow_compaction.",
 					 since) :
-			 errhint("Peek at a time at or after " INT64_FORMAT ", or hold compaction back with a lower peek.allow_compaction.",
+			 errhint("Peek at a time at or after " INT64_FORMAT ": the history before it is gone.  peek.set_retention or peek.allow_compaction keep more of it from now on.",
 					 since)));
 }
 

@@ -552,9 +552,7 @@ catalog_keeps_base_time(void)
 /*
  * A peek at time of an object compacted to since fails: 72000, whoever
  * finds it (the gate, a walk reading the durable since, a standby's read).
- * The since may be retention's, allow_compaction's or where the object
- * started (an index made after its collection compacted): no setting
- * brings that history back, so the hint says how to keep more of it.
+ * No setting brings that history back: the hint says how to keep more.
  */
 void
 catalog_raise_compacted(const char *noun, const char *name, int64 time, int64 since)

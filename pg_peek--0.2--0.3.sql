@@ -226,6 +226,7 @@ SELECT o.name, o.query, o.inputs, o.owner, o.row_type, st.state,
   CROSS JOIN LATERAL (SELECT CASE WHEN o.failure IS NOT NULL THEN 'failed'
                                   WHEN t.timeouts IS NOT NULL THEN 'retrying'
                                   WHEN shown.upper = 0 THEN 'hydrating'
+                                  WHEN shown.upper <= greatest(r.since, o.since) THEN 'waiting'
                                   WHEN r.published THEN 'ready' ELSE 'pending' END AS state) st
   LEFT JOIN peek.since_status() sa ON sa.id = o.id
  WHERE o.kind = 'v' AND peek.visible(o.owner);

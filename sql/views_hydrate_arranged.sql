@@ -14,10 +14,6 @@ DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
 RESET client_min_messages;
 
--- (the runtime notices the extension made anew at its next tick, a second
--- at most, and starts over then, letting go of any arrangement it built
--- for the new extension's views meanwhile: wait for that first)
-SELECT pg_sleep(1.5);
 CREATE TYPE harritem AS (g int, v int);
 SELECT peek.create_collection('hitems', 'harritem');
 -- time 1: 1000 rows in 10 groups; time 2: 100 of them deleted, group 10 new

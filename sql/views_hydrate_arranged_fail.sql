@@ -10,10 +10,6 @@ DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
 RESET client_min_messages;
 
--- (the runtime notices the extension made anew at its next tick, a second
--- at most, and starts over then, letting go of any arrangement it built
--- for the new extension's views meanwhile: wait for that first)
-SELECT pg_sleep(1.5);
 CREATE TYPE hfitem AS (g int, v int);
 SELECT peek.create_collection('hfitems', 'hfitem');
 SELECT peek.write('hfitems', (SELECT array_agg((i % 10, i)::hfitem) FROM generate_series(1, 1000) i));

@@ -133,13 +133,17 @@ runtime_exit(int code, Datum arg)
 /*
  * Take the commands sent at commit.  A standing-hold raise in a runtime
  * other than maintenance is passed on to maintenance, which may now compact.
+ * Returns whether one named an object of another extension than the one in
+ * effect: the extension was dropped and made anew since the last check, and
+ * the runtime must start over before it works for the new one's objects.
  */
-static void
-take_commands(int runtime, bool maintains)
+static bool
+take_commands(int runtime, bool maintains, Oid extension)
 {
 	RuntimeSlot *rt = runtime_slot(runtime);
 	PeekCommand *cmds = palloc(sizeof(PeekCommand) * MAX_COMMANDS_PER_ROUND);
 	bool		overflowed;
+	bool		made_anew = false;
 	int			n;
 
 	do
@@ -148,6 +152,9 @@ take_commands(int runtime, bool maintains)
 		for (int i = 0; i < n; i++)
 		{
 			runtime_count(rt, RC_COMMANDS);
+			if (cmds[i].object > 0 &&
+				PEEK_OBJECT_EXTENSION(cmds[i].object) != extension)
+				made_anew = true;
 			if (maintains)
 				maintenance_note_command(&cmds[i]);
 			else if (cmds[i].kind == PEEK_CMD_STANDING_HOLD)
@@ -162,6 +169,7 @@ take_commands(int runtime, bool maintains)
 		}
 	} while (n == MAX_COMMANDS_PER_ROUND);
 	pfree(cmds);
+	return made_anew;
 }
 
 /*
@@ -228,17 +236,19 @@ runtime_start(int runtime, PeekRole role)
 
 /*
  * Idle until the extension exists; notice a drop and re-create once a
- * second.  The first check reconciles whatever it finds.  Returns the
- * extension's OID (invalid while there is none).
+ * second, or at once when a command told of it (recheck).  The first check
+ * reconciles whatever it finds.  Returns the extension's OID (invalid while
+ * there is none).
  */
 static Oid
-check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked)
+check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked,
+				bool recheck)
 {
 	Oid			found;
 	bool		first = *checked == 0;
 	bool		promoted = standby_round_begin();
 
-	if (OidIsValid(extension) && !promoted &&
+	if (OidIsValid(extension) && !promoted && !recheck &&
 		!TimestampDifferenceExceeds(*checked, GetCurrentTimestamp(), RUNTIME_TICK_MS))
 		return extension;
 
@@ -310,6 +320,7 @@ runtime_main(Datum arg)
 	MemoryContext round_cxt;
 	Oid			extension = InvalidOid;
 	TimestampTz extension_checked = 0;
+	bool		recheck = false;
 
 	runtime_start(runtime, role);
 	round_cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek runtime round",
@@ -319,10 +330,12 @@ runtime_main(Datum arg)
 		MemoryContext old = MemoryContextSwitchTo(round_cxt);
 		bool		busy = false;
 
-		extension = check_extension(runtime, maintains, extension, &extension_checked);
-		if (OidIsValid(extension))
+		extension = check_extension(runtime, maintains, extension,
+									&extension_checked, recheck);
+		recheck = OidIsValid(extension) &&
+			take_commands(runtime, maintains, extension);
+		if (OidIsValid(extension) && !recheck)
 		{
-			take_commands(runtime, maintains);
 			if (maintains)
 				busy = maintenance_step();
 			if (serves)
@@ -333,6 +346,6 @@ runtime_main(Datum arg)
 		}
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(round_cxt);
-		runtime_wait(rt, maintains, busy);
+		runtime_wait(rt, maintains, busy || recheck);
 	}
 }

@@ -238,8 +238,11 @@ my ($nprobes, $max_ms, $p50_ms) = split /\|/, sql(
 	'SELECT count(*), max(ms), percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) FROM probes');
 note sprintf('%d probes until the merge of 2M updates completed: p50 %.1f ms, max %.1f ms',
 	$nprobes, $p50_ms, $max_ms);
-ok($max_ms < 250,
-	sprintf('every probe was visible promptly, the merge completion included (max %.1f ms)', $max_ms));
+# (a loaded machine slows every probe: the bound follows their median)
+my $bound_ms = 10 * $p50_ms > 250 ? 10 * $p50_ms : 250;
+ok($max_ms < $bound_ms,
+	sprintf('every probe was visible promptly, the merge completion included (max %.1f ms, bound %.0f ms)',
+		$max_ms, $bound_ms));
 is(sql("SELECT string_agg(v::text, ',' ORDER BY v) FROM peek.index_peek(NULL::kv, 'big_by_k', ROW(7))"),
 	'-7,7,14', 'the merged index has the three big batches');
 

@@ -286,6 +286,18 @@ allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 s
 }
 
 /*
+ * Updates and images are read in sort order, scattered in memory: each is
+ * asked for this many updates before it is read, so that the reads wait
+ * on memory side by side rather than one after another.
+ */
+#define BATCH_PREFETCH_AHEAD	8
+#if defined(__GNUC__)
+#define batch_prefetch(p)	__builtin_prefetch(p)
+#else
+#define batch_prefetch(p)	((void) 0)
+#endif
+
+/*
  * An update's place in sort_updates' order: its key hash and position, and
  * its lead (sort_leads).
  */
@@ -428,12 +440,17 @@ batch_build(PendingUpdate *updates, int64 n,
 			updates[i].time = since;
 	order = sort_updates(updates, n);
 
-	/* consolidate: order[0 .. out) keeps one update per (row, time) */
+	/*
+	 * consolidate: order[0 .. out) keeps one update per (row, time), whose
+	 * images take data_size bytes
+	 */
 	for (int64 i = 0; i < n; i++)
 	{
 		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
 
 		CHECK_FOR_INTERRUPTS();
+		if (i + BATCH_PREFETCH_AHEAD < n)
+			batch_prefetch(&updates[(uint32) order[i + BATCH_PREFETCH_AHEAD].hashpos]);
 		if (out > 0)
 		{
 			PendingUpdate *last = &updates[(uint32) order[out - 1].hashpos];
@@ -446,15 +463,14 @@ batch_build(PendingUpdate *updates, int64 n,
 				continue;
 			}
 			if (last->diff == 0)
-				out--;
+				data_size -= MAXALIGN(updates[(uint32) order[--out].hashpos].len + VARHDRSZ);
 		}
 		order[out++] = order[i];
+		data_size += MAXALIGN(u->len + VARHDRSZ);
 	}
 	if (out > 0 && updates[(uint32) order[out - 1].hashpos].diff == 0)
-		out--;
+		data_size -= MAXALIGN(updates[(uint32) order[--out].hashpos].len + VARHDRSZ);
 
-	for (int64 i = 0; i < out; i++)
-		data_size += MAXALIGN(updates[(uint32) order[i].hashpos].len + VARHDRSZ);
 	dp = allocate_batch(out, data_size, lower, upper, since);
 	if (!DsaPointerIsValid(dp))
 	{
@@ -470,6 +486,10 @@ batch_build(PendingUpdate *updates, int64 n,
 		BatchEntry *e = &batch->entries[i];
 		char	   *image = data + offset;
 
+		if (i + 2 * BATCH_PREFETCH_AHEAD < out)
+			batch_prefetch(&updates[(uint32) order[i + 2 * BATCH_PREFETCH_AHEAD].hashpos]);
+		if (i + BATCH_PREFETCH_AHEAD < out)
+			batch_prefetch(updates[(uint32) order[i + BATCH_PREFETCH_AHEAD].hashpos].image);
 		mark_buckets(batch, &next_bucket, i, u->keyhash);
 		e->keyhash = u->keyhash;
 		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);

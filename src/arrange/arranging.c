@@ -83,11 +83,12 @@ arrange_update(int64 time, int64 diff, Datum row, void *arg)
 
 /*
  * Start arranging a collection's updates by key, in the caller's memory
- * context; hydration_total >= 0: a spine's hydration, shown in
+ * context, with room for about expected of them (< 0: unknown);
+ * hydration_total >= 0: a spine's hydration, shown in
  * peek.hydration_progress against that estimate until the count is known.
  */
 Arranging *
-arrange_begin(PeekObjectId index, KeyInfo *key, int64 hydration_total)
+arrange_begin(PeekObjectId index, KeyInfo *key, int64 hydration_total, int64 expected)
 {
 	Arranging  *a = palloc(sizeof(Arranging));
 	MemoryContext old;
@@ -108,7 +109,7 @@ arrange_begin(PeekObjectId index, KeyInfo *key, int64 hydration_total)
 	a->row_template = row_header_template(a->row_desc);
 	MemoryContextSwitchTo(old);
 	/* room for the estimate (not beyond a bloated shard's first million) */
-	a->capacity = Max(Min(hydration_total, ARRANGE_PRESIZE_MAX), 1024);
+	a->capacity = Max(Min(expected, ARRANGE_PRESIZE_MAX), 1024);
 	a->n = 0;
 	a->updates = MemoryContextAllocHuge(a->cxt, sizeof(PendingUpdate) * a->capacity);
 	return a;
@@ -144,7 +145,8 @@ dsa_pointer
 arrange_range(PeekObjectId index, KeyInfo *key, Oid shard, int64 since, bool hydrating,
 			  int64 lower, int64 upper, const SpineFeed *feed, bool *empty)
 {
-	Arranging  *a = arrange_begin(index, key, hydrating ? persist_estimate_rows(shard) : -1);
+	int64		estimate = hydrating ? persist_estimate_rows(shard) : -1;
+	Arranging  *a = arrange_begin(index, key, estimate, estimate);
 
 	if (feed != NULL)
 		feed->scan(feed->state, lower, upper, arrange_update, a);

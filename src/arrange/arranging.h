@@ -34,7 +34,8 @@ typedef struct SpineFeed
 /* A collection's updates being arranged (arranging.c). */
 typedef struct Arranging Arranging;
 
-extern Arranging *arrange_begin(PeekObjectId index, KeyInfo *key, int64 hydration_total);
+extern Arranging *arrange_begin(PeekObjectId index, KeyInfo *key, int64 hydration_total,
+								 int64 expected);
 extern void arrange_update(int64 time, int64 diff, Datum row, void *arg);
 extern dsa_pointer arrange_end(Arranging *a, int64 lower, int64 upper, int64 since, bool *empty);
 extern dsa_pointer arrange_range(PeekObjectId index, KeyInfo *key, Oid shard, int64 since,

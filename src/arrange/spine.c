@@ -591,7 +591,8 @@ spine_hydration_begin(PeekObjectId view, CatalogObject *collection, int nkeys,
 	h->nkeys = nkeys;
 	memcpy(h->attnums, attnums, sizeof(AttrNumber) * nkeys);
 	h->at = at;
-	h->arranging = arrange_begin(0, batch_keyinfo_build(collection->row_type, nkeys, attnums), -1);
+	h->arranging = arrange_begin(0, batch_keyinfo_build(collection->row_type, nkeys, attnums), -1,
+								 persist_estimate_rows(collection->shard));
 	return h;
 }
 

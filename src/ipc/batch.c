@@ -285,46 +285,117 @@ allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 s
 	return dp;
 }
 
-static int
-order_cmp(const void *a, const void *b, void *arg)
-{
-	PendingUpdate *updates = arg;
-
-	return pending_update_cmp(&updates[(uint32) *(const uint64 *) a],
-									&updates[(uint32) *(const uint64 *) b]);
-}
+/*
+ * Updates and images are read in sort order, scattered in memory: each is
+ * asked for this many updates before it is read, so that the reads wait
+ * on memory side by side rather than one after another.
+ */
+#define BATCH_PREFETCH_AHEAD	8
+#if defined(__GNUC__)
+#define batch_prefetch(p)	__builtin_prefetch(p)
+#else
+#define batch_prefetch(p)	((void) 0)
+#endif
 
 /*
- * The order of updates by pending_update_cmp, as positions in the low
- * halves of (key hash, position) pairs: a radix sort on the key hash, a
- * byte per pass, then each run of equal hashes (a key's versions, or a
- * collision) by the whole order.  Linear in n but for those runs, where
- * a comparison sort of the updates themselves spent most of a hydration.
+ * An update's place in sort_updates' order: its key hash and position, and
+ * its lead (sort_leads).
  */
-static uint64 *
+typedef struct SortEntry
+{
+	uint64		hashpos;		/* key hash << 32 | position */
+	uint64		lead;
+} SortEntry;
+
+/*
+ * Each update's lead: its image's length and the six bytes after the
+ * prefix that every image shares (big-endian, zeros past its end), so that
+ * two updates with one key hash and different leads order by their leads
+ * as pending_update_cmp orders them (length, then bytes); 0, telling
+ * nothing, for an image too long to say so.  Read in the updates' order,
+ * as their images were packed: no comparison of a sort touches an image
+ * then unless the leads tie.
+ */
+static void
+sort_leads(PendingUpdate *updates, int64 n, SortEntry *entries)
+{
+	const char *first = n > 0 ? updates[0].image : NULL;
+	uint32		prefix = n > 0 ? updates[0].len : 0;
+
+	for (int64 i = 1; i < n; i++)
+	{
+		const PendingUpdate *u = &updates[i];
+
+		if (u->len < prefix || memcmp(u->image, first, prefix) != 0)
+		{
+			uint32		k = 0;
+
+			prefix = Min(prefix, u->len);
+			while (k < prefix && u->image[k] == first[k])
+				k++;
+			prefix = k;
+		}
+	}
+	for (int64 i = 0; i < n; i++)
+	{
+		const PendingUpdate *u = &updates[i];
+		uint64		lead = u->len;
+
+		for (uint32 k = prefix; k < prefix + 6; k++)
+			lead = (lead << 8) | (k < u->len ? (unsigned char) u->image[k] : 0);
+		entries[i].hashpos = ((uint64) u->keyhash << 32) | (uint64) i;
+		entries[i].lead = u->len <= PG_UINT16_MAX ? lead : 0;
+	}
+}
+
+static inline int
+sort_entry_cmp(const SortEntry *x, const SortEntry *y, PendingUpdate *updates)
+{
+	if (x->lead != y->lead && x->lead != 0 && y->lead != 0)
+		return x->lead < y->lead ? -1 : 1;
+	return pending_update_cmp(&updates[(uint32) x->hashpos], &updates[(uint32) y->hashpos]);
+}
+
+/* sort_run(entries, n, updates): a run's entries by sort_entry_cmp */
+#define ST_SORT sort_run
+#define ST_ELEMENT_TYPE SortEntry
+#define ST_COMPARE(a, b, arg) sort_entry_cmp(a, b, arg)
+#define ST_COMPARE_ARG_TYPE PendingUpdate
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/*
+ * The order of updates by pending_update_cmp: a radix sort on the key
+ * hash, a byte per pass, then each run of equal hashes (a key's versions,
+ * or a collision) by the whole order, mostly by their leads.  Linear in n
+ * but for those runs, where a comparison sort of the updates themselves
+ * spent most of a hydration, and then a comparison of their images,
+ * scattered in memory as the key's versions are.
+ */
+static SortEntry *
 sort_updates(PendingUpdate *updates, int64 n)
 {
-	uint64	   *order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
-	uint64	   *spare = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * n);
+	SortEntry  *order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SortEntry) * n);
+	SortEntry  *spare = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SortEntry) * n);
 	int64		run = 0;
 
 	if (n > PG_UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("arrangement batch exceeds the largest batch size")));
-	for (int64 i = 0; i < n; i++)
-		order[i] = ((uint64) updates[i].keyhash << 32) | (uint64) i;
+	sort_leads(updates, n, order);
 	for (int shift = 32; shift < 64; shift += 8)
 	{
 		int64		start[257] = {0};
-		uint64	   *swap;
+		SortEntry  *swap;
 
 		for (int64 i = 0; i < n; i++)
-			start[((order[i] >> shift) & 0xFF) + 1]++;
+			start[((order[i].hashpos >> shift) & 0xFF) + 1]++;
 		for (int b = 0; b < 256; b++)
 			start[b + 1] += start[b];
 		for (int64 i = 0; i < n; i++)
-			spare[start[(order[i] >> shift) & 0xFF]++] = order[i];
+			spare[start[(order[i].hashpos >> shift) & 0xFF]++] = order[i];
 		swap = order;
 		order = spare;
 		spare = swap;
@@ -333,10 +404,10 @@ sort_updates(PendingUpdate *updates, int64 n)
 	pfree(spare);
 	for (int64 i = 1; i <= n; i++)
 	{
-		if (i < n && (order[i] >> 32) == (order[run] >> 32))
+		if (i < n && (order[i].hashpos >> 32) == (order[run].hashpos >> 32))
 			continue;
 		if (i - run > 1)
-			qsort_arg(&order[run], i - run, sizeof(uint64), order_cmp, updates);
+			sort_run(&order[run], i - run, updates);
 		run = i;
 	}
 	return order;
@@ -355,7 +426,7 @@ dsa_pointer
 batch_build(PendingUpdate *updates, int64 n,
 			int64 lower, int64 upper, int64 since)
 {
-	uint64	   *order;
+	SortEntry  *order;
 	int64		out = 0;
 	Size		data_size = 0;
 	dsa_pointer dp;
@@ -369,33 +440,37 @@ batch_build(PendingUpdate *updates, int64 n,
 			updates[i].time = since;
 	order = sort_updates(updates, n);
 
-	/* consolidate: order[0 .. out) keeps one update per (row, time) */
+	/*
+	 * consolidate: order[0 .. out) keeps one update per (row, time), whose
+	 * images take data_size bytes
+	 */
 	for (int64 i = 0; i < n; i++)
 	{
-		PendingUpdate *u = &updates[(uint32) order[i]];
+		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
 
 		CHECK_FOR_INTERRUPTS();
+		if (i + BATCH_PREFETCH_AHEAD < n)
+			batch_prefetch(&updates[(uint32) order[i + BATCH_PREFETCH_AHEAD].hashpos]);
 		if (out > 0)
 		{
-			PendingUpdate *last = &updates[(uint32) order[out - 1]];
+			PendingUpdate *last = &updates[(uint32) order[out - 1].hashpos];
 			int64		sum;
 
-			if (pending_update_cmp(last, u) == 0 &&
+			if (sort_entry_cmp(&order[out - 1], &order[i], updates) == 0 &&
 				!pg_add_s64_overflow(last->diff, u->diff, &sum))
 			{
 				last->diff = sum;
 				continue;
 			}
 			if (last->diff == 0)
-				out--;
+				data_size -= MAXALIGN(updates[(uint32) order[--out].hashpos].len + VARHDRSZ);
 		}
 		order[out++] = order[i];
+		data_size += MAXALIGN(u->len + VARHDRSZ);
 	}
-	if (out > 0 && updates[(uint32) order[out - 1]].diff == 0)
-		out--;
+	if (out > 0 && updates[(uint32) order[out - 1].hashpos].diff == 0)
+		data_size -= MAXALIGN(updates[(uint32) order[--out].hashpos].len + VARHDRSZ);
 
-	for (int64 i = 0; i < out; i++)
-		data_size += MAXALIGN(updates[(uint32) order[i]].len + VARHDRSZ);
 	dp = allocate_batch(out, data_size, lower, upper, since);
 	if (!DsaPointerIsValid(dp))
 	{
@@ -407,10 +482,14 @@ batch_build(PendingUpdate *updates, int64 n,
 	data = batch_data(batch);
 	for (int64 i = 0; i < out; i++)
 	{
-		PendingUpdate *u = &updates[(uint32) order[i]];
+		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
 		BatchEntry *e = &batch->entries[i];
 		char	   *image = data + offset;
 
+		if (i + 2 * BATCH_PREFETCH_AHEAD < out)
+			batch_prefetch(&updates[(uint32) order[i + 2 * BATCH_PREFETCH_AHEAD].hashpos]);
+		if (i + BATCH_PREFETCH_AHEAD < out)
+			batch_prefetch(updates[(uint32) order[i + BATCH_PREFETCH_AHEAD].hashpos].image);
 		mark_buckets(batch, &next_bucket, i, u->keyhash);
 		e->keyhash = u->keyhash;
 		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);

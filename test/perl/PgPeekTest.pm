@@ -27,6 +27,7 @@ our @EXPORT = qw(
   start_bg finish_bg bg_done bg_backend_pid bg_session
   sql_error stop_runtime item_setup base_reaches commit_to_visible_ms
   steady_procedure maintenance_role new_standby standby_publisher_pid
+  log_is_clean
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -358,6 +359,19 @@ sub base_reaches
 	return poll_until($node,
 		"SELECT base_time >= $time FROM peek.objects WHERE name = '$name'",
 		't', $timeout_s // 60);
+}
+
+# log_is_clean($node, $what): a test that the node's server log has no
+# ERROR, WARNING or PANIC but PostgreSQL's own cancel of an autovacuum
+# worker that held a lock another session asked for (an ERROR of that
+# worker, not of pg_peek).
+sub log_is_clean
+{
+	my ($node, $what) = @_;
+	my @bad = grep { /\b(ERROR|WARNING|PANIC):/ && !/ERROR:  canceling autovacuum task$/ }
+	  split /\n/, slurp_file($node->logfile);
+	is(join("\n", @bad), '', "$what: no ERROR or WARNING in the server log");
+	return;
 }
 
 # commit_to_visible_ms($session, $name, $i): in a bg_session, write the row

@@ -86,12 +86,6 @@ sub taken_in
 	return;
 }
 
-sub clean_log
-{
-	my ($n, $what) = @_;
-	my @bad = grep { /\b(ERROR|WARNING|PANIC):/ } split /\n/, slurp_file($n->logfile);
-	is(join("\n", @bad), '', "$what: no ERROR or WARNING in the server log");
-}
 
 sql(q{CREATE EXTENSION pg_peek;
 	CREATE TYPE item AS (id int, v text);
@@ -180,7 +174,7 @@ sql("SELECT peek.write('c', ARRAY(SELECT (g + $N, 'y')::item FROM generate_serie
 worker_runs('DROP EXTENSION');
 sql("DROP EXTENSION pg_peek CASCADE");
 worker_gone('DROP EXTENSION');
-clean_log($node, 'fold worker attacks');
+log_is_clean($node, 'fold worker attacks');
 $node->stop('fast');
 
 # ---- no free background worker --------------------------------------------
@@ -192,6 +186,6 @@ my $tg = big_time('g', 'item');
 taken_in('g', 'item', $tg, 'no free worker');
 like(slurp_file($node->logfile), qr/in the $maint runtime once every write pauses: no background worker is free/,
 	'no free worker: logged, naming the runtime');
-clean_log($node, 'no free worker');
+log_is_clean($node, 'no free worker');
 $node->stop('fast');
 done_testing();

@@ -111,7 +111,6 @@ cmp_ok(base_time('h'), '>=', $th, 'compaction: the base takes the since in');
 is(digest('h', $th), ($H + 1) . ' ' . ($H * ($H + 1) / 2), 'compaction: contents at the since');
 $s->quit;
 
-my @bad = grep { /\b(ERROR|WARNING|PANIC):/ } split /\n/, slurp_file($node->logfile);
-is(join("\n", @bad), '', 'no ERROR or WARNING in the server log');
+log_is_clean($node, 'the whole run');
 $node->stop('fast');
 done_testing();

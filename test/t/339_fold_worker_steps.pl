@@ -65,13 +65,6 @@ sub last_write
 	return $node->safe_psql('postgres', "SELECT max(time) FROM $shard");
 }
 
-sub clean_log
-{
-	my ($node, $what) = @_;
-	my @bad = grep { /\b(ERROR|WARNING|PANIC):/ } split /\n/, slurp_file($node->logfile);
-	is(join("\n", @bad), '', "$what: no ERROR or WARNING in the server log");
-	return;
-}
 
 # Run the steady load; meanwhile sample the fold workers and probe the view:
 # returns (fold workers started, most at once, probe ms list).  The starts
@@ -138,7 +131,7 @@ is($node->safe_psql('postgres',
 	  . "FULL JOIN (SELECT g, count(*) AS n, sum(v) AS s FROM t GROUP BY g) q USING (g, n, s) "
 	  . "WHERE a.g IS NULL OR q.g IS NULL"), '0',
 	'steady load: the view equals its query over the table');
-clean_log($node, 'steady load');
+log_is_clean($node, 'steady load');
 $node->stop('fast');
 
 # ---- no free background worker --------------------------------------------
@@ -159,6 +152,6 @@ ok(base_reaches($node, 't_src', last_write($node, 't_src'), 30),
 cmp_ok(base_time($node, 't_src'), '>', $src_before, "no free worker: the source's base moved on");
 my @said = slurp_file($node->logfile) =~ /pg_peek folds bases in the $maint runtime: no background worker is free/g;
 is(scalar @said, 1, 'no free worker: the runtime says once that it folds');
-clean_log($node, 'no free worker');
+log_is_clean($node, 'no free worker');
 $node->stop('fast');
 done_testing();

@@ -348,8 +348,8 @@ spine_introduce_batch(Spine *spine, dsa_pointer dp)
 #define TIDY_RATIO		8
 
 /*
- * Is merging the batch of the lowest level into the next one up (upper)
- * worth its work: cheap, or paid for by the lower batch's entries?
+ * Is merging a level's lone batch (lower) into the next level up's
+ * (upper) worth its work: cheap, or paid for by the lower batch's entries?
  */
 static bool
 worth_joining(Batch *lower, Batch *upper)

@@ -11,8 +11,10 @@
  *	  merge work per update stays logarithmic, the batch list stays short
  *	  (at most two per level) and no merge ever sits whole in front of the
  *	  next seal's publication.  Every round, after its publications,
- *	  spends bounded fuel merging what is left, down to one batch at the
- *	  spine's since.
+ *	  spends bounded fuel merging what is left, towards one batch at the
+ *	  spine's since, as far as the updates merged in pay for the work
+ *	  (spine_start_tidy_merge): an idle spine does not rewrite a big batch
+ *	  for a few updates.
  *
  *	  A spine hydrates from its collection's persist shard (or from a
  *	  view's hydration's read of it, spine_hydration_begin), follows every

@@ -337,10 +337,45 @@ spine_introduce_batch(Spine *spine, dsa_pointer dp)
 }
 
 /*
+ * Merge work a settled spine may spend on a tidy merge whatever it brings:
+ * below it a spine merges down to one batch at its since (a few rounds'
+ * fuel).  Above it a tidy merge must be paid for by the updates it takes
+ * in (TIDY_RATIO entries of work for each), so that an idle spine never
+ * rewrites its biggest batch for a few updates: a round's merge work stays
+ * proportional to the updates, not to the arrangement's size.
+ */
+#define TIDY_FREE		(64 * 1024)
+#define TIDY_RATIO		8
+
+/*
+ * Is merging a level's lone batch (lower) into the next level up's
+ * (upper) worth its work: cheap, or paid for by the lower batch's entries?
+ */
+static bool
+worth_joining(Batch *lower, Batch *upper)
+{
+	return lower->nentries + upper->nentries <= TIDY_FREE ||
+		upper->nentries <= TIDY_RATIO * lower->nentries;
+}
+
+/*
+ * Is rewriting a batch at the spine's later since worth its work: it has
+ * entries at times after its own since (their consolidation is what the
+ * rewrite brings; without any it would change only their times), and it
+ * is cheap or they are a share of it that pays for it.
+ */
+static bool
+worth_rewriting(Spine *spine, Batch *batch)
+{
+	return batch->since < spine->since && batch->recent > 0 &&
+		(batch->nentries <= TIDY_FREE || batch->nentries <= TIDY_RATIO * batch->recent);
+}
+
+/*
  * With no merge in progress, start one (if the spine has settled) that
- * brings it closer to one batch at its since: the lowest batch joins the
- * next one up, or a lone batch below the since is rewritten at it.
- * Returns false if there is no merge to advance.
+ * brings it closer to one batch at its since, where that is worth its
+ * work: a batch joins the next one up (the lowest such pair first), or is
+ * rewritten at the since.  Returns false if there is no merge to advance.
  */
 bool
 spine_start_tidy_merge(Spine *spine, bool settled)
@@ -355,27 +390,33 @@ spine_start_tidy_merge(Spine *spine, bool settled)
 			return true;
 		if (level->nbatches == 2)
 			return start_merge(spine, level);	/* found no room before */
+	}
+	if (!settled)
+		return false;
+	for (int k = 0; k < SPINE_LEVELS; k++)
+	{
+		Level	   *level = &spine->levels[k];
+
 		if (level->nbatches == 0)
 			continue;
-		if (low < 0)
+		if (low >= 0 && worth_joining(batch_get(spine->levels[low].batches[0]),
+									  batch_get(level->batches[0])))
 		{
-			low = k;
-			continue;
+			/* a lone batch per level: move the lower up to join this one */
+			level->batches[level->nbatches++] = spine->levels[low].batches[0];
+			if (!start_merge(spine, level))
+			{
+				level->nbatches--;
+				return false;
+			}
+			spine->levels[low].nbatches = 0;
+			return true;
 		}
-		if (!settled)
-			return false;
-		/* a lone batch per level: move the lowest up to join this one */
-		level->batches[level->nbatches++] = spine->levels[low].batches[0];
-		if (!start_merge(spine, level))
-		{
-			level->nbatches--;
-			return false;
-		}
-		spine->levels[low].nbatches = 0;
-		return true;
+		low = k;
 	}
-	if (low < 0 || !settled ||
-		batch_get(spine->levels[low].batches[0])->since >= spine->since)
-		return false;
-	return start_merge(spine, &spine->levels[low]);
+	for (int k = 0; k < SPINE_LEVELS; k++)
+		if (spine->levels[k].nbatches == 1 &&
+			worth_rewriting(spine, batch_get(spine->levels[k].batches[0])))
+			return start_merge(spine, &spine->levels[k]);
+	return false;
 }

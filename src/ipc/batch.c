@@ -278,6 +278,7 @@ allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 s
 	batch->lower = lower;
 	batch->upper = upper;
 	batch->since = since;
+	batch->recent = 0;
 	batch->size = size;
 	batch->buckets_offset = MAXALIGN(offsetof(Batch, entries) + sizeof(BatchEntry) * nentries);
 	batch->data_offset = data_offset;
@@ -496,6 +497,8 @@ batch_build(PendingUpdate *updates, int64 n,
 		e->time = u->time;
 		e->diff = u->diff;
 		batch->rows = row_add_saturating(batch->rows, e->diff);
+		if (e->time > since)
+			batch->recent++;
 		SET_VARSIZE(image, u->len + VARHDRSZ);
 		memcpy(VARDATA(image), u->image, u->len);
 		offset += MAXALIGN(u->len + VARHDRSZ);
@@ -585,6 +588,8 @@ merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
 				/* its image is the last one written */
 				merge->data_used -= MAXALIGN(VARSIZE(last_image));
 				merge->nentries--;
+				if (last->time > merge->since)
+					out->recent--;
 			}
 			return;
 		}
@@ -595,6 +600,8 @@ merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
 	next->offset = (uint32) (merge->data_used / MAXIMUM_ALIGNOF);
 	next->time = time;
 	next->diff = e->diff;
+	if (time > merge->since)
+		out->recent++;
 	memcpy(batch_data(out) + merge->data_used, image, VARSIZE(image));
 	merge->data_used += MAXALIGN(VARSIZE(image));
 }

@@ -85,6 +85,8 @@ typedef struct Batch
 	int64		lower;			/* times of its updates: [lower, upper) */
 	int64		upper;
 	int64		since;			/* times below since were advanced to it */
+	int64		recent;			/* entries at times after since: all that a
+								 * rewrite at a later since may consolidate */
 	Size		size;			/* bytes of this allocation */
 	Size		buckets_offset; /* where the bucket table starts */
 	Size		data_offset;	/* where the row images start */

@@ -1,13 +1,14 @@
--- peek.drop_view while a reader of its PostgreSQL view waits for the
--- view's next round (through dblink).  Before: the drop locked the view's
--- catalog row, then waited for the reader's lock on the PostgreSQL view;
+-- peek.drop_view (and ALTER VIEW ... OWNER TO) while a reader of its
+-- PostgreSQL view waits for the view's next round (through dblink).
+-- Before: the drop locked the view's catalog row, then waited for the
+-- reader's lock on the PostgreSQL view;
 -- the round the reader waited for needed that row (it retried, forever),
 -- so neither the reader nor the drop ever ended; so too when the drop,
 -- queued for the PostgreSQL view's lock, queued the round behind it (the
 -- round opens the PostgreSQL view in a runtime started again).  Now the
 -- drop takes the PostgreSQL view's lock first, and only tries it while a
--- peek of the view waits: the round runs, the reader gets its answer, then
--- the drop goes through.
+-- peek of the view waits (so does the ALTER): the round runs, the reader
+-- gets its answer, then the drop goes through.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -75,9 +76,10 @@ SELECT count(*) AS views_left FROM peek.views WHERE name = 'drv';
 SELECT to_regclass('drv') AS pg_view_left;
 
 -- ---- a ready view: a transaction that read it peeks a later time ----
--- drbegin(view, at): the reader's transaction reads the view (its count
--- shown) and peeks it at a later time, waiting; then the drop waits too
-CREATE FUNCTION drbegin(view text, at bigint) RETURNS TABLE (n bigint, reader_waits boolean, drop_waits boolean)
+-- drbegin(view, at, ddl): the reader's transaction reads the view (its
+-- count shown) and peeks it at a later time, waiting; then the drop (or
+-- the ddl given) waits too
+CREATE FUNCTION drbegin(view text, at bigint, ddl text DEFAULT NULL) RETURNS TABLE (n bigint, reader_waits boolean, drop_waits boolean)
 LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM dblink_exec('drreader', 'BEGIN');
@@ -86,7 +88,8 @@ BEGIN
         format('SELECT count(*) FROM peek.persist_peek(NULL::%I, %L, as_of => %s)', view, view, at));
     reader_waits := wait_for(format('SELECT EXISTS (SELECT 1 FROM peek.active_peeks WHERE object = %L AND pid = %s)',
                                     view, drpid('drreader')));
-    PERFORM dblink_send_query('drdropper', format('SELECT try(%L)', format('SELECT peek.drop_view(%L)', view)));
+    PERFORM dblink_send_query('drdropper',
+        format('SELECT try(%L)', coalesce(ddl, format('SELECT peek.drop_view(%L)', view))));
     drop_waits := drop_waits();
     RETURN NEXT;
 END $$;
@@ -118,12 +121,27 @@ SELECT peek.write('drc', ARRAY[(4, 40)]::drrow[]);
 SELECT peek.write('drc', ARRAY[(5, 50)]::drrow[]);
 SELECT * FROM drend('drv3');
 
+-- ---- ALTER VIEW ... OWNER TO instead of the drop, after a restart ----
+-- (PostgreSQL's ALTER queued for the PostgreSQL view the same way)
+CREATE ROLE drowner;
+GRANT pg_read_all_data TO drowner;
+SELECT peek.create_view('drv4', $$SELECT k, v FROM peek.persist_peek(NULL::drrow, 'drc') WHERE v > 20$$);
+SELECT wait_for('SELECT upper >= 5 FROM peek.views WHERE name = ''drv4''') AS ready;
+SELECT * FROM drbegin('drv4', 6, 'ALTER VIEW drv4 OWNER TO drowner');
+SELECT restart_maintenance();
+SELECT peek.write('drc', ARRAY[(6, 60)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(7, 70)]::drrow[]);
+SELECT * FROM drend('drv4');
+SELECT owner FROM peek.views WHERE name = 'drv4';
+SELECT peek.drop_view('drv4');
+DROP ROLE drowner;
+
 SELECT dblink_disconnect('drreader'), dblink_disconnect('drdropper');
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
 DROP TYPE drrow;
 DROP TABLE drpids;
-DROP FUNCTION drconnect(text), drpid(text), dranswer(text), drop_waits(), drbegin(text, bigint),
+DROP FUNCTION drconnect(text), drpid(text), dranswer(text), drop_waits(), drbegin(text, bigint, text),
     drend(text);
 DROP EXTENSION dblink;

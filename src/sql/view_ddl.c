@@ -30,20 +30,17 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "rewrite/rewriteSupport.h"
-#include "storage/latch.h"
-#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/resowner.h"
-#include "utils/wait_event.h"
 
 #include "common/spi.h"
 #include "dataflow/dataflow.h"
 #include "ipc/notify.h"
-#include "peek/slots.h"
 #include "sql/arguments.h"
 #include "sql/ddl.h"
+#include "sql/view_guard.h"
 #include "sql/view_uses_guard.h"
 #include "storage/catalog_views.h"
 #include "storage/catalog_write.h"
@@ -206,34 +203,6 @@ peek_create_view(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * Lock a dropped view's PostgreSQL view, before its catalog row.  A reader
- * of it (SELECT * FROM name while the view hydrates, or a transaction that
- * read it and peeks a later time) holds it while it waits for the view's
- * next round, which locks the catalog row, and may open the PostgreSQL
- * view too (the first lookup of its row type in the runtime's process
- * does, as after a restart).  A drop holding the row, or queued for the
- * PostgreSQL view ahead of the round, would wait for that reader forever,
- * and the reader for the round.  So while a peek of the view waits, the
- * drop only tries the lock, every 10 ms, and queues for it once none does.
- */
-static void
-lock_pg_view(PeekObjectId id, Oid relid)
-{
-	while (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
-	{
-		if (!peek_slots_waiting_on(id))
-		{
-			LockRelationOid(relid, AccessExclusiveLock);
-			return;
-		}
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
 /* drop_view(name): the view, its indexes, its shard and its PostgreSQL view */
 Datum
 peek_drop_view(PG_FUNCTION_ARGS)
@@ -242,10 +211,11 @@ peek_drop_view(PG_FUNCTION_ARGS)
 	CatalogObject *view;
 	Oid			relid;
 
+	/* the PostgreSQL view first, then the row (see view_guard_lock_pg_view) */
 	view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_READ);
 	relid = get_typ_typrelid(view->row_type);
 	if (OidIsValid(relid))
-		lock_pg_view(view->id, relid);
+		view_guard_lock_pg_view(view->id, relid);
 	view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_DROP);
 	relid = get_typ_typrelid(view->row_type);
 	ddl_drop_collection_and_indexes(view);

@@ -98,6 +98,24 @@ peek_slots_min_hold(PeekObjectId id)
 	return min_hold;
 }
 
+/* Whether a backend's peek of an object waits for a runtime's answer. */
+bool
+peek_slots_waiting_on(PeekObjectId id)
+{
+	bool		waiting = false;
+
+	for (int i = 0; i < npeek_slots && !waiting; i++)
+	{
+		PeekSlot   *slot = &peek_slots[i];
+
+		SpinLockAcquire(&slot->mutex);
+		waiting = slot->object == id &&
+			(slot->state == PEEK_SUBMITTED || slot->state == PEEK_PARKED);
+		SpinLockRelease(&slot->mutex);
+	}
+	return waiting;
+}
+
 /* The peeks the backends gated themselves for a runtime, over all slots. */
 uint64
 peek_slots_fast_peeks(int runtime)

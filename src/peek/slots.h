@@ -87,6 +87,7 @@ extern PeekSlot *peek_slot(int i);
 extern int	peek_slot_index(const PeekSlot *slot);
 extern PeekSlot *peek_my_slot(void);
 extern int64 peek_slots_min_hold(PeekObjectId id);
+extern bool peek_slots_waiting_on(PeekObjectId id);
 extern uint64 peek_slots_fast_peeks(int runtime);
 extern uint64 peek_slots_durations(int runtime, int kind, int bucket);
 

@@ -40,6 +40,7 @@
 #include "ipc/notify.h"
 #include "sql/arguments.h"
 #include "sql/ddl.h"
+#include "sql/view_guard.h"
 #include "sql/view_uses_guard.h"
 #include "storage/catalog_views.h"
 #include "storage/catalog_write.h"
@@ -210,6 +211,11 @@ peek_drop_view(PG_FUNCTION_ARGS)
 	CatalogObject *view;
 	Oid			relid;
 
+	/* the PostgreSQL view first, then the row (see view_guard_lock_pg_view) */
+	view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_READ);
+	relid = get_typ_typrelid(view->row_type);
+	if (OidIsValid(relid))
+		view_guard_lock_pg_view(view->id, relid);
 	view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_DROP);
 	relid = get_typ_typrelid(view->row_type);
 	ddl_drop_collection_and_indexes(view);

@@ -7,6 +7,9 @@
  *	    REASSIGN OWNED): the view and its indexes follow in the catalog,
  *	    once the new owner is found to read every input of the view (and
  *	    the owners of the views that read it, to read it), else 42501;
+ *	    its lock taken so as not to queue the view's round behind it
+ *	    while a peek of the view waits (view_guard_lock_pg_view, which
+ *	    drop_view takes too);
  *	  * its body may be replaced by itself (pg_restore does, after the
  *	    catalog's rows): its dependencies are recorded again from the kept
  *	    query (dataflow_record_dependencies_again);
@@ -39,6 +42,7 @@
 #include "nodes/makefuncs.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
@@ -49,9 +53,11 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/wait_event.h"
 
 #include "dataflow/dataflow.h"
 #include "ipc/notify.h"
+#include "peek/slots.h"
 #include "sql/view_guard.h"
 #include "sql/view_uses_guard.h"
 #include "storage/catalog.h"
@@ -361,6 +367,36 @@ skips_guard(void)
 	return !OidIsValid(peek) || CurrentExtensionObject == peek;
 }
 
+/*
+ * Take AccessExclusiveLock on a maintained view's PostgreSQL view (relid),
+ * as a drop_view (before the view's catalog row) or an ALTER ... OWNER TO
+ * does.  A reader of it (SELECT * FROM name while the view hydrates, or a
+ * transaction that read it and peeks a later time) holds it while it waits
+ * for the view's next round, which locks the view's catalog row, and may
+ * open the PostgreSQL view too (the first lookup of its row type in the
+ * runtime's process does, as after a restart).  A statement holding the
+ * row, or queued for the PostgreSQL view ahead of the round, would wait for
+ * that reader forever, and the reader for the round.  So while a peek of
+ * the view waits, this only tries the lock, every 10 ms, and queues for it
+ * once none does.
+ */
+void
+view_guard_lock_pg_view(PeekObjectId id, Oid relid)
+{
+	while (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
+	{
+		if (!peek_slots_waiting_on(id))
+		{
+			LockRelationOid(relid, AccessExclusiveLock);
+			return;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
 static void
 view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		   ProcessUtilityContext context, ParamListInfo params,
@@ -386,6 +422,8 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		foreach(lc, ((AlterTableStmt *) stmt)->cmds)
 			if (lfirst_node(AlterTableCmd, lc)->subtype != AT_ChangeOwner)
 				refuse_change(view, relid, "alter");
+		if (pg_class_ownercheck(relid, GetUserId()))
+			view_guard_lock_pg_view(view->id, relid);
 		owners = true;
 	}
 	else if (IsA(stmt, ReassignOwnedStmt))

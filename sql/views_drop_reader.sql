@@ -1,0 +1,147 @@
+-- peek.drop_view (and ALTER VIEW ... OWNER TO) while a reader of its
+-- PostgreSQL view waits for the view's next round (through dblink).
+-- Before: the drop locked the view's catalog row, then waited for the
+-- reader's lock on the PostgreSQL view;
+-- the round the reader waited for needed that row (it retried, forever),
+-- so neither the reader nor the drop ever ended; so too when the drop,
+-- queued for the PostgreSQL view's lock, queued the round behind it (the
+-- round opens the PostgreSQL view in a runtime started again).  Now the
+-- drop takes the PostgreSQL view's lock first, and only tries it while a
+-- peek of the view waits (so does the ALTER): the round runs, the reader
+-- gets its answer, then the drop goes through.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS pg_peek CASCADE;
+CREATE EXTENSION pg_peek;
+CREATE EXTENSION IF NOT EXISTS dblink;
+RESET client_min_messages;
+SELECT wait_for($$SELECT bool_and(state = 'running') FROM peek.runtimes$$) AS running;
+
+CREATE FUNCTION drconnect(name text) RETURNS text LANGUAGE sql AS $$
+    SELECT dblink_connect(name,
+        format('dbname=%s port=%s host=%s application_name=%s', current_database(),
+               current_setting('port'),
+               split_part(current_setting('unix_socket_directories'), ',', 1), name))$$;
+SELECT drconnect('drreader'), drconnect('drdropper');
+CREATE TABLE drpids AS
+SELECT 'drreader' AS session, p FROM dblink('drreader', 'SELECT pg_backend_pid()') AS t(p int)
+UNION ALL
+SELECT 'drdropper', p FROM dblink('drdropper', 'SELECT pg_backend_pid()') AS t(p int);
+CREATE FUNCTION drpid(session text) RETURNS int LANGUAGE sql AS
+    $$SELECT p FROM drpids WHERE drpids.session = drpid.session$$;
+-- the session's answer within 20 s, else 'stuck' (and its statement cancelled)
+-- (the readers' counts, the droppers' try)
+CREATE FUNCTION dranswer(session text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r text;
+BEGIN
+    IF NOT wait_for(format('SELECT dblink_is_busy(%L) = 0', session), 20) THEN
+        PERFORM dblink_cancel_query(session);
+        PERFORM * FROM dblink_get_result(session, false) AS t(r text);
+        PERFORM * FROM dblink_get_result(session, false) AS t(r text);
+        RETURN 'stuck';
+    END IF;
+    SELECT string_agg(t.r, '; ') INTO r FROM dblink_get_result(session) AS t(r text);
+    PERFORM * FROM dblink_get_result(session) AS t(r text);
+    RETURN r;
+END $$;
+
+-- whether the drop waits (for the reader's lock, or for the view's peeks),
+-- within 30 s (pg_stat_activity read anew each time)
+CREATE FUNCTION drop_waits() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1 .. 600 LOOP
+        PERFORM pg_stat_clear_snapshot();
+        IF EXISTS (SELECT 1 FROM pg_stat_activity
+                    WHERE pid = drpid('drdropper') AND state = 'active'
+                      AND wait_event_type IN ('Lock', 'Extension')) THEN
+            RETURN true;
+        END IF;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+    RETURN false;
+END $$;
+
+CREATE TYPE drrow AS (k int, v int);
+SELECT peek.create_collection('drc', 'drrow');
+
+-- ---- a view hydrating: its reader waits for the first complete time ----
+SELECT peek.create_view('drv', $$SELECT k, sum(v) AS s FROM peek.persist_peek(NULL::drrow, 'drc') GROUP BY k$$);
+SELECT dblink_send_query('drreader', 'SELECT count(*) FROM drv');
+SELECT wait_for(format('SELECT EXISTS (SELECT 1 FROM peek.active_peeks WHERE object = %L AND pid = %s)',
+                       'drv', drpid('drreader'))) AS reader_waits;
+SELECT dblink_send_query('drdropper', 'SELECT try(''SELECT peek.drop_view(''''drv'''')'')');
+SELECT drop_waits();
+SELECT peek.write('drc', ARRAY[(1, 10)]::drrow[]);
+SELECT dranswer('drreader') AS reader, dranswer('drdropper') AS dropper;
+SELECT count(*) AS views_left FROM peek.views WHERE name = 'drv';
+SELECT to_regclass('drv') AS pg_view_left;
+
+-- ---- a ready view: a transaction that read it peeks a later time ----
+-- drbegin(view, at, ddl): the reader's transaction reads the view (its
+-- count shown) and peeks it at a later time, waiting; then the drop (or
+-- the ddl given) waits too
+CREATE FUNCTION drbegin(view text, at bigint, ddl text DEFAULT NULL) RETURNS TABLE (n bigint, reader_waits boolean, drop_waits boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM dblink_exec('drreader', 'BEGIN');
+    SELECT t.n INTO n FROM dblink('drreader', format('SELECT count(*) FROM %I', view)) AS t(n bigint);
+    PERFORM dblink_send_query('drreader',
+        format('SELECT count(*) FROM peek.persist_peek(NULL::%I, %L, as_of => %s)', view, view, at));
+    reader_waits := wait_for(format('SELECT EXISTS (SELECT 1 FROM peek.active_peeks WHERE object = %L AND pid = %s)',
+                                    view, drpid('drreader')));
+    PERFORM dblink_send_query('drdropper',
+        format('SELECT try(%L)', coalesce(ddl, format('SELECT peek.drop_view(%L)', view))));
+    drop_waits := drop_waits();
+    RETURN NEXT;
+END $$;
+-- drend(view): the reader's answer, then its commit; the drop's; views left
+CREATE FUNCTION drend(view text) RETURNS TABLE (reader text, dropper text, views_left bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    reader := dranswer('drreader');
+    PERFORM dblink_exec('drreader', 'COMMIT');
+    dropper := dranswer('drdropper');
+    views_left := (SELECT count(*) FROM peek.views WHERE name = view);
+    RETURN NEXT;
+END $$;
+SELECT peek.create_view('drv2', $$SELECT k, v FROM peek.persist_peek(NULL::drrow, 'drc') WHERE v > 0$$);
+SELECT wait_for('SELECT upper >= 1 FROM peek.views WHERE name = ''drv2''') AS ready;
+SELECT * FROM drbegin('drv2', 2);
+SELECT peek.write('drc', ARRAY[(2, 20)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(3, 30)]::drrow[]);
+SELECT * FROM drend('drv2');
+
+-- ---- the same after the maintenance runtime started again ----
+-- (its first round of the view opens the PostgreSQL view, to look up its
+-- row type: a drop queued for that lock held the round behind it)
+SELECT peek.create_view('drv3', $$SELECT k, v FROM peek.persist_peek(NULL::drrow, 'drc') WHERE v > 10$$);
+SELECT wait_for('SELECT upper >= 3 FROM peek.views WHERE name = ''drv3''') AS ready;
+SELECT * FROM drbegin('drv3', 4);
+SELECT restart_maintenance();
+SELECT peek.write('drc', ARRAY[(4, 40)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(5, 50)]::drrow[]);
+SELECT * FROM drend('drv3');
+
+-- ---- ALTER VIEW ... OWNER TO instead of the drop, after a restart ----
+-- (PostgreSQL's ALTER queued for the PostgreSQL view the same way)
+CREATE ROLE drowner;
+GRANT pg_read_all_data TO drowner;
+SELECT peek.create_view('drv4', $$SELECT k, v FROM peek.persist_peek(NULL::drrow, 'drc') WHERE v > 20$$);
+SELECT wait_for('SELECT upper >= 5 FROM peek.views WHERE name = ''drv4''') AS ready;
+SELECT * FROM drbegin('drv4', 6, 'ALTER VIEW drv4 OWNER TO drowner');
+SELECT restart_maintenance();
+SELECT peek.write('drc', ARRAY[(6, 60)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(7, 70)]::drrow[]);
+SELECT * FROM drend('drv4');
+SELECT owner FROM peek.views WHERE name = 'drv4';
+SELECT peek.drop_view('drv4');
+DROP ROLE drowner;
+
+SELECT dblink_disconnect('drreader'), dblink_disconnect('drdropper');
+SET client_min_messages = warning;
+DROP EXTENSION pg_peek CASCADE;
+RESET client_min_messages;
+DROP TYPE drrow;
+DROP TABLE drpids;
+DROP FUNCTION drconnect(text), drpid(text), dranswer(text), drop_waits(), drbegin(text, bigint, text),
+    drend(text);
+DROP EXTENSION dblink;

@@ -365,6 +365,17 @@ backend_peek_begin(PeekObjectId object, const char *name, char kind, int64 time,
 	PeekTicket	ticket;
 	int64		answer_since;
 
+	/*
+	 * A user's function in a view's query runs in the maintenance runtime:
+	 * a peek there could wait for a time only that runtime brings, holding
+	 * every other object's maintenance until the round's timeout.
+	 */
+	if (MyBgworkerEntry != NULL && strcmp(MyBgworkerEntry->bgw_library_name, "pg_peek") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a peek of \"%s\" cannot run in pg_peek's own background workers", name),
+				 errdetail("A function called by a maintained view's query peeked."),
+				 errhint("Read it as an input of the view's query instead.")));
 	check_backend();
 	fill_slot(slot, runtime, object, kind, time, floor);
 	if (!setting_fast_path || !answer_in_backend(slot, runtime))

@@ -145,7 +145,9 @@ SELECT peek.drop_collection('tx');
 SELECT wait_for($$SELECT count(*) = 0 FROM peek.registry_status()$$);
 SELECT count(*) FROM peek.registry_status();
 
--- a query cancel does not stop a runtime
+-- a query cancel does not stop a runtime (each runtime running first: one
+-- that has not noticed the new extension yet is waiting for it)
+SELECT wait_for($$SELECT bool_and(state = 'running') FROM peek.runtimes$$);
 CREATE TEMP TABLE tx_pids AS SELECT role, pid, restarts FROM peek.runtimes;
 SELECT count(*) > 0 FROM peek.runtimes r WHERE pg_cancel_backend(r.pid);
 SELECT pg_sleep(0.5);

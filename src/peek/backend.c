@@ -132,14 +132,30 @@ raise_runtime_missing(int runtime)
 					 setting_database)));
 }
 
-/* Once per backend: the runtimes serve this database; withdraw at exit. */
+/*
+ * Once per backend: not one of pg_peek's own workers, the runtimes serve
+ * this database; withdraw at exit.
+ */
 static void
-check_backend(void)
+check_backend(const char *name)
 {
 	char	   *dbname;
 
 	if (backend_checked)
 		return;
+
+	/*
+	 * A user's function in a view's query runs in the maintenance runtime:
+	 * a peek there could wait for a time only that runtime brings, holding
+	 * every other object's maintenance until the round's timeout.  (Checked
+	 * once a backend; such a worker never gets past it.)
+	 */
+	if (MyBgworkerEntry != NULL && strcmp(MyBgworkerEntry->bgw_library_name, "pg_peek") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a peek of \"%s\" cannot run in pg_peek's own background workers", name),
+				 errdetail("A function called by a maintained view's query peeked."),
+				 errhint("Read it as an input of the view's query instead.")));
 	dbname = get_database_name(MyDatabaseId);
 	if (dbname == NULL || strcmp(dbname, setting_database) != 0)
 		ereport(ERROR,
@@ -365,18 +381,7 @@ backend_peek_begin(PeekObjectId object, const char *name, char kind, int64 time,
 	PeekTicket	ticket;
 	int64		answer_since;
 
-	/*
-	 * A user's function in a view's query runs in the maintenance runtime:
-	 * a peek there could wait for a time only that runtime brings, holding
-	 * every other object's maintenance until the round's timeout.
-	 */
-	if (MyBgworkerEntry != NULL && strcmp(MyBgworkerEntry->bgw_library_name, "pg_peek") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("a peek of \"%s\" cannot run in pg_peek's own background workers", name),
-				 errdetail("A function called by a maintained view's query peeked."),
-				 errhint("Read it as an input of the view's query instead.")));
-	check_backend();
+	check_backend(name);
 	fill_slot(slot, runtime, object, kind, time, floor);
 	if (!setting_fast_path || !answer_in_backend(slot, runtime))
 	{

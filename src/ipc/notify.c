@@ -236,7 +236,8 @@ send_notices(void)
 
 	foreach(lc, pending_notices)
 	{
-		PeekCommand *cmd = &((PendingNotice *) lfirst(lc))->cmd;
+		PendingNotice *notice = lfirst(lc);
+		PeekCommand *cmd = &notice->cmd;
 
 		if (cmd->kind == PEEK_CMD_SESSION_UPPER)
 		{
@@ -249,7 +250,13 @@ send_notices(void)
 			registry_tombstone(cmd->object);
 		for (int r = 0; r < settings_runtime_count(); r++)
 		{
-			if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && r != PEEK_RUNTIME_MAINTENANCE)
+			/*
+			 * Only the maintenance runtime reads catalog rows; the others
+			 * hear of new objects, so that one that has not yet seen an
+			 * extension made anew starts over now, not at its next tick.
+			 */
+			if (cmd->kind == PEEK_CMD_CATALOG_CHANGED && r != PEEK_RUNTIME_MAINTENANCE &&
+				!notice->created)
 				continue;
 			/* on overflow the runtime re-reads the whole catalog */
 			(void) queue_push(runtime_slot(r)->commands, cmd);

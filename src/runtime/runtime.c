@@ -134,8 +134,9 @@ runtime_exit(int code, Datum arg)
  * Take the commands sent at commit.  A standing-hold raise in a runtime
  * other than maintenance is passed on to maintenance, which may now compact.
  * Returns whether one named an object of another extension than the one in
- * effect: the extension was dropped and made anew since the last check, and
- * the runtime must start over before it works for the new one's objects.
+ * effect (of any, while there is none): the extension was made, or dropped
+ * and made anew, since the last check, and the runtime must start over
+ * before it works for the new one's objects.
  */
 static bool
 take_commands(int runtime, bool maintains, Oid extension)
@@ -155,12 +156,15 @@ take_commands(int runtime, bool maintains, Oid extension)
 			if (cmds[i].object > 0 &&
 				PEEK_OBJECT_EXTENSION(cmds[i].object) != extension)
 				made_anew = true;
+			/* starting over re-reads all that the commands would tell */
+			if (made_anew || !OidIsValid(extension))
+				continue;
 			if (maintains)
 				maintenance_note_command(&cmds[i]);
 			else if (cmds[i].kind == PEEK_CMD_STANDING_HOLD)
 				registry_accept_standing_hold(cmds[i].object, runtime, cmds[i].value);
 		}
-		if (overflowed)
+		if (overflowed && OidIsValid(extension))
 		{
 			if (maintains)
 				maintenance_note_command(NULL);
@@ -332,8 +336,7 @@ runtime_main(Datum arg)
 
 		extension = check_extension(runtime, maintains, extension,
 									&extension_checked, recheck);
-		recheck = OidIsValid(extension) &&
-			take_commands(runtime, maintains, extension);
+		recheck = take_commands(runtime, maintains, extension);
 		if (OidIsValid(extension) && !recheck)
 		{
 			if (maintains)

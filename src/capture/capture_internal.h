@@ -98,7 +98,7 @@ extern void discard_decoding(CaptureStream *s, bool whole);
 extern void stream_init(CaptureStream *s, CatalogObject *source);
 extern char *check_table(CaptureStream *s, bool wait);
 extern void fail_source(CaptureStream *s, const char *failure);
-extern void fail_stream(CaptureStream *s, const char *failure);
+extern void fail_stream(CaptureStream *s, const char *failure, bool table_first);
 extern bool loader_step(CaptureStream *s);
 extern XLogRecPtr write_inserted_wal(bool at_once);
 

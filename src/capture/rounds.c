@@ -475,7 +475,7 @@ decode_round(CaptureStream *s)
 	switch (slot_state(s->slot_name, &active_pid))
 	{
 		case SLOT_GONE:
-			fail_stream(s, "its replication slot was dropped");
+			fail_stream(s, "its replication slot was dropped", false);
 			return true;
 		case SLOT_IN_USE:
 			return false;
@@ -504,7 +504,7 @@ decode_round(CaptureStream *s)
 	unreadable = decode_changes(s, end_of_wal);
 	if (unreadable != NULL)
 	{
-		fail_stream(s, unreadable);
+		fail_stream(s, unreadable, false);
 		return true;
 	}
 
@@ -595,7 +595,7 @@ guarded_round(CaptureStream *s)
 		slot = slot_state(s->slot_name, &active_pid);
 		if (slot == SLOT_GONE)
 		{
-			fail_stream(s, "its replication slot was dropped");
+			fail_stream(s, "its replication slot was dropped", false);
 			raised = true;
 		}
 		else if (slot == SLOT_IN_USE || error_is_transient(edata->sqlerrcode))
@@ -606,7 +606,7 @@ guarded_round(CaptureStream *s)
 		}
 		else
 		{
-			fail_stream(s, psprintf("decoding its changes failed: %s", edata->message));
+			fail_stream(s, psprintf("decoding its changes failed: %s", edata->message), true);
 			raised = true;
 		}
 	}

@@ -326,6 +326,19 @@ capture_drop_orphan_slots(List *live_sources)
 		drop_slot(lfirst(lc));
 }
 
+#define TABLE_DROPPED_FAILURE "table \"%s\" was dropped"
+
+/* Lock the table (!wait: try to) so that a DROP or ALTER is complete or not begun. */
+static bool
+lock_table(CaptureStream *s, bool wait)
+{
+	if (wait)
+		LockRelationOid(s->relid, AccessShareLock);
+	else if (!ConditionalLockRelationOid(s->relid, AccessShareLock))
+		return false;
+	return true;
+}
+
 /*
  * Why the table can no longer be captured, or NULL.  In a transaction.  The
  * table is locked first, so that a DROP or ALTER TABLE is either complete
@@ -340,15 +353,13 @@ check_table(CaptureStream *s, bool wait)
 	char	   *failure = NULL;
 	TupleDesc	desc;
 
-	if (wait)
-		LockRelationOid(s->relid, AccessShareLock);
-	else if (!ConditionalLockRelationOid(s->relid, AccessShareLock))
+	if (!lock_table(s, wait))
 		return NULL;
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(s->relid));
 	if (!HeapTupleIsValid(tup))
 	{
 		name_dropped_table(s);
-		return psprintf("table \"%s\" was dropped", s->table);
+		return psprintf(TABLE_DROPPED_FAILURE, s->table);
 	}
 	rel = (Form_pg_class) GETSTRUCT(tup);
 	strlcpy(s->table, NameStr(rel->relname), NAMEDATALEN);
@@ -380,10 +391,12 @@ fail_source(CaptureStream *s, const char *failure)
 
 /*
  * Fail a loaded source outside a round: record why (durably: the slot goes
- * next) and let go of its decoding and its slot.
+ * next) and let go of its decoding and its slot.  With table_first, a
+ * dropped table is the reason if it was: a decoding error can be only how
+ * a drop shows (a type it looks up gone with the table).
  */
 void
-fail_stream(CaptureStream *s, const char *failure)
+fail_stream(CaptureStream *s, const char *failure, bool table_first)
 {
 	MemoryContext caller = spi_xact_begin();
 
@@ -391,7 +404,15 @@ fail_stream(CaptureStream *s, const char *failure)
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	/* dropped meanwhile: the catalog notice forgets it */
 	if (catalog_lock_extension() && catalog_lock_row(s->id, false))
+	{
+		if (table_first && lock_table(s, false) &&
+			!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(s->relid)))
+		{
+			name_dropped_table(s);
+			failure = psprintf(TABLE_DROPPED_FAILURE, s->table);
+		}
 		fail_source(s, failure);
+	}
 	s->failed = true;
 	spi_xact_commit(caller);
 	discard_decoding(s, false);

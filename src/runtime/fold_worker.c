@@ -35,6 +35,7 @@
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -91,6 +92,25 @@ bool
 folds_kept(PeekObjectId id, Oid shard)
 {
 	return catalog_keep_row(id) && persist_lock_shard(shard);
+}
+
+/*
+ * The relation of the collection's row type (a view's PostgreSQL view, a
+ * composite type's) is locked first, as DDL locks them: a drop_view locks
+ * the view, then the row; DROP FUNCTION of a function a view uses, or DROP
+ * TYPE, locks the relation, then the shard that depends on it.  The fold
+ * keeps the row and the shard, and its first lookup of the row type in this
+ * process opens the relation: in that order it would wait for such DDL
+ * while the DDL waits for it (a deadlock, one of the two canceled).
+ */
+static void
+lock_row_type_relation(PeekObjectId id)
+{
+	CatalogObject *obj = catalog_object_in(catalog_read(&id, 1), id);
+	Oid			relid = obj != NULL ? get_typ_typrelid(obj->row_type) : InvalidOid;
+
+	if (OidIsValid(relid))
+		LockRelationOid(relid, AccessShareLock);
 }
 
 /*
@@ -226,13 +246,17 @@ fold_worker_main(Datum arg)
 		MemoryContext caller = spi_xact_begin();
 
 		spi_xact_no_standby_wait();
-		if (catalog_lock_extension() && folds_kept(req.id, req.shard))
+		if (catalog_lock_extension())
 		{
-			(void) persist_fold(req.id, req.shard, req.since, req.target, req.max_rows,
-								req.first_alone);
-			/* the runtime re-reads the row: its compaction learns the since */
-			if (req.since > 0)
-				notify_catalog_changed(req.id);
+			lock_row_type_relation(req.id);
+			if (folds_kept(req.id, req.shard))
+			{
+				(void) persist_fold(req.id, req.shard, req.since, req.target, req.max_rows,
+									req.first_alone);
+				/* the runtime re-reads the row: its compaction learns the since */
+				if (req.since > 0)
+					notify_catalog_changed(req.id);
+			}
 		}
 		spi_xact_commit(caller);
 	}

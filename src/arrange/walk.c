@@ -160,23 +160,25 @@ open_key_cursors(PeekHandle *handle, uint32 hash, int64 *from, Cursor *cursors)
 
 /*
  * Sum a row's updates at or before the time, in every batch, moving each
- * cursor past the row.
+ * cursor past the row: first's current entry is the row's (not compared).
  */
 static int64
-sum_row(Cursor *cursors, int ncursors, uint32 keyhash, Datum row, int64 time)
+sum_row(Cursor *cursors, int ncursors, Cursor *first, uint32 keyhash, Datum row, int64 time)
 {
 	int128		sum = 0;
 
 	for (int i = 0; i < ncursors; i++)
 	{
 		Cursor	   *c = &cursors[i];
+		bool		same = c == first;
 
 		while (c->pos < c->end)
 		{
 			BatchEntry *e = &c->batch->entries[c->pos];
 
-			if (entry_cmp(c->batch, e, keyhash, row) != 0)
+			if (!same && entry_cmp(c->batch, e, keyhash, row) != 0)
 				break;
+			same = false;
 			if (e->time <= time)
 				sum += e->diff;
 			c->pos++;
@@ -228,7 +230,7 @@ merge_runs(Cursor *cursors, int ncursors, int64 time, WalkRowFn fn, void *arg)
 				first = &cursors[i];
 		fe = &first->batch->entries[first->pos];
 		row = batch_row(first->batch, fe);
-		count = sum_row(cursors, ncursors, fe->keyhash, row, time);
+		count = sum_row(cursors, ncursors, first, fe->keyhash, row, time);
 
 		if (count != 0)
 			more = fn(row, count, arg);

@@ -24,7 +24,9 @@
  *	  gives nothing (without GROUP BY, its one row over no input).  A group
  *	  counts its rows (their positive counts) with its states: a round
  *	  then reads of a group kept in a shared arrangement only the rows it
- *	  updates (a partial group, arranged.c).
+ *	  updates (a partial group, arranged.c), and one that does not know
+ *	  its states learns them from the arrangement's rows as they are
+ *	  walked (accums_start, accums_add_row), none of them kept.
  *
  *	  An inverse transition that cannot (PostgreSQL's NULL result), and a
  *	  group built again (a restart, a failed round), compute the states
@@ -656,19 +658,14 @@ held_add(ViewGroup *group, int64 n)
 }
 
 /*
- * A group's states and count of rows computed forward from its rows, if
- * it does not know them.
+ * A group's states over no rows, its count of rows 0: its rows then come
+ * in through accums_add_row.
  */
-static void
-states_know(ReduceRound *r, ViewGroup *group)
+void
+accums_start(ReduceRound *r, ViewGroup *group)
 {
 	LinearAggs *la = r->linear;
-	GroupRows  *rows = &group->inputs[0];
 
-	if (group->accums != NULL)
-		return;
-	if (group->partial)
-		elog(ERROR, "a view's group computes its states from some of its rows");
 	group->accums = MemoryContextAllocZero(r->state->cxt,
 										   sizeof(AccumValue) * Max(1, la->naggs));
 	group->naccums = la->naggs;
@@ -678,24 +675,50 @@ states_know(ReduceRound *r, ViewGroup *group)
 		state_init(r, &la->aggs[a], &group->accums[a]);
 	}
 	group->held = 0;
-	for (int i = 0; i < rows->nrows; i++)
-		if (rows->rows[i].count > 0)
-		{
-			(void) states_add(r, group, rows->rows[i].row, rows->rows[i].count);
-			held_add(group, rows->rows[i].count);
-		}
 }
 
 /*
- * Can the group's round load only the rows it updates (arranged.c)?  It
- * knows its states, its count of rows and its output, and any of its rows
- * gives its output's columns (accums_keys.c).
+ * A row of the group's, count times, into its states and its count of
+ * rows: a count not above 0 holds none, as in the group's rows.
+ */
+void
+accums_add_row(ReduceRound *r, ViewGroup *group, Datum row, int64 count)
+{
+	if (count <= 0)
+		return;
+	(void) states_add(r, group, row, count);
+	held_add(group, count);
+}
+
+/*
+ * A group's states and count of rows computed forward from its rows, if
+ * it does not know them.
+ */
+static void
+states_know(ReduceRound *r, ViewGroup *group)
+{
+	GroupRows  *rows = &group->inputs[0];
+
+	if (group->accums != NULL)
+		return;
+	if (group->partial)
+		elog(ERROR, "a view's group computes its states from some of its rows");
+	accums_start(r, group);
+	for (int i = 0; i < rows->nrows; i++)
+		accums_add_row(r, group, rows->rows[i].row, rows->rows[i].count);
+}
+
+/*
+ * Can the group's round load only the rows it updates (arranged.c)?  Any
+ * of its rows gives its output's columns (accums_keys.c), and it knows its
+ * states, its count of rows and its output, or knows no states: its load
+ * learns them as it walks its rows (accums_start, accums_add_row).
  */
 bool
 accums_partial(ReduceRound *r, ViewGroup *group)
 {
 	return r->linear != NULL && r->linear->keys_in_any_row &&
-		group->accums != NULL && group->noutput >= 0;
+		(group->accums == NULL || group->noutput >= 0);
 }
 
 /*

@@ -29,7 +29,9 @@
  *	  that knows its states (accums.c) needs only the rows the round
  *	  updates, with their counts before it: each looked up by its image in
  *	  the hash's entries (walk_hash_row_counts), not the group's rows
- *	  walked; it counts its rows itself.
+ *	  walked; it counts its rows itself.  One that does not know them (a
+ *	  lazy group's first touch) walks its rows once, each into its states
+ *	  as the walk passes it, none kept but those the round updates.
  *
  *	  A hydration's read of such an input builds its arrangement too
  *	  (arranged_hydration_begin, hydrate.c), when the runtime has none.
@@ -277,24 +279,34 @@ null_key_in_group(GroupLoad *l)
 }
 
 /*
- * A row of the key's hash, with its count: kept if it passes WHERE and is
- * the group's.  A group without a NULL key compares the row's key columns
- * with its own by the arrangement's equality, which is the grouping's
- * (keys_are_columns), with no lookup among the groups.
+ * Is a row of the key's hash the group's and does it pass WHERE?  A group
+ * without a NULL key compares the row's key columns with its own by the
+ * arrangement's equality, which is the grouping's (keys_are_columns), with
+ * no lookup among the groups.
  */
 static bool
-load_row(Datum row, int64 count, void *arg)
+row_in_group(GroupLoad *l, Datum row)
 {
-	GroupLoad  *l = arg;
 	ViewInput  *input = &l->input->input;
 	bool		mine;
 
 	if (l->key != NULL && !batch_key_row_matches(l->input->read->key, row, l->key))
-		return true;			/* another key of the same hash */
+		return false;			/* another key of the same hash */
+	if (l->key != NULL && input->qual == NULL)
+		return true;			/* (no WHERE) */
 	mine = view_input_passes(input, row) && (l->key != NULL || null_key_in_group(l));
 	ExecClearTuple(input->slot);
 	ResetExprContext(input->econtext);
-	if (mine)
+	return mine;
+}
+
+/* A row of the key's hash, with its count: kept if it is the group's. */
+static bool
+load_row(Datum row, int64 count, void *arg)
+{
+	GroupLoad  *l = arg;
+
+	if (row_in_group(l, row))
 	{
 		Size		len = VARSIZE(DatumGetPointer(row));
 		GroupRow   *kept;
@@ -368,6 +380,60 @@ row_image_order(const void *a, const void *b)
 							   DatumGetPointer(*(const Datum *) b));
 }
 
+/* rows[] sorted by image, each image once: returns how many are left. */
+static int
+distinct_images(Datum *rows, int nrows)
+{
+	int			ndistinct = 0;
+
+	qsort(rows, nrows, sizeof(Datum), row_image_order);
+	for (int u = 0; u < nrows; u++)
+		if (ndistinct == 0 || row_image_order(&rows[ndistinct - 1], &rows[u]) != 0)
+			rows[ndistinct++] = rows[u];
+	return ndistinct;
+}
+
+/*
+ * The place of a row's image in rows[] (distinct, in image order) from
+ * *next on, or -1: rows come in image order (a walk passes one hash's
+ * so), and *next moves past those before it.
+ */
+static int
+image_next(const Datum *rows, int nrows, int *next, Datum row)
+{
+	for (; *next < nrows; (*next)++)
+	{
+		int			cmp = row_image_order(&rows[*next], &row);
+
+		if (cmp == 0)
+			return (*next)++;
+		if (cmp > 0)
+			break;
+	}
+	return -1;
+}
+
+/* A partial group's rows of input i: rows[] (in image order) not counted 0. */
+static void
+keep_counted(ReduceRound *r, ViewGroup *group, int i, const Datum *rows, const int64 *counts,
+			 int nrows)
+{
+	GroupRow   *kept = MemoryContextAlloc(r->rows_cxt, sizeof(GroupRow) * Max(1, nrows));
+	int			nkept = 0;
+
+	for (int u = 0; u < nrows; u++)
+		if (counts[u] != 0)
+		{
+			Size		len = VARSIZE(DatumGetPointer(rows[u]));
+
+			kept[nkept].row = PointerGetDatum(MemoryContextAlloc(r->rows_cxt, len));
+			memcpy(DatumGetPointer(kept[nkept].row), DatumGetPointer(rows[u]), len);
+			kept[nkept++].count = counts[u];
+		}
+	group->inputs[i].rows = kept;
+	group->inputs[i].nrows = nkept;
+}
+
 /*
  * A partial group's rows of a shared input (accums.c keeps its states and
  * its count of rows, which is all a round needs besides them): only the
@@ -383,28 +449,121 @@ load_updated(ReduceRound *r, ViewGroup *group, int i, int64 time, Datum *rows, i
 	Datum		values[INDEX_MAX_KEYS];
 	bool		anynull;
 	uint32		hash = group_hash(r, group, read->key, values, &anynull);
-	int64	   *counts = palloc(sizeof(int64) * nrows);
-	GroupRow   *kept = MemoryContextAlloc(r->rows_cxt, sizeof(GroupRow) * nrows);
-	int			ndistinct = 0;
-	int			nkept = 0;
+	int64	   *counts = palloc(sizeof(int64) * Max(1, nrows));
+	int			ndistinct = distinct_images(rows, nrows);
 
-	qsort(rows, nrows, sizeof(Datum), row_image_order);
-	for (int u = 0; u < nrows; u++)
-		if (ndistinct == 0 || row_image_order(&rows[ndistinct - 1], &rows[u]) != 0)
-			rows[ndistinct++] = rows[u];
 	walk_hash_row_counts(read->batches, read->nbatches, hash, rows, ndistinct, time, counts);
-	for (int u = 0; u < ndistinct; u++)
-		if (counts[u] != 0)
-		{
-			Size		len = VARSIZE(DatumGetPointer(rows[u]));
-
-			kept[nkept].row = PointerGetDatum(MemoryContextAlloc(r->rows_cxt, len));
-			memcpy(DatumGetPointer(kept[nkept].row), DatumGetPointer(rows[u]), len);
-			kept[nkept++].count = counts[u];
-		}
+	keep_counted(r, group, i, rows, counts, ndistinct);
 	pfree(counts);
-	group->inputs[i].rows = kept;
-	group->inputs[i].nrows = nkept;
+}
+
+/*
+ * A walk that computes a group's states from its rows as it passes them
+ * (learn_states), counting the rows the round updates.
+ */
+typedef struct StatesLoad
+{
+	GroupLoad	l;
+	Datum	   *updated;		/* the rows the round updates, distinct, in
+								 * image order */
+	int			nupdated;
+	int64	   *counts;			/* theirs at the time */
+	int			next_updated;	/* the first of them the walk has not passed */
+	Datum	   *touched;		/* the first touch's rows, distinct, in image
+								 * order */
+	int64	   *diffs;			/* each one's updates at its time summed */
+	bool	   *seen;			/* whether the walk passed it */
+	int			ntouched;
+	int			next_touched;	/* the first of them the walk has not passed */
+} StatesLoad;
+
+/* A row's count before updates of diff, from its count after them. */
+static int64
+count_before(int64 count, int64 diff)
+{
+	if (pg_sub_s64_overflow(count, diff, &count))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("a row's count in its group is out of range")));
+	return count;
+}
+
+/*
+ * A row of the key's hash with its count at the first touch's time: if
+ * the group's, counted if the round updates it, and into the group's
+ * states as it was before that touch.
+ */
+static bool
+learn_row(Datum row, int64 count, void *arg)
+{
+	StatesLoad *s = arg;
+	int			u;
+
+	if (!row_in_group(&s->l, row))
+		return true;
+	if ((u = image_next(s->updated, s->nupdated, &s->next_updated, row)) >= 0)
+		s->counts[u] = count;
+	if ((u = image_next(s->touched, s->ntouched, &s->next_touched, row)) >= 0)
+	{
+		s->seen[u] = true;
+		count = count_before(count, s->diffs[u]);
+	}
+	accums_add_row(s->l.r, s->l.group, row, count);
+	return true;
+}
+
+/*
+ * A partial group that does not know its states learns them
+ * from its rows of a shared input as the walk passes them, at the time of
+ * its first touch less that touch's updates: as before the touch, which
+ * its round then applies.  Of its rows it keeps, partial, only those the
+ * round updates (rows[], as load_updated), with their counts at the time.
+ * A row of the touch whose count at the time is 0 (the walk does not pass
+ * it) counted the touch's retractions before.
+ */
+static void
+learn_states(ReduceRound *r, ViewGroup *group, int i, Touch *first, Datum *rows, int nrows)
+{
+	StatesLoad	s = {{r, &r->inputs[i], group, NULL, NULL, 0, 0}};
+	SpineRead  *read = r->inputs[i].read;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		anynull;
+	uint32		hash = group_hash(r, group, read->key, values, &anynull);
+	int			n = first->last - first->first;
+
+	s.l.key = anynull ? NULL : values;
+	s.updated = rows;
+	s.nupdated = distinct_images(rows, nrows);
+	s.counts = palloc0(sizeof(int64) * Max(1, nrows));
+	/* (a touch's updates come by input, then by row image: groups_sort_updates) */
+	s.touched = palloc(sizeof(Datum) * Max(1, n));
+	s.diffs = palloc0(sizeof(int64) * Max(1, n));
+	s.seen = palloc0(sizeof(bool) * Max(1, n));
+	for (int u = first->first; u < first->last; u++)
+	{
+		GroupUpdate *update = &r->updates[u];
+
+		if (update->input != i)
+			continue;
+		if (s.ntouched == 0 ||
+			row_image_order(&s.touched[s.ntouched - 1], &update->row) != 0)
+			s.touched[s.ntouched++] = update->row;
+		if (pg_add_s64_overflow(s.diffs[s.ntouched - 1], update->diff,
+								&s.diffs[s.ntouched - 1]))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("a row's count in its group is out of range")));
+	}
+	accums_start(r, group);
+	walk_hash_rows(read->batches, read->nbatches, hash, first->time, learn_row, &s);
+	for (int u = 0; u < s.ntouched; u++)
+		if (!s.seen[u])
+			accums_add_row(r, group, s.touched[u], count_before(0, s.diffs[u]));
+	keep_counted(r, group, i, s.updated, s.counts, s.nupdated);
+	pfree(s.counts);
+	pfree(s.touched);
+	pfree(s.diffs);
+	pfree(s.seen);
 }
 
 /*
@@ -478,14 +637,15 @@ updated_rows(ReduceRound *r, Touch *touches, int ntouches, int *nrows)
  * touch in the round (wave 0: its earliest time), its updates at that
  * time included (reduce.c takes them out again); in a delta join only
  * the inputs whose rows the round joins with (inputs_needed).  A group
- * whose linear aggregates' states are known (accums_partial) loads only
- * the rows the round updates: it is partial.
+ * of linear aggregates that knows its states (accums_partial) loads only
+ * the rows the round updates: it is partial; one that does not know them
+ * (partial too) learns them as the walk passes its rows.
  */
 void
 arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 {
 	uint32	   *updated;
-	int64	   *first_time;
+	Touch	  **first;
 	int		   *nrows;
 	Datum	  **rows;
 
@@ -493,7 +653,7 @@ arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 		return;
 	r->loaded = palloc(sizeof(ViewGroup *) * Max(1, ntouches));
 	updated = palloc0(sizeof(uint32) * Max(1, ntouches));
-	first_time = palloc(sizeof(int64) * Max(1, ntouches));
+	first = palloc(sizeof(Touch *) * Max(1, ntouches));
 	nrows = palloc0(sizeof(int) * Max(1, ntouches));
 	for (int t = 0; t < ntouches; t++)
 	{
@@ -505,7 +665,7 @@ arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 		group->partial = accums_partial(r, group);
 		if (group->partial)
 			group->some_row = r->updates[touches[t].first].row;
-		first_time[r->nloaded] = touches[t].time;
+		first[r->nloaded] = &touches[t];
 		r->loaded[r->nloaded++] = group;
 	}
 	for (int t = 0; t < ntouches; t++)
@@ -514,22 +674,25 @@ arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 	rows = updated_rows(r, touches, ntouches, nrows);
 	for (int g = 0; g < r->nloaded; g++)
 	{
+		ViewGroup  *group = r->loaded[g];
 		uint32		needed = inputs_needed(r, updated[g]);
 
 		for (int i = 0; i < r->ninputs; i++)
 			if (r->inputs[i].read == NULL || (needed & ((uint32) 1 << i)) == 0)
 				continue;
-			else if (r->loaded[g]->partial)
-				load_updated(r, r->loaded[g], i, first_time[g], rows[g], nrows[g]);
+			else if (group->partial && group->accums == NULL)
+				learn_states(r, group, i, first[g], rows[g], nrows[g]);
+			else if (group->partial)
+				load_updated(r, group, i, first[g]->time, rows[g], nrows[g]);
 			else
-				load_input(r, r->loaded[g], i, first_time[g]);
+				load_input(r, group, i, first[g]->time);
 		if (rows[g] != NULL)
 			pfree(rows[g]);
 	}
 	pfree(rows);
 	pfree(nrows);
 	pfree(updated);
-	pfree(first_time);
+	pfree(first);
 }
 
 /* A group's rows of the shared inputs let go of (with the round's rows_cxt). */

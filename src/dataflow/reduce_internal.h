@@ -244,6 +244,8 @@ extern void delta_swap_out(Touch *touches, int ntouches, int input, GroupRows *s
 /* accums.c */
 extern LinearAggs *accums_begin(ReduceRound *r, ViewPlan *plan);
 extern bool accums_partial(ReduceRound *r, ViewGroup *group);
+extern void accums_start(ReduceRound *r, ViewGroup *group);
+extern void accums_add_row(ReduceRound *r, ViewGroup *group, Datum row, int64 count);
 extern bool accums_update(ReduceRound *r, ViewGroup *group, int first, int last);
 extern void accums_output(ReduceRound *r, ViewGroup *group);
 extern void accums_forget(ReduceState *state, ViewGroup *group);

@@ -9,7 +9,8 @@
 -- drop takes the PostgreSQL view's lock first, and only tries it while a
 -- peek of the view waits (so does the ALTER): the round runs, the reader
 -- gets its answer, then the drop goes through.  So too REASSIGN OWNED,
--- DROP OWNED, DROP VIEW and DROP SCHEMA ... CASCADE and LOCK TABLE.
+-- DROP OWNED, DROP VIEW and DROP SCHEMA ... CASCADE, LOCK TABLE and a DROP
+-- ... CASCADE of what the view uses.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -138,7 +139,8 @@ SELECT peek.drop_view('drv4');
 
 -- ---- PostgreSQL's other commands that take the PostgreSQL view ----
 -- (REASSIGN OWNED and DROP OWNED of its owner, DROP VIEW ... CASCADE,
--- DROP SCHEMA ... CASCADE, LOCK TABLE), each after a restart: each queued
+-- DROP SCHEMA ... CASCADE, LOCK TABLE, DROP ... CASCADE of what its query
+-- uses), each after a restart: each queued
 -- the round behind it as the drop did, and the reader never had its answer
 -- drview(view, owner): a view given to owner
 -- drcase(view, at, ddl): the reader waits at time at, the ddl waits, the
@@ -196,6 +198,15 @@ SELECT * FROM drend('drv9');
 SELECT state, to_regclass('drv9') AS pg_view_left FROM peek.views WHERE name = 'drv9';
 SELECT peek.drop_view('drv9');
 RESET search_path;
+-- (and a DROP ... CASCADE of a function its query calls)
+CREATE FUNCTION drtwice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
+SELECT peek.create_view('drv10', $$SELECT k, v FROM peek.persist_peek(NULL::drrow, 'drc') WHERE drtwice(v) > 0$$);
+SELECT * FROM drcase('drv10', 18, 'DROP FUNCTION drtwice(int) CASCADE');
+SELECT peek.write('drc', ARRAY[(18, 180)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(19, 190)]::drrow[]);
+SELECT * FROM drend('drv10');
+SELECT state, to_regclass('drv10') AS pg_view_left FROM peek.views WHERE name = 'drv10';
+SELECT peek.drop_view('drv10');
 DROP ROLE drowner;
 
 SELECT dblink_disconnect('drreader'), dblink_disconnect('drdropper');

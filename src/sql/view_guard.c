@@ -10,8 +10,9 @@
  *	    its lock taken so as not to queue the view's round behind it
  *	    while a peek of the view waits (view_guard_lock_pg_view, which
  *	    drop_view takes too, and so do REASSIGN OWNED and DROP OWNED of
- *	    its owner, DROP VIEW or DROP SCHEMA ... CASCADE and LOCK TABLE
- *	    ... IN ACCESS EXCLUSIVE MODE of it);
+ *	    its owner, DROP VIEW or DROP SCHEMA ... CASCADE, a DROP ...
+ *	    CASCADE of what it uses (views_dropped_with) and LOCK TABLE ...
+ *	    IN ACCESS EXCLUSIVE MODE of it);
  *	  * its body may be replaced by itself (pg_restore does, after the
  *	    catalog's rows): its dependencies are recorded again from the kept
  *	    query (dataflow_record_dependencies_again);
@@ -522,9 +523,17 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		replaced = maintained_view_of(relid);
 	}
 	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->behavior == DROP_CASCADE &&
-			 (((DropStmt *) stmt)->removeType == OBJECT_VIEW ||
-			  ((DropStmt *) stmt)->removeType == OBJECT_SCHEMA))
-		lock_pg_views_taken(stmt);
+			 ((DropStmt *) stmt)->removeType != OBJECT_EXTENSION)
+	{
+		if (((DropStmt *) stmt)->removeType == OBJECT_VIEW ||
+			((DropStmt *) stmt)->removeType == OBJECT_SCHEMA)
+			lock_pg_views_taken(stmt);
+		foreach(lc, views_dropped_with((DropStmt *) stmt))
+		{
+			view = lfirst(lc);
+			view_guard_lock_pg_view(view->id, get_typ_typrelid(view->row_type));
+		}
+	}
 	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_VIEW)
 	{
 		foreach(lc, ((DropStmt *) stmt)->objects)

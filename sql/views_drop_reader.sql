@@ -9,8 +9,8 @@
 -- drop takes the PostgreSQL view's lock first, and only tries it while a
 -- peek of the view waits (so does the ALTER): the round runs, the reader
 -- gets its answer, then the drop goes through.  So too REASSIGN OWNED,
--- DROP OWNED, DROP VIEW and DROP SCHEMA ... CASCADE, LOCK TABLE and a DROP
--- ... CASCADE of what the view uses.
+-- DROP OWNED, DROP VIEW and DROP SCHEMA ... CASCADE, LOCK TABLE, CREATE OR
+-- REPLACE VIEW and a DROP ... CASCADE of what the view uses.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -139,8 +139,8 @@ SELECT peek.drop_view('drv4');
 
 -- ---- PostgreSQL's other commands that take the PostgreSQL view ----
 -- (REASSIGN OWNED and DROP OWNED of its owner, DROP VIEW ... CASCADE,
--- DROP SCHEMA ... CASCADE, LOCK TABLE, DROP ... CASCADE of what its query
--- uses), each after a restart: each queued
+-- DROP SCHEMA ... CASCADE, LOCK TABLE, CREATE OR REPLACE VIEW, DROP ...
+-- CASCADE of what its query uses), each after a restart: each queued
 -- the round behind it as the drop did, and the reader never had its answer
 -- drview(view, owner): a view given to owner
 -- drcase(view, at, ddl): the reader waits at time at, the ddl waits, the
@@ -178,14 +178,14 @@ SELECT * FROM drcase('drv7', 12, 'DROP VIEW drv7 CASCADE');
 SELECT peek.write('drc', ARRAY[(12, 120)]::drrow[]);
 SELECT peek.write('drc', ARRAY[(13, 130)]::drrow[]);
 SELECT * FROM drend('drv7');
-SELECT state, to_regclass('drv7') AS pg_view_left FROM peek.views WHERE name = 'drv7';
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv7'$$) AS failed, to_regclass('drv7') AS pg_view_left;
 SELECT peek.drop_view('drv7');
 SELECT drview('drv8', 'drowner');
 SELECT * FROM drcase('drv8', 14, 'DROP OWNED BY drowner CASCADE');
 SELECT peek.write('drc', ARRAY[(14, 140)]::drrow[]);
 SELECT peek.write('drc', ARRAY[(15, 150)]::drrow[]);
 SELECT * FROM drend('drv8');
-SELECT state, to_regclass('drv8') AS pg_view_left FROM peek.views WHERE name = 'drv8';
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv8'$$) AS failed, to_regclass('drv8') AS pg_view_left;
 SELECT peek.drop_view('drv8');
 CREATE SCHEMA drs;
 SET search_path = drs, public;
@@ -195,17 +195,24 @@ SELECT * FROM drcase('drv9', 16, 'DROP SCHEMA drs CASCADE');
 SELECT peek.write('drc', ARRAY[(16, 160)]::drrow[]);
 SELECT peek.write('drc', ARRAY[(17, 170)]::drrow[]);
 SELECT * FROM drend('drv9');
-SELECT state, to_regclass('drv9') AS pg_view_left FROM peek.views WHERE name = 'drv9';
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv9'$$) AS failed, to_regclass('drv9') AS pg_view_left;
 SELECT peek.drop_view('drv9');
 RESET search_path;
+-- (CREATE OR REPLACE VIEW with its own body, as pg_restore replays it)
+SELECT drview('drv11');
+SELECT * FROM drcase('drv11', 18, 'CREATE OR REPLACE VIEW drv11 AS SELECT * FROM peek.persist_peek(NULL::drv11, ''drv11'')');
+SELECT peek.write('drc', ARRAY[(20, 200)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(21, 210)]::drrow[]);
+SELECT * FROM drend('drv11');
+SELECT peek.drop_view('drv11');
 -- (and a DROP ... CASCADE of a function its query calls)
 CREATE FUNCTION drtwice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
 SELECT peek.create_view('drv10', $$SELECT k, v FROM peek.persist_peek(NULL::drrow, 'drc') WHERE drtwice(v) > 0$$);
-SELECT * FROM drcase('drv10', 18, 'DROP FUNCTION drtwice(int) CASCADE');
-SELECT peek.write('drc', ARRAY[(18, 180)]::drrow[]);
-SELECT peek.write('drc', ARRAY[(19, 190)]::drrow[]);
+SELECT * FROM drcase('drv10', 20, 'DROP FUNCTION drtwice(int) CASCADE');
+SELECT peek.write('drc', ARRAY[(22, 220)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(23, 230)]::drrow[]);
 SELECT * FROM drend('drv10');
-SELECT state, to_regclass('drv10') AS pg_view_left FROM peek.views WHERE name = 'drv10';
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv10'$$) AS failed, to_regclass('drv10') AS pg_view_left;
 SELECT peek.drop_view('drv10');
 DROP ROLE drowner;
 

@@ -11,8 +11,8 @@
  *	    while a peek of the view waits (view_guard_lock_pg_view, which
  *	    drop_view takes too, and so do REASSIGN OWNED and DROP OWNED of
  *	    its owner, DROP VIEW or DROP SCHEMA ... CASCADE, a DROP ...
- *	    CASCADE of what it uses (views_dropped_with) and LOCK TABLE ...
- *	    IN ACCESS EXCLUSIVE MODE of it);
+ *	    CASCADE of what it uses (views_dropped_with), LOCK TABLE ... IN
+ *	    ACCESS EXCLUSIVE MODE and CREATE OR REPLACE VIEW of it);
  *	  * its body may be replaced by itself (pg_restore does, after the
  *	    catalog's rows): its dependencies are recorded again from the kept
  *	    query (dataflow_record_dependencies_again);
@@ -521,6 +521,8 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 
 		relid = get_relname_relid(name->relname, RangeVarGetCreationNamespace(name));
 		replaced = maintained_view_of(relid);
+		if (replaced != NULL && pg_class_ownercheck(relid, GetUserId()))
+			view_guard_lock_pg_view(replaced->id, relid);
 	}
 	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->behavior == DROP_CASCADE &&
 			 ((DropStmt *) stmt)->removeType != OBJECT_EXTENSION)

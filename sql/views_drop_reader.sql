@@ -10,7 +10,8 @@
 -- peek of the view waits (so does the ALTER): the round runs, the reader
 -- gets its answer, then the drop goes through.  So too REASSIGN OWNED,
 -- DROP OWNED, DROP VIEW and DROP SCHEMA ... CASCADE, LOCK TABLE, CREATE OR
--- REPLACE VIEW and a DROP ... CASCADE of what the view uses.
+-- REPLACE VIEW, CREATE and DROP RULE and a DROP ... CASCADE of what the
+-- view uses.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -139,8 +140,9 @@ SELECT peek.drop_view('drv4');
 
 -- ---- PostgreSQL's other commands that take the PostgreSQL view ----
 -- (REASSIGN OWNED and DROP OWNED of its owner, DROP VIEW ... CASCADE,
--- DROP SCHEMA ... CASCADE, LOCK TABLE, CREATE OR REPLACE VIEW, DROP ...
--- CASCADE of what its query uses), each after a restart: each queued
+-- DROP SCHEMA ... CASCADE, LOCK TABLE, CREATE OR REPLACE VIEW, CREATE and
+-- DROP RULE, DROP ... CASCADE of what its query uses), each after a
+-- restart: each queued
 -- the round behind it as the drop did, and the reader never had its answer
 -- drview(view, owner): a view given to owner
 -- drcase(view, at, ddl): the reader waits at time at, the ddl waits, the
@@ -205,10 +207,21 @@ SELECT peek.write('drc', ARRAY[(20, 200)]::drrow[]);
 SELECT peek.write('drc', ARRAY[(21, 210)]::drrow[]);
 SELECT * FROM drend('drv11');
 SELECT peek.drop_view('drv11');
+-- (CREATE RULE and DROP RULE)
+SELECT drview('drv12');
+SELECT * FROM drcase('drv12', 20, 'CREATE RULE drv12_ins AS ON INSERT TO drv12 DO INSTEAD NOTHING');
+SELECT peek.write('drc', ARRAY[(24, 240)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(25, 250)]::drrow[]);
+SELECT * FROM drend('drv12');
+SELECT * FROM drcase('drv12', 22, 'DROP RULE drv12_ins ON drv12');
+SELECT peek.write('drc', ARRAY[(26, 260)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(27, 270)]::drrow[]);
+SELECT * FROM drend('drv12');
+SELECT peek.drop_view('drv12');
 -- (and a DROP ... CASCADE of a function its query calls)
 CREATE FUNCTION drtwice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
 SELECT peek.create_view('drv10', $$SELECT k, v FROM peek.persist_peek(NULL::drrow, 'drc') WHERE drtwice(v) > 0$$);
-SELECT * FROM drcase('drv10', 20, 'DROP FUNCTION drtwice(int) CASCADE');
+SELECT * FROM drcase('drv10', 24, 'DROP FUNCTION drtwice(int) CASCADE');
 SELECT peek.write('drc', ARRAY[(22, 220)]::drrow[]);
 SELECT peek.write('drc', ARRAY[(23, 230)]::drrow[]);
 SELECT * FROM drend('drv10');

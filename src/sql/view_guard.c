@@ -12,7 +12,8 @@
  *	    drop_view takes too, and so do REASSIGN OWNED and DROP OWNED of
  *	    its owner, DROP VIEW or DROP SCHEMA ... CASCADE, a DROP ...
  *	    CASCADE of what it uses (views_dropped_with), LOCK TABLE ... IN
- *	    ACCESS EXCLUSIVE MODE and CREATE OR REPLACE VIEW of it);
+ *	    ACCESS EXCLUSIVE MODE, CREATE OR REPLACE VIEW, CREATE RULE and
+ *	    DROP RULE of it);
  *	  * its body may be replaced by itself (pg_restore does, after the
  *	    catalog's rows): its dependencies are recorded again from the kept
  *	    query (dataflow_record_dependencies_again);
@@ -489,6 +490,23 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		if (pg_class_ownercheck(relid, GetUserId()))
 			view_guard_lock_pg_view(view->id, relid);
 		owners = true;
+	}
+	else if (IsA(stmt, RuleStmt) &&
+			 (view = maintained_view_named(((RuleStmt *) stmt)->relation, &relid)) != NULL &&
+			 pg_class_ownercheck(relid, GetUserId()))
+		view_guard_lock_pg_view(view->id, relid);
+	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_RULE)
+	{
+		/* (each a list of the relation's name, then the rule's) */
+		foreach(lc, ((DropStmt *) stmt)->objects)
+		{
+			List	   *rule = lfirst(lc);
+			List	   *relation = list_truncate(list_copy(rule), list_length(rule) - 1);
+
+			if ((view = maintained_view_named(makeRangeVarFromNameList(relation), &relid)) != NULL &&
+				pg_class_ownercheck(relid, GetUserId()))
+				view_guard_lock_pg_view(view->id, relid);
+		}
 	}
 	else if (IsA(stmt, LockStmt) && ((LockStmt *) stmt)->mode == AccessExclusiveLock &&
 			 !((LockStmt *) stmt)->nowait)

@@ -8,7 +8,10 @@
 -- round opens the PostgreSQL view in a runtime started again).  Now the
 -- drop takes the PostgreSQL view's lock first, and only tries it while a
 -- peek of the view waits (so does the ALTER): the round runs, the reader
--- gets its answer, then the drop goes through.
+-- gets its answer, then the drop goes through.  So too REASSIGN OWNED,
+-- DROP OWNED, DROP VIEW and DROP SCHEMA ... CASCADE, LOCK TABLE, CREATE OR
+-- REPLACE VIEW, CREATE and DROP RULE and a DROP ... CASCADE of what the
+-- view uses.
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
@@ -134,6 +137,96 @@ SELECT peek.write('drc', ARRAY[(7, 70)]::drrow[]);
 SELECT * FROM drend('drv4');
 SELECT owner FROM peek.views WHERE name = 'drv4';
 SELECT peek.drop_view('drv4');
+
+-- ---- PostgreSQL's other commands that take the PostgreSQL view ----
+-- (REASSIGN OWNED and DROP OWNED of its owner, DROP VIEW ... CASCADE,
+-- DROP SCHEMA ... CASCADE, LOCK TABLE, CREATE OR REPLACE VIEW, CREATE and
+-- DROP RULE, DROP ... CASCADE of what its query uses), each after a
+-- restart: each queued
+-- the round behind it as the drop did, and the reader never had its answer
+-- drview(view, owner): a view given to owner
+-- drcase(view, at, ddl): the reader waits at time at, the ddl waits, the
+-- maintenance runtime starts again; two writes follow, then drend
+CREATE FUNCTION drview(view text, owner text DEFAULT NULL) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM peek.create_view(view, format('SELECT k, v FROM peek.persist_peek(NULL::drrow, %L) WHERE v > 0', 'drc'));
+    IF owner IS NOT NULL THEN
+        EXECUTE format('ALTER VIEW %I OWNER TO %I', view, owner);
+    END IF;
+END $$;
+CREATE FUNCTION drcase(view text, at bigint, ddl text) RETURNS TABLE (ready boolean, n bigint, reader_waits boolean, drop_waits boolean, restarted boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+    ready := wait_for(format('SELECT upper >= %s FROM peek.views WHERE name = %L', at - 1, view));
+    SELECT * INTO n, reader_waits, drop_waits FROM drbegin(view, at, ddl);
+    restarted := restart_maintenance();
+    RETURN NEXT;
+END $$;
+SELECT drview('drv5', 'drowner');
+SELECT * FROM drcase('drv5', 8, 'REASSIGN OWNED BY drowner TO CURRENT_USER');
+SELECT peek.write('drc', ARRAY[(8, 80)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(9, 90)]::drrow[]);
+SELECT * FROM drend('drv5');
+SELECT owner::text = current_user AS given_back FROM peek.views WHERE name = 'drv5';
+SELECT peek.drop_view('drv5');
+SELECT drview('drv6');
+SELECT * FROM drcase('drv6', 10, 'LOCK TABLE drv6');
+SELECT peek.write('drc', ARRAY[(10, 100)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(11, 110)]::drrow[]);
+SELECT * FROM drend('drv6');
+SELECT peek.drop_view('drv6');
+SELECT drview('drv7');
+SELECT * FROM drcase('drv7', 12, 'DROP VIEW drv7 CASCADE');
+SELECT peek.write('drc', ARRAY[(12, 120)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(13, 130)]::drrow[]);
+SELECT * FROM drend('drv7');
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv7'$$) AS failed, to_regclass('drv7') AS pg_view_left;
+SELECT peek.drop_view('drv7');
+SELECT drview('drv8', 'drowner');
+SELECT * FROM drcase('drv8', 14, 'DROP OWNED BY drowner CASCADE');
+SELECT peek.write('drc', ARRAY[(14, 140)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(15, 150)]::drrow[]);
+SELECT * FROM drend('drv8');
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv8'$$) AS failed, to_regclass('drv8') AS pg_view_left;
+SELECT peek.drop_view('drv8');
+CREATE SCHEMA drs;
+SET search_path = drs, public;
+SELECT dblink_exec('drreader', 'SET search_path = drs, public');
+SELECT drview('drv9');
+SELECT * FROM drcase('drv9', 16, 'DROP SCHEMA drs CASCADE');
+SELECT peek.write('drc', ARRAY[(16, 160)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(17, 170)]::drrow[]);
+SELECT * FROM drend('drv9');
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv9'$$) AS failed, to_regclass('drv9') AS pg_view_left;
+SELECT peek.drop_view('drv9');
+RESET search_path;
+-- (CREATE OR REPLACE VIEW with its own body, as pg_restore replays it)
+SELECT drview('drv11');
+SELECT * FROM drcase('drv11', 18, 'CREATE OR REPLACE VIEW drv11 AS SELECT * FROM peek.persist_peek(NULL::drv11, ''drv11'')');
+SELECT peek.write('drc', ARRAY[(20, 200)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(21, 210)]::drrow[]);
+SELECT * FROM drend('drv11');
+SELECT peek.drop_view('drv11');
+-- (CREATE RULE and DROP RULE)
+SELECT drview('drv12');
+SELECT * FROM drcase('drv12', 20, 'CREATE RULE drv12_ins AS ON INSERT TO drv12 DO INSTEAD NOTHING');
+SELECT peek.write('drc', ARRAY[(24, 240)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(25, 250)]::drrow[]);
+SELECT * FROM drend('drv12');
+SELECT * FROM drcase('drv12', 22, 'DROP RULE drv12_ins ON drv12');
+SELECT peek.write('drc', ARRAY[(26, 260)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(27, 270)]::drrow[]);
+SELECT * FROM drend('drv12');
+SELECT peek.drop_view('drv12');
+-- (and a DROP ... CASCADE of a function its query calls)
+CREATE FUNCTION drtwice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
+SELECT peek.create_view('drv10', $$SELECT k, v FROM peek.persist_peek(NULL::drrow, 'drc') WHERE drtwice(v) > 0$$);
+SELECT * FROM drcase('drv10', 24, 'DROP FUNCTION drtwice(int) CASCADE');
+SELECT peek.write('drc', ARRAY[(22, 220)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(23, 230)]::drrow[]);
+SELECT * FROM drend('drv10');
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv10'$$) AS failed, to_regclass('drv10') AS pg_view_left;
+SELECT peek.drop_view('drv10');
 DROP ROLE drowner;
 
 SELECT dblink_disconnect('drreader'), dblink_disconnect('drdropper');
@@ -143,5 +236,5 @@ RESET client_min_messages;
 DROP TYPE drrow;
 DROP TABLE drpids;
 DROP FUNCTION drconnect(text), drpid(text), dranswer(text), drop_waits(), drbegin(text, bigint, text),
-    drend(text);
+    drend(text), drview(text, text), drcase(text, bigint, text);
 DROP EXTENSION dblink;

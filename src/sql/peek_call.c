@@ -10,6 +10,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -343,6 +344,16 @@ peek_call_open(FunctionCallInfo fcinfo, const PeekCallKind *pk, void *state, Ope
 	bool		cached;
 	bool		dropped;
 
+	/*
+	 * pg_peek's functions are PARALLEL UNSAFE; a function marked PARALLEL
+	 * SAFE that calls one can still run in a parallel worker, where the
+	 * catalog lookup would fail with an internal error.
+	 */
+	if (IsInParallelMode())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("a peek of \"%s\" cannot run in a parallel operation", name),
+				 errhint("Mark the function that peeks PARALLEL UNSAFE, as pg_peek's own are.")));
 	op->limit = arg_time_or(fcinfo, pk->limit_arg, "limit", -1);
 	registry_attach();
 	for (;;)

@@ -9,7 +9,11 @@
  *	    the owners of the views that read it, to read it), else 42501;
  *	    its lock taken so as not to queue the view's round behind it
  *	    while a peek of the view waits (view_guard_lock_pg_view, which
- *	    drop_view takes too);
+ *	    drop_view takes too, and so do REASSIGN OWNED and DROP OWNED of
+ *	    its owner, DROP VIEW or DROP SCHEMA ... CASCADE, a DROP ...
+ *	    CASCADE of what it uses (views_dropped_with), LOCK TABLE ... IN
+ *	    ACCESS EXCLUSIVE MODE, CREATE OR REPLACE VIEW, CREATE RULE and
+ *	    DROP RULE of it);
  *	  * its body may be replaced by itself (pg_restore does, after the
  *	    catalog's rows): its dependencies are recorded again from the kept
  *	    query (dataflow_record_dependencies_again);
@@ -397,6 +401,67 @@ view_guard_lock_pg_view(PeekObjectId id, Oid relid)
 	}
 }
 
+/*
+ * Whether stmt takes relid, a maintained view's PostgreSQL view, for itself
+ * by its owner, its schema or its name (those it may: PostgreSQL refuses
+ * the others): REASSIGN OWNED and DROP OWNED of its owner, DROP SCHEMA
+ * ... CASCADE of its schema, DROP VIEW ... CASCADE of it.
+ */
+static bool
+takes_pg_view(Node *stmt, Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class rel;
+	List	   *roles = NIL;
+	bool		takes = false;
+	ListCell   *lc;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	rel = (Form_pg_class) GETSTRUCT(tup);
+	if (IsA(stmt, ReassignOwnedStmt))
+		roles = ((ReassignOwnedStmt *) stmt)->roles;
+	else if (IsA(stmt, DropOwnedStmt))
+		roles = ((DropOwnedStmt *) stmt)->roles;
+	foreach(lc, roles)
+		takes |= get_rolespec_oid(lfirst(lc), true) == rel->relowner &&
+			has_privs_of_role(GetUserId(), rel->relowner);
+	if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_SCHEMA)
+		foreach(lc, ((DropStmt *) stmt)->objects)
+			takes |= get_namespace_oid(strVal(lfirst(lc)), true) == rel->relnamespace &&
+				pg_namespace_ownercheck(rel->relnamespace, GetUserId());
+	if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_VIEW)
+		foreach(lc, ((DropStmt *) stmt)->objects)
+			takes |= RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)), NoLock, true) == relid &&
+				pg_class_ownercheck(relid, GetUserId());
+	ReleaseSysCache(tup);
+	return takes;
+}
+
+/*
+ * The PostgreSQL views of maintained views a statement will take
+ * AccessExclusiveLock on by their owner, schema or name (takes_pg_view),
+ * locked first as drop_view does (view_guard_lock_pg_view): queued behind
+ * a reader waiting for the view's round, the statement would queue the
+ * round behind it, and hang with the reader.
+ */
+static void
+lock_pg_views_taken(Node *stmt)
+{
+	ListCell   *lc;
+
+	if (!OidIsValid(get_extension_oid("pg_peek", true)))
+		return;
+	foreach(lc, catalog_read(NULL, -1))
+	{
+		CatalogObject *obj = lfirst(lc);
+		Oid			relid = obj->kind == PEEK_KIND_VIEW ? get_typ_typrelid(obj->row_type) : InvalidOid;
+
+		if (OidIsValid(relid) && takes_pg_view(stmt, relid))
+			view_guard_lock_pg_view(obj->id, relid);
+	}
+}
+
 static void
 view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		   ProcessUtilityContext context, ParamListInfo params,
@@ -426,8 +491,37 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			view_guard_lock_pg_view(view->id, relid);
 		owners = true;
 	}
+	else if (IsA(stmt, RuleStmt) &&
+			 (view = maintained_view_named(((RuleStmt *) stmt)->relation, &relid)) != NULL &&
+			 pg_class_ownercheck(relid, GetUserId()))
+		view_guard_lock_pg_view(view->id, relid);
+	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_RULE)
+	{
+		/* (each a list of the relation's name, then the rule's) */
+		foreach(lc, ((DropStmt *) stmt)->objects)
+		{
+			List	   *rule = lfirst(lc);
+			List	   *relation = list_truncate(list_copy(rule), list_length(rule) - 1);
+
+			if ((view = maintained_view_named(makeRangeVarFromNameList(relation), &relid)) != NULL &&
+				pg_class_ownercheck(relid, GetUserId()))
+				view_guard_lock_pg_view(view->id, relid);
+		}
+	}
+	else if (IsA(stmt, LockStmt) && ((LockStmt *) stmt)->mode == AccessExclusiveLock &&
+			 !((LockStmt *) stmt)->nowait)
+	{
+		/* (LOCK's right to this mode, as PostgreSQL checks it) */
+		foreach(lc, ((LockStmt *) stmt)->relations)
+			if ((view = maintained_view_named(lfirst(lc), &relid)) != NULL &&
+				pg_class_aclcheck(relid, GetUserId(), ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE) == ACLCHECK_OK)
+				view_guard_lock_pg_view(view->id, relid);
+	}
 	else if (IsA(stmt, ReassignOwnedStmt))
+	{
+		lock_pg_views_taken(stmt);
 		owners = true;
+	}
 	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->relation != NULL &&
 			 (view = maintained_view_named(((RenameStmt *) stmt)->relation, &relid)) != NULL)
 		refuse_change(view, relid, "rename");
@@ -445,9 +539,22 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 
 		relid = get_relname_relid(name->relname, RangeVarGetCreationNamespace(name));
 		replaced = maintained_view_of(relid);
+		if (replaced != NULL && pg_class_ownercheck(relid, GetUserId()))
+			view_guard_lock_pg_view(replaced->id, relid);
 	}
-	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_VIEW &&
-			 ((DropStmt *) stmt)->behavior != DROP_CASCADE)
+	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->behavior == DROP_CASCADE &&
+			 ((DropStmt *) stmt)->removeType != OBJECT_EXTENSION)
+	{
+		if (((DropStmt *) stmt)->removeType == OBJECT_VIEW ||
+			((DropStmt *) stmt)->removeType == OBJECT_SCHEMA)
+			lock_pg_views_taken(stmt);
+		foreach(lc, views_dropped_with((DropStmt *) stmt))
+		{
+			view = lfirst(lc);
+			view_guard_lock_pg_view(view->id, get_typ_typrelid(view->row_type));
+		}
+	}
+	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_VIEW)
 	{
 		foreach(lc, ((DropStmt *) stmt)->objects)
 			if ((view = maintained_view_named(makeRangeVarFromNameList(lfirst(lc)), &relid)) != NULL)
@@ -460,7 +567,11 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	}
 	else if ((IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION) ||
 			 IsA(stmt, DropOwnedStmt))
+	{
 		lock_for_extension_drop(stmt);
+		if (IsA(stmt, DropOwnedStmt))
+			lock_pg_views_taken(stmt);
+	}
 	if (!skips_guard())
 		functions = view_uses_guard_before(stmt);
 

@@ -32,7 +32,10 @@
  *	  create_view what its view uses in share mode
  *	  (view_uses_lock), so that a change and a view being created over it
  *	  go one after the other: neither checks against the other's uncommitted
- *	  catalog rows.  Writes nothing.
+ *	  catalog rows.  A DROP ... CASCADE of such an object (or of a table a
+ *	  view reads) tells the hook which views it drops with it
+ *	  (views_dropped_with), whose PostgreSQL views the hook locks first.
+ *	  Writes nothing.
  *
  *-------------------------------------------------------------------------
  */
@@ -124,24 +127,23 @@ rule_relation(Oid rule)
 }
 
 /*
- * A maintained view that uses an object (class, objid): whose PostgreSQL
- * view's rule depends on it, or, with through_calls, on an operator,
+ * The maintained views that use an object (class, objid): whose PostgreSQL
+ * views' rules depend on it, or, with through_calls, on an operator,
  * function or text search configuration that calls it (an operator's
  * function, a function in a SQL-standard body, a configuration's
- * dictionary), to a few levels; NULL if none.  Of several, the first made,
- * so that the error names the same view whatever order pg_depend gives.
+ * dictionary), to a few levels.
  */
-static CatalogObject *
-view_using(Oid class, Oid objid, bool through_calls, int depth)
+static List *
+views_using(Oid class, Oid objid, bool through_calls, int depth)
 {
 	Relation	depend;
 	ScanKeyData keys[2];
 	SysScanDesc scan;
 	HeapTuple	tup;
-	CatalogObject *view = NULL;
+	List	   *views = NIL;
 
 	if (!OidIsValid(objid) || depth > 8 || !OidIsValid(get_extension_oid("pg_peek", true)))
-		return NULL;
+		return NIL;
 	depend = table_open(DependRelationId, AccessShareLock);
 	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(class));
@@ -151,21 +153,37 @@ view_using(Oid class, Oid objid, bool through_calls, int depth)
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
-		CatalogObject *found = NULL;
+		CatalogObject *found;
 
 		if (dep->deptype != DEPENDENCY_NORMAL)
 			continue;
-		if (dep->classid == RewriteRelationId)
-			found = maintained_view_of(rule_relation(dep->objid));
+		if (dep->classid == RewriteRelationId &&
+			(found = maintained_view_of(rule_relation(dep->objid))) != NULL)
+			views = lappend(views, found);
 		else if (through_calls &&
 				 (dep->classid == OperatorRelationId || dep->classid == ProcedureRelationId ||
 				  dep->classid == TSConfigRelationId))
-			found = view_using(dep->classid, dep->objid, true, depth + 1);
-		if (found != NULL && (view == NULL || found->id < view->id))
-			view = found;
+			views = list_concat(views, views_using(dep->classid, dep->objid, true, depth + 1));
 	}
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);
+	return views;
+}
+
+/*
+ * A maintained view that uses an object (views_using); of several, the
+ * first made, so that the error names the same view whatever order
+ * pg_depend gives.
+ */
+static CatalogObject *
+view_using(Oid class, Oid objid, bool through_calls)
+{
+	CatalogObject *view = NULL;
+	ListCell   *lc;
+
+	foreach(lc, views_using(class, objid, through_calls, 0))
+		if (view == NULL || ((CatalogObject *) lfirst(lc))->id < view->id)
+			view = lfirst(lc);
 	return view;
 }
 
@@ -186,7 +204,7 @@ refuse_change(const char *change, ObjectAddress *object, CatalogObject *view)
 static void
 guard_object(const char *change, Oid class, Oid objid, bool through_calls)
 {
-	CatalogObject *view = view_using(class, objid, through_calls, 0);
+	CatalogObject *view = view_using(class, objid, through_calls);
 	ObjectAddress object;
 
 	if (view != NULL)
@@ -390,6 +408,46 @@ named_object(ObjectType type, Node *object, Oid *class)
 }
 
 /*
+ * The maintained views a DROP ... CASCADE of what they use drops with it
+ * (of a table, a function, an operator, a type, a collation, a text search
+ * configuration or dictionary the user owns: PostgreSQL refuses the
+ * others), each object locked first as for a rename (named_object).
+ */
+List *
+views_dropped_with(DropStmt *drop)
+{
+	List	   *views = NIL;
+	ListCell   *lc;
+	Oid			class;
+	Oid			objid;
+
+	if (drop->behavior != DROP_CASCADE || !OidIsValid(get_extension_oid("pg_peek", true)))
+		return NIL;
+	foreach(lc, drop->objects)
+	{
+		if (drop->removeType == OBJECT_TABLE)
+		{
+			class = RelationRelationId;
+			objid = RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)), NoLock, true);
+			if (OidIsValid(objid) && !pg_class_ownercheck(objid, GetUserId()))
+				objid = InvalidOid;
+		}
+		else if (drop->removeType == OBJECT_TYPE || drop->removeType == OBJECT_DOMAIN)
+		{
+			/* (named by a TypeName here) */
+			class = TypeRelationId;
+			objid = LookupTypeNameOid(NULL, lfirst_node(TypeName, lc), true);
+			if (!lock_owned(TypeRelationId, objid))
+				objid = InvalidOid;
+		}
+		else
+			objid = named_object(drop->removeType, lfirst(lc), &class);
+		views = list_concat(views, views_using(class, objid, true, 0));
+	}
+	return views;
+}
+
+/*
  * The function a CREATE OR REPLACE FUNCTION replaces: the one of its name,
  * schema and argument types (a procedure's OUT arguments among them), or
  * InvalidOid if none (then it creates one, or fails on a type that does
@@ -573,7 +631,7 @@ view_uses_guard_before(Node *stmt)
 			guard_object("change", class, objid, true);
 	}
 	objid = function_changed_by(stmt);
-	if (OidIsValid(objid) && view_using(ProcedureRelationId, objid, true, 0) != NULL)
+	if (OidIsValid(objid) && view_using(ProcedureRelationId, objid, true) != NULL)
 	{
 		HeapTuple	tup = SearchSysCacheCopy1(PROCOID, ObjectIdGetDatum(objid));
 
@@ -615,7 +673,7 @@ view_uses_guard_after(List *functions)
 				ObjectAddress object;
 
 				ObjectAddressSet(object, ProcedureRelationId, oid);
-				refuse_change("change", &object, view_using(ProcedureRelationId, oid, true, 0));
+				refuse_change("change", &object, view_using(ProcedureRelationId, oid, true));
 			}
 		}
 		ReleaseSysCache(after);

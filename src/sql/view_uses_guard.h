@@ -11,6 +11,7 @@
 #define PEEK_SQL_VIEW_USES_GUARD_H
 
 #include "nodes/nodes.h"
+#include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 #include "storage/catalog.h"
 
@@ -21,6 +22,7 @@ extern CatalogObject *maintained_view_of(Oid relid);
  * Before a statement: refuses a rename or move of what a view uses;
  * returns what a function change must not change, for after it.
  */
+extern List *views_dropped_with(DropStmt *drop);
 extern List *view_uses_guard_before(Node *stmt);
 extern void view_uses_guard_after(List *functions);
 

@@ -153,11 +153,19 @@ take_commands(int runtime, bool maintains, Oid extension)
 		for (int i = 0; i < n; i++)
 		{
 			runtime_count(rt, RC_COMMANDS);
+			/*
+			 * Only another extension's command is left to the start over,
+			 * which re-reads all it would tell: one of an extension that is
+			 * no longer (or of another database's) starts nothing over, and
+			 * the commands of the extension in effect must still be taken.
+			 */
 			if (cmds[i].object > 0 &&
 				PEEK_OBJECT_EXTENSION(cmds[i].object) != extension)
+			{
 				made_anew = true;
-			/* starting over re-reads all that the commands would tell */
-			if (made_anew || !OidIsValid(extension))
+				continue;
+			}
+			if (!OidIsValid(extension))
 				continue;
 			if (maintains)
 				maintenance_note_command(&cmds[i]);

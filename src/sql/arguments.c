@@ -15,6 +15,7 @@
 #include "utils/lsyscache.h"
 
 #include "sql/arguments.h"
+#include "storage/catalog.h"
 #include "storage/catalog_write.h"
 #include "storage/standby_replay.h"
 
@@ -120,11 +121,15 @@ arg_rows(FunctionCallInfo fcinfo, int n, const char *what, CatalogObject *coll)
 				 errmsg("%s must not be NULL", what),
 				 errhint("Pass an empty array for no rows.")));
 	if (elemtype != coll->row_type)
+	{
+		/* a failed collection's row type may be gone: say why it failed instead */
+		catalog_raise_if_failed(coll->id, coll->kind, coll->name);
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("%s are of type %s, but collection \"%s\" holds rows of type %s",
 						what, format_type_be(argtype), coll->name, format_type_be(coll->row_type)),
 				 errhint("Cast the array, e.g. ARRAY[...]::%s[].", format_type_be(coll->row_type))));
+	}
 	rows = PG_GETARG_ARRAYTYPE_P(n);
 	if (array_contains_nulls(rows))
 		ereport(ERROR,

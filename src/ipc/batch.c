@@ -428,6 +428,7 @@ batch_build(PendingUpdate *updates, int64 n,
 			int64 lower, int64 upper, int64 since)
 {
 	SortEntry  *order;
+	bool	   *shares;
 	int64		out = 0;
 	Size		data_size = 0;
 	dsa_pointer dp;
@@ -441,10 +442,7 @@ batch_build(PendingUpdate *updates, int64 n,
 			updates[i].time = since;
 	order = sort_updates(updates, n);
 
-	/*
-	 * consolidate: order[0 .. out) keeps one update per (row, time), whose
-	 * images take data_size bytes
-	 */
+	/* consolidate: order[0 .. out) keeps one update per (row, time) */
 	for (int64 i = 0; i < n; i++)
 	{
 		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
@@ -464,18 +462,31 @@ batch_build(PendingUpdate *updates, int64 n,
 				continue;
 			}
 			if (last->diff == 0)
-				data_size -= MAXALIGN(updates[(uint32) order[--out].hashpos].len + VARHDRSZ);
+				out--;
 		}
 		order[out++] = order[i];
-		data_size += MAXALIGN(u->len + VARHDRSZ);
 	}
 	if (out > 0 && updates[(uint32) order[out - 1].hashpos].diff == 0)
-		data_size -= MAXALIGN(updates[(uint32) order[--out].hashpos].len + VARHDRSZ);
+		out--;
+
+	/* the images they take: one for each run of entries of one row */
+	shares = palloc(sizeof(bool) * Max(out, 1));
+	for (int64 i = 0; i < out; i++)
+	{
+		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
+		PendingUpdate *prev = i > 0 ? &updates[(uint32) order[i - 1].hashpos] : NULL;
+
+		shares[i] = prev != NULL &&
+			row_image_cmp(prev->keyhash, prev->image, prev->len, u->keyhash, u->image, u->len) == 0;
+		if (!shares[i])
+			data_size += MAXALIGN(u->len + VARHDRSZ);
+	}
 
 	dp = allocate_batch(out, data_size, lower, upper, since);
 	if (!DsaPointerIsValid(dp))
 	{
 		pfree(order);
+		pfree(shares);
 		return InvalidDsaPointer;
 	}
 
@@ -485,7 +496,6 @@ batch_build(PendingUpdate *updates, int64 n,
 	{
 		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
 		BatchEntry *e = &batch->entries[i];
-		char	   *image = data + offset;
 
 		if (i + 2 * BATCH_PREFETCH_AHEAD < out)
 			batch_prefetch(&updates[(uint32) order[i + 2 * BATCH_PREFETCH_AHEAD].hashpos]);
@@ -493,18 +503,24 @@ batch_build(PendingUpdate *updates, int64 n,
 			batch_prefetch(updates[(uint32) order[i + BATCH_PREFETCH_AHEAD].hashpos].image);
 		mark_buckets(batch, &next_bucket, i, u->keyhash);
 		e->keyhash = u->keyhash;
-		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
 		e->time = u->time;
 		e->diff = u->diff;
 		batch->rows = row_add_saturating(batch->rows, e->diff);
 		if (e->time > since)
 			batch->recent++;
-		SET_VARSIZE(image, u->len + VARHDRSZ);
-		memcpy(VARDATA(image), u->image, u->len);
+		if (shares[i])
+		{
+			e->offset = e[-1].offset;
+			continue;
+		}
+		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
+		SET_VARSIZE(data + offset, u->len + VARHDRSZ);
+		memcpy(VARDATA(data + offset), u->image, u->len);
 		offset += MAXALIGN(u->len + VARHDRSZ);
 	}
 	finish_buckets(batch, &next_bucket);
 	pfree(order);
+	pfree(shares);
 	return dp;
 }
 
@@ -564,7 +580,8 @@ entry_cmp(const char *x, BatchEntry *ex, int64 xtime, const char *y, BatchEntry 
 /*
  * Append one input entry (its time advanced to the since) to the output,
  * consolidating it with the last output entry of the same row and time;
- * an entry that sums to zero vanishes.
+ * an entry that sums to zero vanishes.  An entry of the last one's row
+ * shares its image.
  */
 static void
 merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
@@ -572,6 +589,7 @@ merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
 	char	   *image = DatumGetPointer(batch_row(batch, e));
 	int64		time = Max(e->time, merge->since);
 	BatchEntry *last = merge->nentries > 0 ? &out->entries[merge->nentries - 1] : NULL;
+	bool		same_row = false;
 	BatchEntry *next;
 
 	if (last != NULL)
@@ -579,14 +597,17 @@ merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
 		char	   *last_image = DatumGetPointer(batch_row(out, last));
 		int64		sum;
 
-		if (entry_cmp(last_image, last, last->time, image, e, time) == 0 &&
+		same_row = row_image_cmp(last->keyhash, VARDATA(last_image), VARSIZE(last_image) - VARHDRSZ,
+								 e->keyhash, VARDATA(image), VARSIZE(image) - VARHDRSZ) == 0;
+		if (same_row && last->time == time &&
 			!pg_add_s64_overflow(last->diff, e->diff, &sum))
 		{
 			last->diff = sum;
 			if (sum == 0)
 			{
-				/* its image is the last one written */
-				merge->data_used -= MAXALIGN(VARSIZE(last_image));
+				/* its image is the last one written, unless it shared it */
+				if (merge->nentries < 2 || last[-1].offset != last->offset)
+					merge->data_used -= MAXALIGN(VARSIZE(last_image));
 				merge->nentries--;
 				if (last->time > merge->since)
 					out->recent--;
@@ -597,11 +618,16 @@ merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
 	mark_buckets(out, &merge->next_bucket, merge->nentries, e->keyhash);
 	next = &out->entries[merge->nentries++];
 	next->keyhash = e->keyhash;
-	next->offset = (uint32) (merge->data_used / MAXIMUM_ALIGNOF);
 	next->time = time;
 	next->diff = e->diff;
 	if (time > merge->since)
 		out->recent++;
+	if (same_row)
+	{
+		next->offset = last->offset;
+		return;
+	}
+	next->offset = (uint32) (merge->data_used / MAXIMUM_ALIGNOF);
 	memcpy(batch_data(out) + merge->data_used, image, VARSIZE(image));
 	merge->data_used += MAXALIGN(VARSIZE(image));
 }

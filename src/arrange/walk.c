@@ -63,7 +63,10 @@ prefetch_bucket(Batch *batch, uint32 hash, int64 lo)
 
 /*
  * First entry from lo on with keyhash >= hash: a bisection of the hash's
- * bucket (batch_bucket), whose first entry has it or a higher one.
+ * bucket (batch_bucket), whose first entry has it or a higher one.  That
+ * first entry is read before bisecting: a bucket that is one key's many
+ * versions (a view's group, changed again and again) starts with the
+ * hash, and a bisection would wait on lines past the prefetched ones.
  */
 static int64
 lower_bound(Batch *batch, uint32 hash, int64 lo)
@@ -74,6 +77,8 @@ lower_bound(Batch *batch, uint32 hash, int64 lo)
 
 	batch_bucket(batch, hash, &first, &hi);
 	lo = Max(lo, first);
+	if (lo < hi && entries[lo].keyhash >= hash)
+		return lo;
 	while (lo < hi)
 	{
 		int64		mid = lo + (hi - lo) / 2;

@@ -4,12 +4,16 @@
  *	  Immutable batches in DSA memory, and index keys.
  *
  *	  A batch is one DSA allocation: a header, entries sorted by (key hash,
- *	  row image, time), and the row images.  Building a batch advances times
- *	  below the arrangement's since to it and consolidates updates that share
- *	  row and time, dropping those that cancel.  Merging sorted batches is a
- *	  linear merge that does the same (advancing a time keeps the order), a
- *	  step at a time and straight into its output batch, so that its caller
- *	  can spread it, the writing of the result included, over many rounds.
+ *	  row image, time), and the row images, one for each row however many
+ *	  times it changed: its entries are next to each other and share it (a
+ *	  view's group keeps every version within its retention, and a walk of
+ *	  it reads the versions without their images).  Building a batch
+ *	  advances times below the arrangement's since to it and consolidates
+ *	  updates that share row and time, dropping those that cancel.  Merging
+ *	  sorted batches is a linear merge that does the same (advancing a time
+ *	  keeps the order), a step at a time and straight into its output
+ *	  batch, so that its caller can spread it, the writing of the result
+ *	  included, over many rounds.
  *
  *	  Batches are reference counted: the owning spine, the registry's
  *	  published list and every reader pin count.  The last unpin frees it,

@@ -361,6 +361,22 @@ sort_entry_cmp(const SortEntry *x, const SortEntry *y, PendingUpdate *updates)
 	return pending_update_cmp(&updates[(uint32) x->hashpos], &updates[(uint32) y->hashpos]);
 }
 
+/*
+ * Are two updates' images one row's?  Their key hashes and leads tell most
+ * apart without reading the images.
+ */
+static bool
+sort_entry_same_image(const SortEntry *x, const SortEntry *y, PendingUpdate *updates)
+{
+	const PendingUpdate *u = &updates[(uint32) x->hashpos];
+	const PendingUpdate *v = &updates[(uint32) y->hashpos];
+
+	if ((x->hashpos >> 32) != (y->hashpos >> 32) ||
+		(x->lead != y->lead && x->lead != 0 && y->lead != 0))
+		return false;
+	return row_image_cmp(u->keyhash, u->image, u->len, v->keyhash, v->image, v->len) == 0;
+}
+
 /* sort_run(entries, n, updates): a run's entries by sort_entry_cmp */
 #define ST_SORT sort_run
 #define ST_ELEMENT_TYPE SortEntry
@@ -446,10 +462,16 @@ batch_build(PendingUpdate *updates, int64 n,
 			updates[i].time = since;
 	order = sort_updates(updates, n);
 
-	/* consolidate: order[0 .. out) keeps one update per (row, time) */
+	/*
+	 * consolidate: order[0 .. out) keeps one update per (row, time), whose
+	 * images take data_size bytes, one for each run of a row's entries
+	 * (shares[i]: entry i is of entry i - 1's row)
+	 */
+	shares = palloc(sizeof(bool) * Max(n, 1));
 	for (int64 i = 0; i < n; i++)
 	{
 		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
+		bool		same = false;
 
 		CHECK_FOR_INTERRUPTS();
 		if (i + BATCH_PREFETCH_AHEAD < n)
@@ -459,31 +481,31 @@ batch_build(PendingUpdate *updates, int64 n,
 			PendingUpdate *last = &updates[(uint32) order[out - 1].hashpos];
 			int64		sum;
 
-			if (sort_entry_cmp(&order[out - 1], &order[i], updates) == 0 &&
+			same = sort_entry_same_image(&order[out - 1], &order[i], updates);
+			if (same && last->time == u->time &&
 				!pg_add_s64_overflow(last->diff, u->diff, &sum))
 			{
 				last->diff = sum;
 				continue;
 			}
 			if (last->diff == 0)
+			{
 				out--;
+				if (!shares[out])
+					data_size -= MAXALIGN(last->len + VARHDRSZ);
+				same = out > 0 && sort_entry_same_image(&order[out - 1], &order[i], updates);
+			}
 		}
+		shares[out] = same;
+		if (!same)
+			data_size += MAXALIGN(u->len + VARHDRSZ);
 		order[out++] = order[i];
 	}
 	if (out > 0 && updates[(uint32) order[out - 1].hashpos].diff == 0)
-		out--;
-
-	/* the images they take: one for each run of entries of one row */
-	shares = palloc(sizeof(bool) * Max(out, 1));
-	for (int64 i = 0; i < out; i++)
 	{
-		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
-		PendingUpdate *prev = i > 0 ? &updates[(uint32) order[i - 1].hashpos] : NULL;
-
-		shares[i] = prev != NULL &&
-			row_image_cmp(prev->keyhash, prev->image, prev->len, u->keyhash, u->image, u->len) == 0;
-		if (!shares[i])
-			data_size += MAXALIGN(u->len + VARHDRSZ);
+		out--;
+		if (!shares[out])
+			data_size -= MAXALIGN(updates[(uint32) order[out].hashpos].len + VARHDRSZ);
 	}
 
 	dp = allocate_batch(out, data_size, lower, upper, since);

@@ -63,7 +63,10 @@ prefetch_bucket(Batch *batch, uint32 hash, int64 lo)
 
 /*
  * First entry from lo on with keyhash >= hash: a bisection of the hash's
- * bucket (batch_bucket), whose first entry has it or a higher one.
+ * bucket (batch_bucket), whose first entry has it or a higher one.  That
+ * first entry is read before bisecting: a bucket that is one key's many
+ * versions (a view's group, changed again and again) starts with the
+ * hash, and a bisection would wait on lines past the prefetched ones.
  */
 static int64
 lower_bound(Batch *batch, uint32 hash, int64 lo)
@@ -74,6 +77,8 @@ lower_bound(Batch *batch, uint32 hash, int64 lo)
 
 	batch_bucket(batch, hash, &first, &hi);
 	lo = Max(lo, first);
+	if (lo < hi && entries[lo].keyhash >= hash)
+		return lo;
 	while (lo < hi)
 	{
 		int64		mid = lo + (hi - lo) / 2;
@@ -160,29 +165,31 @@ open_key_cursors(PeekHandle *handle, uint32 hash, int64 *from, Cursor *cursors)
 
 /*
  * Sum a row's updates at or before the time, in every batch, moving each
- * cursor past the row: first's current entry is the row's (not compared).
+ * cursor past the row.  The row is first's current entry's; in a batch,
+ * the entries after a row's first are of that row while they share its
+ * image (batch.h), so only each other batch's first entry is compared.
  */
 static int64
-sum_row(Cursor *cursors, int ncursors, Cursor *first, uint32 keyhash, Datum row, int64 time)
+sum_row(Cursor *cursors, int ncursors, Cursor *first, int64 time)
 {
+	BatchEntry *fe = &first->batch->entries[first->pos];
+	Datum		row = batch_row(first->batch, fe);
 	int128		sum = 0;
 
 	for (int i = 0; i < ncursors; i++)
 	{
 		Cursor	   *c = &cursors[i];
-		bool		same = c == first;
+		BatchEntry *e = &c->batch->entries[c->pos];
 
-		while (c->pos < c->end)
+		if (c != first && entry_cmp(c->batch, e, fe->keyhash, row) != 0)
+			continue;
+		do
 		{
-			BatchEntry *e = &c->batch->entries[c->pos];
-
-			if (!same && entry_cmp(c->batch, e, keyhash, row) != 0)
-				break;
-			same = false;
 			if (e->time <= time)
 				sum += e->diff;
 			c->pos++;
-		}
+			e++;
+		} while (c->pos < c->end && e->offset == e[-1].offset);
 	}
 	/* summed in 128 bits: only the row's final count can overflow */
 	return row_count_value(sum);
@@ -220,7 +227,6 @@ merge_runs(Cursor *cursors, int ncursors, int64 time, WalkRowFn fn, void *arg)
 	while (ncursors > 0 && more)
 	{
 		Cursor	   *first = &cursors[0];
-		BatchEntry *fe;
 		Datum		row;
 		int64		count;
 
@@ -228,9 +234,8 @@ merge_runs(Cursor *cursors, int ncursors, int64 time, WalkRowFn fn, void *arg)
 		for (int i = 1; i < ncursors; i++)
 			if (cursor_cmp(&cursors[i], first) < 0)
 				first = &cursors[i];
-		fe = &first->batch->entries[first->pos];
-		row = batch_row(first->batch, fe);
-		count = sum_row(cursors, ncursors, first, fe->keyhash, row, time);
+		row = batch_row(first->batch, &first->batch->entries[first->pos]);
+		count = sum_row(cursors, ncursors, first, time);
 
 		if (count != 0)
 			more = fn(row, count, arg);

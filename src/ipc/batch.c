@@ -4,12 +4,16 @@
  *	  Immutable batches in DSA memory, and index keys.
  *
  *	  A batch is one DSA allocation: a header, entries sorted by (key hash,
- *	  row image, time), and the row images.  Building a batch advances times
- *	  below the arrangement's since to it and consolidates updates that share
- *	  row and time, dropping those that cancel.  Merging sorted batches is a
- *	  linear merge that does the same (advancing a time keeps the order), a
- *	  step at a time and straight into its output batch, so that its caller
- *	  can spread it, the writing of the result included, over many rounds.
+ *	  row image, time), and the row images, one for each row however many
+ *	  times it changed: its entries are next to each other and share it (a
+ *	  view's group keeps every version within its retention, and a walk of
+ *	  it reads the versions without their images).  Building a batch
+ *	  advances times below the arrangement's since to it and consolidates
+ *	  updates that share row and time, dropping those that cancel.  Merging
+ *	  sorted batches is a linear merge that does the same (advancing a time
+ *	  keeps the order), a step at a time and straight into its output
+ *	  batch, so that its caller can spread it, the writing of the result
+ *	  included, over many rounds.
  *
  *	  Batches are reference counted: the owning spine, the registry's
  *	  published list and every reader pin count.  The last unpin frees it,
@@ -357,6 +361,22 @@ sort_entry_cmp(const SortEntry *x, const SortEntry *y, PendingUpdate *updates)
 	return pending_update_cmp(&updates[(uint32) x->hashpos], &updates[(uint32) y->hashpos]);
 }
 
+/*
+ * Are two updates' images one row's?  Their key hashes and leads tell most
+ * apart without reading the images.
+ */
+static bool
+sort_entry_same_image(const SortEntry *x, const SortEntry *y, PendingUpdate *updates)
+{
+	const PendingUpdate *u = &updates[(uint32) x->hashpos];
+	const PendingUpdate *v = &updates[(uint32) y->hashpos];
+
+	if ((x->hashpos >> 32) != (y->hashpos >> 32) ||
+		(x->lead != y->lead && x->lead != 0 && y->lead != 0))
+		return false;
+	return row_image_cmp(u->keyhash, u->image, u->len, v->keyhash, v->image, v->len) == 0;
+}
+
 /* sort_run(entries, n, updates): a run's entries by sort_entry_cmp */
 #define ST_SORT sort_run
 #define ST_ELEMENT_TYPE SortEntry
@@ -428,6 +448,7 @@ batch_build(PendingUpdate *updates, int64 n,
 			int64 lower, int64 upper, int64 since)
 {
 	SortEntry  *order;
+	bool	   *shares;
 	int64		out = 0;
 	Size		data_size = 0;
 	dsa_pointer dp;
@@ -443,11 +464,14 @@ batch_build(PendingUpdate *updates, int64 n,
 
 	/*
 	 * consolidate: order[0 .. out) keeps one update per (row, time), whose
-	 * images take data_size bytes
+	 * images take data_size bytes, one for each run of a row's entries
+	 * (shares[i]: entry i is of entry i - 1's row)
 	 */
+	shares = palloc(sizeof(bool) * Max(n, 1));
 	for (int64 i = 0; i < n; i++)
 	{
 		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
+		bool		same = false;
 
 		CHECK_FOR_INTERRUPTS();
 		if (i + BATCH_PREFETCH_AHEAD < n)
@@ -457,25 +481,38 @@ batch_build(PendingUpdate *updates, int64 n,
 			PendingUpdate *last = &updates[(uint32) order[out - 1].hashpos];
 			int64		sum;
 
-			if (sort_entry_cmp(&order[out - 1], &order[i], updates) == 0 &&
+			same = sort_entry_same_image(&order[out - 1], &order[i], updates);
+			if (same && last->time == u->time &&
 				!pg_add_s64_overflow(last->diff, u->diff, &sum))
 			{
 				last->diff = sum;
 				continue;
 			}
 			if (last->diff == 0)
-				data_size -= MAXALIGN(updates[(uint32) order[--out].hashpos].len + VARHDRSZ);
+			{
+				out--;
+				if (!shares[out])
+					data_size -= MAXALIGN(last->len + VARHDRSZ);
+				same = out > 0 && sort_entry_same_image(&order[out - 1], &order[i], updates);
+			}
 		}
+		shares[out] = same;
+		if (!same)
+			data_size += MAXALIGN(u->len + VARHDRSZ);
 		order[out++] = order[i];
-		data_size += MAXALIGN(u->len + VARHDRSZ);
 	}
 	if (out > 0 && updates[(uint32) order[out - 1].hashpos].diff == 0)
-		data_size -= MAXALIGN(updates[(uint32) order[--out].hashpos].len + VARHDRSZ);
+	{
+		out--;
+		if (!shares[out])
+			data_size -= MAXALIGN(updates[(uint32) order[out].hashpos].len + VARHDRSZ);
+	}
 
 	dp = allocate_batch(out, data_size, lower, upper, since);
 	if (!DsaPointerIsValid(dp))
 	{
 		pfree(order);
+		pfree(shares);
 		return InvalidDsaPointer;
 	}
 
@@ -485,7 +522,6 @@ batch_build(PendingUpdate *updates, int64 n,
 	{
 		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
 		BatchEntry *e = &batch->entries[i];
-		char	   *image = data + offset;
 
 		if (i + 2 * BATCH_PREFETCH_AHEAD < out)
 			batch_prefetch(&updates[(uint32) order[i + 2 * BATCH_PREFETCH_AHEAD].hashpos]);
@@ -493,18 +529,24 @@ batch_build(PendingUpdate *updates, int64 n,
 			batch_prefetch(updates[(uint32) order[i + BATCH_PREFETCH_AHEAD].hashpos].image);
 		mark_buckets(batch, &next_bucket, i, u->keyhash);
 		e->keyhash = u->keyhash;
-		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
 		e->time = u->time;
 		e->diff = u->diff;
 		batch->rows = row_add_saturating(batch->rows, e->diff);
 		if (e->time > since)
 			batch->recent++;
-		SET_VARSIZE(image, u->len + VARHDRSZ);
-		memcpy(VARDATA(image), u->image, u->len);
+		if (shares[i])
+		{
+			e->offset = e[-1].offset;
+			continue;
+		}
+		e->offset = (uint32) (offset / MAXIMUM_ALIGNOF);
+		SET_VARSIZE(data + offset, u->len + VARHDRSZ);
+		memcpy(VARDATA(data + offset), u->image, u->len);
 		offset += MAXALIGN(u->len + VARHDRSZ);
 	}
 	finish_buckets(batch, &next_bucket);
 	pfree(order);
+	pfree(shares);
 	return dp;
 }
 
@@ -564,7 +606,8 @@ entry_cmp(const char *x, BatchEntry *ex, int64 xtime, const char *y, BatchEntry 
 /*
  * Append one input entry (its time advanced to the since) to the output,
  * consolidating it with the last output entry of the same row and time;
- * an entry that sums to zero vanishes.
+ * an entry that sums to zero vanishes.  An entry of the last one's row
+ * shares its image.
  */
 static void
 merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
@@ -572,6 +615,7 @@ merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
 	char	   *image = DatumGetPointer(batch_row(batch, e));
 	int64		time = Max(e->time, merge->since);
 	BatchEntry *last = merge->nentries > 0 ? &out->entries[merge->nentries - 1] : NULL;
+	bool		same_row = false;
 	BatchEntry *next;
 
 	if (last != NULL)
@@ -579,14 +623,17 @@ merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
 		char	   *last_image = DatumGetPointer(batch_row(out, last));
 		int64		sum;
 
-		if (entry_cmp(last_image, last, last->time, image, e, time) == 0 &&
+		same_row = row_image_cmp(last->keyhash, VARDATA(last_image), VARSIZE(last_image) - VARHDRSZ,
+								 e->keyhash, VARDATA(image), VARSIZE(image) - VARHDRSZ) == 0;
+		if (same_row && last->time == time &&
 			!pg_add_s64_overflow(last->diff, e->diff, &sum))
 		{
 			last->diff = sum;
 			if (sum == 0)
 			{
-				/* its image is the last one written */
-				merge->data_used -= MAXALIGN(VARSIZE(last_image));
+				/* its image is the last one written, unless it shared it */
+				if (merge->nentries < 2 || last[-1].offset != last->offset)
+					merge->data_used -= MAXALIGN(VARSIZE(last_image));
 				merge->nentries--;
 				if (last->time > merge->since)
 					out->recent--;
@@ -597,11 +644,16 @@ merge_emit(BatchMerge *merge, Batch *out, Batch *batch, BatchEntry *e)
 	mark_buckets(out, &merge->next_bucket, merge->nentries, e->keyhash);
 	next = &out->entries[merge->nentries++];
 	next->keyhash = e->keyhash;
-	next->offset = (uint32) (merge->data_used / MAXIMUM_ALIGNOF);
 	next->time = time;
 	next->diff = e->diff;
 	if (time > merge->since)
 		out->recent++;
+	if (same_row)
+	{
+		next->offset = last->offset;
+		return;
+	}
+	next->offset = (uint32) (merge->data_used / MAXIMUM_ALIGNOF);
 	memcpy(batch_data(out) + merge->data_used, image, VARSIZE(image));
 	merge->data_used += MAXALIGN(VARSIZE(image));
 }

@@ -51,6 +51,9 @@ extern bool batch_key_row_matches(KeyInfo *key, Datum row, const Datum *values);
  * image, time) and consolidated: no two share row and time (unless their
  * diffs would sum beyond bigint's range), none has diff 0.  The row image (a composite datum with a 4-byte header, which gives
  * its length) lives in the batch's data area, at offset MAXALIGN units.
+ * The entries of one row (its times, next to each other) share one image:
+ * two entries of a batch are of one row exactly when their offsets are
+ * equal, which a walk reads without reading the images.
  */
 typedef struct BatchEntry
 {

@@ -203,21 +203,68 @@ peek_create_view(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * The view named, its row locked for its drop, its PostgreSQL view (*relid)
+ * locked before it (see view_guard_lock_pg_view).  The name may give
+ * another view once the row is locked than when the view was (dropped and
+ * made anew while either lock waited): its row is let go of again, in the
+ * subtransaction that took it, and its view locked first.
+ */
+static CatalogObject *
+lock_view_for_drop(const char *name, Oid *relid)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	for (;;)
+	{
+		CatalogObject *view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_READ);
+		Oid			locked = get_typ_typrelid(view->row_type);
+		bool		same;
+
+		if (OidIsValid(locked))
+			view_guard_lock_pg_view(view->id, locked);
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		PG_TRY();
+		{
+			view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_DROP);
+		}
+		PG_CATCH();
+		{
+			/* (gone meanwhile, a cancel): the error is raised outside it */
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			ReThrowError(edata);
+		}
+		PG_END_TRY();
+		*relid = get_typ_typrelid(view->row_type);
+		same = *relid == locked || !OidIsValid(*relid);
+		if (same)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (same)
+			return view;
+	}
+}
+
 /* drop_view(name): the view, its indexes, its shard and its PostgreSQL view */
 Datum
 peek_drop_view(PG_FUNCTION_ARGS)
 {
 	char	   *name = arg_text(fcinfo, 0, "view name");
-	CatalogObject *view;
 	Oid			relid;
+	CatalogObject *view = lock_view_for_drop(name, &relid);
 
-	/* the PostgreSQL view first, then the row (see view_guard_lock_pg_view) */
-	view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_READ);
-	relid = get_typ_typrelid(view->row_type);
-	if (OidIsValid(relid))
-		view_guard_lock_pg_view(view->id, relid);
-	view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_DROP);
-	relid = get_typ_typrelid(view->row_type);
 	ddl_drop_collection_and_indexes(view);
 	/* gone already if its row type was dropped (DROP VIEW ... CASCADE) */
 	if (OidIsValid(relid))

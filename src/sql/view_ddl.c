@@ -208,18 +208,20 @@ peek_create_view(PG_FUNCTION_ARGS)
  * locked before it (see view_guard_lock_pg_view).  The name may give
  * another view once the row is locked than when the view was (dropped and
  * made anew while either lock waited): its row is let go of again, in the
- * subtransaction that took it, and its view locked first.
+ * subtransaction that took it, and its view locked first.  The view found
+ * with the row gives the next view to lock, not a lookup again in the
+ * statement's snapshot, which would give the dropped view again (forever).
  */
 static CatalogObject *
 lock_view_for_drop(const char *name, Oid *relid)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
+	CatalogObject *view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_READ);
+	Oid			locked = get_typ_typrelid(view->row_type);
 
 	for (;;)
 	{
-		CatalogObject *view = arg_owned_object("drop_view", name, PEEK_KIND_VIEW, CATALOG_READ);
-		Oid			locked = get_typ_typrelid(view->row_type);
 		bool		same;
 
 		if (OidIsValid(locked))
@@ -254,6 +256,7 @@ lock_view_for_drop(const char *name, Oid *relid)
 		CurrentResourceOwner = owner;
 		if (same)
 			return view;
+		locked = *relid;
 	}
 }
 

@@ -99,8 +99,10 @@ ok( poll_until($node,
 		"SELECT string_agg(backend_type, ',' ORDER BY backend_type) FROM pg_stat_activity WHERE backend_type LIKE 'pg_peek%'",
 		join(',', map { "pg_peek $_" } sort @roles)),
 	'pg_stat_activity shows the pg_peek runtimes: ' . join(', ', map { "pg_peek $_" } @roles));
+# the runtimes' only: a fold worker or a loader may run at any moment
 my $pids_sql =
-  "SELECT string_agg(pid::text, ',' ORDER BY backend_type) FROM pg_stat_activity WHERE backend_type LIKE 'pg_peek%'";
+  "SELECT string_agg(pid::text, ',' ORDER BY backend_type) FROM pg_stat_activity WHERE backend_type IN ("
+  . join(', ', map { "'pg_peek $_'" } @roles) . ")";
 my $pids = $node->safe_psql('postgres', $pids_sql);
 
 # (c) another database

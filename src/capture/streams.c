@@ -326,7 +326,13 @@ capture_drop_orphan_slots(List *live_sources)
 		drop_slot(lfirst(lc));
 }
 
-#define TABLE_DROPPED_FAILURE "table \"%s\" was dropped"
+/* Why a source whose table was dropped failed (the name as the catalog kept it). */
+static char *
+dropped_table_failure(CaptureStream *s)
+{
+	name_dropped_table(s);
+	return psprintf("table \"%s\" was dropped", s->table);
+}
 
 /* Lock the table (!wait: try to) so that a DROP or ALTER is complete or not begun. */
 static bool
@@ -357,10 +363,7 @@ check_table(CaptureStream *s, bool wait)
 		return NULL;
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(s->relid));
 	if (!HeapTupleIsValid(tup))
-	{
-		name_dropped_table(s);
-		return psprintf(TABLE_DROPPED_FAILURE, s->table);
-	}
+		return dropped_table_failure(s);
 	rel = (Form_pg_class) GETSTRUCT(tup);
 	strlcpy(s->table, NameStr(rel->relname), NAMEDATALEN);
 	if (rel->relreplident != REPLICA_IDENTITY_FULL)
@@ -407,10 +410,7 @@ fail_stream(CaptureStream *s, const char *failure, bool table_first)
 	{
 		if (table_first && lock_table(s, false) &&
 			!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(s->relid)))
-		{
-			name_dropped_table(s);
-			failure = psprintf(TABLE_DROPPED_FAILURE, s->table);
-		}
+			failure = dropped_table_failure(s);
 		fail_source(s, failure);
 	}
 	s->failed = true;

@@ -227,6 +227,43 @@ SELECT peek.write('drc', ARRAY[(23, 230)]::drrow[]);
 SELECT * FROM drend('drv10');
 SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv10'$$) AS failed, to_regclass('drv10') AS pg_view_left;
 SELECT peek.drop_view('drv10');
+-- ---- the drop queued first, the reader's peek waiting after it ----
+-- (the drop found no peek waiting and queued for the PostgreSQL view
+-- behind the reader's lock; the reader then peeked a later time, and the
+-- runtime, started again, queued its round's lock behind the drop: none of
+-- the three ever ended.  Now the drop leaves the queue after a while, sees
+-- the peek waiting, and only tries the lock until the round has run.)
+SELECT drview('drv13');
+SELECT wait_for('SELECT upper >= 25 FROM peek.views WHERE name = ''drv13''') AS ready;
+SELECT dblink_exec('drreader', 'BEGIN');
+SELECT n FROM dblink('drreader', 'SELECT count(*) FROM drv13') AS t(n bigint);
+SELECT dblink_send_query('drdropper', 'SELECT try(''SELECT peek.drop_view(''''drv13'''')'')');
+SELECT drop_waits();
+SELECT restart_maintenance();
+SELECT dblink_send_query('drreader', 'SELECT count(*) FROM peek.persist_peek(NULL::drv13, ''drv13'', as_of => 26)');
+SELECT wait_for(format('SELECT EXISTS (SELECT 1 FROM peek.active_peeks WHERE object = %L AND pid = %s)',
+                       'drv13', drpid('drreader'))) AS reader_waits;
+SELECT peek.write('drc', ARRAY[(28, 280)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(29, 290)]::drrow[]);
+SELECT * FROM drend('drv13');
+-- ---- the user's lock_timeout bounds the drop's wait, queued or not ----
+SELECT drview('drv14');
+SELECT wait_for('SELECT upper >= 27 FROM peek.views WHERE name = ''drv14''') AS ready;
+SELECT dblink_exec('drreader', 'BEGIN');
+SELECT n FROM dblink('drreader', 'SELECT count(*) FROM drv14') AS t(n bigint);
+SET lock_timeout = '200ms';
+-- (no peek waits: queued behind the reader)
+SELECT try('SELECT peek.drop_view(''drv14'')');
+SELECT dblink_send_query('drreader', 'SELECT count(*) FROM peek.persist_peek(NULL::drv14, ''drv14'', as_of => 28)');
+SELECT wait_for(format('SELECT EXISTS (SELECT 1 FROM peek.active_peeks WHERE object = %L AND pid = %s)',
+                       'drv14', drpid('drreader'))) AS reader_waits;
+-- (the reader's peek waits: only tried)
+SELECT try('SELECT peek.drop_view(''drv14'')');
+RESET lock_timeout;
+SELECT peek.write('drc', ARRAY[(30, 300)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(31, 310)]::drrow[]);
+SELECT dranswer('drreader') AS reader, dblink_exec('drreader', 'COMMIT');
+SELECT peek.drop_view('drv14');
 DROP ROLE drowner;
 
 SELECT dblink_disconnect('drreader'), dblink_disconnect('drdropper');

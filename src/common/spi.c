@@ -3,7 +3,8 @@
  * spi.c
  *	  Small helpers used by every layer: SPI connected as the extension's
  *	  owner (with search_path pinned and the operation security-restricted),
- *	  and a transaction of its own with a snapshot, for the runtimes.
+ *	  a transaction of its own with a snapshot, for the runtimes, and the
+ *	  end of an internal subtransaction that caught an error.
  *
  *	  Must not call any other file of pg_peek.
  *
@@ -13,6 +14,7 @@
 
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "pgstat.h"
 #include "utils/snapmgr.h"
@@ -123,4 +125,23 @@ spi_xact_no_standby_wait(void)
 {
 	(void) set_config_option("synchronous_commit", "local", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_LOCAL, true, 0, false);
+}
+
+/*
+ * In the PG_CATCH of an internal subtransaction begun in cxt under owner:
+ * the error copied into cxt, the subtransaction rolled back, and cxt and
+ * owner current again.
+ */
+ErrorData *
+spi_subxact_rollback_caught(MemoryContext cxt, ResourceOwner owner)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return edata;
 }

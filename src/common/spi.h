@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * spi.h
- *	  Small helpers every layer uses: SPI as the extension's owner, and a
- *	  transaction of its own with a snapshot.
+ *	  Small helpers every layer uses: SPI as the extension's owner, a
+ *	  transaction of its own with a snapshot, a caught subtransaction's end.
  *
  *-------------------------------------------------------------------------
  */
@@ -10,6 +10,7 @@
 #define PEEK_SPI_H
 
 #include "common/ids.h"
+#include "utils/resowner.h"
 
 /*
  * Running SPI as the extension's owner, with search_path pinned to
@@ -32,5 +33,6 @@ extern MemoryContext spi_xact_begin(void);
 extern void spi_xact_commit(MemoryContext caller);
 extern void spi_run_in_transaction(void (*fn) (void *arg), void *arg);
 extern void spi_xact_no_standby_wait(void);
+extern ErrorData *spi_subxact_rollback_caught(MemoryContext cxt, ResourceOwner owner);
 
 #endif							/* PEEK_SPI_H */

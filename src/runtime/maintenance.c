@@ -210,30 +210,31 @@ note_upper(CatalogObject *obj)
 }
 
 /*
- * Fail an object for good, with the reason its peeks and the views show.
- * Nothing if its row is gone meanwhile (a drop committed).  The caller has
- * logged the error.
+ * Fail an object for good, with the reason its peeks and the views show;
+ * false if its row is gone meanwhile (a drop committed: likely its error).
  */
-static void
+static bool
 fail_object(PeekObjectId id, const char *reason)
 {
 	/* a standby fails it here only: the primary's row decides for good */
 	if (!standby_active() && !catalog_set_failure(id, reason))
-		return;
+		return false;
 	spine_forget(id);
 	capture_forget(id);
 	dataflow_forget(id);
 	registry_mark_failed(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
 	folds_forget(id);
+	return true;
 }
 
 /*
  * Do one object's work in a subtransaction, as PL/pgSQL runs an EXCEPTION
  * block.  An error there is that object's: it fails the object, and the
  * round goes on with the others, so that no user's object (a dropped row
- * type or key column) can put the runtime into a restart loop.  A cancel or
- * a transient conflict fails nothing: the next round re-reads the catalog.
+ * type or key column) can put the runtime into a restart loop.  A cancel, a
+ * transient conflict or an object dropped meanwhile fails nothing (nor is
+ * logged as a failure): the next round re-reads the catalog.
  * Returns the failure, or NULL.
  */
 static char *
@@ -253,10 +254,7 @@ object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
+		edata = spi_subxact_rollback_caught(cxt, owner);
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
@@ -274,8 +272,9 @@ object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
 		retry_all = true;
 		return NULL;
 	}
+	if (!fail_object(id, edata->message))
+		return NULL;			/* (the next round finds it gone) */
 	error_log_isolated(edata, psprintf("pg_peek object " INT64_FORMAT " failed", id));
-	fail_object(id, edata->message);
 	return edata->message;
 }
 

@@ -235,15 +235,7 @@ lock_view_for_drop(const char *name, Oid *relid)
 		PG_CATCH();
 		{
 			/* (gone meanwhile, a cancel): the error is raised outside it */
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-			ReThrowError(edata);
+			ReThrowError(spi_subxact_rollback_caught(cxt, owner));
 		}
 		PG_END_TRY();
 		*relid = get_typ_typrelid(view->row_type);

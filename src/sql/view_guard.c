@@ -48,10 +48,12 @@
 #include "rewrite/rewriteHandler.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -59,6 +61,7 @@
 #include "utils/syscache.h"
 #include "utils/wait_event.h"
 
+#include "common/spi.h"
 #include "dataflow/dataflow.h"
 #include "ipc/notify.h"
 #include "peek/slots.h"
@@ -372,6 +375,54 @@ skips_guard(void)
 }
 
 /*
+ * How long view_guard_lock_pg_view stays queued for a view's lock before it
+ * looks at the view's peeks again: longer than deadlock_timeout, so that a
+ * deadlock of locks alone is still found while it waits.
+ */
+#define QUEUED_LOCK_MARGIN_MS	100
+
+/*
+ * Queue for AccessExclusiveLock on relid for at most wait_ms, in an
+ * internal subtransaction whose lock_timeout that is: true once it has the
+ * lock (kept by the caller's transaction), false if it left the queue on
+ * that timeout.  Any other error (a deadlock, a cancel, the user's own
+ * lock_timeout when user_bound) is raised.
+ */
+static bool
+lock_pg_view_within(Oid relid, int wait_ms, bool user_bound)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		int			nest = NewGUCNestLevel();
+
+		(void) set_config_option("lock_timeout", psprintf("%d", Max(wait_ms, 1)),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		LockRelationOid(relid, AccessExclusiveLock);
+		/* the lock goes on with the caller's transaction, lock_timeout not */
+		AtEOXact_GUC(true, nest);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata = spi_subxact_rollback_caught(cxt, owner);
+
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || user_bound)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		return false;
+	}
+	PG_END_TRY();
+	ReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return true;
+}
+
+/*
  * Take AccessExclusiveLock on a maintained view's PostgreSQL view (relid),
  * as a drop_view (before the view's catalog row) or an ALTER ... OWNER TO
  * does.  A reader of it (SELECT * FROM name while the view hydrates, or a
@@ -381,19 +432,33 @@ skips_guard(void)
  * runtime's process does, as after a restart).  A statement holding the
  * row, or queued for the PostgreSQL view ahead of the round, would wait for
  * that reader forever, and the reader for the round.  So while a peek of
- * the view waits, this only tries the lock, every 10 ms, and queues for it
- * once none does.
+ * the view waits, this only tries the lock, every 10 ms; once none does it
+ * queues for it, but for a while only, then looks again: a peek that
+ * started waiting just after the look would otherwise wait for ever, its
+ * round's lock queued behind this one (the runtime gives up its own wait
+ * soon and tries again later).  The user's lock_timeout bounds the whole.
  */
 void
 view_guard_lock_pg_view(PeekObjectId id, Oid relid)
 {
-	while (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
+	TimestampTz start = GetCurrentTimestamp();
+
+	for (;;)
 	{
-		if (!peek_slots_waiting_on(id))
-		{
-			LockRelationOid(relid, AccessExclusiveLock);
+		long		waited = TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
+		int			wait_ms = DeadlockTimeout + QUEUED_LOCK_MARGIN_MS;
+		bool		user_bound = LockTimeout > 0 && LockTimeout - waited <= wait_ms;
+
+		if (ConditionalLockRelationOid(relid, AccessExclusiveLock))
 			return;
-		}
+		if (LockTimeout > 0 && waited >= LockTimeout)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not obtain lock on view \"%s\"", get_rel_name(relid)),
+					 errdetail("A peek of the view waits for it.")));
+		if (!peek_slots_waiting_on(id) &&
+			lock_pg_view_within(relid, user_bound ? LockTimeout - waited : wait_ms, user_bound))
+			return;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -87,6 +87,23 @@ SELECT wait_for($$SELECT updates = 4 AND batches = 1 FROM peek.indexes WHERE nam
 SELECT name, collection, key, state, updates, batches, bytes > 0 AS has_bytes, since, upper
   FROM peek.indexes ORDER BY name;
 
+-- a since the index put off (it takes one a second at most) is still
+-- applied when the index's row is read again meanwhile
+SELECT peek.create_collection('put_off', 'acct');
+SELECT peek.create_index('put_off_by_id', 'put_off', '{id}');
+SELECT peek.write('put_off', ARRAY[('eu', 1, 1, 'kept')]::acct[]);
+SELECT peek.write('put_off', ARRAY[('eu', 2, 1, 'gone')]::acct[]);
+SELECT peek.write('put_off', '{}'::acct[], ARRAY[('eu', 2, 1, 'gone')]::acct[]);
+SELECT peek.allow_compaction('put_off_by_id', 1);
+SELECT wait_for($$SELECT since = 1 FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object = 'put_off_by_id'$$);
+SELECT peek.allow_compaction('put_off_by_id', 2);
+SELECT wait_for($$SELECT since = 2 FROM peek.frontiers WHERE runtime IN ('maintenance', 'solo') AND object = 'put_off_by_id'$$);
+-- (the since is at the last complete time already: only the row is read again)
+SELECT peek.allow_compaction('put_off_by_id', 3);
+-- at since 2 'gone' cancels out: 'kept' is all that is left
+SELECT wait_for($$SELECT updates = 1 AND batches = 1 FROM peek.indexes WHERE name = 'put_off_by_id'$$);
+SELECT peek.drop_collection('put_off');
+
 -- a negative multiplicity is invalid data
 SELECT peek.create_collection('neg', 'acct');
 SELECT peek.create_index('neg_by_id', 'neg', '{id}');

@@ -64,7 +64,7 @@ typedef struct PendingCompaction
 	PeekObjectId id;
 	char		kind;
 	Oid			shard;
-	int64		durable_since;	/* what the shard is compacted to */
+	int64		durable_since;	/* what the shard (an index's spine) is compacted to */
 	int64		durable_upper;	/* the collection's catalog upper: since stays below */
 	bool		pending;		/* compact it this round */
 	int64		retention_ms;	/* in force, or PEEK_RETENTION_KEEP_ALL */
@@ -155,7 +155,9 @@ retention_in_force(CatalogObject *obj)
 /*
  * Note an object whose allowance is above its since, or that has a
  * retention: it may compact, up to below its collection's durable upper
- * (see registry_advance_since).
+ * (see registry_advance_since).  An index's pending compaction keeps its
+ * durable since: the since given (the registry's) is published before the
+ * spine takes it (run_compactions), which it may put off (spine_compact).
  */
 static void
 note_compaction(CatalogObject *obj, int64 since, int64 durable_upper, int64 retention_ms)
@@ -177,7 +179,8 @@ note_compaction(CatalogObject *obj, int64 since, int64 durable_upper, int64 rete
 	}
 	pc->kind = obj->kind;
 	pc->shard = obj->shard;
-	pc->durable_since = since;
+	if (!found || obj->kind != PEEK_KIND_INDEX)
+		pc->durable_since = since;
 	pc->durable_upper = durable_upper;
 	pc->pending |= obj->allowed_since > since;
 }

@@ -641,25 +641,29 @@ spine_unshare(PeekObjectId view)
 
 /*
  * Advance a spine's since and publish it; the merges that follow apply it
- * to the batches.  Returns false if it must be retried later (one ran too
- * recently).
+ * to the batches.  Returns false if it must be retried later: one ran too
+ * recently, or the views reading the spine hold it below the since asked
+ * for (it goes as far as they let it meanwhile).
  */
 bool
 spine_compact(PeekObjectId index, int64 since)
 {
 	Spine	   *spine = hash_search(spines, &index, HASH_FIND, NULL);
 	TimestampTz now = GetCurrentTimestamp();
+	int64		held;
 
-	if (spine != NULL)
-		since = Min(since, readers_hold(spine));	/* views read it there */
-	if (spine == NULL || spine->failed || since <= spine->since)
+	if (spine == NULL || spine->failed)
 		return true;
-	if (!TimestampDifferenceExceeds(spine->last_since_advance, now, SINCE_INTERVAL_MS))
-		return false;
-	spine->since = since;
-	spine->last_since_advance = now;
-	spine_publish(spine);
-	return true;
+	held = Min(since, readers_hold(spine));
+	if (held > spine->since)
+	{
+		if (!TimestampDifferenceExceeds(spine->last_since_advance, now, SINCE_INTERVAL_MS))
+			return false;
+		spine->since = held;
+		spine->last_since_advance = now;
+		spine_publish(spine);
+	}
+	return held == since;
 }
 
 /*

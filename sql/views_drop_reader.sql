@@ -264,6 +264,19 @@ SELECT peek.write('drc', ARRAY[(30, 300)]::drrow[]);
 SELECT peek.write('drc', ARRAY[(31, 310)]::drrow[]);
 SELECT dranswer('drreader') AS reader, dblink_exec('drreader', 'COMMIT');
 SELECT peek.drop_view('drv14');
+-- ---- a DROP VIEW ... CASCADE that reaches a view over the view ----
+-- (the drop locked the view it names first, not the one reading it, whose
+-- reader then hung with it as above)
+SELECT drview('drv15');
+SELECT peek.create_view('drv16', $$SELECT k, v FROM peek.persist_peek(NULL::drv15, 'drv15') WHERE v > 0$$);
+SELECT * FROM drcase('drv16', 30, 'DROP VIEW drv15 CASCADE');
+SELECT peek.write('drc', ARRAY[(32, 320)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(33, 330)]::drrow[]);
+SELECT * FROM drend('drv16');
+SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name IN ('drv15', 'drv16') AND state = 'failed'$$) AS failed,
+       to_regclass('drv15') AS pg_view_left, to_regclass('drv16') AS reader_pg_view_left;
+SELECT peek.drop_view('drv16');
+SELECT peek.drop_view('drv15');
 DROP ROLE drowner;
 
 SELECT dblink_disconnect('drreader'), dblink_disconnect('drdropper');

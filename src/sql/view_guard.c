@@ -11,7 +11,8 @@
  *	    while a peek of the view waits (view_guard_lock_pg_view, which
  *	    drop_view takes too, and so do REASSIGN OWNED and DROP OWNED of
  *	    its owner, DROP VIEW or DROP SCHEMA ... CASCADE, a DROP ...
- *	    CASCADE of what it uses (views_dropped_with), LOCK TABLE ... IN
+ *	    CASCADE of what it uses (views_dropped_with; a cascade locks the
+ *	    views reading the view first), LOCK TABLE ... IN
  *	    ACCESS EXCLUSIVE MODE, CREATE OR REPLACE VIEW, CREATE RULE and
  *	    DROP RULE of it);
  *	  * its body may be replaced by itself (pg_restore does, after the
@@ -504,6 +505,26 @@ takes_pg_view(Node *stmt, Oid relid)
 }
 
 /*
+ * Lock a view's PostgreSQL view as drop_view does; with cascade, those of
+ * the views that read it first, which a DROP ... CASCADE of it drops too
+ * (their rules depend on its row type), and theirs before them: the round
+ * a reader of one of them waits for opens the PostgreSQL views of what
+ * that view reads (after a restart), which must not be locked yet.
+ */
+static void
+lock_pg_view_taken(CatalogObject *view, bool cascade, int depth)
+{
+	Oid			relid = get_typ_typrelid(view->row_type);
+	ListCell   *lc;
+
+	if (cascade && depth < 8)
+		foreach(lc, catalog_views_reading(view->name))
+			lock_pg_view_taken(lfirst(lc), true, depth + 1);
+	if (OidIsValid(relid))
+		view_guard_lock_pg_view(view->id, relid);
+}
+
+/*
  * The PostgreSQL views of maintained views a statement will take
  * AccessExclusiveLock on by their owner, schema or name (takes_pg_view),
  * locked first as drop_view does (view_guard_lock_pg_view): queued behind
@@ -511,7 +532,7 @@ takes_pg_view(Node *stmt, Oid relid)
  * round behind it, and hang with the reader.
  */
 static void
-lock_pg_views_taken(Node *stmt)
+lock_pg_views_taken(Node *stmt, bool cascade)
 {
 	ListCell   *lc;
 
@@ -523,7 +544,7 @@ lock_pg_views_taken(Node *stmt)
 		Oid			relid = obj->kind == PEEK_KIND_VIEW ? get_typ_typrelid(obj->row_type) : InvalidOid;
 
 		if (OidIsValid(relid) && takes_pg_view(stmt, relid))
-			view_guard_lock_pg_view(obj->id, relid);
+			lock_pg_view_taken(obj, cascade, 0);
 	}
 }
 
@@ -584,7 +605,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	}
 	else if (IsA(stmt, ReassignOwnedStmt))
 	{
-		lock_pg_views_taken(stmt);
+		lock_pg_views_taken(stmt, false);
 		owners = true;
 	}
 	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->relation != NULL &&
@@ -612,12 +633,9 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	{
 		if (((DropStmt *) stmt)->removeType == OBJECT_VIEW ||
 			((DropStmt *) stmt)->removeType == OBJECT_SCHEMA)
-			lock_pg_views_taken(stmt);
+			lock_pg_views_taken(stmt, true);
 		foreach(lc, views_dropped_with((DropStmt *) stmt))
-		{
-			view = lfirst(lc);
-			view_guard_lock_pg_view(view->id, get_typ_typrelid(view->row_type));
-		}
+			lock_pg_view_taken(lfirst(lc), true, 0);
 	}
 	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_VIEW)
 	{
@@ -635,7 +653,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	{
 		lock_for_extension_drop(stmt);
 		if (IsA(stmt, DropOwnedStmt))
-			lock_pg_views_taken(stmt);
+			lock_pg_views_taken(stmt, ((DropOwnedStmt *) stmt)->behavior == DROP_CASCADE);
 	}
 	if (!skips_guard())
 		functions = view_uses_guard_before(stmt);

@@ -278,6 +278,22 @@ SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name IN ('drv15', 'd
 SELECT peek.drop_view('drv16');
 SELECT peek.drop_view('drv15');
 DROP ROLE drowner;
+-- ---- a create_view of a name whose view is being dropped ----
+-- (the drop's commit is visible before its invalidations are sent: a
+-- creator that did not wait for the drop could find the view's row gone
+-- and its PostgreSQL view still in its caches, and fail with 42P07; the
+-- name is the drop's until it ends, and the creator waits, then creates)
+SELECT drview('drv15');
+SELECT dblink_exec('drdropper', 'BEGIN');
+SELECT * FROM dblink('drdropper', 'SELECT peek.drop_view(''drv15'')::text') AS t(r text);
+SELECT dblink_send_query('drreader', format('SELECT try(%L)',
+    format('SELECT peek.create_view(%L, %L)', 'drv15', 'SELECT k, v FROM peek.persist_peek(NULL::drrow, ''drc'') WHERE v > 1')));
+SELECT wait_for(format($$SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = %s AND NOT granted AND locktype = 'object')$$,
+                       drpid('drreader'))) AS create_waits_for_the_name;
+SELECT dblink_exec('drdropper', 'COMMIT');
+SELECT dranswer('drreader') AS created;
+SELECT query FROM peek.views WHERE name = 'drv15';
+SELECT peek.drop_view('drv15');
 
 SELECT dblink_disconnect('drreader'), dblink_disconnect('drdropper');
 SET client_min_messages = warning;

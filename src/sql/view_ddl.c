@@ -260,6 +260,13 @@ peek_drop_view(PG_FUNCTION_ARGS)
 	Oid			relid;
 	CatalogObject *view = lock_view_for_drop(name, &relid);
 
+	/*
+	 * A create_view of the name waits for this transaction: the PostgreSQL
+	 * view's drop may be visible before its invalidations are sent, and a
+	 * creator not waiting could find the row gone but the PostgreSQL view
+	 * still in its caches (42P07).
+	 */
+	catalog_lock_name(view->name);
 	ddl_drop_collection_and_indexes(view);
 	/* gone already if its row type was dropped (DROP VIEW ... CASCADE) */
 	if (OidIsValid(relid))

@@ -60,6 +60,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timeout.h"
 #include "utils/wait_event.h"
 
 #include "common/spi.h"
@@ -387,13 +388,15 @@ skips_guard(void)
  * internal subtransaction whose lock_timeout that is: true once it has the
  * lock (kept by the caller's transaction), false if it left the queue on
  * that timeout.  Any other error (a deadlock, a cancel, the user's own
- * lock_timeout when user_bound) is raised.
+ * lock_timeout when user_bound) is raised, and so is a statement_timeout
+ * that came due with that timeout.
  */
 static bool
 lock_pg_view_within(Oid relid, int wait_ms, bool user_bound)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
+	bool		statement_timed = get_timeout_active(STATEMENT_TIMEOUT);
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -413,6 +416,15 @@ lock_pg_view_within(Oid relid, int wait_ms, bool user_bound)
 
 		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || user_bound)
 			ReThrowError(edata);
+
+		/*
+		 * The statement's timeout, due by the time the wait was ended, was
+		 * reported as this one (the earlier of the two): it is raised here.
+		 */
+		if (statement_timed && !get_timeout_active(STATEMENT_TIMEOUT))
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("canceling statement due to statement timeout")));
 		FreeErrorData(edata);
 		return false;
 	}

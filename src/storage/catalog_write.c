@@ -4,10 +4,10 @@
  *	  Changes to the durable catalog: objects inserted and deleted, their
  *	  uppers sealed (inserted into peek.uppers) and pruned, their sinces,
  *	  allowances, retentions and failures set, and restored or upgraded
- *	  objects adopted; a new object's name locked while it is checked, and
- *	  a peek's wait for a failure being recorded.  In the caller's
- *	  transaction, through SPI as the extension's owner (callers check the
- *	  user's privileges first).
+ *	  objects adopted; an object's name locked while it is checked (or a
+ *	  view dropped), and a peek's wait for a failure being recorded.  In
+ *	  the caller's transaction, through SPI as the extension's owner
+ *	  (callers check the user's privileges first).
  *
  *-------------------------------------------------------------------------
  */
@@ -46,11 +46,25 @@ static bool inserting = false;
 
 
 /*
- * Whether an object has the name.  The name is locked first, until the
- * transaction ends: two transactions creating one name take turns, and the
- * later one (in READ COMMITTED) finds the earlier one's committed row here
- * (42710) rather than fail on a unique index of peek.objects or, for a
- * view, of pg_type (23505).  Names of one hash take turns too.
+ * Lock an object's name until the transaction ends, as its creator and a
+ * view's drop do (names of one hash take turns too).  The lock is let go
+ * of after the transaction's invalidations are sent, and taking it reads
+ * them: a creator that then finds the name free has seen the drop of a
+ * view's PostgreSQL view too, not the view still in its caches (42P07).
+ */
+void
+catalog_lock_name(const char *name)
+{
+	LockDatabaseObject(catalog_relid(), hash_bytes((const unsigned char *) name, strlen(name)),
+					   0, ExclusiveLock);
+}
+
+/*
+ * Whether an object has the name.  The name is locked first: two
+ * transactions creating one name take turns, and the later one (in READ
+ * COMMITTED) finds the earlier one's committed row here (42710) rather than
+ * fail on a unique index of peek.objects or, for a view, of pg_type
+ * (23505).
  */
 bool
 catalog_name_taken(const char *name)
@@ -58,8 +72,7 @@ catalog_name_taken(const char *name)
 	Oid			argtype = TEXTOID;
 	Datum		arg = CStringGetTextDatum(name);
 
-	LockDatabaseObject(catalog_relid(), hash_bytes((const unsigned char *) name, strlen(name)),
-					   0, ExclusiveLock);
+	catalog_lock_name(name);
 	return catalog_exec("SELECT 1 FROM peek.objects WHERE name OPERATOR(pg_catalog.=) $1",
 						1, &argtype, &arg, SPI_OK_SELECT) > 0;
 }

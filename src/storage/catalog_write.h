@@ -11,6 +11,7 @@
 #include "storage/catalog.h"
 
 extern PeekObjectId catalog_new_id(int32 *seq);
+extern void catalog_lock_name(const char *name);
 extern bool catalog_name_taken(const char *name);
 extern void catalog_await_failure(PeekObjectId id);
 extern void catalog_insert(CatalogObject *obj, Datum key_columns);

@@ -459,7 +459,7 @@ view_guard_lock_pg_view(PeekObjectId id, Oid relid)
 	for (;;)
 	{
 		long		waited = TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
-		int			wait_ms = DeadlockTimeout + QUEUED_LOCK_MARGIN_MS;
+		int			wait_ms = (int) Min((int64) DeadlockTimeout + QUEUED_LOCK_MARGIN_MS, INT_MAX);
 		bool		user_bound = LockTimeout > 0 && LockTimeout - waited <= wait_ms;
 
 		if (ConditionalLockRelationOid(relid, AccessExclusiveLock))

@@ -12,9 +12,9 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
-#include "access/xact.h"
 #include "executor/spi.h"
 #include "pgstat.h"
 #include "utils/snapmgr.h"

@@ -8,7 +8,9 @@
 -- built again, then partial again), retractions of rows never inserted
 -- into a collection, and numeric keys (2.5 and 2.50 are equal: which one
 -- the view shows is its first row's, so those groups read all their
--- rows).  Each view equals PostgreSQL's query over its input's persist
+-- rows), and a source without a key whose rows come twice (a source's
+-- rows never count below zero: their diffs are their changes, no row's
+-- count read).  Each view equals PostgreSQL's query over its input's persist
 -- peek at every time recorded.  An inverse transition that cannot (a
 -- numeric sum's largest scale leaving) reads the whole group again.
 SET client_min_messages = warning;
@@ -18,14 +20,14 @@ RESET client_min_messages;
 
 CREATE FUNCTION lp_wal() RETURNS bigint LANGUAGE sql AS
 $$SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint$$;
-CREATE TABLE lp_times (t bigint);
--- each view past the WAL written so far, that time recorded
-CREATE FUNCTION lp_settle() RETURNS boolean LANGUAGE plpgsql AS $$
+CREATE TABLE lp_times (src text, t bigint);
+-- each view of the source past the WAL written so far, that time recorded
+CREATE FUNCTION lp_settle(src text DEFAULT 'lpt_src') RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE t bigint := lp_wal();
 BEGIN
-    INSERT INTO lp_times VALUES (t);
+    INSERT INTO lp_times VALUES (src, t);
     RETURN wait_for(format($q$SELECT bool_and(upper > %s) FROM peek.views
-                               WHERE inputs @> ARRAY['lpt_src']$q$, t));
+                               WHERE inputs @> ARRAY[%L]$q$, t, src));
 END $$;
 
 -- five groups of 100 rows, and ten rows with a NULL key
@@ -114,8 +116,60 @@ SELECT * FROM lpsum WHERE g IN (2, 4) ORDER BY g;
 SELECT name, view_mismatches(
            format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', name, name),
            regexp_replace(query, '(''\w+''::text)', '\1, as_of => @T@', 'g'),
-           (SELECT array_agg(t ORDER BY t) FROM lp_times)) AS bad_times
+           (SELECT array_agg(t ORDER BY t) FROM lp_times WHERE src = 'lpt_src')) AS bad_times
   FROM peek.views WHERE inputs @> ARRAY['lpt_src'] ORDER BY name;
+
+-- a source without a key: rows twice and three times in a group, one
+-- copy deleted (by ctid), rows updated to themselves, copies inserted and
+-- one deleted in one transaction, a group's copies all deleted but one,
+-- rolled back writes, a TRUNCATE and the rows written again
+CREATE TABLE lpd (g int, v int);
+INSERT INTO lpd SELECT i % 3, i % 4 FROM generate_series(1, 60) i;
+INSERT INTO lpd SELECT g, v FROM lpd WHERE v = 1;
+SET client_min_messages = warning;
+SELECT peek.create_source('lpd_src', 'lpd');
+RESET client_min_messages;
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'lpd_src'$$);
+SELECT peek.create_view('lpdsum', $$
+    SELECT g, count(*) AS n, sum(v) AS s, avg(v) AS a, bool_and(v > 0) AS pos FROM lpd GROUP BY g$$);
+SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'lpdsum'$$);
+SELECT lp_settle('lpd_src');
+DELETE FROM lpd WHERE ctid = (SELECT min(ctid) FROM lpd WHERE g = 1 AND v = 1);
+SELECT lp_settle('lpd_src');
+UPDATE lpd SET v = v WHERE g = 2 AND v IN (0, 1);
+SELECT lp_settle('lpd_src');
+BEGIN;
+INSERT INTO lpd VALUES (0, 1), (0, 1);
+DELETE FROM lpd WHERE ctid = (SELECT max(ctid) FROM lpd WHERE g = 0 AND v = 1);
+UPDATE lpd SET v = 3 WHERE g = 0 AND v = 0;
+COMMIT;
+SELECT lp_settle('lpd_src');
+DELETE FROM lpd WHERE g = 1 AND ctid <> (SELECT min(ctid) FROM lpd WHERE g = 1 AND v = 2);
+SELECT lp_settle('lpd_src');
+BEGIN;
+DELETE FROM lpd WHERE g = 2;
+ROLLBACK;
+BEGIN;
+INSERT INTO lpd VALUES (1, 2);
+SAVEPOINT s;
+DELETE FROM lpd WHERE g = 1;
+ROLLBACK TO s;
+COMMIT;
+SELECT lp_settle('lpd_src');
+SELECT * FROM lpdsum ORDER BY g;
+TRUNCATE lpd;
+SELECT lp_settle('lpd_src');
+SELECT count(*) FROM lpdsum;
+INSERT INTO lpd VALUES (5, 1), (5, 1), (5, 0);
+SELECT lp_settle('lpd_src');
+UPDATE lpd SET v = 2 WHERE ctid = (SELECT min(ctid) FROM lpd WHERE v = 1);
+SELECT lp_settle('lpd_src');
+SELECT * FROM lpdsum ORDER BY g;
+SELECT name, view_mismatches(
+           format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', name, name),
+           regexp_replace(query, '(''\w+''::text)', '\1, as_of => @T@', 'g'),
+           (SELECT array_agg(t ORDER BY t) FROM lp_times WHERE src = 'lpd_src')) AS bad_times
+  FROM peek.views WHERE name = 'lpdsum';
 
 -- a collection: retractions of rows never written, in a group of 100
 -- and in a group of none, then those rows written
@@ -166,6 +220,6 @@ SELECT name, view_mismatches(
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
-DROP TABLE lpt, lpn, lp_times;
+DROP TABLE lpt, lpn, lpd, lp_times;
 DROP TYPE lprow, lpnrow;
-DROP FUNCTION lp_settle(), lp_wal();
+DROP FUNCTION lp_settle(text), lp_wal();

@@ -818,7 +818,9 @@ updates_end(ReduceRound *r, int u, int last)
  * (or remove from) the group's states: a row's count below zero (more
  * copies retracted than inserted) holds none, as when the states are
  * computed from the rows (states_know), so a retraction of a row the group
- * does not hold changes nothing.
+ * does not hold changes nothing.  A source's rows never count below zero:
+ * their diffs' sum is the change, the row's count not needed (a partial
+ * group does not load it, arranged.c).
  */
 static int64
 row_change(ReduceRound *r, ViewGroup *group, int u, int end)
@@ -830,7 +832,7 @@ row_change(ReduceRound *r, ViewGroup *group, int u, int end)
 	int			lo = 0;
 	int			hi = rows->nrows;
 
-	while (lo < hi)
+	while (!r->inputs[0].never_negative && lo < hi)
 	{
 		int			mid = lo + (hi - lo) / 2;
 		int			cmp = group_row_image_cmp(DatumGetPointer(rows->rows[mid].row), image);
@@ -851,7 +853,7 @@ row_change(ReduceRound *r, ViewGroup *group, int u, int end)
 			ereport(ERROR,
 					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 					 errmsg("a row's count in its group is out of range")));
-	return Max(after, 0) - Max(before, 0);
+	return r->inputs[0].never_negative ? after : Max(after, 0) - Max(before, 0);
 }
 
 /*

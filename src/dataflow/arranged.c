@@ -29,7 +29,8 @@
  *	  that knows its states (accums.c) needs only the rows the round
  *	  updates, with their counts before it: each looked up by its image in
  *	  the hash's entries (walk_hash_row_counts), not the group's rows
- *	  walked; it counts its rows itself.  One that does not know them (a
+ *	  walked; it counts its rows itself.  Of a source, whose rows never
+ *	  count below zero, it needs none: its diffs are the rows' changes.  One that does not know them (a
  *	  lazy group's first touch) walks its rows once, each into its states
  *	  as the walk passes it, none kept but those the round updates.
  *
@@ -682,8 +683,10 @@ arranged_load(ReduceRound *r, Touch *touches, int ntouches)
 				continue;
 			else if (group->partial && group->accums == NULL)
 				learn_states(r, group, i, first[g], rows[g], nrows[g]);
-			else if (group->partial)
+			else if (group->partial && !r->inputs[i].never_negative)
 				load_updated(r, group, i, first[g]->time, rows[g], nrows[g]);
+			else if (group->partial)
+				continue;		/* (accums.c needs no row's count) */
 			else
 				load_input(r, group, i, first[g]->time);
 		if (rows[g] != NULL)

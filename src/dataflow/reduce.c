@@ -309,6 +309,8 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 			{
 				rounds[i].inputs[j].read = reads[j];
 				rounds[i].inputs[j].updates = updates[j];
+				rounds[i].inputs[j].never_negative = rounds[i].inputs[j].object >= 0 &&
+					OidIsValid(in[rounds[i].inputs[j].object]->source);
 			}
 		}
 		if (i > 0)

@@ -146,6 +146,8 @@ typedef struct ReduceInput
 								 * (arranged.c), or NULL: kept in the groups */
 	RoundUpdates *updates;		/* its updates in the round's range, read
 								 * once (arranged.c), or NULL: from its shard */
+	bool		never_negative; /* a source's: no row's count is ever below
+								 * 0, so a row's change is its diffs' sum */
 } ReduceInput;
 
 /* A round's work in one of the view's stages. */

@@ -103,6 +103,8 @@ typedef struct ViewPlan
 	List	   *key_collations; /* OID: the collation it compares them under */
 	List	   *branches;		/* ViewPlan: a UNION ALL's branches, else NIL */
 	Query	   *query;			/* a captured table read as its source */
+	struct PlannedStmt *runs_stmt;	/* query over its groups' rows (runs.c),
+									 * planned at the first round, kept */
 } ViewPlan;
 
 typedef struct ReduceState ReduceState;

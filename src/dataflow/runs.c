@@ -36,16 +36,14 @@
  * ...), without WHERE over one input (the groups hold only the rows that
  * pass it).
  */
-void
-runs_plan(ReduceRound *r, ViewPlan *plan)
+static PlannedStmt *
+plan_over_params(ViewPlan *plan, const char *text, ParamListInfo params)
 {
 	Query	   *query = copyObject(plan->query);
-	int			ninputs = list_length(plan->inputs);
+	PlannedStmt *stmt;
 	int			level;
 	ListCell   *lc;
 
-	r->params = makeParamList(ninputs);
-	r->params->numParams = ninputs;
 	foreach(lc, plan->inputs)
 	{
 		ViewPlanInput *input = lfirst(lc);
@@ -56,20 +54,14 @@ runs_plan(ReduceRound *r, ViewPlan *plan)
 
 		rows->paramkind = PARAM_EXTERN;
 		rows->paramid = foreach_current_index(lc) + 1;
-		rows->paramtype = get_array_type(input->row_type);
+		rows->paramtype = params->params[foreach_current_index(lc)].ptype;
 		rows->paramtypmod = -1;
 		rows->paramcollid = InvalidOid;
 		rows->location = -1;
-		if (!OidIsValid(rows->paramtype))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("type %s has no array type", format_type_be(input->row_type))));
 		unnest = makeFuncExpr(F_UNNEST_ANYARRAY, input->row_type, list_make1(rows),
 							  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
 		unnest->funcretset = true;
 		rtfunc->funcexpr = (Node *) unnest;
-		r->params->params[foreach_current_index(lc)].ptype = rows->paramtype;
-		r->params->params[foreach_current_index(lc)].pflags = PARAM_FLAG_CONST;
 	}
 	if (plan->qual != NULL)
 		query->jointree->quals = NULL;
@@ -86,8 +78,45 @@ runs_plan(ReduceRound *r, ViewPlan *plan)
 	level = NewGUCNestLevel();
 	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	r->stmt = pg_plan_query(query, r->text, 0, NULL);
+	stmt = pg_plan_query(query, text, 0, NULL);
 	AtEOXact_GUC(true, level);
+	return stmt;
+}
+
+/*
+ * The round's parameters, and its statement: planned once for the plan
+ * and kept with it (views.c keeps a view's plan until an invalidation),
+ * as planning was a tenth of a join's round.
+ */
+void
+runs_plan(ReduceRound *r, ViewPlan *plan)
+{
+	int			ninputs = list_length(plan->inputs);
+	ListCell   *lc;
+
+	r->params = makeParamList(ninputs);
+	r->params->numParams = ninputs;
+	foreach(lc, plan->inputs)
+	{
+		ViewPlanInput *input = lfirst(lc);
+		ParamExternData *param = &r->params->params[foreach_current_index(lc)];
+
+		param->ptype = get_array_type(input->row_type);
+		param->pflags = PARAM_FLAG_CONST;
+		if (!OidIsValid(param->ptype))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("type %s has no array type", format_type_be(input->row_type))));
+	}
+	if (plan->runs_stmt == NULL)
+	{
+		PlannedStmt *stmt = plan_over_params(plan, r->text, r->params);
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(plan));
+
+		plan->runs_stmt = copyObject(stmt);
+		MemoryContextSwitchTo(old);
+	}
+	r->stmt = plan->runs_stmt;
 }
 
 /*

@@ -30,9 +30,10 @@
  *	  updates, with their counts before it: each looked up by its image in
  *	  the hash's entries (walk_hash_row_counts), not the group's rows
  *	  walked; it counts its rows itself.  Of a source, whose rows never
- *	  count below zero, it needs none: its diffs are the rows' changes.  One that does not know them (a
- *	  lazy group's first touch) walks its rows once, each into its states
- *	  as the walk passes it, none kept but those the round updates.
+ *	  count below zero, it needs none: its diffs are the rows' changes.
+ *	  One that does not know them (a lazy group's first touch) walks its
+ *	  rows once, each into its states as the walk passes it, none kept but
+ *	  those the round updates.
  *
  *	  A hydration's read of such an input builds its arrangement too
  *	  (arranged_hydration_begin, hydrate.c), when the runtime has none.

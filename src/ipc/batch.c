@@ -386,9 +386,20 @@ sort_entry_same_image(const SortEntry *x, const SortEntry *y, PendingUpdate *upd
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
+/* The radix sort's digits of the key hash, least significant first: 11, 11 and 10 bits. */
+#define SORT_DIGITS		3
+#define SORT_DIGIT_BITS	11
+#define SORT_BUCKETS	(1 << SORT_DIGIT_BITS)
+
+static inline int
+sort_digit(const SortEntry *e, int d)
+{
+	return (int) ((e->hashpos >> (32 + d * SORT_DIGIT_BITS)) & (SORT_BUCKETS - 1));
+}
+
 /*
  * The order of updates by pending_update_cmp: a radix sort on the key
- * hash, a byte per pass, then each run of equal hashes (a key's versions,
+ * hash, 11 bits per pass, then each run of equal hashes (a key's versions,
  * or a collision) by the whole order, mostly by their leads.  Linear in n
  * but for those runs, where a comparison sort of the updates themselves
  * spent most of a hydration, and then a comparison of their images,
@@ -399,6 +410,7 @@ sort_updates(PendingUpdate *updates, int64 n)
 {
 	SortEntry  *order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SortEntry) * n);
 	SortEntry  *spare = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SortEntry) * n);
+	int64	   *start = palloc0(sizeof(int64) * SORT_DIGITS * (SORT_BUCKETS + 1));
 	int64		run = 0;
 
 	if (n > PG_UINT32_MAX)
@@ -406,22 +418,25 @@ sort_updates(PendingUpdate *updates, int64 n)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("arrangement batch exceeds the largest batch size")));
 	sort_leads(updates, n, order);
-	for (int shift = 32; shift < 64; shift += 8)
+	/* every digit's bucket sizes counted in one pass, then a pass per digit */
+	for (int64 i = 0; i < n; i++)
+		for (int d = 0; d < SORT_DIGITS; d++)
+			start[d * (SORT_BUCKETS + 1) + sort_digit(&order[i], d) + 1]++;
+	for (int d = 0; d < SORT_DIGITS; d++)
 	{
-		int64		start[257] = {0};
+		int64	   *digit_start = &start[d * (SORT_BUCKETS + 1)];
 		SortEntry  *swap;
 
+		for (int b = 0; b < SORT_BUCKETS; b++)
+			digit_start[b + 1] += digit_start[b];
 		for (int64 i = 0; i < n; i++)
-			start[((order[i].hashpos >> shift) & 0xFF) + 1]++;
-		for (int b = 0; b < 256; b++)
-			start[b + 1] += start[b];
-		for (int64 i = 0; i < n; i++)
-			spare[start[(order[i].hashpos >> shift) & 0xFF]++] = order[i];
+			spare[digit_start[sort_digit(&order[i], d)]++] = order[i];
 		swap = order;
 		order = spare;
 		spare = swap;
 		CHECK_FOR_INTERRUPTS();
 	}
+	pfree(start);
 	pfree(spare);
 	for (int64 i = 1; i <= n; i++)
 	{

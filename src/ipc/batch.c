@@ -31,6 +31,7 @@
 
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -313,17 +314,40 @@ typedef struct SortEntry
 } SortEntry;
 
 /*
+ * The radix sort's digits, least significant first: one of the leads
+ * (digit 0, when sort_leads finds one), then the key hash's, of 11, 11 and
+ * 10 bits.
+ */
+#define SORT_DIGITS		4
+#define SORT_DIGIT_BITS	11
+#define SORT_BUCKETS	(1 << SORT_DIGIT_BITS)
+
+static inline int
+sort_digit(const SortEntry *e, int d, int lead_shift)
+{
+	if (d == 0)
+		return (int) ((e->lead >> lead_shift) & (SORT_BUCKETS - 1));
+	return (int) ((e->hashpos >> (32 + (d - 1) * SORT_DIGIT_BITS)) & (SORT_BUCKETS - 1));
+}
+
+/*
  * Each update's lead: its image's length and the six bytes after the
  * prefix that every image shares (big-endian, zeros past its end), so that
  * two updates with one key hash and different leads order by their leads
  * as pending_update_cmp orders them (length, then bytes); 0, telling
  * nothing, for an image too long to say so.  Read in the updates' order,
  * as their images were packed: no comparison of a sort touches an image
- * then unless the leads tie.
+ * then unless the leads tie.  Returns the shift of the lead's digit that
+ * sort_updates sorts by (the SORT_DIGIT_BITS bits from its highest bit
+ * that varies: all leads agree above it, so that they order as their
+ * leads do where it differs), or -1 if a lead tells nothing or none varies.
  */
-static void
+static int
 sort_leads(PendingUpdate *updates, int64 n, SortEntry *entries)
 {
+	uint64		varying = 0;
+	bool		telling = true;
+
 	const char *first = n > 0 ? updates[0].image : NULL;
 	uint32		prefix = n > 0 ? updates[0].len : 0;
 
@@ -350,7 +374,12 @@ sort_leads(PendingUpdate *updates, int64 n, SortEntry *entries)
 			lead = (lead << 8) | (k < u->len ? (unsigned char) u->image[k] : 0);
 		entries[i].hashpos = ((uint64) u->keyhash << 32) | (uint64) i;
 		entries[i].lead = u->len <= PG_UINT16_MAX ? lead : 0;
+		telling &= entries[i].lead != 0;
+		varying |= entries[i].lead ^ entries[0].lead;
 	}
+	if (!telling || varying == 0)
+		return -1;
+	return Max(pg_leftmost_one_pos64(varying) + 1 - SORT_DIGIT_BITS, 0);
 }
 
 static inline int
@@ -386,24 +415,15 @@ sort_entry_same_image(const SortEntry *x, const SortEntry *y, PendingUpdate *upd
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
-/* The radix sort's digits of the key hash, least significant first: 11, 11 and 10 bits. */
-#define SORT_DIGITS		3
-#define SORT_DIGIT_BITS	11
-#define SORT_BUCKETS	(1 << SORT_DIGIT_BITS)
-
-static inline int
-sort_digit(const SortEntry *e, int d)
-{
-	return (int) ((e->hashpos >> (32 + d * SORT_DIGIT_BITS)) & (SORT_BUCKETS - 1));
-}
-
 /*
  * The order of updates by pending_update_cmp: a radix sort on the key
- * hash, 11 bits per pass, then each run of equal hashes (a key's versions,
- * or a collision) by the whole order, mostly by their leads.  Linear in n
- * but for those runs, where a comparison sort of the updates themselves
- * spent most of a hydration, and then a comparison of their images,
- * scattered in memory as the key's versions are.
+ * hash and, below it, a digit of the leads, 11 bits per pass, then each
+ * run they tie (a key's versions whose leads agree there, or a collision)
+ * by the whole order, mostly by their leads.  Linear in n but for those
+ * runs, where a comparison sort of the updates themselves spent most of a
+ * hydration, and then a comparison of their images, scattered in memory
+ * as the key's versions are; the lead's digit spares sorting a key's
+ * versions, which mostly differ there.
  */
 static SortEntry *
 sort_updates(PendingUpdate *updates, int64 n)
@@ -411,18 +431,21 @@ sort_updates(PendingUpdate *updates, int64 n)
 	SortEntry  *order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SortEntry) * n);
 	SortEntry  *spare = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SortEntry) * n);
 	int64	   *start = palloc0(sizeof(int64) * SORT_DIGITS * (SORT_BUCKETS + 1));
+	int			lead_shift;
+	int			first_digit;
 	int64		run = 0;
 
 	if (n > PG_UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("arrangement batch exceeds the largest batch size")));
-	sort_leads(updates, n, order);
+	lead_shift = sort_leads(updates, n, order);
+	first_digit = lead_shift >= 0 ? 0 : 1;
 	/* every digit's bucket sizes counted in one pass, then a pass per digit */
 	for (int64 i = 0; i < n; i++)
-		for (int d = 0; d < SORT_DIGITS; d++)
-			start[d * (SORT_BUCKETS + 1) + sort_digit(&order[i], d) + 1]++;
-	for (int d = 0; d < SORT_DIGITS; d++)
+		for (int d = first_digit; d < SORT_DIGITS; d++)
+			start[d * (SORT_BUCKETS + 1) + sort_digit(&order[i], d, lead_shift) + 1]++;
+	for (int d = first_digit; d < SORT_DIGITS; d++)
 	{
 		int64	   *digit_start = &start[d * (SORT_BUCKETS + 1)];
 		SortEntry  *swap;
@@ -430,7 +453,7 @@ sort_updates(PendingUpdate *updates, int64 n)
 		for (int b = 0; b < SORT_BUCKETS; b++)
 			digit_start[b + 1] += digit_start[b];
 		for (int64 i = 0; i < n; i++)
-			spare[digit_start[sort_digit(&order[i], d)]++] = order[i];
+			spare[digit_start[sort_digit(&order[i], d, lead_shift)]++] = order[i];
 		swap = order;
 		order = spare;
 		spare = swap;
@@ -438,9 +461,12 @@ sort_updates(PendingUpdate *updates, int64 n)
 	}
 	pfree(start);
 	pfree(spare);
+	/* what the digits leave tied: runs of one hash (and lead digit) */
 	for (int64 i = 1; i <= n; i++)
 	{
-		if (i < n && (order[i].hashpos >> 32) == (order[run].hashpos >> 32))
+		if (i < n && (order[i].hashpos >> 32) == (order[run].hashpos >> 32) &&
+			(lead_shift < 0 ||
+			 sort_digit(&order[i], 0, lead_shift) == sort_digit(&order[run], 0, lead_shift)))
 			continue;
 		if (i - run > 1)
 			sort_run(&order[run], i - run, updates);

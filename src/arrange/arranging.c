@@ -80,9 +80,12 @@ arrange_update(int64 time, int64 diff, Datum row, void *arg)
 	struct varlena *field = (struct varlena *) DatumGetPointer(row);
 	struct varlena *flat = NULL;
 	struct varlena *formed;
-	MemoryContext old = MemoryContextSwitchTo(a->per_row);
+	MemoryContext old;
 	PendingUpdate *u;
 
+	if (diff == 0)
+		return;					/* (batch_build counts on none) */
+	old = MemoryContextSwitchTo(a->per_row);
 	if (a->row_template != NULL && !VARATT_IS_EXTERNAL(field) && !VARATT_IS_COMPRESSED(field))
 	{
 		flat = block_room(a, VARSIZE_ANY_EXHDR(field));

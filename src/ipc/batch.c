@@ -296,7 +296,7 @@ allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 s
  * asked for this many updates before it is read, so that the reads wait
  * on memory side by side rather than one after another.
  */
-#define BATCH_PREFETCH_AHEAD	8
+#define BATCH_PREFETCH_AHEAD	24
 #if defined(__GNUC__)
 #define batch_prefetch(p)	__builtin_prefetch(p)
 #else
@@ -388,6 +388,13 @@ sort_entry_cmp(const SortEntry *x, const SortEntry *y, PendingUpdate *updates)
 	if (x->lead != y->lead && x->lead != 0 && y->lead != 0)
 		return x->lead < y->lead ? -1 : 1;
 	return pending_update_cmp(&updates[(uint32) x->hashpos], &updates[(uint32) y->hashpos]);
+}
+
+/* An update's image length: its lead's top 16 bits, unless the lead tells nothing. */
+static inline uint32
+sort_entry_len(const SortEntry *x, PendingUpdate *updates)
+{
+	return x->lead != 0 ? (uint32) (x->lead >> 48) : updates[(uint32) x->hashpos].len;
 }
 
 /*
@@ -497,6 +504,7 @@ batch_build(PendingUpdate *updates, int64 n,
 	char	   *data;
 	Size		offset = 0;
 	uint32		next_bucket = 0;
+	bool		last_summed = false;
 
 	for (int64 i = 0; i < n; i++)
 		if (updates[i].time < since)
@@ -506,47 +514,52 @@ batch_build(PendingUpdate *updates, int64 n,
 	/*
 	 * consolidate: order[0 .. out) keeps one update per (row, time), whose
 	 * images take data_size bytes, one for each run of a row's entries
-	 * (shares[i]: entry i is of entry i - 1's row)
+	 * (shares[i]: entry i is of entry i - 1's row).  No update comes with
+	 * a diff of 0 (arrange_update drops them): only a kept one that others
+	 * were summed into (last_summed) may have come to 0.  So, the leads
+	 * giving most lengths, most updates are not read here.
 	 */
 	shares = palloc(sizeof(bool) * Max(n, 1));
 	for (int64 i = 0; i < n; i++)
 	{
-		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
 		bool		same = false;
 
 		CHECK_FOR_INTERRUPTS();
-		if (i + BATCH_PREFETCH_AHEAD < n)
-			batch_prefetch(&updates[(uint32) order[i + BATCH_PREFETCH_AHEAD].hashpos]);
 		if (out > 0)
 		{
-			PendingUpdate *last = &updates[(uint32) order[out - 1].hashpos];
-			int64		sum;
-
 			same = sort_entry_same_image(&order[out - 1], &order[i], updates);
-			if (same && last->time == u->time &&
-				!pg_add_s64_overflow(last->diff, u->diff, &sum))
+			if (same)
 			{
-				last->diff = sum;
-				continue;
+				PendingUpdate *last = &updates[(uint32) order[out - 1].hashpos];
+				PendingUpdate *u = &updates[(uint32) order[i].hashpos];
+				int64		sum;
+
+				if (last->time == u->time && !pg_add_s64_overflow(last->diff, u->diff, &sum))
+				{
+					last->diff = sum;
+					last_summed = true;
+					continue;
+				}
 			}
-			if (last->diff == 0)
+			if (last_summed && updates[(uint32) order[out - 1].hashpos].diff == 0)
 			{
 				out--;
 				if (!shares[out])
-					data_size -= MAXALIGN(last->len + VARHDRSZ);
+					data_size -= MAXALIGN(sort_entry_len(&order[out], updates) + VARHDRSZ);
 				same = out > 0 && sort_entry_same_image(&order[out - 1], &order[i], updates);
 			}
 		}
+		last_summed = false;
 		shares[out] = same;
 		if (!same)
-			data_size += MAXALIGN(u->len + VARHDRSZ);
+			data_size += MAXALIGN(sort_entry_len(&order[i], updates) + VARHDRSZ);
 		order[out++] = order[i];
 	}
-	if (out > 0 && updates[(uint32) order[out - 1].hashpos].diff == 0)
+	if (last_summed && updates[(uint32) order[out - 1].hashpos].diff == 0)
 	{
 		out--;
 		if (!shares[out])
-			data_size -= MAXALIGN(updates[(uint32) order[out].hashpos].len + VARHDRSZ);
+			data_size -= MAXALIGN(sort_entry_len(&order[out], updates) + VARHDRSZ);
 	}
 
 	dp = allocate_batch(out, data_size, lower, upper, since);

@@ -483,13 +483,13 @@ sort_updates(PendingUpdate *updates, int64 n)
 }
 
 /*
- * Build a batch from updates (whose times this may advance): times below
- * since advance to since, equal (row, time) pairs consolidate, zeros
- * vanish.  Two updates whose diffs would sum beyond bigint's range stay
- * apart: the walk, which sums a row's updates anyway, reports the overflow
- * to the peek, as the persist walk does, and the maintenance runtime never
- * fails on it.  Returns InvalidDsaPointer if pg_peek.max_memory would be
- * exceeded.
+ * Build a batch from updates (whose times this may advance; none with a
+ * diff of 0): times below since advance to since, equal (row, time) pairs
+ * consolidate, those that sum to 0 vanish.  Two updates whose diffs would
+ * sum beyond bigint's range stay apart: the walk, which sums a row's
+ * updates anyway, reports the overflow to the peek, as the persist walk
+ * does, and the maintenance runtime never fails on it.  Returns
+ * InvalidDsaPointer if pg_peek.max_memory would be exceeded.
  */
 dsa_pointer
 batch_build(PendingUpdate *updates, int64 n,

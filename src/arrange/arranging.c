@@ -44,39 +44,81 @@ struct Arranging
 };
 
 /*
+ * Room for an image of len bytes in the current block: MAXALIGNed, its
+ * 4-byte header before it, so that the image is a row datum as it lies
+ * (hashed and compared in place).
+ */
+static struct varlena *
+block_room(Arranging *a, Size len)
+{
+	Size		size = MAXALIGN(len + VARHDRSZ);
+	struct varlena *room;
+
+	if (size > a->block_free)
+	{
+		a->block_free = Max(ARRANGE_BLOCK_SIZE, size);
+		a->block = MemoryContextAllocHuge(a->cxt, a->block_free);
+	}
+	room = (struct varlena *) a->block;
+	SET_VARSIZE(room, len + VARHDRSZ);
+	a->block += size;
+	a->block_free -= size;
+	return room;
+}
+
+/*
  * One update (arg: the Arranging), from the shard, a feed or a view's
  * hydration: its row is normalized as a row read from the shard is, so
- * that images from any compare equal.
+ * that images from any compare equal.  The stored bytes are copied into
+ * the block once and kept when they are the canonical image already (as
+ * they usually are, row_from_shard), else replaced by the image formed.
  */
 void
 arrange_update(int64 time, int64 diff, Datum row, void *arg)
 {
 	Arranging  *a = arg;
-	MemoryContext old = MemoryContextSwitchTo(a->per_row);
-	struct varlena *flat = (struct varlena *) DatumGetPointer(row_from_shard(a->row_desc, a->row_template, row));
-	Size		len = VARSIZE(flat) - VARHDRSZ;
+	struct varlena *field = (struct varlena *) DatumGetPointer(row);
+	struct varlena *flat = NULL;
+	struct varlena *formed;
+	MemoryContext old;
 	PendingUpdate *u;
 
+	if (diff == 0)
+		return;					/* (batch_build counts on none) */
+	old = MemoryContextSwitchTo(a->per_row);
+	if (a->row_template != NULL && !VARATT_IS_EXTERNAL(field) && !VARATT_IS_COMPRESSED(field))
+	{
+		flat = block_room(a, VARSIZE_ANY_EXHDR(field));
+		memcpy(VARDATA(flat), VARDATA_ANY(field), VARSIZE_ANY_EXHDR(field));
+		formed = (struct varlena *) DatumGetPointer(row_canonical(a->row_desc, a->row_template,
+																  PointerGetDatum(flat)));
+	}
+	else
+		formed = (struct varlena *) DatumGetPointer(row_normalize(a->row_desc, row));
 	MemoryContextSwitchTo(old);
+	if (formed != flat)
+	{
+		/* (the room just taken, if any, is given back for the image formed) */
+		if (flat != NULL)
+		{
+			a->block -= MAXALIGN(VARSIZE(flat));
+			a->block_free += MAXALIGN(VARSIZE(flat));
+		}
+		flat = block_room(a, VARSIZE(formed) - VARHDRSZ);
+		memcpy(VARDATA(flat), VARDATA(formed), VARSIZE(formed) - VARHDRSZ);
+		MemoryContextReset(a->per_row);
+	}
 	if (a->n == a->capacity)
 	{
 		a->capacity *= 2;
 		a->updates = repalloc_huge(a->updates, sizeof(PendingUpdate) * a->capacity);
 	}
-	if (len > a->block_free)
-	{
-		a->block_free = Max(ARRANGE_BLOCK_SIZE, len);
-		a->block = MemoryContextAllocHuge(a->cxt, a->block_free);
-	}
 	u = &a->updates[a->n++];
 	u->keyhash = batch_key_hash_row(a->key, PointerGetDatum(flat));
-	u->len = len;
-	u->image = memcpy(a->block, VARDATA(flat), len);
+	u->len = VARSIZE(flat) - VARHDRSZ;
+	u->image = VARDATA(flat);
 	u->time = time;
 	u->diff = diff;
-	a->block += len;
-	a->block_free -= len;
-	MemoryContextReset(a->per_row);
 	if (a->hydration_total >= 0 && a->n % 10000 == 0)
 		registry_hydration_progress(a->index, a->n, Max(a->n, a->hydration_total));
 }

@@ -31,6 +31,7 @@
 
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -295,7 +296,7 @@ allocate_batch(int64 nentries, Size data_size, int64 lower, int64 upper, int64 s
  * asked for this many updates before it is read, so that the reads wait
  * on memory side by side rather than one after another.
  */
-#define BATCH_PREFETCH_AHEAD	8
+#define BATCH_PREFETCH_AHEAD	24
 #if defined(__GNUC__)
 #define batch_prefetch(p)	__builtin_prefetch(p)
 #else
@@ -313,17 +314,40 @@ typedef struct SortEntry
 } SortEntry;
 
 /*
+ * The radix sort's digits, least significant first: one of the leads
+ * (digit 0, when sort_leads finds one), then the key hash's, of 11, 11 and
+ * 10 bits.
+ */
+#define SORT_DIGITS		4
+#define SORT_DIGIT_BITS	11
+#define SORT_BUCKETS	(1 << SORT_DIGIT_BITS)
+
+static inline int
+sort_digit(const SortEntry *e, int d, int lead_shift)
+{
+	if (d == 0)
+		return (int) ((e->lead >> lead_shift) & (SORT_BUCKETS - 1));
+	return (int) ((e->hashpos >> (32 + (d - 1) * SORT_DIGIT_BITS)) & (SORT_BUCKETS - 1));
+}
+
+/*
  * Each update's lead: its image's length and the six bytes after the
  * prefix that every image shares (big-endian, zeros past its end), so that
  * two updates with one key hash and different leads order by their leads
  * as pending_update_cmp orders them (length, then bytes); 0, telling
  * nothing, for an image too long to say so.  Read in the updates' order,
  * as their images were packed: no comparison of a sort touches an image
- * then unless the leads tie.
+ * then unless the leads tie.  Returns the shift of the lead's digit that
+ * sort_updates sorts by (the SORT_DIGIT_BITS bits from its highest bit
+ * that varies: all leads agree above it, so that they order as their
+ * leads do where it differs), or -1 if a lead tells nothing or none varies.
  */
-static void
+static int
 sort_leads(PendingUpdate *updates, int64 n, SortEntry *entries)
 {
+	uint64		varying = 0;
+	bool		telling = true;
+
 	const char *first = n > 0 ? updates[0].image : NULL;
 	uint32		prefix = n > 0 ? updates[0].len : 0;
 
@@ -350,7 +374,12 @@ sort_leads(PendingUpdate *updates, int64 n, SortEntry *entries)
 			lead = (lead << 8) | (k < u->len ? (unsigned char) u->image[k] : 0);
 		entries[i].hashpos = ((uint64) u->keyhash << 32) | (uint64) i;
 		entries[i].lead = u->len <= PG_UINT16_MAX ? lead : 0;
+		telling &= entries[i].lead != 0;
+		varying |= entries[i].lead ^ entries[0].lead;
 	}
+	if (!telling || varying == 0)
+		return -1;
+	return Max(pg_leftmost_one_pos64(varying) + 1 - SORT_DIGIT_BITS, 0);
 }
 
 static inline int
@@ -359,6 +388,13 @@ sort_entry_cmp(const SortEntry *x, const SortEntry *y, PendingUpdate *updates)
 	if (x->lead != y->lead && x->lead != 0 && y->lead != 0)
 		return x->lead < y->lead ? -1 : 1;
 	return pending_update_cmp(&updates[(uint32) x->hashpos], &updates[(uint32) y->hashpos]);
+}
+
+/* An update's image length: its lead's top 16 bits, unless the lead tells nothing. */
+static inline uint32
+sort_entry_len(const SortEntry *x, PendingUpdate *updates)
+{
+	return x->lead != 0 ? (uint32) (x->lead >> 48) : updates[(uint32) x->hashpos].len;
 }
 
 /*
@@ -388,44 +424,56 @@ sort_entry_same_image(const SortEntry *x, const SortEntry *y, PendingUpdate *upd
 
 /*
  * The order of updates by pending_update_cmp: a radix sort on the key
- * hash, a byte per pass, then each run of equal hashes (a key's versions,
- * or a collision) by the whole order, mostly by their leads.  Linear in n
- * but for those runs, where a comparison sort of the updates themselves
- * spent most of a hydration, and then a comparison of their images,
- * scattered in memory as the key's versions are.
+ * hash and, below it, a digit of the leads, 11 bits per pass, then each
+ * run they tie (a key's versions whose leads agree there, or a collision)
+ * by the whole order, mostly by their leads.  Linear in n but for those
+ * runs, where a comparison sort of the updates themselves spent most of a
+ * hydration, and then a comparison of their images, scattered in memory
+ * as the key's versions are; the lead's digit spares sorting a key's
+ * versions, which mostly differ there.
  */
 static SortEntry *
 sort_updates(PendingUpdate *updates, int64 n)
 {
 	SortEntry  *order = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SortEntry) * n);
 	SortEntry  *spare = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SortEntry) * n);
+	int64	   *start = palloc0(sizeof(int64) * SORT_DIGITS * (SORT_BUCKETS + 1));
+	int			lead_shift;
+	int			first_digit;
 	int64		run = 0;
 
 	if (n > PG_UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("arrangement batch exceeds the largest batch size")));
-	sort_leads(updates, n, order);
-	for (int shift = 32; shift < 64; shift += 8)
+	lead_shift = sort_leads(updates, n, order);
+	first_digit = lead_shift >= 0 ? 0 : 1;
+	/* every digit's bucket sizes counted in one pass, then a pass per digit */
+	for (int64 i = 0; i < n; i++)
+		for (int d = first_digit; d < SORT_DIGITS; d++)
+			start[d * (SORT_BUCKETS + 1) + sort_digit(&order[i], d, lead_shift) + 1]++;
+	for (int d = first_digit; d < SORT_DIGITS; d++)
 	{
-		int64		start[257] = {0};
+		int64	   *digit_start = &start[d * (SORT_BUCKETS + 1)];
 		SortEntry  *swap;
 
+		for (int b = 0; b < SORT_BUCKETS; b++)
+			digit_start[b + 1] += digit_start[b];
 		for (int64 i = 0; i < n; i++)
-			start[((order[i].hashpos >> shift) & 0xFF) + 1]++;
-		for (int b = 0; b < 256; b++)
-			start[b + 1] += start[b];
-		for (int64 i = 0; i < n; i++)
-			spare[start[(order[i].hashpos >> shift) & 0xFF]++] = order[i];
+			spare[digit_start[sort_digit(&order[i], d, lead_shift)]++] = order[i];
 		swap = order;
 		order = spare;
 		spare = swap;
 		CHECK_FOR_INTERRUPTS();
 	}
+	pfree(start);
 	pfree(spare);
+	/* what the digits leave tied: runs of one hash (and lead digit) */
 	for (int64 i = 1; i <= n; i++)
 	{
-		if (i < n && (order[i].hashpos >> 32) == (order[run].hashpos >> 32))
+		if (i < n && (order[i].hashpos >> 32) == (order[run].hashpos >> 32) &&
+			(lead_shift < 0 ||
+			 sort_digit(&order[i], 0, lead_shift) == sort_digit(&order[run], 0, lead_shift)))
 			continue;
 		if (i - run > 1)
 			sort_run(&order[run], i - run, updates);
@@ -435,13 +483,13 @@ sort_updates(PendingUpdate *updates, int64 n)
 }
 
 /*
- * Build a batch from updates (whose times this may advance): times below
- * since advance to since, equal (row, time) pairs consolidate, zeros
- * vanish.  Two updates whose diffs would sum beyond bigint's range stay
- * apart: the walk, which sums a row's updates anyway, reports the overflow
- * to the peek, as the persist walk does, and the maintenance runtime never
- * fails on it.  Returns InvalidDsaPointer if pg_peek.max_memory would be
- * exceeded.
+ * Build a batch from updates (whose times this may advance; none with a
+ * diff of 0): times below since advance to since, equal (row, time) pairs
+ * consolidate, those that sum to 0 vanish.  Two updates whose diffs would
+ * sum beyond bigint's range stay apart: the walk, which sums a row's
+ * updates anyway, reports the overflow to the peek, as the persist walk
+ * does, and the maintenance runtime never fails on it.  Returns
+ * InvalidDsaPointer if pg_peek.max_memory would be exceeded.
  */
 dsa_pointer
 batch_build(PendingUpdate *updates, int64 n,
@@ -456,6 +504,7 @@ batch_build(PendingUpdate *updates, int64 n,
 	char	   *data;
 	Size		offset = 0;
 	uint32		next_bucket = 0;
+	bool		last_summed = false;
 
 	for (int64 i = 0; i < n; i++)
 		if (updates[i].time < since)
@@ -465,47 +514,52 @@ batch_build(PendingUpdate *updates, int64 n,
 	/*
 	 * consolidate: order[0 .. out) keeps one update per (row, time), whose
 	 * images take data_size bytes, one for each run of a row's entries
-	 * (shares[i]: entry i is of entry i - 1's row)
+	 * (shares[i]: entry i is of entry i - 1's row).  No update comes with
+	 * a diff of 0 (arrange_update drops them): only a kept one that others
+	 * were summed into (last_summed) may have come to 0.  So, the leads
+	 * giving most lengths, most updates are not read here.
 	 */
 	shares = palloc(sizeof(bool) * Max(n, 1));
 	for (int64 i = 0; i < n; i++)
 	{
-		PendingUpdate *u = &updates[(uint32) order[i].hashpos];
 		bool		same = false;
 
 		CHECK_FOR_INTERRUPTS();
-		if (i + BATCH_PREFETCH_AHEAD < n)
-			batch_prefetch(&updates[(uint32) order[i + BATCH_PREFETCH_AHEAD].hashpos]);
 		if (out > 0)
 		{
-			PendingUpdate *last = &updates[(uint32) order[out - 1].hashpos];
-			int64		sum;
-
 			same = sort_entry_same_image(&order[out - 1], &order[i], updates);
-			if (same && last->time == u->time &&
-				!pg_add_s64_overflow(last->diff, u->diff, &sum))
+			if (same)
 			{
-				last->diff = sum;
-				continue;
+				PendingUpdate *last = &updates[(uint32) order[out - 1].hashpos];
+				PendingUpdate *u = &updates[(uint32) order[i].hashpos];
+				int64		sum;
+
+				if (last->time == u->time && !pg_add_s64_overflow(last->diff, u->diff, &sum))
+				{
+					last->diff = sum;
+					last_summed = true;
+					continue;
+				}
 			}
-			if (last->diff == 0)
+			if (last_summed && updates[(uint32) order[out - 1].hashpos].diff == 0)
 			{
 				out--;
 				if (!shares[out])
-					data_size -= MAXALIGN(last->len + VARHDRSZ);
+					data_size -= MAXALIGN(sort_entry_len(&order[out], updates) + VARHDRSZ);
 				same = out > 0 && sort_entry_same_image(&order[out - 1], &order[i], updates);
 			}
 		}
+		last_summed = false;
 		shares[out] = same;
 		if (!same)
-			data_size += MAXALIGN(u->len + VARHDRSZ);
+			data_size += MAXALIGN(sort_entry_len(&order[i], updates) + VARHDRSZ);
 		order[out++] = order[i];
 	}
-	if (out > 0 && updates[(uint32) order[out - 1].hashpos].diff == 0)
+	if (last_summed && updates[(uint32) order[out - 1].hashpos].diff == 0)
 	{
 		out--;
 		if (!shares[out])
-			data_size -= MAXALIGN(updates[(uint32) order[out].hashpos].len + VARHDRSZ);
+			data_size -= MAXALIGN(sort_entry_len(&order[out], updates) + VARHDRSZ);
 	}
 
 	dp = allocate_batch(out, data_size, lower, upper, since);

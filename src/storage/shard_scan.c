@@ -651,6 +651,56 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
 }
 
 /*
+ * A time's updates that count_time passes one by one: past them it stops,
+ * for a scan from after that time (persist_times_end), so that a time with
+ * many (a load, a big transaction) costs an index descent, not a heap fetch
+ * for each.
+ */
+#define TIME_ENTRIES_WALKED	64
+
+/* What count_time counts: the distinct times left to pass. */
+typedef struct TimeCount
+{
+	int			left;
+	int64		last;
+	int64		end;
+	int			walked;			/* entries of last passed so far */
+	bool		skip;			/* stopped to skip last's other entries */
+} TimeCount;
+
+static bool
+count_time(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	TimeCount  *count = arg;
+
+	if (time == count->last)
+	{
+		count->skip = ++count->walked >= TIME_ENTRIES_WALKED;
+		return !count->skip;
+	}
+	if (count->left-- == 0)
+	{
+		count->end = time;
+		return false;
+	}
+	count->last = time;
+	count->walked = 1;
+	return true;
+}
+
+/* Does the shard hold an update before time bound?  (b's time index opened for it.) */
+static bool
+any_time_below(ShardBase *b, Relation rel, int64 bound)
+{
+	StrategyNumber strategy = BTLessStrategyNumber;
+	TimeCount	count = {0, PG_INT64_MIN, bound, 0, false};
+
+	b->time_index = open_shard_index(rel, "time_idx", AccessShareLock);
+	shard_scan_times(b, b->time_index, 1, &strategy, &bound, count_time, &count);
+	return count.end < bound;
+}
+
+/*
  * Feed fn the contents at time at, each row's part at BASE_TIME (not summed
  * by row), and every update with at < time < upper at its time, in no
  * particular order, each row as the shard stores it: what a view's groups
@@ -661,7 +711,9 @@ persist_scan_range(Oid shard, int64 lower, int64 upper,
  * rows again).  Before it, the shard is read whole, the history after at
  * taken out of the base; so is a shard with no base yet (a load not yet
  * folded), all of whose rows are recent: in heap order, not one index
- * fetch a row.  In the caller's transaction and snapshot.
+ * fetch a row, unless the time index finds none that comes before upper
+ * or at at (a view hydrating before a load: it has nothing to feed).  In
+ * the caller's transaction and snapshot.
  */
 void
 persist_scan_at(Oid shard, int64 at, int64 upper,
@@ -685,34 +737,10 @@ persist_scan_at(Oid shard, int64 at, int64 upper,
 		shard_scan_cursor(&c, hydrate_row, &feed);
 		shard_scan_times(&b, b.time_index, 2, strategies, bounds, hydrate_row, &feed);
 	}
-	else
+	else if (base_time != BASE_TIME || any_time_below(&b, rel, Max(upper, at + 1)))
 		shard_scan_heap(&b, PG_INT64_MIN, PG_INT64_MAX, hydrate_row, &feed);
 	shard_base_close(&b, AccessShareLock);
 	table_close(rel, AccessShareLock);
-}
-
-/* What count_time counts: the distinct times left to pass. */
-typedef struct TimeCount
-{
-	int			left;
-	int64		last;
-	int64		end;
-} TimeCount;
-
-static bool
-count_time(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	TimeCount  *count = arg;
-
-	if (time == count->last)
-		return true;
-	if (count->left-- == 0)
-	{
-		count->end = time;
-		return false;
-	}
-	count->last = time;
-	return true;
 }
 
 /*
@@ -728,12 +756,19 @@ persist_times_end(Oid shard, int64 lower, int64 upper, int n)
 	Relation	rel = open_shard_table(shard);
 	StrategyNumber strategies[2] = {BTGreaterEqualStrategyNumber, BTLessStrategyNumber};
 	int64		bounds[2] = {lower, upper};
-	TimeCount	count = {n, -1, upper};
+	TimeCount	count = {n, -1, upper, 0, false};
 	ShardBase	b;
 
 	shard_base_open_heap(&b, rel, GetActiveSnapshot(), BASE_TIME);
 	b.time_index = open_shard_index(rel, "time_idx", AccessShareLock);
-	shard_scan_times(&b, b.time_index, 2, strategies, bounds, count_time, &count);
+	do
+	{
+		count.skip = false;
+		shard_scan_times(&b, b.time_index, 2, strategies, bounds, count_time, &count);
+		/* (on past the time whose entries it stopped in) */
+		strategies[0] = BTGreaterStrategyNumber;
+		bounds[0] = count.last;
+	} while (count.skip);
 	shard_base_close(&b, AccessShareLock);
 	table_close(rel, AccessShareLock);
 	return count.end;

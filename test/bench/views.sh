@@ -470,7 +470,7 @@ views_report() {
         "query over the table.  Ratio = CREATE MATERIALIZED VIEW seconds / create_view seconds, per run." \
         "Then the first write: a row inserted into a group of its own, from its commit until the view shows it" \
         "(the view's first round after its hydration).  No other view reads the source yet: each creation builds" \
-        "the arrangement of the source by \`g\` that its groups read, and its drop lets it go." "" \
+        "the arrangement of the source by \`g\` that its groups read." "" \
         "| mode | ratio | create_view s | CREATE MATERIALIZED VIEW s | first write visible after (s) |" "|---|---|---|---|---|"
     for mode in on off; do
         [[ -n $(csv_values $c run mode=$mode) ]] || continue

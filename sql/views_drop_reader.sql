@@ -277,6 +277,20 @@ SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name IN ('drv15', 'd
        to_regclass('drv15') AS pg_view_left, to_regclass('drv16') AS reader_pg_view_left;
 SELECT peek.drop_view('drv16');
 SELECT peek.drop_view('drv15');
+-- ---- the same nine views deep (drv24 over drv23 ... over drv15) ----
+-- (the drop locked the views reading the view eight deep only: the ninth's
+-- reader hung with it as above)
+SELECT drview('drv15');
+SELECT peek.create_view('drv' || i, format('SELECT k, v FROM peek.persist_peek(NULL::%I, %L) WHERE v > 0',
+                                           'drv' || (i - 1), 'drv' || (i - 1)))
+  FROM generate_series(16, 24) AS i;
+SELECT * FROM drcase('drv24', 31, 'DROP VIEW drv15 CASCADE');
+SELECT peek.write('drc', ARRAY[(34, 340)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(35, 350)]::drrow[]);
+SELECT * FROM drend('drv24');
+SELECT wait_for($$SELECT count(*) = 10 FROM peek.views WHERE name ~ '^drv(1[5-9]|2[0-4])$' AND state = 'failed'$$) AS failed,
+       (SELECT count(*) FROM pg_class WHERE relname ~ '^drv(1[5-9]|2[0-4])$') AS pg_views_left;
+DO $$BEGIN FOR i IN REVERSE 24 .. 15 LOOP PERFORM peek.drop_view('drv' || i); END LOOP; END $$;
 DROP ROLE drowner;
 -- ---- a create_view of a name whose view is being dropped ----
 -- (the drop's commit is visible before its invalidations are sent: a

@@ -291,6 +291,23 @@ SELECT * FROM drend('drv24');
 SELECT wait_for($$SELECT count(*) = 10 FROM peek.views WHERE name ~ '^drv(1[5-9]|2[0-4])$' AND state = 'failed'$$) AS failed,
        (SELECT count(*) FROM pg_class WHERE relname ~ '^drv(1[5-9]|2[0-4])$') AS pg_views_left;
 DO $$BEGIN FOR i IN REVERSE 24 .. 15 LOOP PERFORM peek.drop_view('drv' || i); END LOOP; END $$;
+-- ---- a function ten calls away (SQL-standard bodies) ----
+-- (the views using a function were looked for nine calls deep only: a new
+-- body of drcall0 went through, the view's rows computed by two bodies;
+-- a DROP ... CASCADE of it did not lock the view first, whose reader then
+-- hung with it as above)
+CREATE FUNCTION drcall0(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN $1 * 2;
+SELECT format('CREATE FUNCTION drcall%s(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN drcall%s($1)', i, i - 1)
+  FROM generate_series(1, 10) AS i \gexec
+SELECT peek.create_view('drv25', $$SELECT k, v FROM peek.persist_peek(NULL::drrow, 'drc') WHERE drcall10(v) > 0$$);
+SELECT try('CREATE OR REPLACE FUNCTION drcall0(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN $1 * 3');
+SELECT * FROM drcase('drv25', 33, 'DROP FUNCTION drcall0(int) CASCADE');
+SELECT peek.write('drc', ARRAY[(36, 360)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(37, 370)]::drrow[]);
+SELECT * FROM drend('drv25');
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv25'$$) AS failed,
+       to_regclass('drv25') AS pg_view_left, (SELECT count(*) FROM pg_proc WHERE proname ~ '^drcall') AS functions_left;
+SELECT peek.drop_view('drv25');
 DROP ROLE drowner;
 -- ---- a create_view of a name whose view is being dropped ----
 -- (the drop's commit is visible before its invalidations are sent: a

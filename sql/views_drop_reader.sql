@@ -326,6 +326,25 @@ SELECT dranswer('drreader') AS created;
 SELECT query FROM peek.views WHERE name = 'drv15';
 SELECT peek.drop_view('drv15');
 
+-- ---- a drop_collection while a create_view over it is uncommitted ----
+-- (the drop waited for the view's lock on the collection's row, then
+-- looked for the views reading it in the snapshot its statement began
+-- with: it dropped the collection, and the new view failed)
+SELECT peek.create_collection('drc2', 'drrow');
+SELECT peek.write('drc2', ARRAY[(1, 10)]::drrow[]);
+SELECT dblink_exec('drreader', 'BEGIN');
+SELECT * FROM dblink('drreader', $$SELECT peek.create_view('drv26', 'SELECT k, v FROM peek.persist_peek(NULL::drrow, ''drc2'')')::text$$) AS t(r text);
+SELECT dblink_send_query('drdropper', 'SELECT try(''SELECT peek.drop_collection(''''drc2'''')'')');
+SELECT drop_waits();
+SELECT dblink_exec('drreader', 'COMMIT');
+SELECT dranswer('drdropper') AS dropper;
+SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'drv26'$$, 10) AS ready,
+       (SELECT count(*) FROM peek.collections WHERE name = 'drc2') AS collection_left;
+-- (so too a view and the view over it dropped in one statement: the
+-- second drop saw the view the first had dropped)
+SELECT peek.create_view('drv27', $$SELECT k, v FROM peek.persist_peek(NULL::drv26, 'drv26')$$);
+SELECT peek.drop_view(name) FROM (VALUES ('drv27'), ('drv26')) AS v(name);
+SELECT peek.drop_collection('drc2');
 SELECT dblink_disconnect('drreader'), dblink_disconnect('drdropper');
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;

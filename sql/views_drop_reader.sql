@@ -308,6 +308,35 @@ SELECT * FROM drend('drv25');
 SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv25'$$) AS failed,
        to_regclass('drv25') AS pg_view_left, (SELECT count(*) FROM pg_proc WHERE proname ~ '^drcall') AS functions_left;
 SELECT peek.drop_view('drv25');
+-- ---- a view made over the view while a DROP ... CASCADE waits ----
+-- (the drop locked the views reading the view as they were when it began:
+-- drv30, made meanwhile, was not locked first; the drop queued for it
+-- behind its reader, whose round after a restart waited for drv29, which
+-- the drop held.  Now the drop, having drv29, looks again and locks drv30
+-- before it.)
+SELECT drconnect('drreader2');
+INSERT INTO drpids SELECT 'drreader2', p FROM dblink('drreader2', 'SELECT pg_backend_pid()') AS t(p int);
+SELECT drview('drv28');
+SELECT peek.create_view('drv29', $$SELECT k, v FROM peek.persist_peek(NULL::drv28, 'drv28') WHERE v > 0$$);
+SELECT wait_for('SELECT upper >= 35 FROM peek.views WHERE name = ''drv29''') AS ready;
+SELECT * FROM drbegin('drv29', 35, 'DROP VIEW drv28 CASCADE');
+SELECT peek.create_view('drv30', $$SELECT k, v FROM peek.persist_peek(NULL::drv29, 'drv29') WHERE v > 1$$);
+SELECT wait_for('SELECT upper >= 35 FROM peek.views WHERE name = ''drv30''') AS ready;
+SELECT dblink_exec('drreader2', 'BEGIN');
+SELECT n FROM dblink('drreader2', 'SELECT count(*) FROM drv30') AS t(n bigint);
+SELECT dblink_send_query('drreader2', 'SELECT count(*)::text FROM peek.persist_peek(NULL::drv30, ''drv30'', as_of => 37)');
+SELECT peek.write('drc', ARRAY[(38, 380)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(39, 390)]::drrow[]);
+SELECT dranswer('drreader') AS reader, dblink_exec('drreader', 'COMMIT');
+SELECT drop_waits();
+SELECT restart_maintenance();
+SELECT peek.write('drc', ARRAY[(40, 400)]::drrow[]);
+SELECT dranswer('drreader2') AS reader2, dblink_exec('drreader2', 'COMMIT');
+SELECT dranswer('drdropper') AS dropper;
+SELECT wait_for($$SELECT count(*) = 3 FROM peek.views WHERE name IN ('drv28', 'drv29', 'drv30') AND state = 'failed'$$) AS failed,
+       (SELECT count(*) FROM pg_class WHERE relname IN ('drv28', 'drv29', 'drv30')) AS pg_views_left;
+DO $$BEGIN PERFORM peek.drop_view('drv30'); PERFORM peek.drop_view('drv29'); PERFORM peek.drop_view('drv28'); END $$;
+SELECT dblink_disconnect('drreader2');
 DROP ROLE drowner;
 -- ---- a create_view of a name whose view is being dropped ----
 -- (the drop's commit is visible before its invalidations are sent: a

@@ -432,6 +432,16 @@ lock_pg_view_within(Oid relid, int wait_ms, bool user_bound)
 	ReleaseCurrentSubTransaction();
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
+
+	/*
+	 * The subtransaction's lock went to the transaction's owner: the
+	 * caller's, as a lock taken here directly is, so that it may let go of
+	 * it (lock_pg_view_taken).
+	 */
+	LockRelationOid(relid, AccessExclusiveLock);
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	UnlockRelationOid(relid, AccessExclusiveLock);
+	CurrentResourceOwner = owner;
 	return true;
 }
 
@@ -516,13 +526,28 @@ takes_pg_view(Node *stmt, Oid relid)
 	return takes;
 }
 
+/* Whether each of the views reading a view has its PostgreSQL view in locked. */
+static bool
+readers_locked(CatalogObject *view, List *locked)
+{
+	ListCell   *lc;
+
+	foreach(lc, catalog_views_reading(view->name))
+		if (!list_member_oid(locked, get_typ_typrelid(((CatalogObject *) lfirst(lc))->row_type)))
+			return false;
+	return true;
+}
+
 /*
  * Lock a view's PostgreSQL view as drop_view does; with cascade, those of
  * the views that read it first, which a DROP ... CASCADE of it drops too
  * (their rules depend on its row type), and theirs before them, however
  * deep: the round a reader of one of them waits for opens the PostgreSQL
  * views of what that view reads (after a restart), which must not be
- * locked yet.  locked: the PostgreSQL views this statement has locked
+ * locked yet.  A view made over it while this waited (its create_view
+ * locks the PostgreSQL view in share mode, so none can be after) is seen
+ * once the lock is had: the lock is let go of, and taken again after the
+ * new view's.  locked: the PostgreSQL views this statement has locked
  * (each is visited once, a diamond's too); returned with relid's.
  */
 static List *
@@ -534,12 +559,18 @@ lock_pg_view_taken(CatalogObject *view, bool cascade, List *locked)
 	if (list_member_oid(locked, relid))
 		return locked;
 	locked = lappend_oid(locked, relid);
-	if (cascade)
-		foreach(lc, catalog_views_reading(view->name))
-			locked = lock_pg_view_taken(lfirst(lc), true, locked);
-	if (OidIsValid(relid))
+	for (;;)
+	{
+		if (cascade)
+			foreach(lc, catalog_views_reading(view->name))
+				locked = lock_pg_view_taken(lfirst(lc), true, locked);
+		if (!OidIsValid(relid))
+			return locked;
 		view_guard_lock_pg_view(view->id, relid);
-	return locked;
+		if (!cascade || readers_locked(view, locked))
+			return locked;
+		UnlockRelationOid(relid, AccessExclusiveLock);
+	}
 }
 
 /*

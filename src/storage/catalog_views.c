@@ -172,13 +172,21 @@ catalog_views_given_away(void)
 								 0, InvalidOid, (Datum) 0, false);
 }
 
-/* The views that read an object, by name. */
+/*
+ * The views that read an object, by name, in the latest snapshot (those
+ * committed while the caller waited for a lock are seen).
+ */
 List *
 catalog_views_reading(const char *name)
 {
-	return catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
-								 "WHERE $1 OPERATOR(pg_catalog.=) ANY (inputs) ORDER BY name",
-								 1, TEXTOID, CStringGetTextDatum(name), true);
+	List	   *views;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	views = catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+								  "WHERE $1 OPERATOR(pg_catalog.=) ANY (inputs) ORDER BY name",
+								  1, TEXTOID, CStringGetTextDatum(name), true);
+	PopActiveSnapshot();
+	return views;
 }
 
 /* Give a view and its indexes to another owner. */

@@ -127,11 +127,14 @@ check_inputs(ViewPlan *plan, List *names)
 
 	foreach(lc, names)
 	{
-		CatalogObject *input = catalog_lookup(lfirst(lc), PEEK_KIND_COLLECTION, CATALOG_KEEP);
+		CatalogObject *input = catalog_find(lfirst(lc));
 
-		catalog_check_reader(input);
-		if (input->kind == PEEK_KIND_VIEW && OidIsValid(get_typ_typrelid(input->row_type)))
+		/* (before the row, in drop_view's order) */
+		if (input != NULL && input->kind == PEEK_KIND_VIEW &&
+			OidIsValid(get_typ_typrelid(input->row_type)))
 			LockRelationOid(get_typ_typrelid(input->row_type), AccessShareLock);
+		input = catalog_lookup(lfirst(lc), PEEK_KIND_COLLECTION, CATALOG_KEEP);
+		catalog_check_reader(input);
 		if (first == NULL)
 			first = input;
 		else if (times_are_lsns(first) != times_are_lsns(input))

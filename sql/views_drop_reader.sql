@@ -277,6 +277,66 @@ SELECT wait_for($$SELECT count(*) = 2 FROM peek.views WHERE name IN ('drv15', 'd
        to_regclass('drv15') AS pg_view_left, to_regclass('drv16') AS reader_pg_view_left;
 SELECT peek.drop_view('drv16');
 SELECT peek.drop_view('drv15');
+-- ---- the same nine views deep (drv24 over drv23 ... over drv15) ----
+-- (the drop locked the views reading the view eight deep only: the ninth's
+-- reader hung with it as above)
+SELECT drview('drv15');
+SELECT peek.create_view('drv' || i, format('SELECT k, v FROM peek.persist_peek(NULL::%I, %L) WHERE v > 0',
+                                           'drv' || (i - 1), 'drv' || (i - 1)))
+  FROM generate_series(16, 24) AS i;
+SELECT * FROM drcase('drv24', 31, 'DROP VIEW drv15 CASCADE');
+SELECT peek.write('drc', ARRAY[(34, 340)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(35, 350)]::drrow[]);
+SELECT * FROM drend('drv24');
+SELECT wait_for($$SELECT count(*) = 10 FROM peek.views WHERE name ~ '^drv(1[5-9]|2[0-4])$' AND state = 'failed'$$) AS failed,
+       (SELECT count(*) FROM pg_class WHERE relname ~ '^drv(1[5-9]|2[0-4])$') AS pg_views_left;
+DO $$BEGIN FOR i IN REVERSE 24 .. 15 LOOP PERFORM peek.drop_view('drv' || i); END LOOP; END $$;
+-- ---- a function ten calls away (SQL-standard bodies) ----
+-- (the views using a function were looked for nine calls deep only: a new
+-- body of drcall0 went through, the view's rows computed by two bodies;
+-- a DROP ... CASCADE of it did not lock the view first, whose reader then
+-- hung with it as above)
+CREATE FUNCTION drcall0(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN $1 * 2;
+SELECT format('CREATE FUNCTION drcall%s(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN drcall%s($1)', i, i - 1)
+  FROM generate_series(1, 10) AS i \gexec
+SELECT peek.create_view('drv25', $$SELECT k, v FROM peek.persist_peek(NULL::drrow, 'drc') WHERE drcall10(v) > 0$$);
+SELECT try('CREATE OR REPLACE FUNCTION drcall0(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN $1 * 3');
+SELECT * FROM drcase('drv25', 33, 'DROP FUNCTION drcall0(int) CASCADE');
+SELECT peek.write('drc', ARRAY[(36, 360)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(37, 370)]::drrow[]);
+SELECT * FROM drend('drv25');
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'drv25'$$) AS failed,
+       to_regclass('drv25') AS pg_view_left, (SELECT count(*) FROM pg_proc WHERE proname ~ '^drcall') AS functions_left;
+SELECT peek.drop_view('drv25');
+-- ---- a view made over the view while a DROP ... CASCADE waits ----
+-- (the drop locked the views reading the view as they were when it began:
+-- drv30, made meanwhile, was not locked first; the drop queued for it
+-- behind its reader, whose round after a restart waited for drv29, which
+-- the drop held.  Now the drop, having drv29, looks again and locks drv30
+-- before it.)
+SELECT drconnect('drreader2');
+INSERT INTO drpids SELECT 'drreader2', p FROM dblink('drreader2', 'SELECT pg_backend_pid()') AS t(p int);
+SELECT drview('drv28');
+SELECT peek.create_view('drv29', $$SELECT k, v FROM peek.persist_peek(NULL::drv28, 'drv28') WHERE v > 0$$);
+SELECT wait_for('SELECT upper >= 35 FROM peek.views WHERE name = ''drv29''') AS ready;
+SELECT * FROM drbegin('drv29', 35, 'DROP VIEW drv28 CASCADE');
+SELECT peek.create_view('drv30', $$SELECT k, v FROM peek.persist_peek(NULL::drv29, 'drv29') WHERE v > 1$$);
+SELECT wait_for('SELECT upper >= 35 FROM peek.views WHERE name = ''drv30''') AS ready;
+SELECT dblink_exec('drreader2', 'BEGIN');
+SELECT n FROM dblink('drreader2', 'SELECT count(*) FROM drv30') AS t(n bigint);
+SELECT dblink_send_query('drreader2', 'SELECT count(*)::text FROM peek.persist_peek(NULL::drv30, ''drv30'', as_of => 37)');
+SELECT peek.write('drc', ARRAY[(38, 380)]::drrow[]);
+SELECT peek.write('drc', ARRAY[(39, 390)]::drrow[]);
+SELECT dranswer('drreader') AS reader, dblink_exec('drreader', 'COMMIT');
+SELECT drop_waits();
+SELECT restart_maintenance();
+SELECT peek.write('drc', ARRAY[(40, 400)]::drrow[]);
+SELECT dranswer('drreader2') AS reader2, dblink_exec('drreader2', 'COMMIT');
+SELECT dranswer('drdropper') AS dropper;
+SELECT wait_for($$SELECT count(*) = 3 FROM peek.views WHERE name IN ('drv28', 'drv29', 'drv30') AND state = 'failed'$$) AS failed,
+       (SELECT count(*) FROM pg_class WHERE relname IN ('drv28', 'drv29', 'drv30')) AS pg_views_left;
+DO $$BEGIN PERFORM peek.drop_view('drv30'); PERFORM peek.drop_view('drv29'); PERFORM peek.drop_view('drv28'); END $$;
+SELECT dblink_disconnect('drreader2');
 DROP ROLE drowner;
 -- ---- a create_view of a name whose view is being dropped ----
 -- (the drop's commit is visible before its invalidations are sent: a
@@ -295,6 +355,25 @@ SELECT dranswer('drreader') AS created;
 SELECT query FROM peek.views WHERE name = 'drv15';
 SELECT peek.drop_view('drv15');
 
+-- ---- a drop_collection while a create_view over it is uncommitted ----
+-- (the drop waited for the view's lock on the collection's row, then
+-- looked for the views reading it in the snapshot its statement began
+-- with: it dropped the collection, and the new view failed)
+SELECT peek.create_collection('drc2', 'drrow');
+SELECT peek.write('drc2', ARRAY[(1, 10)]::drrow[]);
+SELECT dblink_exec('drreader', 'BEGIN');
+SELECT * FROM dblink('drreader', $$SELECT peek.create_view('drv26', 'SELECT k, v FROM peek.persist_peek(NULL::drrow, ''drc2'')')::text$$) AS t(r text);
+SELECT dblink_send_query('drdropper', 'SELECT try(''SELECT peek.drop_collection(''''drc2'''')'')');
+SELECT drop_waits();
+SELECT dblink_exec('drreader', 'COMMIT');
+SELECT dranswer('drdropper') AS dropper;
+SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'drv26'$$, 10) AS ready,
+       (SELECT count(*) FROM peek.collections WHERE name = 'drc2') AS collection_left;
+-- (so too a view and the view over it dropped in one statement: the
+-- second drop saw the view the first had dropped)
+SELECT peek.create_view('drv27', $$SELECT k, v FROM peek.persist_peek(NULL::drv26, 'drv26')$$);
+SELECT peek.drop_view(name) FROM (VALUES ('drv27'), ('drv26')) AS v(name);
+SELECT peek.drop_collection('drc2');
 SELECT dblink_disconnect('drreader'), dblink_disconnect('drdropper');
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;

@@ -506,13 +506,11 @@ compact_one(void *arg)
 
 	if (work->pc->kind == PEEK_KIND_INDEX)
 	{
-		/* durable too, so a re-hydrated index never shows a lower since */
+		/* durable as published: a re-hydrated index never shows a lower since */
+		if (!standby_active())
+			catalog_set_since(work->pc->id, work->since);
 		if (spine_compact(work->pc->id, work->since))
-		{
-			if (!standby_active())
-				catalog_set_since(work->pc->id, work->since);
 			work->pc->durable_since = work->since;
-		}
 		return;
 	}
 

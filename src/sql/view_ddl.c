@@ -30,6 +30,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "rewrite/rewriteSupport.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -113,7 +114,9 @@ times_are_lsns(CatalogObject *obj)
  * query reads it as its row type) and row-locked against drops (a drop of
  * it waits for this transaction, or it for the drop), not against writers:
  * a transaction that made a view and is still open holds up neither the
- * inputs' writers nor a source's capture; they share one time line.
+ * inputs' writers nor a source's capture; they share one time line.  An
+ * input view's PostgreSQL view is locked in share mode too: a DROP ...
+ * CASCADE that has locked it sees every view over it (view_guard.c).
  */
 static void
 check_inputs(ViewPlan *plan, List *names)
@@ -124,8 +127,13 @@ check_inputs(ViewPlan *plan, List *names)
 
 	foreach(lc, names)
 	{
-		CatalogObject *input = catalog_lookup(lfirst(lc), PEEK_KIND_COLLECTION, CATALOG_KEEP);
+		CatalogObject *input = catalog_find(lfirst(lc));
 
+		/* (before the row, in drop_view's order) */
+		if (input != NULL && input->kind == PEEK_KIND_VIEW &&
+			OidIsValid(get_typ_typrelid(input->row_type)))
+			LockRelationOid(get_typ_typrelid(input->row_type), AccessShareLock);
+		input = catalog_lookup(lfirst(lc), PEEK_KIND_COLLECTION, CATALOG_KEEP);
 		catalog_check_reader(input);
 		if (first == NULL)
 			first = input;

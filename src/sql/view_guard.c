@@ -432,6 +432,16 @@ lock_pg_view_within(Oid relid, int wait_ms, bool user_bound)
 	ReleaseCurrentSubTransaction();
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
+
+	/*
+	 * The subtransaction's lock went to the transaction's owner: the
+	 * caller's, as a lock taken here directly is, so that it may let go of
+	 * it (lock_pg_view_taken).
+	 */
+	LockRelationOid(relid, AccessExclusiveLock);
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	UnlockRelationOid(relid, AccessExclusiveLock);
+	CurrentResourceOwner = owner;
 	return true;
 }
 
@@ -516,24 +526,51 @@ takes_pg_view(Node *stmt, Oid relid)
 	return takes;
 }
 
+/* Whether each of the views reading a view has its PostgreSQL view in locked. */
+static bool
+readers_locked(CatalogObject *view, List *locked)
+{
+	ListCell   *lc;
+
+	foreach(lc, catalog_views_reading(view->name))
+		if (!list_member_oid(locked, get_typ_typrelid(((CatalogObject *) lfirst(lc))->row_type)))
+			return false;
+	return true;
+}
+
 /*
  * Lock a view's PostgreSQL view as drop_view does; with cascade, those of
  * the views that read it first, which a DROP ... CASCADE of it drops too
- * (their rules depend on its row type), and theirs before them: the round
- * a reader of one of them waits for opens the PostgreSQL views of what
- * that view reads (after a restart), which must not be locked yet.
+ * (their rules depend on its row type), and theirs before them, however
+ * deep: the round a reader of one of them waits for opens the PostgreSQL
+ * views of what that view reads (after a restart), which must not be
+ * locked yet.  A view made over it while this waited (its create_view
+ * locks the PostgreSQL view in share mode, so none can be after) is seen
+ * once the lock is had: the lock is let go of, and taken again after the
+ * new view's.  locked: the PostgreSQL views this statement has locked
+ * (each is visited once, a diamond's too); returned with relid's.
  */
-static void
-lock_pg_view_taken(CatalogObject *view, bool cascade, int depth)
+static List *
+lock_pg_view_taken(CatalogObject *view, bool cascade, List *locked)
 {
 	Oid			relid = get_typ_typrelid(view->row_type);
 	ListCell   *lc;
 
-	if (cascade && depth < 8)
-		foreach(lc, catalog_views_reading(view->name))
-			lock_pg_view_taken(lfirst(lc), true, depth + 1);
-	if (OidIsValid(relid))
+	if (list_member_oid(locked, relid))
+		return locked;
+	locked = lappend_oid(locked, relid);
+	for (;;)
+	{
+		if (cascade)
+			foreach(lc, catalog_views_reading(view->name))
+				locked = lock_pg_view_taken(lfirst(lc), true, locked);
+		if (!OidIsValid(relid))
+			return locked;
 		view_guard_lock_pg_view(view->id, relid);
+		if (!cascade || readers_locked(view, locked))
+			return locked;
+		UnlockRelationOid(relid, AccessExclusiveLock);
+	}
 }
 
 /*
@@ -541,23 +578,26 @@ lock_pg_view_taken(CatalogObject *view, bool cascade, int depth)
  * AccessExclusiveLock on by their owner, schema or name (takes_pg_view),
  * locked first as drop_view does (view_guard_lock_pg_view): queued behind
  * a reader waiting for the view's round, the statement would queue the
- * round behind it, and hang with the reader.
+ * round behind it, and hang with the reader.  Returns those locked, as
+ * lock_pg_view_taken.
  */
-static void
+static List *
 lock_pg_views_taken(Node *stmt, bool cascade)
 {
+	List	   *locked = NIL;
 	ListCell   *lc;
 
 	if (!OidIsValid(get_extension_oid("pg_peek", true)))
-		return;
+		return NIL;
 	foreach(lc, catalog_read(NULL, -1))
 	{
 		CatalogObject *obj = lfirst(lc);
 		Oid			relid = obj->kind == PEEK_KIND_VIEW ? get_typ_typrelid(obj->row_type) : InvalidOid;
 
 		if (OidIsValid(relid) && takes_pg_view(stmt, relid))
-			lock_pg_view_taken(obj, cascade, 0);
+			locked = lock_pg_view_taken(obj, cascade, locked);
 	}
+	return locked;
 }
 
 static void
@@ -617,7 +657,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	}
 	else if (IsA(stmt, ReassignOwnedStmt))
 	{
-		lock_pg_views_taken(stmt, false);
+		(void) lock_pg_views_taken(stmt, false);
 		owners = true;
 	}
 	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->relation != NULL &&
@@ -643,11 +683,13 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->behavior == DROP_CASCADE &&
 			 ((DropStmt *) stmt)->removeType != OBJECT_EXTENSION)
 	{
+		List	   *locked = NIL;
+
 		if (((DropStmt *) stmt)->removeType == OBJECT_VIEW ||
 			((DropStmt *) stmt)->removeType == OBJECT_SCHEMA)
-			lock_pg_views_taken(stmt, true);
+			locked = lock_pg_views_taken(stmt, true);
 		foreach(lc, views_dropped_with((DropStmt *) stmt))
-			lock_pg_view_taken(lfirst(lc), true, 0);
+			locked = lock_pg_view_taken(lfirst(lc), true, locked);
 	}
 	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_VIEW)
 	{
@@ -665,7 +707,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	{
 		lock_for_extension_drop(stmt);
 		if (IsA(stmt, DropOwnedStmt))
-			lock_pg_views_taken(stmt, ((DropOwnedStmt *) stmt)->behavior == DROP_CASCADE);
+			(void) lock_pg_views_taken(stmt, ((DropOwnedStmt *) stmt)->behavior == DROP_CASCADE);
 	}
 	if (!skips_guard())
 		functions = view_uses_guard_before(stmt);

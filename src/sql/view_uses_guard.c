@@ -131,19 +131,31 @@ rule_relation(Oid rule)
  * views' rules depend on it, or, with through_calls, on an operator,
  * function or text search configuration that calls it (an operator's
  * function, a function in a SQL-standard body, a configuration's
- * dictionary), to a few levels.
+ * dictionary), however many calls away.  seen: the objects looked at, each
+ * once (CREATE OR REPLACE FUNCTION can make the calls circular).
  */
 static List *
-views_using(Oid class, Oid objid, bool through_calls, int depth)
+views_using_unseen(Oid class, Oid objid, bool through_calls, List **seen)
 {
 	Relation	depend;
 	ScanKeyData keys[2];
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *views = NIL;
+	ObjectAddress *object;
+	ListCell   *lc;
 
-	if (!OidIsValid(objid) || depth > 8 || !OidIsValid(get_extension_oid("pg_peek", true)))
+	if (!OidIsValid(objid))
 		return NIL;
+	foreach(lc, *seen)
+	{
+		object = lfirst(lc);
+		if (object->classId == class && object->objectId == objid)
+			return NIL;
+	}
+	object = palloc(sizeof(ObjectAddress));
+	ObjectAddressSet(*object, class, objid);
+	*seen = lappend(*seen, object);
 	depend = table_open(DependRelationId, AccessShareLock);
 	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
 				ObjectIdGetDatum(class));
@@ -163,11 +175,21 @@ views_using(Oid class, Oid objid, bool through_calls, int depth)
 		else if (through_calls &&
 				 (dep->classid == OperatorRelationId || dep->classid == ProcedureRelationId ||
 				  dep->classid == TSConfigRelationId))
-			views = list_concat(views, views_using(dep->classid, dep->objid, true, depth + 1));
+			views = list_concat(views, views_using_unseen(dep->classid, dep->objid, true, seen));
 	}
 	systable_endscan(scan);
 	table_close(depend, AccessShareLock);
 	return views;
+}
+
+static List *
+views_using(Oid class, Oid objid, bool through_calls)
+{
+	List	   *seen = NIL;
+
+	if (!OidIsValid(get_extension_oid("pg_peek", true)))
+		return NIL;
+	return views_using_unseen(class, objid, through_calls, &seen);
 }
 
 /*
@@ -181,7 +203,7 @@ view_using(Oid class, Oid objid, bool through_calls)
 	CatalogObject *view = NULL;
 	ListCell   *lc;
 
-	foreach(lc, views_using(class, objid, through_calls, 0))
+	foreach(lc, views_using(class, objid, through_calls))
 		if (view == NULL || ((CatalogObject *) lfirst(lc))->id < view->id)
 			view = lfirst(lc);
 	return view;
@@ -442,7 +464,7 @@ views_dropped_with(DropStmt *drop)
 		}
 		else
 			objid = named_object(drop->removeType, lfirst(lc), &class);
-		views = list_concat(views, views_using(class, objid, true, 0));
+		views = list_concat(views, views_using(class, objid, true));
 	}
 	return views;
 }

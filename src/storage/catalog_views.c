@@ -18,6 +18,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 
 #include "common/spi.h"
 #include "storage/catalog.h"
@@ -87,7 +88,10 @@ catalog_view_definition(PeekObjectId id, char **query, List **inputs)
 /*
  * The name of a view that reads the object, or NULL.  The caller holds the
  * object's row lock for its drop (FOR UPDATE), which a create_view over it
- * waits for, so that no view can start reading it after the answer.
+ * waits for, so that no view can start reading it after the answer.  Read
+ * in the latest snapshot: one that create_view committed while the drop
+ * waited for the lock, and one this statement dropped before (a drop_view
+ * per row of a query), are seen.
  */
 char *
 catalog_view_reading(const char *name)
@@ -102,11 +106,13 @@ catalog_view_reading(const char *name)
 	if (get_attnum(catalog_relid(), "inputs") == InvalidAttrNumber)
 		return NULL;
 	spi_connect_as_owner(&saved);
+	PushActiveSnapshot(GetLatestSnapshot());
 	spi_check(catalog_execute_saved("SELECT name FROM peek.objects "
 									"WHERE $1 OPERATOR(pg_catalog.=) ANY (inputs) "
 									"ORDER BY name LIMIT 1",
 									1, &argtype, &arg, NULL, true),
 			  SPI_OK_SELECT, "views reading an object");
+	PopActiveSnapshot();
 	if (SPI_processed > 0)
 	{
 		bool		isnull;
@@ -166,13 +172,21 @@ catalog_views_given_away(void)
 								 0, InvalidOid, (Datum) 0, false);
 }
 
-/* The views that read an object, by name. */
+/*
+ * The views that read an object, by name, in the latest snapshot (those
+ * committed while the caller waited for a lock are seen).
+ */
 List *
 catalog_views_reading(const char *name)
 {
-	return catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
-								 "WHERE $1 OPERATOR(pg_catalog.=) ANY (inputs) ORDER BY name",
-								 1, TEXTOID, CStringGetTextDatum(name), true);
+	List	   *views;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	views = catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+								  "WHERE $1 OPERATOR(pg_catalog.=) ANY (inputs) ORDER BY name",
+								  1, TEXTOID, CStringGetTextDatum(name), true);
+	PopActiveSnapshot();
+	return views;
 }
 
 /* Give a view and its indexes to another owner. */

@@ -278,8 +278,13 @@ catalog_set_retention(PeekObjectId id, Datum retention, bool keep_all, bool set)
 void
 catalog_set_since(PeekObjectId id, int64 since)
 {
-	/* only rises: a late compaction must not undo a reload's (capture/loader.c) */
-	catalog_set_column("UPDATE peek.objects SET since = GREATEST(since, $2) WHERE id OPERATOR(pg_catalog.=) $1",
+	/*
+	 * Only rises: a late compaction must not undo a reload's
+	 * (capture/loader.c); a since it has already writes no row (an index's
+	 * is set again while views hold its spine below it).
+	 */
+	catalog_set_column("UPDATE peek.objects SET since = $2 "
+					   "WHERE id OPERATOR(pg_catalog.=) $1 AND since OPERATOR(pg_catalog.<) $2",
 					   id, since);
 }
 

@@ -74,6 +74,19 @@ CREATE FUNCTION view_mismatches(got text, want text, t0 bigint, t1 bigint)
 RETURNS text LANGUAGE sql
 RETURN view_mismatches(got, want, ARRAY(SELECT generate_series(t0, t1)));
 
+-- wal_time(): the WAL written so far, as a source's time
+CREATE FUNCTION wal_time() RETURNS bigint LANGUAGE sql AS
+$$SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint$$;
+-- views_past_wal(src, times): each view of the source src past the WAL
+-- written so far, that time recorded in the table times (src text, t bigint)
+CREATE FUNCTION views_past_wal(src text, times regclass) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE t bigint := wal_time();
+BEGIN
+    EXECUTE format('INSERT INTO %s VALUES ($1, $2)', times) USING src, t;
+    RETURN wait_for(format($q$SELECT bool_and(upper > %s) FROM peek.views
+                               WHERE inputs @> ARRAY[%L]$q$, t, src));
+END $$;
+
 -- restart_maintenance(): kill the maintenance runtime (or the solo one) and
 -- wait until its replacement runs
 CREATE FUNCTION restart_maintenance() RETURNS boolean LANGUAGE plpgsql AS $$

@@ -18,17 +18,11 @@ DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
 RESET client_min_messages;
 
-CREATE FUNCTION lp_wal() RETURNS bigint LANGUAGE sql AS
-$$SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint$$;
+CREATE FUNCTION lp_wal() RETURNS bigint LANGUAGE sql RETURN wal_time();
 CREATE TABLE lp_times (src text, t bigint);
 -- each view of the source past the WAL written so far, that time recorded
-CREATE FUNCTION lp_settle(src text DEFAULT 'lpt_src') RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE t bigint := lp_wal();
-BEGIN
-    INSERT INTO lp_times VALUES (src, t);
-    RETURN wait_for(format($q$SELECT bool_and(upper > %s) FROM peek.views
-                               WHERE inputs @> ARRAY[%L]$q$, t, src));
-END $$;
+CREATE FUNCTION lp_settle(src text DEFAULT 'lpt_src') RETURNS boolean LANGUAGE sql
+RETURN views_past_wal(src, 'lp_times');
 
 -- five groups of 100 rows, and ten rows with a NULL key
 CREATE TABLE lpt (id int PRIMARY KEY, g int, v int);
@@ -220,6 +214,6 @@ SELECT name, view_mismatches(
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
+DROP FUNCTION lp_settle(text), lp_wal();
 DROP TABLE lpt, lpn, lpd, lp_times;
 DROP TYPE lprow, lpnrow;
-DROP FUNCTION lp_settle(text), lp_wal();

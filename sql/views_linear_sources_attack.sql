@@ -15,17 +15,10 @@ DROP EXTENSION IF EXISTS pg_peek CASCADE;
 CREATE EXTENSION pg_peek;
 RESET client_min_messages;
 
-CREATE FUNCTION ls_wal() RETURNS bigint LANGUAGE sql AS
-$$SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint$$;
 CREATE TABLE ls_times (src text, t bigint);
 -- each view of the source past the WAL written so far, that time recorded
-CREATE FUNCTION ls_settle(src text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE t bigint := ls_wal();
-BEGIN
-    INSERT INTO ls_times VALUES (src, t);
-    RETURN wait_for(format($q$SELECT bool_and(upper > %s) FROM peek.views
-                               WHERE inputs @> ARRAY[%L]$q$, t, src));
-END $$;
+CREATE FUNCTION ls_settle(src text) RETURNS boolean LANGUAGE sql
+RETURN views_past_wal(src, 'ls_times');
 -- the times at which some row of a source's shard counts below zero (its
 -- image told by its text)
 CREATE FUNCTION ls_below_zero(src text) RETURNS bigint LANGUAGE plpgsql AS $$

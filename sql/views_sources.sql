@@ -1,7 +1,8 @@
 -- Maintained views over captured tables: a table with a source stands for
 -- that source in a view's query (FROM t, or peek.persist_peek(NULL::t,
 -- 'source')); a table without one, or with two, or with inheritance
--- children (ONLY reads it), and TABLESAMPLE are refused (0A000); the
+-- children (ONLY reads it), and TABLESAMPLE are refused (0A000), as is a
+-- first inheritance child of a table a view reads (2BP01); the
 -- table, its columns the view reads and the source cannot be dropped under
 -- the view (2BP01); a role that may SELECT from the table makes and reads a
 -- view over it in its own schema; row-level security; what the views'
@@ -67,14 +68,37 @@ SELECT peek.create_view('sother', $$SELECT id FROM peek.persist_peek(NULL::sline
 SELECT wait_for($$SELECT count(*) = 1 FROM sother$$);
 SELECT peek.drop_view('sother');
 SELECT peek.drop_source('slines_src2');
--- a source has its table's own rows: a table with inheritance children is
--- read with ONLY; TABLESAMPLE is refused
-CREATE TABLE slines_child () INHERITS (slines);
-SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM slines')$$);
-SELECT peek.create_view('sonly', $$SELECT id FROM ONLY slines WHERE id = 13$$);
+-- a source has its table's own rows: a captured table that views read gets
+-- no first inheritance child (2BP01, by CREATE TABLE or ALTER TABLE, also
+-- in a savepoint); one with children is read with ONLY and gets more;
+-- TABLESAMPLE is refused
+SELECT try($$CREATE TABLE slines_child () INHERITS (slines)$$);
+CREATE TABLE slines_alone (LIKE slines);
+BEGIN;
+SAVEPOINT s;
+SELECT try($$ALTER TABLE slines_alone INHERIT slines$$);
+ROLLBACK TO s;
+COMMIT;
+SELECT count(*) AS children FROM pg_inherits WHERE inhparent = 'slines'::regclass;
+DROP TABLE slines_alone;
+CREATE TABLE sfam (id int PRIMARY KEY, qty int);
+INSERT INTO sfam VALUES (13, 1), (14, 2);
+SELECT peek.create_source('sfam_src', 'sfam');
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'sfam_src'$$);
+CREATE TABLE sfam_child () INHERITS (sfam);
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM sfam')$$);
+SELECT peek.create_view('sonly', $$SELECT id FROM ONLY sfam WHERE id = 13$$);
 SELECT wait_for($$SELECT count(*) = 1 FROM sonly$$);
+CREATE TABLE sfam_child2 () INHERITS (sfam);
+INSERT INTO sfam_child2 VALUES (13, 3);
+INSERT INTO sfam VALUES (15, 4);
+SELECT wal_time() AS sfam_wal \gset
+SELECT wait_for(format($$SELECT upper > %s FROM peek.views WHERE name = 'sonly'$$, :sfam_wal));
+SELECT (SELECT array_agg(id) FROM sonly) AS view, (SELECT array_agg(id) FROM ONLY sfam WHERE id = 13) AS query;
 SELECT peek.drop_view('sonly');
-DROP TABLE slines_child;
+DROP TABLE sfam_child, sfam_child2;
+SELECT peek.drop_source('sfam_src');
+DROP TABLE sfam;
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM ONLY slines TABLESAMPLE SYSTEM (50)')$$);
 -- a PostgreSQL view in FROM is not a table
 CREATE VIEW splain_v AS SELECT * FROM slines;

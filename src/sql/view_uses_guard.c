@@ -25,7 +25,10 @@
  *	  * ALTER TEXT SEARCH CONFIGURATION of its mappings, or ALTER TEXT
  *	    SEARCH DICTIONARY of its options, for such a configuration or
  *	    dictionary (or a configuration's dictionary) is refused the same
- *	    way: a row retracted would not be the one the view holds.
+ *	    way: a row retracted would not be the one the view holds;
+ *	  * a captured table a view reads given its first inheritance child is
+ *	    refused the same way: the view's query would read the child's rows
+ *	    too, which the table's source does not capture.
  *	  Each such statement of the object's owner (PostgreSQL refuses the
  *	  others) locks what it changes exclusively before the check, only
  *	  that (a CREATE OR REPLACE FUNCTION the overload it replaces), and
@@ -52,6 +55,7 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
@@ -336,6 +340,37 @@ guard_relation(const char *change, RangeVar *relation)
 
 	if (OidIsValid(relid))
 		guard_object(change, TypeRelationId, get_rel_type_id(relid), false);
+}
+
+/*
+ * A captured table given its first inheritance child (CREATE TABLE ...
+ * INHERITS, ALTER TABLE ... INHERIT): refused if a view reads it, whose
+ * query then read the table with its children (it had none), while the
+ * table's source captures its own rows only.  A table with children is
+ * read with ONLY by every view (sources.c refuses the rest): more go
+ * through.  Locked as guard_relation does, a captured table's only.
+ */
+static void
+guard_first_child(RangeVar *parent)
+{
+	Oid			relid = RangeVarGetRelid(parent, NoLock, true);
+	CatalogObject *view;
+
+	if (!OidIsValid(relid) || catalog_sources_of(relid) == NIL)
+		return;
+	relid = RangeVarGetRelidExtended(parent, AccessExclusiveLock, RVR_MISSING_OK,
+									 RangeVarCallbackOwnsRelation, NULL);
+	if (!OidIsValid(relid) || find_inheritance_children(relid, NoLock) != NIL)
+		return;
+	view = view_using(RelationRelationId, relid, false);
+	if (view != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot add an inheritance child to table %s because maintained view \"%s\" reads it",
+						get_rel_name(relid), view->name),
+				 errdetail("The view reads the table's source, which captures the table's own rows, not a child's."),
+				 errhint("Drop the view with peek.drop_view(%s), add the child, then create the view again reading FROM ONLY %s.",
+						 quote_literal_cstr(view->name), get_rel_name(relid))));
 }
 
 /*
@@ -629,6 +664,22 @@ view_uses_guard_before(Node *stmt)
 	else if (IsA(stmt, AlterTableStmt) && ((AlterTableStmt *) stmt)->objtype == OBJECT_TYPE &&
 			 drops_attribute((AlterTableStmt *) stmt))
 		guard_relation("drop an attribute of", ((AlterTableStmt *) stmt)->relation);
+	else if (IsA(stmt, AlterTableStmt))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((AlterTableStmt *) stmt)->cmds)
+			if (lfirst_node(AlterTableCmd, lc)->subtype == AT_AddInherit)
+				guard_first_child((RangeVar *) lfirst_node(AlterTableCmd, lc)->def);
+	}
+	else if ((IsA(stmt, CreateStmt) || IsA(stmt, CreateForeignTableStmt)) &&
+			 ((CreateStmt *) stmt)->partbound == NULL)
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((CreateStmt *) stmt)->inhRelations)
+			guard_first_child(lfirst_node(RangeVar, lc));
+	}
 	else if (IsA(stmt, AlterEnumStmt) && ((AlterEnumStmt *) stmt)->oldVal != NULL)
 	{
 		/* the kept text names the value ('a'::e) */

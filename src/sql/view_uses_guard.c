@@ -28,7 +28,10 @@
  *	    way: a row retracted would not be the one the view holds;
  *	  * a captured table a view reads given its first inheritance child is
  *	    refused the same way: the view's query would read the child's rows
- *	    too, which the table's source does not capture.
+ *	    too, which the table's source does not capture (any parent is
+ *	    locked first as PostgreSQL locks it, and as create_view locks a
+ *	    table it reads with its children, so that a source and view
+ *	    created together are seen).
  *	  Each such statement of the object's owner (PostgreSQL refuses the
  *	  others) locks what it changes exclusively before the check, only
  *	  that (a CREATE OR REPLACE FUNCTION the overload it replaces), and
@@ -348,15 +351,25 @@ guard_relation(const char *change, RangeVar *relation)
  * query then read the table with its children (it had none), while the
  * table's source captures its own rows only.  A table with children is
  * read with ONLY by every view (sources.c refuses the rest): more go
- * through.  Locked as guard_relation does, a captured table's only.
+ * through.  Locked first as PostgreSQL locks a parent, which a view being
+ * created over it waits for (sources.c), so that a source and view created
+ * together are seen once they commit (in the latest snapshot); a captured
+ * table then as guard_relation does.
  */
 static void
 guard_first_child(RangeVar *parent)
 {
-	Oid			relid = RangeVarGetRelid(parent, NoLock, true);
+	Oid			relid = RangeVarGetRelid(parent, ShareUpdateExclusiveLock, true);
 	CatalogObject *view;
+	List	   *sources;
 
-	if (!OidIsValid(relid) || catalog_sources_of(relid) == NIL)
+	if (!OidIsValid(relid))
+		return;
+	/* the latest committed catalog, as maintained_view_of reads */
+	PushActiveSnapshot(GetLatestSnapshot());
+	sources = catalog_sources_of(relid);
+	PopActiveSnapshot();
+	if (sources == NIL)
 		return;
 	relid = RangeVarGetRelidExtended(parent, AccessExclusiveLock, RVR_MISSING_OK,
 									 RangeVarCallbackOwnsRelation, NULL);

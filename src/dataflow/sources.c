@@ -42,7 +42,6 @@
 #include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
-#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -85,13 +84,7 @@ table_source(RangeTblEntry *rte)
 				 errmsg("maintained views do not support reading partitioned table %s", table),
 				 errdetail("A source captures a table's own rows; a partitioned table's are its partitions'."),
 				 errhint("Read a partition's source.")));
-	/*
-	 * ... not its children's.  Locked as a child's CREATE TABLE or ALTER
-	 * TABLE locks its parent: one not committed is waited for, and one after
-	 * waits for this view (view_uses_guard.c refuses it).
-	 */
-	if (rte->inh)
-		LockRelationOid(rte->relid, ShareUpdateExclusiveLock);
+	/* ... not its children's */
 	if (rte->inh && find_inheritance_children(rte->relid, NoLock) != NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -268,8 +268,14 @@ peek_create_source(PG_FUNCTION_ARGS)
 				(errmsg("table \"%s\" now has REPLICA IDENTITY FULL", relname),
 				 errdetail("A source retracts the old rows of updates and deletes, which the WAL carries in full only with REPLICA IDENTITY FULL.")));
 	}
-	else
-		LockRelationOid(relid, AccessShareLock);
+
+	/*
+	 * Locked as a first inheritance child's statement locks its parent
+	 * (view_uses_guard.c), which then waits for this source and sees it,
+	 * and a view made over the table with it is refused the child; one in
+	 * flight is waited for here, and its child seen by such a view.
+	 */
+	LockRelationOid(relid, ShareUpdateExclusiveLock);
 
 	obj.id = catalog_new_id(&seq);
 	obj.name = name;

@@ -29,9 +29,8 @@
  *	  * a captured table a view reads given its first inheritance child is
  *	    refused the same way: the view's query would read the child's rows
  *	    too, which the table's source does not capture (any parent is
- *	    locked first as PostgreSQL locks it, and as create_view locks a
- *	    table it reads with its children, so that a source and view
- *	    created together are seen).
+ *	    locked first as PostgreSQL locks it, and as create_source locks
+ *	    its table, so that a source and view created together are seen).
  *	  Each such statement of the object's owner (PostgreSQL refuses the
  *	  others) locks what it changes exclusively before the check, only
  *	  that (a CREATE OR REPLACE FUNCTION the overload it replaces), and
@@ -351,10 +350,11 @@ guard_relation(const char *change, RangeVar *relation)
  * query then read the table with its children (it had none), while the
  * table's source captures its own rows only.  A table with children is
  * read with ONLY by every view (sources.c refuses the rest): more go
- * through.  Locked first as PostgreSQL locks a parent, which a view being
- * created over it waits for (sources.c), so that a source and view created
- * together are seen once they commit (in the latest snapshot); a captured
- * table then as guard_relation does.
+ * through.  Locked first as PostgreSQL locks a parent, as create_source
+ * locks its table, so that a source (and a view over it) made together
+ * and not yet committed is waited for and seen in the latest snapshot; a
+ * captured table then as guard_relation does (a view in flight is waited
+ * for).
  */
 static void
 guard_first_child(RangeVar *parent)

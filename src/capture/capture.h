@@ -36,7 +36,8 @@
  *
  *	  The files: streams.c (sources, slots, table checks), loader.c (the
  *	  initial load), rounds.c (decoding rounds), outside_rounds.c (what is
- *	  called outside a round), decoder.c (the output plugin);
+ *	  called outside a round), decoder.c (the output plugin),
+ *	  historic_caches.c (the catalog caches around a round's decoding);
  *	  capture_internal.h is what they share.
  *
  *	  Backends use only the strict serializable read time and the nudge.

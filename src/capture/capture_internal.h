@@ -102,4 +102,8 @@ extern void fail_stream(CaptureStream *s, const char *failure, bool table_first)
 extern bool loader_step(CaptureStream *s);
 extern XLogRecPtr write_inserted_wal(bool at_once);
 
+/* the catalog caches around a round's decoding (historic_caches.c) */
+extern void historic_caches_enter(XLogRecPtr from);
+extern void historic_caches_leave(void);
+
 #endif							/* PEEK_CAPTURE_INTERNAL_H */

@@ -334,6 +334,7 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 	const char *failure = NULL;
 	MemoryContext old;
 	XLogRecPtr	start;
+	ReorderBufferTXN *oldest;
 
 	/*
 	 * The reader keeps what it allocates across rounds (it frees an
@@ -366,6 +367,8 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 	s->held_xid = InvalidTransactionId;
 	written_end_reached = false;
 	start = s->ctx->reader->EndRecPtr;
+	oldest = ReorderBufferGetOldestTXN(s->ctx->reorder);
+	historic_caches_enter(oldest != NULL ? Min(oldest->first_lsn, start) : start);
 	while (decoded_upper(s->ctx->reader->EndRecPtr) < (int64) end_of_wal &&
 		   s->changes.bytes < CAPTURE_ROUND_BYTES && s->changes.failure == NULL &&
 		   s->ctx->reader->EndRecPtr - start < CAPTURE_ROUND_WAL)
@@ -392,6 +395,7 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
+	historic_caches_leave();
 	s->read_upto = s->ctx->reader->EndRecPtr;
 	if (!written_end_reached && s->changes.failure == NULL &&
 		!TransactionIdIsValid(s->held_xid) &&
@@ -591,6 +595,7 @@ guarded_round(CaptureStream *s)
 			ReplicationSlotRelease();
 		CurrentResourceOwner = owner;
 		MemoryContextSwitchTo(cxt);
+		historic_caches_leave();
 		error_log_isolated(edata, psprintf("pg_peek source " INT64_FORMAT " could not decode", s->id));
 		slot = slot_state(s->slot_name, &active_pid);
 		if (slot == SLOT_GONE)

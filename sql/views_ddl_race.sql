@@ -108,6 +108,30 @@ SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'rcv7'$$);
 SELECT * FROM rcv7 ORDER BY k;
 SELECT name FROM peek.views ORDER BY name;
 
+-- ---- a function ten SQL-standard calls deep --------------------------------
+-- (create_view locked what its view uses eight calls deep only: neither it
+-- nor a new body of rcdeep0 waited for the other, and the new body went
+-- through over the view, whose rows it changed)
+CREATE FUNCTION rcdeep0(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN $1 * 2;
+SELECT format('CREATE FUNCTION rcdeep%s(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN rcdeep%s($1)', i, i - 1)
+  FROM generate_series(1, 10) AS i \gexec
+-- the change first, rolled back: create_view waits for it
+SELECT * FROM rcchange_first('CREATE OR REPLACE FUNCTION rcdeep0(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN $1 * 5',
+    'rcv8', $$SELECT k, rcdeep10(v) AS d FROM peek.persist_peek(NULL::rcrow, 'rcc')$$, 'ROLLBACK');
+SELECT peek.drop_view('rcv8');
+-- create_view first: the change waits for it, then is refused
+BEGIN;
+SELECT peek.create_view('rcv9', $$SELECT k, rcdeep10(v) AS d FROM peek.persist_peek(NULL::rcrow, 'rcc')$$);
+SELECT rcsend('rcother', 'CREATE OR REPLACE FUNCTION rcdeep0(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN $1 * 3');
+SELECT rcwaiting('rcother') AS change_waits;
+COMMIT;
+SELECT rcanswer('rcother') AS change, rcanswer('rcother') AS nothing_more;
+SELECT rcdeep10(3) AS body_kept;
+SELECT wait_for($$SELECT state = 'ready' FROM peek.views WHERE name = 'rcv9'$$);
+SELECT * FROM rcv9 ORDER BY k;
+SELECT peek.drop_view('rcv9');
+SELECT format('DROP FUNCTION rcdeep%s(int)', i) FROM generate_series(10, 0, -1) AS i \gexec
+
 SELECT dblink_disconnect('rcother'), dblink_disconnect('rcview');
 SELECT peek.drop_view(name) FROM peek.views ORDER BY name;
 SELECT peek.drop_collection('rcc');

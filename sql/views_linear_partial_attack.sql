@@ -85,13 +85,9 @@ SELECT peek.create_view('ttk', $$SELECT k, count(*) AS n, sum(v) AS s FROM tt GR
 SELECT peek.create_view('ttc', $$SELECT lower(c) AS lc, count(*) AS n, sum(v) AS s FROM tt GROUP BY c$$);
 SELECT peek.create_view('ttc2', $$SELECT count(*) AS n, sum(v) AS s FROM tt GROUP BY c HAVING count(*) > 3$$);
 SELECT wait_for($$SELECT count(*) = 3 FROM peek.views WHERE state = 'ready' AND upper > 0$$);
-CREATE TABLE tt_times (t bigint);
-CREATE FUNCTION tt_settle() RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE t bigint := (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint;
-BEGIN
-    INSERT INTO tt_times VALUES (t);
-    RETURN wait_for(format($q$SELECT bool_and(upper > %s) FROM peek.views$q$, t));
-END $$;
+CREATE TABLE tt_times (src text, t bigint);
+CREATE FUNCTION tt_settle() RETURNS boolean LANGUAGE sql
+RETURN views_past_wal('tt_src', 'tt_times');
 CREATE FUNCTION tt_bad_times() RETURNS TABLE (name text, bad_times text) LANGUAGE sql AS $$
     SELECT v.name::text, view_mismatches(
                format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', v.name, v.name),
@@ -126,7 +122,7 @@ SELECT * FROM tt_bad_times();
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
-DROP TABLE tt, tt_times;
 DROP FUNCTION tt_settle(), tt_bad_times();
+DROP TABLE tt, tt_times;
 DROP TYPE arow;
 DROP COLLATION ci;

@@ -386,7 +386,7 @@ skips_guard(void)
 /*
  * Queue for AccessExclusiveLock on relid for at most wait_ms, in an
  * internal subtransaction whose lock_timeout that is: true once it has the
- * lock (kept by the caller's transaction), false if it left the queue on
+ * lock (held by the caller's resource owner), false if it left the queue on
  * that timeout.  Any other error (a deadlock, a cancel, the user's own
  * lock_timeout when user_bound) is raised, and so is a statement_timeout
  * that came due with that timeout.
@@ -406,7 +406,15 @@ lock_pg_view_within(Oid relid, int wait_ms, bool user_bound)
 
 		(void) set_config_option("lock_timeout", psprintf("%d", Max(wait_ms, 1)),
 								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+		/*
+		 * Held by the caller's owner, as a lock taken there directly is, so
+		 * that it may let go of it (lock_pg_view_taken); the
+		 * subtransaction's would pass it to the transaction's.
+		 */
+		CurrentResourceOwner = owner;
 		LockRelationOid(relid, AccessExclusiveLock);
+		CurrentResourceOwner = CurTransactionResourceOwner;
 		/* the lock goes on with the caller's transaction, lock_timeout not */
 		AtEOXact_GUC(true, nest);
 	}
@@ -431,16 +439,6 @@ lock_pg_view_within(Oid relid, int wait_ms, bool user_bound)
 	PG_END_TRY();
 	ReleaseCurrentSubTransaction();
 	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-
-	/*
-	 * The subtransaction's lock went to the transaction's owner: the
-	 * caller's, as a lock taken here directly is, so that it may let go of
-	 * it (lock_pg_view_taken).
-	 */
-	LockRelationOid(relid, AccessExclusiveLock);
-	CurrentResourceOwner = CurTransactionResourceOwner;
-	UnlockRelationOid(relid, AccessExclusiveLock);
 	CurrentResourceOwner = owner;
 	return true;
 }

@@ -132,70 +132,122 @@ rule_relation(Oid rule)
 	return relid;
 }
 
+/* Which way a walk of pg_depend goes from an object (walk_dependencies). */
+typedef enum DependencyDirection
+{
+	TO_DEPENDENTS,				/* to the objects that depend on it */
+	TO_REFERENCED,				/* to the objects it depends on */
+} DependencyDirection;
+
+/* An object a walk reached: whether the walk goes on from it. */
+typedef bool (*DependencyVisit) (const ObjectAddress *object, void *arg);
+
+/*
+ * Visit each object reached from (class, objid) through pg_depend's normal
+ * dependencies, that way, however many steps away, each once (seen: CREATE
+ * OR REPLACE FUNCTION can make the calls circular).
+ */
+static void
+walk_unseen(Oid class, Oid objid, DependencyDirection direction,
+			DependencyVisit visit, void *arg, ObjectAddresses *seen)
+{
+	bool		to_dependents = direction == TO_DEPENDENTS;
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *reached = NIL;
+	ListCell   *lc;
+
+	ScanKeyInit(&keys[0], to_dependents ? Anum_pg_depend_refclassid : Anum_pg_depend_classid,
+				BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(class));
+	ScanKeyInit(&keys[1], to_dependents ? Anum_pg_depend_refobjid : Anum_pg_depend_objid,
+				BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(objid));
+	scan = systable_beginscan(depend, to_dependents ? DependReferenceIndexId : DependDependerIndexId,
+							  true, NULL, 2, keys);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+		ObjectAddress *object;
+
+		if (dep->deptype != DEPENDENCY_NORMAL)
+			continue;
+		object = palloc(sizeof(ObjectAddress));
+		if (to_dependents)
+			ObjectAddressSet(*object, dep->classid, dep->objid);
+		else
+			ObjectAddressSet(*object, dep->refclassid, dep->refobjid);
+		reached = lappend(reached, object);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+
+	foreach(lc, reached)
+	{
+		ObjectAddress *object = lfirst(lc);
+
+		if (object_address_present(object, seen))
+			continue;
+		add_exact_object_address(object, seen);
+		if (visit(object, arg))
+			walk_unseen(object->classId, object->objectId, direction, visit, arg, seen);
+	}
+}
+
+/* walk_unseen from (class, objid), itself counted as seen */
+static void
+walk_dependencies(Oid class, Oid objid, DependencyDirection direction,
+				  DependencyVisit visit, void *arg)
+{
+	ObjectAddresses *seen = new_object_addresses();
+	ObjectAddress start;
+
+	ObjectAddressSet(start, class, objid);
+	add_exact_object_address(&start, seen);
+	walk_unseen(class, objid, direction, visit, arg, seen);
+	free_object_addresses(seen);
+}
+
+/* views_using's walk: the views found, and whether it goes through calls. */
+typedef struct ViewsUsing
+{
+	bool		through_calls;
+	List	   *views;
+} ViewsUsing;
+
+static bool
+visit_user(const ObjectAddress *object, void *arg)
+{
+	ViewsUsing *using = arg;
+	CatalogObject *view;
+
+	if (object->classId == RewriteRelationId)
+	{
+		if ((view = maintained_view_of(rule_relation(object->objectId))) != NULL)
+			using->views = lappend(using->views, view);
+		return false;
+	}
+	return using->through_calls &&
+		(object->classId == OperatorRelationId || object->classId == ProcedureRelationId ||
+		 object->classId == TSConfigRelationId);
+}
+
 /*
  * The maintained views that use an object (class, objid): whose PostgreSQL
  * views' rules depend on it, or, with through_calls, on an operator,
  * function or text search configuration that calls it (an operator's
  * function, a function in a SQL-standard body, a configuration's
- * dictionary), however many calls away.  seen: the objects looked at, each
- * once (CREATE OR REPLACE FUNCTION can make the calls circular).
+ * dictionary), however many calls away.
  */
-static List *
-views_using_unseen(Oid class, Oid objid, bool through_calls, List **seen)
-{
-	Relation	depend;
-	ScanKeyData keys[2];
-	SysScanDesc scan;
-	HeapTuple	tup;
-	List	   *views = NIL;
-	ObjectAddress *object;
-	ListCell   *lc;
-
-	if (!OidIsValid(objid))
-		return NIL;
-	foreach(lc, *seen)
-	{
-		object = lfirst(lc);
-		if (object->classId == class && object->objectId == objid)
-			return NIL;
-	}
-	object = palloc(sizeof(ObjectAddress));
-	ObjectAddressSet(*object, class, objid);
-	*seen = lappend(*seen, object);
-	depend = table_open(DependRelationId, AccessShareLock);
-	ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(class));
-	ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(objid));
-	scan = systable_beginscan(depend, DependReferenceIndexId, true, NULL, 2, keys);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
-		CatalogObject *found;
-
-		if (dep->deptype != DEPENDENCY_NORMAL)
-			continue;
-		if (dep->classid == RewriteRelationId &&
-			(found = maintained_view_of(rule_relation(dep->objid))) != NULL)
-			views = lappend(views, found);
-		else if (through_calls &&
-				 (dep->classid == OperatorRelationId || dep->classid == ProcedureRelationId ||
-				  dep->classid == TSConfigRelationId))
-			views = list_concat(views, views_using_unseen(dep->classid, dep->objid, true, seen));
-	}
-	systable_endscan(scan);
-	table_close(depend, AccessShareLock);
-	return views;
-}
-
 static List *
 views_using(Oid class, Oid objid, bool through_calls)
 {
-	List	   *seen = NIL;
+	ViewsUsing	using = {through_calls, NIL};
 
-	if (!OidIsValid(get_extension_oid("pg_peek", true)))
+	if (!OidIsValid(objid) || !OidIsValid(get_extension_oid("pg_peek", true)))
 		return NIL;
-	return views_using_unseen(class, objid, through_calls, &seen);
+	walk_dependencies(class, objid, TO_DEPENDENTS, visit_user, &using);
+	return using.views;
 }
 
 /*
@@ -574,57 +626,27 @@ function_changed_by(Node *stmt)
 }
 
 /*
- * Lock, in share mode, the functions, operators, types and collations a
- * rule (or a function or operator, below it) depends on, their schemas and
- * a row type's relation: what view_using and guard_schema follow up from a
- * changed object.
+ * Lock, in share mode, a function, operator, type, collation or text
+ * search configuration or dictionary a rule depends on, its schema and a
+ * row type's relation, and walk on to what it depends on but a type:
+ * what views_using and guard_schema follow from a changed object, however
+ * many calls away.
  */
-static void
-lock_used(Oid class, Oid objid, int depth)
+static bool
+visit_used(const ObjectAddress *object, void *arg)
 {
-	Relation	depend = table_open(DependRelationId, AccessShareLock);
-	ScanKeyData keys[2];
-	SysScanDesc scan;
-	HeapTuple	tup;
-	List	   *used = NIL;
-	ListCell   *lc;
+	Oid			relid;
 
-	ScanKeyInit(&keys[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(class));
-	ScanKeyInit(&keys[1], Anum_pg_depend_objid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(objid));
-	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 2, keys);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
-		ObjectAddress *ref;
-
-		if (dep->deptype != DEPENDENCY_NORMAL ||
-			!named_by_text(dep->refclassid))
-			continue;
-		ref = palloc(sizeof(ObjectAddress));
-		ObjectAddressSet(*ref, dep->refclassid, dep->refobjid);
-		used = lappend(used, ref);
-	}
-	systable_endscan(scan);
-	table_close(depend, AccessShareLock);
-
-	foreach(lc, used)
-	{
-		ObjectAddress *ref = lfirst(lc);
-
-		LockDatabaseObject(ref->classId, ref->objectId, 0, AccessShareLock);
-		LockDatabaseObject(NamespaceRelationId, get_object_namespace(ref), 0, AccessShareLock);
-		if (ref->classId == TypeRelationId)
-		{
-			Oid			relid = get_typ_typrelid(ref->objectId);
-
-			if (OidIsValid(relid))
-				LockRelationOid(relid, AccessShareLock);
-		}
-		else if (depth < 8)
-			lock_used(ref->classId, ref->objectId, depth + 1);
-	}
+	if (!named_by_text(object->classId))
+		return false;
+	LockDatabaseObject(object->classId, object->objectId, 0, AccessShareLock);
+	LockDatabaseObject(NamespaceRelationId, get_object_namespace(object), 0, AccessShareLock);
+	if (object->classId != TypeRelationId)
+		return true;
+	relid = get_typ_typrelid(object->objectId);
+	if (OidIsValid(relid))
+		LockRelationOid(relid, AccessShareLock);
+	return false;
 }
 
 void
@@ -632,7 +654,8 @@ view_uses_lock(Oid relid)
 {
 	/* the rule's dependencies on what the query uses, just recorded */
 	CommandCounterIncrement();
-	lock_used(RewriteRelationId, get_rewrite_oid(relid, ViewSelectRuleName, false), 0);
+	walk_dependencies(RewriteRelationId, get_rewrite_oid(relid, ViewSelectRuleName, false),
+					  TO_REFERENCED, visit_used, NULL);
 }
 
 List *

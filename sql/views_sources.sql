@@ -99,6 +99,21 @@ SELECT peek.drop_view('sonly');
 DROP TABLE sfam_child, sfam_child2;
 SELECT peek.drop_source('sfam_src');
 DROP TABLE sfam;
+-- a captured partition that a view reads: PostgreSQL's own refusal of a
+-- child of a partition (42809), not the guard's
+CREATE TABLE spart (id int) PARTITION BY LIST (id);
+CREATE TABLE spart_13 PARTITION OF spart FOR VALUES IN (13);
+SET client_min_messages = warning;
+SELECT peek.create_source('spart_13_src', 'spart_13');
+RESET client_min_messages;
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'spart_13_src'$$);
+SELECT peek.create_view('spart_v', $$SELECT id FROM spart_13$$);
+SELECT try($$CREATE TABLE spart_child () INHERITS (spart_13)$$);
+CREATE TABLE spart_alone (id int);
+SELECT try($$ALTER TABLE spart_alone INHERIT spart_13$$);
+SELECT peek.drop_view('spart_v');
+SELECT peek.drop_source('spart_13_src');
+DROP TABLE spart, spart_alone;
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM ONLY slines TABLESAMPLE SYSTEM (50)')$$);
 -- a PostgreSQL view in FROM is not a table
 CREATE VIEW splain_v AS SELECT * FROM slines;

@@ -421,7 +421,8 @@ guard_first_child(RangeVar *parent)
 	PushActiveSnapshot(GetLatestSnapshot());
 	sources = catalog_sources_of(relid);
 	PopActiveSnapshot();
-	if (sources == NIL)
+	/* PostgreSQL refuses a partition any inheritance child (42809) */
+	if (sources == NIL || get_rel_relispartition(relid))
 		return;
 	relid = RangeVarGetRelidExtended(parent, AccessExclusiveLock, RVR_MISSING_OK,
 									 RangeVarCallbackOwnsRelation, NULL);

@@ -283,6 +283,18 @@ stored_tuple(InputRows *in, Datum stored, HeapTuple tuple)
 	return true;
 }
 
+/* n copies of a tuple into the tuplestore, or -n taken out after the read */
+static void
+put_tuple(InputRows *in, HeapTuple tuple, int64 n)
+{
+	for (int64 i = 0; i < n; i++)
+		tuplestore_puttuple(in->rows, tuple);
+	if (n > 0)
+		in->nrows += n;
+	else
+		retract(in, tuple, -n);
+}
+
 /*
  * n copies of a stored row into the tuplestore, if it passes WHERE, or -n
  * copies taken out after the read (the same row gives the same tuple).
@@ -293,7 +305,6 @@ put_rows(InputRows *in, Datum stored, int64 n)
 	MemoryContext old;
 	Datum		row;
 	HeapTupleData tuple;
-	HeapTuple	passed = NULL;
 
 	/* (the rounds take many copies of a row at once where they can) */
 	if (n > DATAFLOW_MAX_ROW_COPIES || n < -DATAFLOW_MAX_ROW_COPIES)
@@ -301,20 +312,15 @@ put_rows(InputRows *in, Datum stored, int64 n)
 		in->too_many = true;
 		return;
 	}
-	old = MemoryContextSwitchTo(in->per_row);
 	if (stored_tuple(in, stored, &tuple))
 	{
 		dataflow_count_input(true);
-		passed = &tuple;
+		put_tuple(in, &tuple, n);
+		return;
 	}
-	else if (view_input_row(&in->input, stored, &row))
-		passed = &in->input.tuple;
-	for (int64 i = 0; passed != NULL && i < n; i++)
-		tuplestore_puttuple(in->rows, passed);
-	if (passed != NULL && n > 0)
-		in->nrows += n;
-	else if (passed != NULL)
-		retract(in, passed, -n);
+	old = MemoryContextSwitchTo(in->per_row);
+	if (view_input_row(&in->input, stored, &row))
+		put_tuple(in, &in->input.tuple, n);
 	ExecClearTuple(in->input.slot);
 	ResetExprContext(in->input.econtext);
 	MemoryContextSwitchTo(old);

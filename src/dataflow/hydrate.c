@@ -5,6 +5,8 @@
  *	  executor over its inputs' contents, as CREATE MATERIALIZED VIEW runs
  *	  its query: each input's rows at the hydration's time read from its
  *	  shard into a tuplestore (a one-input view's through WHERE, input.c),
+ *	  the copies its negative parts retract (rows deleted after the base)
+ *	  taken out of the tuplestore after the read, by their fields,
  *	  the branch's query planned over them as named tuplestores, and its
  *	  rows appended to the view's shard at that time (or, at a view's first
  *	  hydration, written as its base).  No group is built:
@@ -33,6 +35,8 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "common/int.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -40,6 +44,7 @@
 #include "parser/parsetree.h"
 #include "tcop/tcopprot.h"
 #include "utils/lsyscache.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/queryenvironment.h"
 #include "utils/snapmgr.h"
@@ -134,21 +139,125 @@ dataflow_hydrates_at_once(ViewPlan *plan)
 }
 
 /*
- * An input's contents read into its tuplestore: the shard's rows as they
- * come while none is negative (a base row's parts, a row deleted after the
- * base), else summed by row first.
+ * An input's contents read into its tuplestore: the shard's positive parts
+ * as they come, its negative parts (a row deleted after the base, a base
+ * row's parts) kept aside and taken out of the tuplestore after the read.
  */
 typedef struct InputRows
 {
 	ViewInput	input;
 	Tuplestorestate *rows;
 	double		nrows;
-	RowCounts  *counts;			/* the rows summed, or NULL */
-	bool		in_parts;		/* a negative part came with counts NULL */
+	HTAB	   *retracted;		/* TupleCopies of the negative parts, or NULL */
 	bool		too_many;		/* a row came with too many copies to run over */
 	MemoryContext per_row;
+	MemoryContext cxt;			/* retracted and its tuples */
 	SpineHydration *arranging;	/* the arrangement built from the read, or NULL */
 } InputRows;
+
+/*
+ * A tuple's fields as the tuplestore holds them: its attribute count,
+ * null bitmap and data (not its header's other flags: a retraction
+ * captured from a table's tuple keeps that tuple's, the row it retracts
+ * may not).
+ */
+typedef struct TupleBytes
+{
+	uint16		natts;
+	uint8		hoff;
+	bool		hasnull;
+	const char *bytes;			/* from t_bits on */
+	Size		len;
+} TupleBytes;
+
+/* Copies of a tuple the negative parts retract. */
+typedef struct TupleCopies
+{
+	TupleBytes	key;
+	int64		count;
+} TupleCopies;
+
+static uint32
+tuple_bytes_hash(const void *key, Size keysize)
+{
+	const TupleBytes *t = key;
+
+	return hash_bytes((const unsigned char *) t->bytes, t->len) ^
+		((uint32) t->natts << 9 | (uint32) t->hoff << 1 | t->hasnull);
+}
+
+static int
+tuple_bytes_match(const void *key1, const void *key2, Size keysize)
+{
+	const TupleBytes *a = key1;
+	const TupleBytes *b = key2;
+
+	return a->natts != b->natts || a->hoff != b->hoff || a->hasnull != b->hasnull ||
+		a->len != b->len || memcmp(a->bytes, b->bytes, a->len) != 0;
+}
+
+static TupleBytes
+tuple_bytes(uint16 infomask2, uint16 infomask, uint8 hoff, const char *bits, const char *end)
+{
+	TupleBytes	t;
+
+	t.natts = infomask2 & HEAP_NATTS_MASK;
+	t.hoff = hoff;
+	t.hasnull = (infomask & HEAP_HASNULL) != 0;
+	t.bytes = bits;
+	t.len = end - bits;
+	return t;
+}
+
+static TupleBytes
+heap_tuple_bytes(HeapTuple tuple)
+{
+	HeapTupleHeader t = tuple->t_data;
+
+	return tuple_bytes(t->t_infomask2, t->t_infomask, t->t_hoff, (const char *) t->t_bits,
+					   (const char *) t + tuple->t_len);
+}
+
+static TupleBytes
+minimal_tuple_bytes(MinimalTuple t)
+{
+	return tuple_bytes(t->t_infomask2, t->t_infomask, t->t_hoff, (const char *) t->t_bits,
+					   (const char *) t + t->t_len);
+}
+
+/* n copies of the tuple to take out of the tuplestore after the read. */
+static void
+retract(InputRows *in, HeapTuple tuple, int64 n)
+{
+	TupleBytes	t = heap_tuple_bytes(tuple);
+	TupleCopies *copies;
+	bool		found;
+
+	if (in->retracted == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(TupleBytes);
+		ctl.entrysize = sizeof(TupleCopies);
+		ctl.hash = tuple_bytes_hash;
+		ctl.match = tuple_bytes_match;
+		ctl.hcxt = in->cxt;
+		in->retracted = hash_create("pg_peek view hydration retractions", 64, &ctl,
+									HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+	}
+	copies = hash_search(in->retracted, &t, HASH_ENTER, &found);
+	if (!found)
+	{
+		char	   *bytes = MemoryContextAlloc(in->cxt, t.len);
+
+		memcpy(bytes, t.bytes, t.len);
+		copies->key.bytes = bytes;
+		copies->count = 0;
+	}
+	if (pg_add_s64_overflow(copies->count, n, &copies->count) ||
+		copies->count > DATAFLOW_MAX_ROW_COPIES)
+		in->too_many = true;
+}
 
 /*
  * A stored row as a tuple over its bytes where the shard's page holds them,
@@ -174,7 +283,22 @@ stored_tuple(InputRows *in, Datum stored, HeapTuple tuple)
 	return true;
 }
 
-/* n copies of a stored row into the tuplestore, if it passes WHERE */
+/* n copies of a tuple into the tuplestore, or -n taken out after the read */
+static void
+put_tuple(InputRows *in, HeapTuple tuple, int64 n)
+{
+	for (int64 i = 0; i < n; i++)
+		tuplestore_puttuple(in->rows, tuple);
+	if (n > 0)
+		in->nrows += n;
+	else
+		retract(in, tuple, -n);
+}
+
+/*
+ * n copies of a stored row into the tuplestore, if it passes WHERE, or -n
+ * copies taken out after the read (the same row gives the same tuple).
+ */
 static void
 put_rows(InputRows *in, Datum stored, int64 n)
 {
@@ -183,7 +307,7 @@ put_rows(InputRows *in, Datum stored, int64 n)
 	HeapTupleData tuple;
 
 	/* (the rounds take many copies of a row at once where they can) */
-	if (n > DATAFLOW_MAX_ROW_COPIES)
+	if (n > DATAFLOW_MAX_ROW_COPIES || n < -DATAFLOW_MAX_ROW_COPIES)
 	{
 		in->too_many = true;
 		return;
@@ -191,18 +315,12 @@ put_rows(InputRows *in, Datum stored, int64 n)
 	if (stored_tuple(in, stored, &tuple))
 	{
 		dataflow_count_input(true);
-		for (int64 i = 0; i < n; i++)
-			tuplestore_puttuple(in->rows, &tuple);
-		in->nrows += n;
+		put_tuple(in, &tuple, n);
 		return;
 	}
 	old = MemoryContextSwitchTo(in->per_row);
 	if (view_input_row(&in->input, stored, &row))
-	{
-		for (int64 i = 0; i < n; i++)
-			tuplestore_puttuple(in->rows, &in->input.tuple);
-		in->nrows += n;
-	}
+		put_tuple(in, &in->input.tuple, n);
 	ExecClearTuple(in->input.slot);
 	ResetExprContext(in->input.econtext);
 	MemoryContextSwitchTo(old);
@@ -214,50 +332,64 @@ store_row(int64 time, int64 diff, Datum stored, void *arg)
 {
 	InputRows  *in = arg;
 
-	/* (the first read sees every row, WHERE or not; a second, summed, goes) */
-	if (in->arranging != NULL && in->counts == NULL)
+	if (in->arranging != NULL)
 		spine_hydration_add(in->arranging, time, diff, stored);
-	if (diff == 0 || in->in_parts)
-		return;					/* a base row's zero part (persist.h) */
-	if (in->counts != NULL)
-		row_counts_add(in->counts, stored, diff);
-	else if (diff < 0)
-		in->in_parts = true;
-	else
+	if (diff != 0)				/* (a base row's zero part: persist.h) */
 		put_rows(in, stored, diff);
 }
 
 /*
- * An input's contents at a time into its tuplestore; read again summed by
- * row when a part is negative.  Returns false when a row's count is, or is
- * more than DATAFLOW_MAX_ROW_COPIES (the rounds hydrate the view then).
+ * The retracted copies taken out of the tuplestore, which is copied
+ * without them: false if some row has fewer copies than are retracted.
  */
 static bool
-read_input(InputRows *in, Oid shard, Oid row_type, int64 at)
+take_out_retracted(InputRows *in)
 {
+	Tuplestorestate *kept = tuplestore_begin_heap(false, false, maintenance_work_mem);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(in->input.desc, &TTSOpsMinimalTuple);
+	int64		left = 0;
 	HASH_SEQ_STATUS seq;
-	RowCount   *rc;
-	bool		negative = false;
+	TupleCopies *copies;
 
+	hash_seq_init(&seq, in->retracted);
+	while ((copies = hash_seq_search(&seq)) != NULL)
+		left += copies->count;
+	while (tuplestore_gettupleslot(in->rows, true, false, slot))
+	{
+		bool		should_free;
+		TupleBytes	t = minimal_tuple_bytes(ExecFetchSlotMinimalTuple(slot, &should_free));
+
+		copies = left > 0 ? hash_search(in->retracted, &t, HASH_FIND, NULL) : NULL;
+		if (copies != NULL && copies->count > 0)
+		{
+			copies->count--;
+			left--;
+			in->nrows--;
+		}
+		else
+			tuplestore_puttupleslot(kept, slot);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	tuplestore_end(in->rows);
+	in->rows = kept;
+	return left == 0;
+}
+
+/*
+ * An input's contents at a time into its tuplestore.  Returns false when a
+ * row's count is negative, or more than DATAFLOW_MAX_ROW_COPIES (the
+ * rounds hydrate the view then).
+ */
+static bool
+read_input(InputRows *in, Oid shard, int64 at)
+{
 	persist_scan_at(shard, at, at + 1, store_row, in);
 	if (in->arranging != NULL)
 		spine_hydration_end(in->arranging);
 	in->arranging = NULL;
-	if (!in->in_parts)
-		return !in->too_many;
-	tuplestore_clear(in->rows);
-	in->nrows = 0;
-	in->in_parts = false;
-	in->counts = row_counts_create(row_type);
-	persist_scan_at(shard, at, at + 1, store_row, in);
-	hash_seq_init(&seq, in->counts->table);
-	while ((rc = hash_seq_search(&seq)) != NULL)
-	{
-		if (rc->count > 0)
-			put_rows(in, row_count_datum(rc), row_count_value(rc->count));
-		negative |= rc->count < 0;
-	}
-	return !negative && !in->too_many;
+	if (in->too_many)
+		return false;
+	return in->retracted == NULL || take_out_retracted(in);
 }
 
 /* The query's rows, as rows of the view's type, in the caller's memory. */
@@ -316,8 +448,7 @@ inputs_end(InputRows *inputs, int n)
 	for (int i = 0; i < n; i++)
 	{
 		tuplestore_end(inputs[i].rows);
-		if (inputs[i].counts != NULL)
-			MemoryContextDelete(inputs[i].counts->cxt);
+		MemoryContextDelete(inputs[i].cxt);
 		MemoryContextDelete(inputs[i].per_row);
 		view_input_end(&inputs[i].input);
 	}
@@ -353,9 +484,11 @@ rows_at(const char *text, ViewPlan *branch, CatalogObject *v, CatalogObject **in
 		input->rows = tuplestore_begin_heap(false, false, maintenance_work_mem);
 		input->per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view hydration",
 											   ALLOCSET_DEFAULT_SIZES);
+		input->cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek view hydration retractions",
+										   ALLOCSET_SMALL_SIZES);
 		input->arranging = arrange ?
 			arranged_hydration_begin(branch, v, in, pin->object, at) : NULL;
-		if (!read_input(input, in[pin->object]->shard, pin->row_type, at))
+		if (!read_input(input, in[pin->object]->shard, at))
 		{
 			inputs_end(inputs, foreach_current_index(lc) + 1);
 			return false;

@@ -114,7 +114,8 @@ forget_oldest(void)
 			continue;
 		if (live > LEARNED_MAX / 2)
 		{
-			everything_changed_before = c->at;
+			/* a reset since may be newer: its names are lost */
+			everything_changed_before = Max(everything_changed_before, c->at);
 			hash_search(learned_places, &c->k, HASH_REMOVE, NULL);
 			live--;
 			continue;

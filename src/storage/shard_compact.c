@@ -13,6 +13,7 @@
 #include "postgres.h"
 
 #include "access/heapam.h"
+#include "miscadmin.h"
 #include "utils/snapmgr.h"
 
 #include "storage/catalog.h"
@@ -253,14 +254,21 @@ fold(ShardWriter *w, ShardBase *b, Fold *f, int64 durable_since, int64 target)
 	shard_scan_updates(b, b->base_time, target, fold_update, f);
 	shard_collect_flagged(b, f->counts);
 	shard_scan_base_rows(b, f->counts, fold_base_row, f);
+	/* (a fold of a load's millions of rows: a fast stop must not wait for it) */
 	for (int64 i = 0; i < f->nrows; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
 		if (f->rows[i].fate == FOLD_DROP ||
 			(f->rows[i].fate == FOLD_BASE && f->rows[i].weight->count > 1))
 			delete_replaced(w->rel, &f->rows[i].tid, b->snapshot);
+	}
 	hash_seq_init(&status, f->counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
 		if (row_counts_find(f->weights, row_count_datum(rc))->count > 1)
 			(void) write_base_row(w, row_count_datum(rc), rc->count);
+	}
 	/* the history the since passed, which the base counted already */
 	shard_scan_updates(b, durable_since, Min(f->since, b->base_time), delete_history_row, NULL);
 	pfree(f->rows);
@@ -295,10 +303,16 @@ compact_whole(ShardWriter *w, ShardBase *b, int64 since, int64 new_base_time)
 		shard_tid_list_add(&tids, c.tid);
 	shard_cursor_close(&c);
 	for (int64 i = 0; i < tids.n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
 		delete_replaced(w->rel, &tids.tids[i], b->snapshot);
+	}
 	hash_seq_init(&status, counts->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
 		(void) write_base_row(w, row_count_datum(rc), rc->count);
+	}
 	MemoryContextDelete(counts->cxt);
 	pfree(tids.tids);
 }

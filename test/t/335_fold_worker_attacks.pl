@@ -11,7 +11,9 @@
 #    again while it holds the row): a fast stop does not hang, and after
 #    the restart the base takes the time in;
 #  * DROP EXTENSION: waits for the fold, the worker ends;
-#  * a fast stop during an active fold: the worker stops at once;
+#  * a fast stop during an active fold: the worker stops at once, also
+#    while it writes the base rows of a load of millions of rows (a
+#    stop waited minutes for that loop);
 #  * the runtime restarted three times during a long fold: one worker at a
 #    time (each restart used to start one more, waiting for the first);
 #  * no background worker free (max_worker_processes taken by the
@@ -187,5 +189,31 @@ taken_in('g', 'item', $tg, 'no free worker');
 like(slurp_file($node->logfile), qr/in the $maint runtime once every write pauses: no background worker is free/,
 	'no free worker: logged, naming the runtime');
 log_is_clean($node, 'no free worker');
+$node->stop('fast');
+
+# ---- a fast stop while the fold writes its base rows ----------------------
+# The shard grows only once the fold deletes the load's update rows and
+# writes their base rows: a stop then used to wait for every row written.
+my $M = 5 * $N;
+$node = new_node('fold_stop_writes');
+sql("CREATE EXTENSION pg_peek; CREATE TYPE item AS (id int, v text)");
+sql("SELECT peek.create_collection('w', 'item')");
+base_reaches($node, 'w', sql("SELECT peek.write('w', ARRAY[(0, 'zero')]::item[])"));
+my $tw = sql("SELECT peek.write('w', ARRAY(SELECT (g, 'x' || g)::item FROM generate_series(1, $M) g))");
+worker_runs('fast stop in the writes');
+my $size = sql("SELECT pg_relation_size(shard) FROM peek.collections WHERE name = 'w'");
+ok(poll_until($node, "SELECT pg_relation_size(shard) > $size + 8 * 1024 * 1024 "
+	  . "FROM peek.collections WHERE name = 'w'", 't', 300),
+	'fast stop in the writes: the fold writes base rows');
+ok(sql("SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_peek fold'"),
+	'fast stop in the writes: the worker still folds');
+$at = [gettimeofday];
+$node->stop('fast');
+cmp_ok(tv_interval($at), '<', 5, 'fast stop in the writes: the fold does not hold the stop');
+$node->start;
+ok(base_reaches($node, 'w', $tw, 600), 'fast stop in the writes: the base takes the load in after the restart');
+is(sql("SET statement_timeout = '120s'; SELECT count(*) || ' ' || sum(id) FROM peek.persist_peek(NULL::item, 'w')"),
+	($M + 1) . ' ' . ($M * ($M + 1) / 2), 'fast stop in the writes: contents exact');
+log_is_clean($node, 'fast stop in the writes');
 $node->stop('fast');
 done_testing();

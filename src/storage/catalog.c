@@ -10,13 +10,8 @@
  *	  FOR NO KEY UPDATE (times follow commit order), drop takes FOR UPDATE,
  *	  compaction skips a row a writer holds instead of waiting behind it.
  *
- *	  An object's upper is not in its row: a seal would update the row and
- *	  leave a dead version of it, which a long snapshot keeps and every
- *	  later lookup of the row walks.  Seals insert into peek.uppers instead;
- *	  the upper is the greatest there, and the maintenance runtime deletes
- *	  the ones below it now and then (catalog_prune_uppers).  Rows there name
- *	  an object by its id's sequence part (UPPER_KEY), which pg_restore and
- *	  pg_upgrade keep.
+ *	  An object's upper is not in its row but in peek.uppers
+ *	  (catalog_uppers.c), read after each query of rows.
  *
  *	  Must not touch shared memory.
  *
@@ -224,67 +219,6 @@ catalog_execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 	return SPI_execute_plan(saved->plan, args, nulls, read_only, 0);
 }
 
-/*
- * Whether the installed catalog keeps uppers in peek.uppers (0.3): a
- * library of 0.3 runs an extension made at 0.1 or 0.2, not updated yet,
- * whose objects' rows still have their upper.
- */
-bool
-catalog_has_uppers(void)
-{
-	return OidIsValid(catalog_uppers_relid());
-}
-
-/* The table peek.uppers, or InvalidOid in a catalog before 0.3. */
-Oid
-catalog_uppers_relid(void)
-{
-	Oid			peek = get_namespace_oid("peek", true);
-
-	return OidIsValid(peek) ? get_relname_relid("uppers", peek) : InvalidOid;
-}
-
-/* A query of OBJECT_COLUMNS for a catalog before 0.3, kept as the query is. */
-static const char *
-query_before_uppers(const char *query)
-{
-	static HTAB *queries = NULL;
-	typedef struct
-	{
-		const char *query;
-		char	   *old;
-	}			OldQuery;
-	OldQuery   *entry;
-	bool		found;
-
-	if (queries == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(const char *);
-		ctl.entrysize = sizeof(OldQuery);
-		ctl.hcxt = TopMemoryContext;
-		queries = hash_create("pg_peek catalog queries before 0.3", 16, &ctl,
-							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	entry = hash_search(queries, &query, HASH_ENTER, &found);
-	if (!found)
-	{
-		const char *at = strstr(query, OBJECT_UPPER);
-		StringInfoData buf;
-
-		if (at == NULL)
-			elog(ERROR, "catalog query without an upper: %s", query);
-		initStringInfo(&buf);
-		appendBinaryStringInfo(&buf, query, at - query);
-		appendStringInfoString(&buf, "upper");
-		appendStringInfoString(&buf, at + strlen(OBJECT_UPPER));
-		entry->old = MemoryContextStrdup(TopMemoryContext, buf.data);
-		pfree(buf.data);
-	}
-	return entry->old;
-}
-
 /* Run a query returning OBJECT_COLUMNS as the extension owner: its objects. */
 List *
 catalog_query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_only)
@@ -294,6 +228,11 @@ catalog_query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool
 	List	   *result = NIL;
 	Oid			peek = get_namespace_oid("peek", true);
 	Oid			objects = OidIsValid(peek) ? get_relname_relid("objects", peek) : InvalidOid;
+	bool		has_uppers;
+	PeekObjectId *ids;
+	int64	   *uppers;
+	Snapshot	snapshot;
+	ListCell   *lc;
 
 	/*
 	 * Lock peek.objects before asking which catalog is installed, as the
@@ -304,8 +243,9 @@ catalog_query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool
 	 */
 	if (OidIsValid(objects))
 		LockRelationOid(objects, AccessShareLock);
-	if (!catalog_has_uppers())
-		query = query_before_uppers(query);
+	has_uppers = catalog_has_uppers();
+	if (!has_uppers)
+		query = catalog_query_before_uppers(query);
 	spi_connect_as_owner(&saved);
 	spi_check(catalog_execute_saved(query, nargs, &argtype, &arg, NULL, read_only),
 			  SPI_OK_SELECT, query);
@@ -323,95 +263,31 @@ catalog_query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool
 		MemoryContextSwitchTo(spi);
 	}
 	spi_finish_as_owner(&saved);
+	if (!has_uppers)
+		return result;
+
+	/*
+	 * The uppers in the query's snapshot; a query that locks its rows took
+	 * a new one, and returned their latest versions: theirs in a new one.
+	 */
+	ids = palloc(sizeof(PeekObjectId) * Max(1, list_length(result)));
+	uppers = palloc(sizeof(int64) * Max(1, list_length(result)));
+	foreach(lc, result)
+		ids[foreach_current_index(lc)] = ((CatalogObject *) lfirst(lc))->id;
+	snapshot = RegisterSnapshot(read_only ? GetActiveSnapshot() : GetTransactionSnapshot());
+	catalog_read_uppers(list_length(result), ids, uppers, snapshot);
+	UnregisterSnapshot(snapshot);
+	foreach(lc, result)
+		((CatalogObject *) lfirst(lc))->upper = uppers[foreach_current_index(lc)];
+	pfree(ids);
+	pfree(uppers);
 	return result;
-}
-
-/*
- * Open peek.objects to read it through one of its indexes (*index); the
- * caller closes it with AccessShareLock, letting the lock go.  The
- * extension dropped by now (its schema, table or index gone) is 55000, as
- * for a peek that waited through the drop.
- */
-static Relation
-peek_table_open(const char *table, const char *index_name, Oid *index)
-{
-	Oid			peek = get_namespace_oid("peek", true);
-	Relation	rel = NULL;
-
-	if (OidIsValid(peek))
-		rel = try_table_open(get_relname_relid(table, peek), AccessShareLock);
-	/* looked up under the table's lock, which DROP EXTENSION must wait for */
-	*index = rel != NULL ? get_relname_relid(index_name, peek) : InvalidOid;
-	if (!OidIsValid(*index))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension pg_peek is being dropped")));
-	return rel;
 }
 
 static Relation
 objects_open(const char *index_name, Oid *index)
 {
-	return peek_table_open("objects", index_name, index);
-}
-
-/*
- * An object's upper as the snapshot sees it: the last of its rows in
- * peek.uppers' primary key (the rows deleted below it are not visited), or
- * 0.  Read without SPI, the lock let go at once, as catalog_find does.
- */
-static int64
-read_upper(PeekObjectId id, Snapshot snapshot)
-{
-	Oid			index_oid;
-	Relation	rel = peek_table_open("uppers", "uppers_pkey", &index_oid);
-	Relation	index = index_open(index_oid, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	int64		upper = 0;
-	bool		isnull;
-
-	/* an ordered scan's keys name the index's columns */
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(id & UPPER_KEY_MASK));
-	scan = systable_beginscan_ordered(rel, index, snapshot, 1, &key);
-	tuple = systable_getnext_ordered(scan, BackwardScanDirection);
-	if (HeapTupleIsValid(tuple))
-		upper = DatumGetInt64(heap_getattr(tuple, get_attnum(RelationGetRelid(rel), "upper"),
-										   RelationGetDescr(rel), &isnull));
-	systable_endscan_ordered(scan);
-	index_close(index, AccessShareLock);
-	table_close(rel, AccessShareLock);
-	return upper;
-}
-
-/*
- * The upper of an object whose row the transaction has just locked, for a
- * writer to write at.  The lock query's snapshot may predate the seal of a
- * writer it waited for (which updates no row, so the lock neither returns
- * the row's later version nor fails as it would after an update): read it
- * again with the latest snapshot, which has every seal that preceded the
- * lock.  A transaction that must see what it writes after (REPEATABLE
- * READ, SERIALIZABLE) fails instead, as its lock failed when seals updated
- * the row.
- */
-static int64
-locked_upper(CatalogObject *obj)
-{
-	Snapshot	latest;
-	int64		upper;
-
-	/* before 0.3, the lock returned the row's latest version, upper and all */
-	if (!catalog_has_uppers())
-		return obj->upper;
-	latest = RegisterSnapshot(GetLatestSnapshot());
-	upper = read_upper(obj->id, latest);
-	UnregisterSnapshot(latest);
-	if (upper != obj->upper && IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent update")));
-	return upper;
+	return catalog_table_open("objects", index_name, index);
 }
 
 /* Run one statement with parameters as the extension owner. */
@@ -478,7 +354,7 @@ catalog_find(const char *name)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	if (obj != NULL && uppers)
-		obj->upper = read_upper(obj->id, snapshot);
+		obj->upper = catalog_read_upper(obj->id, snapshot);
 	return obj;
 }
 
@@ -513,7 +389,7 @@ catalog_lookup(const char *name, char kind, CatalogLock lock)
 		found = catalog_query_objects(query, 1, TEXTOID, CStringGetTextDatum(name), false);
 		obj = found != NIL ? linitial(found) : NULL;
 		if (obj != NULL)
-			obj->upper = locked_upper(obj);
+			obj->upper = catalog_locked_upper(obj->id, obj->upper);
 	}
 	else
 		obj = catalog_find(name);

@@ -13,6 +13,7 @@
 #include "utils/snapshot.h"
 
 #include "common/ids.h"
+#include "storage/catalog_uppers.h"
 
 typedef struct CatalogObject
 {
@@ -46,8 +47,6 @@ typedef enum CatalogLock
 /* backends */
 extern CatalogObject *catalog_find(const char *name);
 extern CatalogObject *catalog_lookup(const char *name, char kind, CatalogLock lock);
-extern bool catalog_has_uppers(void);
-extern Oid	catalog_uppers_relid(void);
 extern void catalog_check_owner(CatalogObject *obj);
 extern void catalog_check_reader(CatalogObject *obj);
 

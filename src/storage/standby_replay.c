@@ -40,6 +40,7 @@
 #include "common/spi.h"
 #include "ipc/runtime_slots.h"
 #include "storage/catalog.h"
+#include "storage/catalog_internal.h"
 #include "storage/standby_replay.h"
 
 /* An object's frontiers as last read from the replayed catalog. */
@@ -162,13 +163,11 @@ note_row(Changes *changes, PeekObjectId id, int64 upper, int64 since, bool faile
 static void
 read_replayed_frontiers(void *arg)
 {
-	/* the uppers in peek.uppers (0.3), or in the rows (before) */
+	/* the uppers in peek.uppers (0.3: read from its index), or in the rows (before) */
 	static SPIPlanPtr plans[2] = {NULL, NULL};
 	static const char *const queries[2] = {
 		"SELECT id, upper, since, failure IS NOT NULL FROM peek.objects",
-		"SELECT o.id, COALESCE((SELECT pg_catalog.max(u.upper) FROM peek.uppers u "
-		"WHERE u.object OPERATOR(pg_catalog.=) (o.id OPERATOR(pg_catalog.&) 4294967295)), 0), "
-		"o.since, o.failure IS NOT NULL FROM peek.objects o"
+		"SELECT id, NULL::pg_catalog.int8, since, failure IS NOT NULL FROM peek.objects"
 	};
 	SPIPlanPtr	plan;
 	int			which;
@@ -198,9 +197,11 @@ read_replayed_frontiers(void *arg)
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 
-		note_row(changes,
-				 DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull)),
-				 DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull)),
+		PeekObjectId id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+
+		note_row(changes, id,
+				 which == 0 ? DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull)) :
+				 catalog_read_upper(id, GetActiveSnapshot()),
 				 DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull)),
 				 DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)));
 	}

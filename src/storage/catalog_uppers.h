@@ -1,0 +1,15 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_uppers.h
+ *	  Whether the installed catalog keeps objects' uppers in peek.uppers
+ *	  (catalog_uppers.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PEEK_STORAGE_CATALOG_UPPERS_H
+#define PEEK_STORAGE_CATALOG_UPPERS_H
+
+extern bool catalog_has_uppers(void);
+extern Oid	catalog_uppers_relid(void);
+
+#endif							/* PEEK_STORAGE_CATALOG_UPPERS_H */

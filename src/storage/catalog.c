@@ -2,8 +2,9 @@
  *
  * catalog.c
  *	  The durable catalog: rows of peek.objects read and written through SPI
- *	  as the extension's owner (callers check the user's privileges first).
- *	  The notices that tell the runtimes about committed changes are
+ *	  as the extension's owner (callers check the user's privileges first),
+ *	  but the reads that run after every round or peek (catalog_read,
+ *	  catalog_find), which scan the table or its index directly.  The notices that tell the runtimes about committed changes are
  *	  notify.c's.
  *
  *	  Row locks give the serialization rules: writers of one collection take
@@ -20,6 +21,7 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
@@ -44,13 +46,6 @@
 #include "storage/catalog.h"
 #include "storage/catalog_internal.h"
 
-
-/*
- * An object's retention (0.3), which catalog_read adds after
- * OBJECT_COLUMNS where the catalog has it (not before ALTER EXTENSION
- * UPDATE): the interval, and whether set_retention gave it.
- */
-#define RETENTION_COLUMNS ", retention, retention_set"
 
 /* Where a query's result has OBJECT_COLUMNS: in that order. */
 static const AttrNumber query_columns[NUM_OBJECT_COLUMNS] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
@@ -114,22 +109,23 @@ object_from_tuple(HeapTuple tup, TupleDesc desc, const AttrNumber *cols)
 }
 
 /*
- * An object's retention from a result with RETENTION_COLUMNS after
- * OBJECT_COLUMNS: milliseconds (a month counted as 30 days, as interval
+ * An object's retention from a row of peek.objects (its retention and
+ * retention_set columns): milliseconds (a month counted as 30 days, as interval
  * comparison counts it), or PEEK_RETENTION_DEFAULT if set_retention never
  * gave it one, PEEK_RETENTION_KEEP_ALL for NULL.
  */
 static int64
-retention_from_tuple(HeapTuple tup, TupleDesc desc)
+retention_from_tuple(HeapTuple tup, TupleDesc desc, AttrNumber retention_col,
+					 AttrNumber set_col)
 {
 	bool		isnull;
-	Datum		d = SPI_getbinval(tup, desc, NUM_OBJECT_COLUMNS + 2, &isnull);
+	Datum		d = heap_getattr(tup, set_col, desc, &isnull);
 	Interval   *retention;
 	double		ms;
 
 	if (isnull || !DatumGetBool(d))
 		return PEEK_RETENTION_DEFAULT;
-	d = SPI_getbinval(tup, desc, NUM_OBJECT_COLUMNS + 1, &isnull);
+	d = heap_getattr(tup, retention_col, desc, &isnull);
 	if (isnull)
 		return PEEK_RETENTION_KEEP_ALL;
 	retention = DatumGetIntervalP(d);
@@ -256,9 +252,6 @@ catalog_query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool
 		CatalogObject *obj = object_from_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 											   query_columns);
 
-		if (SPI_tuptable->tupdesc->natts == NUM_OBJECT_COLUMNS + 2)
-			obj->retention_ms = retention_from_tuple(SPI_tuptable->vals[i],
-													 SPI_tuptable->tupdesc);
 		result = lappend(result, obj);
 		MemoryContextSwitchTo(spi);
 	}
@@ -288,6 +281,24 @@ static Relation
 objects_open(const char *index_name, Oid *index)
 {
 	return catalog_table_open("objects", index_name, index);
+}
+
+/*
+ * Where peek.objects has OBJECT_COLUMNS (the upper only in a catalog from
+ * before 0.3: with uppers, InvalidAttrNumber).
+ */
+static void
+object_columns(Relation rel, bool uppers, AttrNumber *cols)
+{
+	static const char *const names[NUM_OBJECT_COLUMNS] = {
+		"id", "name", "kind", "row_type", "owner", "shard", NULL, "since",
+		"allowed_since", "collection", "key_attnums", "source", "failure"
+	};
+
+	for (int i = 0; i < NUM_OBJECT_COLUMNS; i++)
+		cols[i] = names[i] ? get_attnum(RelationGetRelid(rel), names[i]) : InvalidAttrNumber;
+	if (!uppers)
+		cols[6] = get_attnum(RelationGetRelid(rel), "upper");
 }
 
 /* Run one statement with parameters as the extension owner. */
@@ -322,10 +333,6 @@ catalog_exec(const char *query, int nargs, Oid *argtypes, Datum *args, int expec
 CatalogObject *
 catalog_find(const char *name)
 {
-	static const char *const names[NUM_OBJECT_COLUMNS] = {
-		"id", "name", "kind", "row_type", "owner", "shard", NULL, "since",
-		"allowed_since", "collection", "key_attnums", "source", "failure"
-	};
 	Oid			index;
 	Relation	rel = objects_open("objects_name_key", &index);
 	AttrNumber	cols[NUM_OBJECT_COLUMNS];
@@ -336,10 +343,7 @@ catalog_find(const char *name)
 	Snapshot	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
 	bool		uppers = catalog_has_uppers();
 
-	for (int i = 0; i < NUM_OBJECT_COLUMNS; i++)
-		cols[i] = names[i] ? get_attnum(RelationGetRelid(rel), names[i]) : InvalidAttrNumber;
-	if (!uppers)
-		cols[6] = get_attnum(RelationGetRelid(rel), "upper");
+	object_columns(rel, uppers, cols);
 	/*
 	 * systable_beginscan takes the key by its column in the table; the
 	 * search compares in the index's collation (the column's), which need
@@ -683,40 +687,88 @@ catalog_extension_dropping(Oid extension)
 	return get_extension_name(extension) == NULL;
 }
 
+static bool
+id_in(PeekObjectId id, PeekObjectId *ids, int nids)
+{
+	for (int i = 0; i < nids; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
 /*
- * The rows of the given objects, or of all of them with nids < 0, with
+ * The rows of the given objects, with each given collection's indexes and
+ * each given index's collection, or of all of them with nids < 0, with
  * their retention (all history kept in a catalog from before 0.3, as 0.2
- * kept it: an object written after ALTER EXTENSION UPDATE is read again).
+ * kept it: an object written after ALTER EXTENSION UPDATE is read again)
+ * and their uppers, in the active snapshot.  A scan of the table, not a
+ * query: the maintenance runtime reads a few rows after each round, and a
+ * query's executor cost several times the scan.  The table's lock is held
+ * to the end of the transaction, as a query's would be (see
+ * catalog_query_objects).
  */
 List *
 catalog_read(PeekObjectId *ids, int nids)
 {
-	bool		retention = get_attnum(catalog_relid(), "retention_set") != InvalidAttrNumber;
-	Datum	   *elems;
+	Oid			peek = get_namespace_oid("peek", true);
+	Oid			objects = OidIsValid(peek) ? get_relname_relid("objects", peek) : InvalidOid;
+	Snapshot	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+	AttrNumber	cols[NUM_OBJECT_COLUMNS];
+	AttrNumber	retention_col;
+	AttrNumber	retention_set_col;
+	bool		uppers;
+	Oid			index;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	List	   *all = NIL;
+	List	   *result = NIL;
+	PeekObjectId *collections = palloc(sizeof(PeekObjectId) * Max(nids, 1));
+	int			ncollections = 0;
+	PeekObjectId *read_ids;
+	int64	   *read_uppers;
+	ListCell   *lc;
 
-#define READ_IDS " FROM peek.objects " \
-	"WHERE id OPERATOR(pg_catalog.=) ANY ($1) " \
-	"OR collection OPERATOR(pg_catalog.=) ANY ($1) " \
-	"OR id OPERATOR(pg_catalog.=) ANY (SELECT collection FROM peek.objects " \
-	"WHERE id OPERATOR(pg_catalog.=) ANY ($1))"
+	if (OidIsValid(objects))
+		LockRelationOid(objects, AccessShareLock);
+	uppers = catalog_has_uppers();
+	rel = objects_open("objects_name_key", &index);
+	object_columns(rel, uppers, cols);
+	retention_col = get_attnum(RelationGetRelid(rel), "retention");
+	retention_set_col = get_attnum(RelationGetRelid(rel), "retention_set");
+	scan = table_beginscan(rel, snapshot, 0, NULL);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		CatalogObject *obj = object_from_tuple(tuple, RelationGetDescr(rel), cols);
 
-	if (nids < 0)
-		return catalog_query_objects(retention ?
-							 "SELECT " OBJECT_COLUMNS RETENTION_COLUMNS " FROM peek.objects" :
-							 "SELECT " OBJECT_COLUMNS " FROM peek.objects",
-							 0, InvalidOid, (Datum) 0, true);
-	elems = palloc(sizeof(Datum) * Max(nids, 1));
-	for (int i = 0; i < nids; i++)
-		elems[i] = Int64GetDatum(ids[i]);
-	/* with each changed collection's indexes and each index's collection */
-	return catalog_query_objects(retention ?
-						 "SELECT " OBJECT_COLUMNS RETENTION_COLUMNS READ_IDS :
-						 "SELECT " OBJECT_COLUMNS READ_IDS,
-						 1, INT8ARRAYOID,
-						 PointerGetDatum(construct_array(elems, nids, INT8OID, 8,
-														 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
-						 true);
-#undef READ_IDS
+		if (retention_set_col != InvalidAttrNumber)
+			obj->retention_ms = retention_from_tuple(tuple, RelationGetDescr(rel),
+													 retention_col, retention_set_col);
+		all = lappend(all, obj);
+		if (nids >= 0 && id_in(obj->id, ids, nids) && obj->collection != 0)
+			collections[ncollections++] = obj->collection;
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	foreach(lc, all)
+	{
+		CatalogObject *obj = lfirst(lc);
+
+		if (nids < 0 || id_in(obj->id, ids, nids) || id_in(obj->collection, ids, nids) ||
+			id_in(obj->id, collections, ncollections))
+			result = lappend(result, obj);
+	}
+	if (!uppers || result == NIL)
+		return result;
+	read_ids = palloc(sizeof(PeekObjectId) * list_length(result));
+	read_uppers = palloc(sizeof(int64) * list_length(result));
+	foreach(lc, result)
+		read_ids[foreach_current_index(lc)] = ((CatalogObject *) lfirst(lc))->id;
+	catalog_read_uppers(list_length(result), read_ids, read_uppers, snapshot);
+	foreach(lc, result)
+		((CatalogObject *) lfirst(lc))->upper = read_uppers[foreach_current_index(lc)];
+	return result;
 }
 
 /* The object with the id among objects read (catalog_read), or NULL. */

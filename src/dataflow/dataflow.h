@@ -182,7 +182,7 @@ extern void dataflow_forget(PeekObjectId id);
 extern DataflowView *dataflow_view(PeekObjectId id);
 extern void dataflow_note_input_upper(PeekObjectId id, int64 upper);
 extern ViewPlan *dataflow_view_plan(DataflowView *view, Oid owner);
-extern List *dataflow_due_views(void);
+extern DataflowView *dataflow_next_due_view(PeekObjectId after);
 extern int64 dataflow_input_hold(PeekObjectId input);
 
 /* input.c */

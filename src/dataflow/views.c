@@ -280,16 +280,19 @@ dataflow_view_plan(DataflowView *view, Oid owner)
 }
 
 /*
- * The views whose inputs have all published times they have not taken yet,
- * and those with an input failed; not one whose round ran out of time,
- * before its retry is due (dataflow_round_timed_out).
+ * The due view with the least id above after, or NULL: one whose inputs
+ * have all published times it has not taken yet, or with an input failed;
+ * not one whose round ran out of time, before its retry is due
+ * (dataflow_round_timed_out).  Ids grow with creation, so a view over
+ * views comes after its inputs, and a caller that asks again after each
+ * round finds it due once they published in the same step.
  */
-List *
-dataflow_due_views(void)
+DataflowView *
+dataflow_next_due_view(PeekObjectId after)
 {
 	HASH_SEQ_STATUS status;
 	DataflowView *view;
-	List	   *due = NIL;
+	DataflowView *next = NULL;
 	TimestampTz now = GetCurrentTimestamp();
 
 	hash_seq_init(&status, views);
@@ -297,14 +300,15 @@ dataflow_due_views(void)
 	{
 		bool		ready = true;
 
-		if (view->retry_at > now)
+		if (view->id <= after || (next != NULL && view->id > next->id) ||
+			view->retry_at > now)
 			continue;
 		for (int i = 0; i < view->ninputs; i++)
 			ready &= registry_published_upper(view->inputs[i]) > view->published;
 		if (ready || view->input_failed)
-			due = lappend(due, view);
+			next = view;
 	}
-	return due;
+	return next;
 }
 
 /*

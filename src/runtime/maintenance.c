@@ -802,39 +802,31 @@ publish_changes(void)
  * (never on a standby: replay brings the primary's rounds), each in a
  * transaction of its own and published as soon as it commits: a view is
  * visible without waiting for the other views' rounds nor for the next
- * capture.  Returns whether a view's upper rose (it may still be behind,
- * or a view over it due: the next step follows without waiting).
+ * capture.  The views take their turns by id, which is their order of
+ * creation, so that the order does not depend on a hash table's and a
+ * view over views, due once its inputs published, follows them in the
+ * same step.  Returns whether a view's upper rose (it may still be
+ * behind, or a view over it due: the next step follows without waiting).
  */
 static bool
 run_view_rounds(void)
 {
-	List	   *due;
-	PeekObjectId *ids;
-	int			n = 0;
+	PeekObjectId last = 0;
+	DataflowView *view;
 	bool		rose = false;
-	ListCell   *lc;
 
 	if (standby_active())
 		return false;
-	/* by id: a publication may forget a view (dropped) */
-	due = dataflow_due_views();
-	ids = palloc(sizeof(PeekObjectId) * Max(1, list_length(due)));
-	foreach(lc, due)
-		ids[n++] = ((DataflowView *) lfirst(lc))->id;
-	for (int i = 0; i < n; i++)
+	/* a publication may forget a view (dropped): looked up again each turn */
+	while ((view = dataflow_next_due_view(last)) != NULL)
 	{
-		DataflowView *view = dataflow_view(ids[i]);
-
-		if (view == NULL)
-			continue;
+		last = view->id;
 		spi_run_in_transaction(view_round_alone, view);
 		rose |= hash_get_num_entries(changed_ids) > 0;
 		/* (a reconcile waits for the next step's start, with capture's) */
 		if (!reread_all)
 			publish_changes();
 	}
-	pfree(ids);
-	list_free(due);
 	return rose;
 }
 

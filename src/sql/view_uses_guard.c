@@ -26,7 +26,8 @@
  *	    whose values a view reads or keeps, however deep in an input's or
  *	    its own rows, is refused the same way: the values made before would
  *	    hash (and, an attribute dropped, compare) apart from those made
- *	    after, and the view's groups and keys no longer be found;
+ *	    after, and the view's groups and keys no longer be found; so is
+ *	    one whose values an index's key columns hold (2BP01 naming it);
  *	  * ALTER TEXT SEARCH CONFIGURATION of its mappings, or ALTER TEXT
  *	    SEARCH DICTIONARY of its options, for such a configuration or
  *	    dictionary (or a configuration's dictionary) is refused the same
@@ -497,13 +498,27 @@ row_holds(Oid row_type, Oid held)
 	return holds;
 }
 
+/* Whether an index's key columns hold values of a type (type_holds). */
+static bool
+index_keys_hold(CatalogObject *index, Oid held)
+{
+	TupleDesc	desc = lookup_rowtype_tupdesc(index->row_type, -1);
+	bool		holds = false;
+
+	for (int i = 0; i < index->nkeys && !holds; i++)
+		holds = type_holds(TupleDescAttr(desc, index->attnums[i] - 1)->atttypid, held);
+	ReleaseTupleDesc(desc);
+	return holds;
+}
+
 /*
  * An ALTER TYPE that adds, drops or retypes an attribute of a composite
  * type changes how its values hash (a new attribute counts, NULL in the
  * values made before) and, dropped, which are equal: a view that reads or
  * keeps such values, however deep in its input's rows or its own, would no
- * longer find the groups, distinct rows and join keys it kept.  (An
- * input's own row type is read as its columns: drops_attribute's.)
+ * longer find the groups, distinct rows and join keys it kept, nor an
+ * index keyed on them its rows.  (An input's own row type is read as its
+ * columns: drops_attribute's.)
  * Locked as guard_relation locks it.
  */
 static void
@@ -512,20 +527,27 @@ guard_attributes(RangeVar *relation)
 	Oid			relid = RangeVarGetRelidExtended(relation, AccessExclusiveLock, RVR_MISSING_OK,
 												 RangeVarCallbackOwnsRelation, NULL);
 	Oid			type = get_rel_type_id(relid);
+	ObjectAddress changed;
 	ListCell   *lc;
 
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_COMPOSITE_TYPE)
 		return;
-	foreach(lc, catalog_views_and_inputs())
+	ObjectAddressSet(changed, TypeRelationId, type);
+	foreach(lc, catalog_views_inputs_indexes())
 	{
 		CatalogObject *object = lfirst(lc);
-		ObjectAddress changed;
 
-		if (!row_holds(object->row_type, type))
-			continue;
-		ObjectAddressSet(changed, TypeRelationId, type);
-		refuse_change("change the attributes of", &changed,
-					  object->kind == PEEK_KIND_VIEW ? object : linitial(catalog_views_reading(object->name)));
+		if (object->kind == PEEK_KIND_INDEX && index_keys_hold(object, type))
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("cannot change the attributes of %s because index \"%s\" is keyed on it",
+							getObjectDescription(&changed, false), object->name),
+					 errdetail("An index finds a key by its hash, which the change would make another for the values made before."),
+					 errhint("Drop the index with peek.drop_index(%s), make the change, then create the index again.",
+							 quote_literal_cstr(object->name))));
+		if (object->kind != PEEK_KIND_INDEX && row_holds(object->row_type, type))
+			refuse_change("change the attributes of", &changed,
+						  object->kind == PEEK_KIND_VIEW ? object : linitial(catalog_views_reading(object->name)));
 	}
 }
 

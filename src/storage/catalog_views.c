@@ -190,11 +190,12 @@ catalog_views_reading(const char *name)
 }
 
 /*
- * The views and the objects they read, the first made first, in the latest
- * snapshot (a view committed while the caller waited for a lock is seen).
+ * The views, the objects they read and the indexes, the first made first,
+ * in the latest snapshot (a view committed while the caller waited for a
+ * lock is seen).
  */
 List *
-catalog_views_and_inputs(void)
+catalog_views_inputs_indexes(void)
 {
 	List	   *objects;
 
@@ -202,7 +203,7 @@ catalog_views_and_inputs(void)
 		return NIL;
 	PushActiveSnapshot(GetLatestSnapshot());
 	objects = catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
-									"WHERE kind OPERATOR(pg_catalog.=) 'v' OR EXISTS "
+									"WHERE kind IN ('v', 'i') OR EXISTS "
 									"(SELECT FROM peek.objects v WHERE v.kind OPERATOR(pg_catalog.=) 'v' "
 									"AND peek.objects.name OPERATOR(pg_catalog.=) ANY (v.inputs)) ORDER BY id",
 									0, InvalidOid, (Datum) 0, true);

@@ -22,6 +22,12 @@
  *	    an operator it uses calls, or a function whose SQL-standard body it
  *	    calls.  Owner, cost, rows, parallel safety and leakproofness do not
  *	    change a row, and go through;
+ *	  * ALTER TYPE ... ADD, DROP or ALTER ATTRIBUTE of a composite type
+ *	    whose values a view reads or keeps, however deep in an input's or
+ *	    its own rows, is refused the same way: the values made before would
+ *	    hash (and, an attribute dropped, compare) apart from those made
+ *	    after, and the view's groups and keys no longer be found; so is
+ *	    one whose values an index's key columns hold (2BP01 naming it);
  *	  * ALTER TEXT SEARCH CONFIGURATION of its mappings, or ALTER TEXT
  *	    SEARCH DICTIONARY of its options, for such a configuration or
  *	    dictionary (or a configuration's dictionary) is refused the same
@@ -81,6 +87,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "sql/view_uses_guard.h"
 #include "storage/catalog_views.h"
@@ -455,6 +462,95 @@ drops_attribute(AlterTableStmt *alter)
 	return false;
 }
 
+static bool row_holds(Oid row_type, Oid held);
+
+/*
+ * Whether values of a type hold values of another: it, or what it is made
+ * of (a domain's base type, an array's elements, a range's bounds, a
+ * composite type's attributes), however deep.
+ */
+static bool
+type_holds(Oid type, Oid held)
+{
+	type = getBaseType(type);
+	if (type == held)
+		return true;
+	if (OidIsValid(get_element_type(type)))
+		return type_holds(get_element_type(type), held);
+	if (type_is_range(type))
+		return type_holds(get_range_subtype(type), held);
+	if (type_is_multirange(type))
+		return type_holds(get_multirange_range(type), held);
+	return type_is_rowtype(type) && type != RECORDOID && row_holds(type, held);
+}
+
+/* Whether a row type's attributes hold values of a type (type_holds). */
+static bool
+row_holds(Oid row_type, Oid held)
+{
+	TupleDesc	desc = lookup_rowtype_tupdesc(row_type, -1);
+	bool		holds = false;
+
+	for (int i = 0; i < desc->natts && !holds; i++)
+		holds = !TupleDescAttr(desc, i)->attisdropped &&
+			type_holds(TupleDescAttr(desc, i)->atttypid, held);
+	ReleaseTupleDesc(desc);
+	return holds;
+}
+
+/* Whether an index's key columns hold values of a type (type_holds). */
+static bool
+index_keys_hold(CatalogObject *index, Oid held)
+{
+	TupleDesc	desc = lookup_rowtype_tupdesc(index->row_type, -1);
+	bool		holds = false;
+
+	for (int i = 0; i < index->nkeys && !holds; i++)
+		holds = type_holds(TupleDescAttr(desc, index->attnums[i] - 1)->atttypid, held);
+	ReleaseTupleDesc(desc);
+	return holds;
+}
+
+/*
+ * An ALTER TYPE that adds, drops or retypes an attribute of a composite
+ * type changes how its values hash (a new attribute counts, NULL in the
+ * values made before) and, dropped, which are equal: a view that reads or
+ * keeps such values, however deep in its input's rows or its own, would no
+ * longer find the groups, distinct rows and join keys it kept, nor an
+ * index keyed on them its rows.  (An input's own row type is read as its
+ * columns: drops_attribute's.)
+ * Locked as guard_relation locks it.
+ */
+static void
+guard_attributes(RangeVar *relation)
+{
+	Oid			relid = RangeVarGetRelidExtended(relation, AccessExclusiveLock, RVR_MISSING_OK,
+												 RangeVarCallbackOwnsRelation, NULL);
+	Oid			type = get_rel_type_id(relid);
+	ObjectAddress changed;
+	ListCell   *lc;
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_COMPOSITE_TYPE)
+		return;
+	ObjectAddressSet(changed, TypeRelationId, type);
+	foreach(lc, catalog_views_inputs_indexes())
+	{
+		CatalogObject *object = lfirst(lc);
+
+		if (object->kind == PEEK_KIND_INDEX && index_keys_hold(object, type))
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("cannot change the attributes of %s because index \"%s\" is keyed on it",
+							getObjectDescription(&changed, false), object->name),
+					 errdetail("An index finds a key by its hash, which the change would make another for the values made before."),
+					 errhint("Drop the index with peek.drop_index(%s), make the change, then create the index again.",
+							 quote_literal_cstr(object->name))));
+		if (object->kind != PEEK_KIND_INDEX && row_holds(object->row_type, type))
+			refuse_change("change the attributes of", &changed,
+						  object->kind == PEEK_KIND_VIEW ? object : linitial(catalog_views_reading(object->name)));
+	}
+}
+
 /*
  * Whether the user owns an object of a class the guard follows: only an
  * owner's statement gets as far as changing it, so only an owner's takes
@@ -698,9 +794,12 @@ view_uses_guard_before(Node *stmt)
 		else if (OidIsValid(objid = named_object(move->objectType, move->object, &class)))
 			guard_object("move", class, objid, false);
 	}
-	else if (IsA(stmt, AlterTableStmt) && ((AlterTableStmt *) stmt)->objtype == OBJECT_TYPE &&
-			 drops_attribute((AlterTableStmt *) stmt))
-		guard_relation("drop an attribute of", ((AlterTableStmt *) stmt)->relation);
+	else if (IsA(stmt, AlterTableStmt) && ((AlterTableStmt *) stmt)->objtype == OBJECT_TYPE)
+	{
+		if (drops_attribute((AlterTableStmt *) stmt))
+			guard_relation("drop an attribute of", ((AlterTableStmt *) stmt)->relation);
+		guard_attributes(((AlterTableStmt *) stmt)->relation);
+	}
 	else if (IsA(stmt, AlterTableStmt))
 	{
 		ListCell   *lc;

@@ -189,6 +189,28 @@ catalog_views_reading(const char *name)
 	return views;
 }
 
+/*
+ * The views, the objects they read and the indexes, the first made first,
+ * in the latest snapshot (a view committed while the caller waited for a
+ * lock is seen).
+ */
+List *
+catalog_views_inputs_indexes(void)
+{
+	List	   *objects;
+
+	if (get_attnum(catalog_relid(), "inputs") == InvalidAttrNumber)
+		return NIL;
+	PushActiveSnapshot(GetLatestSnapshot());
+	objects = catalog_query_objects("SELECT " OBJECT_COLUMNS " FROM peek.objects "
+									"WHERE kind IN ('v', 'i') OR EXISTS "
+									"(SELECT FROM peek.objects v WHERE v.kind OPERATOR(pg_catalog.=) 'v' "
+									"AND peek.objects.name OPERATOR(pg_catalog.=) ANY (v.inputs)) ORDER BY id",
+									0, InvalidOid, (Datum) 0, true);
+	PopActiveSnapshot();
+	return objects;
+}
+
 /* Give a view and its indexes to another owner. */
 void
 catalog_set_view_owner(PeekObjectId id, Oid owner)

@@ -20,6 +20,7 @@ extern List *catalog_sources_of(Oid table);
 extern CatalogObject *catalog_view_of_row_type(Oid row_type);
 extern List *catalog_views_given_away(void);
 extern List *catalog_views_reading(const char *name);
+extern List *catalog_views_inputs_indexes(void);
 extern void catalog_set_view_owner(PeekObjectId id, Oid owner);
 
 #endif							/* PEEK_STORAGE_CATALOG_VIEWS_H */

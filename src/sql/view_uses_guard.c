@@ -546,8 +546,14 @@ guard_attributes(RangeVar *relation)
 					 errhint("Drop the index with peek.drop_index(%s), make the change, then create the index again.",
 							 quote_literal_cstr(object->name))));
 		if (object->kind != PEEK_KIND_INDEX && row_holds(object->row_type, type))
-			refuse_change("change the attributes of", &changed,
-						  object->kind == PEEK_KIND_VIEW ? object : linitial(catalog_views_reading(object->name)));
+		{
+			/* (an input's readers read again: one dropped since has none) */
+			List	   *readers = object->kind == PEEK_KIND_VIEW ? list_make1(object) :
+				catalog_views_reading(object->name);
+
+			if (readers != NIL)
+				refuse_change("change the attributes of", &changed, linitial(readers));
+		}
 	}
 }
 

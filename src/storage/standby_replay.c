@@ -171,6 +171,8 @@ read_replayed_frontiers(void *arg)
 	};
 	SPIPlanPtr	plan;
 	int			which;
+	PeekObjectId *ids;
+	int64	   *uppers;
 	Changes    *changes = arg;
 	SavedUser	saved;
 	HASH_SEQ_STATUS status;
@@ -191,17 +193,26 @@ read_replayed_frontiers(void *arg)
 	plan = plans[which];
 	spi_check(SPI_execute_plan(plan, NULL, NULL, true, 0), SPI_OK_SELECT,
 			  "replayed frontiers");
+	ids = palloc(sizeof(PeekObjectId) * Max(1, SPI_processed));
+	uppers = palloc(sizeof(int64) * Max(1, SPI_processed));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+											 &isnull));
+		uppers[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2,
+												&isnull));
+	}
+	if (which == 1)
+		catalog_read_uppers(SPI_processed, ids, uppers, GetActiveSnapshot());
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 
-		PeekObjectId id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-
-		note_row(changes, id,
-				 which == 0 ? DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull)) :
-				 catalog_read_upper(id, GetActiveSnapshot()),
+		note_row(changes, ids[i], uppers[i],
 				 DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull)),
 				 DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)));
 	}

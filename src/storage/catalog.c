@@ -215,6 +215,23 @@ catalog_execute_saved(const char *query, int nargs, Oid *argtypes, Datum *args,
 	return SPI_execute_plan(saved->plan, args, nulls, read_only, 0);
 }
 
+/* The listed objects' uppers as the snapshot sees them (catalog_read_uppers). */
+static void
+read_objects_uppers(List *objects, Snapshot snapshot)
+{
+	PeekObjectId *ids = palloc(sizeof(PeekObjectId) * Max(1, list_length(objects)));
+	int64	   *uppers = palloc(sizeof(int64) * Max(1, list_length(objects)));
+	ListCell   *lc;
+
+	foreach(lc, objects)
+		ids[foreach_current_index(lc)] = ((CatalogObject *) lfirst(lc))->id;
+	catalog_read_uppers(list_length(objects), ids, uppers, snapshot);
+	foreach(lc, objects)
+		((CatalogObject *) lfirst(lc))->upper = uppers[foreach_current_index(lc)];
+	pfree(ids);
+	pfree(uppers);
+}
+
 /* Run a query returning OBJECT_COLUMNS as the extension owner: its objects. */
 List *
 catalog_query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool read_only)
@@ -225,10 +242,7 @@ catalog_query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool
 	Oid			peek = get_namespace_oid("peek", true);
 	Oid			objects = OidIsValid(peek) ? get_relname_relid("objects", peek) : InvalidOid;
 	bool		has_uppers;
-	PeekObjectId *ids;
-	int64	   *uppers;
 	Snapshot	snapshot;
-	ListCell   *lc;
 
 	/*
 	 * Lock peek.objects before asking which catalog is installed, as the
@@ -263,17 +277,9 @@ catalog_query_objects(const char *query, int nargs, Oid argtype, Datum arg, bool
 	 * The uppers in the query's snapshot; a query that locks its rows took
 	 * a new one, and returned their latest versions: theirs in a new one.
 	 */
-	ids = palloc(sizeof(PeekObjectId) * Max(1, list_length(result)));
-	uppers = palloc(sizeof(int64) * Max(1, list_length(result)));
-	foreach(lc, result)
-		ids[foreach_current_index(lc)] = ((CatalogObject *) lfirst(lc))->id;
 	snapshot = RegisterSnapshot(read_only ? GetActiveSnapshot() : GetTransactionSnapshot());
-	catalog_read_uppers(list_length(result), ids, uppers, snapshot);
+	read_objects_uppers(result, snapshot);
 	UnregisterSnapshot(snapshot);
-	foreach(lc, result)
-		((CatalogObject *) lfirst(lc))->upper = uppers[foreach_current_index(lc)];
-	pfree(ids);
-	pfree(uppers);
 	return result;
 }
 
@@ -742,9 +748,6 @@ catalog_read(PeekObjectId *ids, int nids)
 	List	   *result = NIL;
 	PeekObjectId *collections = palloc(sizeof(PeekObjectId) * Max(nids, 1));
 	int			ncollections = 0;
-	PeekObjectId *read_ids;
-	int64	   *read_uppers;
-	ListCell   *lc;
 
 	if (OidIsValid(objects))
 		LockRelationOid(objects, AccessShareLock);
@@ -783,15 +786,8 @@ catalog_read(PeekObjectId *ids, int nids)
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
 
-	if (!uppers || result == NIL)
-		return result;
-	read_ids = palloc(sizeof(PeekObjectId) * list_length(result));
-	read_uppers = palloc(sizeof(int64) * list_length(result));
-	foreach(lc, result)
-		read_ids[foreach_current_index(lc)] = ((CatalogObject *) lfirst(lc))->id;
-	catalog_read_uppers(list_length(result), read_ids, read_uppers, snapshot);
-	foreach(lc, result)
-		((CatalogObject *) lfirst(lc))->upper = read_uppers[foreach_current_index(lc)];
+	if (uppers)
+		read_objects_uppers(result, snapshot);
 	return result;
 }
 

@@ -8,7 +8,8 @@
  *	  row is brought to one canonical image (row_normalize) where it enters
  *	  a shard, a consolidation or an arrangement, so that comparing images
  *	  compares fields, whatever header or storage the datum had.
- *	  Consolidation sums diffs per image.
+ *	  Consolidation sums diffs per image.  row_type_walk visits what a
+ *	  row type's values are made of (through the type caches).
  *
  *	  Must not read or write tables; callers feed it rows.
  *
@@ -17,9 +18,12 @@
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "catalog/pg_type.h"
 #include "common/hashfn.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "common/rows.h"
@@ -254,6 +258,49 @@ row_desc_has_dropped(TupleDesc desc)
 		if (TupleDescAttr(desc, i)->attisdropped)
 			return true;
 	return false;
+}
+
+/*
+ * Visit a type and each type its values are made of (a domain's base type,
+ * an array's elements, a range's bounds, a multirange's ranges, a
+ * composite type's attributes), however deep, each before its parts, until
+ * a visit returns true; returns whether one did.  A composite type's
+ * attributes are read after its visit (which may lock it).
+ */
+bool
+row_type_walk(Oid type, bool (*visit) (Oid type, void *arg), void *arg)
+{
+	HeapTuple	tup;
+	Form_pg_type form;
+	Oid			part = InvalidOid;
+	TupleDesc	desc;
+	bool		found = false;
+
+	if (visit(type, arg))
+		return true;
+	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for type %u", type);
+	form = (Form_pg_type) GETSTRUCT(tup);
+	if (form->typtype == TYPTYPE_DOMAIN)
+		part = form->typbasetype;
+	else if (IsTrueArrayType(form))
+		part = form->typelem;
+	else if (form->typtype == TYPTYPE_RANGE)
+		part = get_range_subtype(type);
+	else if (form->typtype == TYPTYPE_MULTIRANGE)
+		part = get_multirange_range(type);
+	ReleaseSysCache(tup);
+	if (OidIsValid(part))
+		return row_type_walk(part, visit, arg);
+	if (!type_is_rowtype(type) || type == RECORDOID)
+		return false;
+	desc = lookup_rowtype_tupdesc(type, -1);
+	for (int i = 0; i < desc->natts && !found; i++)
+		found = !TupleDescAttr(desc, i)->attisdropped &&
+			row_type_walk(TupleDescAttr(desc, i)->atttypid, visit, arg);
+	ReleaseTupleDesc(desc);
+	return found;
 }
 
 static uint32

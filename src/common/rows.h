@@ -46,6 +46,7 @@ extern Datum row_from_shard(TupleDesc desc, HeapTupleHeader template, Datum stor
 extern Datum row_canonical(TupleDesc desc, HeapTupleHeader template, Datum row);
 extern uint32 row_hash(TupleDesc desc, Datum row);
 extern bool row_desc_has_dropped(TupleDesc desc);
+extern bool row_type_walk(Oid type, bool (*visit) (Oid type, void *arg), void *arg);
 extern RowCounts *row_counts_create(Oid rowtype);
 extern RowCount *row_counts_add(RowCounts *counts, Datum row, int64 diff);
 extern RowCount *row_counts_find(RowCounts *counts, Datum row);

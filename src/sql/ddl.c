@@ -13,6 +13,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -26,10 +27,12 @@
 
 #include "capture/capture.h"
 #include "capture/decoder.h"
+#include "common/rows.h"
 #include "ipc/notify.h"
 #include "sql/arguments.h"
 #include "sql/ddl.h"
 #include "sql/peek_call.h"
+#include "sql/view_uses_guard.h"
 #include "storage/catalog_sources.h"
 #include "storage/catalog_views.h"
 #include "storage/catalog_write.h"
@@ -47,42 +50,17 @@ PEEK_SQL_FUNCTION(peek_drop_index);
 /* ---- collections ---- */
 
 /*
- * Whether a type, or one it is made of, lives in a temporary schema: it
- * goes at the end of its session, and a collection must outlast that.
+ * Whether a type, or one it is made of (row_type_walk), lives in a
+ * temporary schema: it goes at the end of its session, and a collection
+ * must outlast that.
  */
 static bool
-type_is_temporary(Oid type)
+type_in_temporary_schema(Oid type, void *arg)
 {
-	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
-	Form_pg_type form;
-	bool		temporary;
-	Oid			part = InvalidOid;
+	ObjectAddress address;
 
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for type %u", type);
-	form = (Form_pg_type) GETSTRUCT(tup);
-	temporary = isAnyTempNamespace(form->typnamespace);
-	if (OidIsValid(form->typelem) && IsTrueArrayType(form))
-		part = form->typelem;
-	else if (form->typtype == TYPTYPE_DOMAIN)
-		part = form->typbasetype;
-	else if (form->typtype == TYPTYPE_RANGE)
-		part = get_range_subtype(type);
-	else if (form->typtype == TYPTYPE_MULTIRANGE)
-		part = get_multirange_range(type);
-	ReleaseSysCache(tup);
-	if (temporary || OidIsValid(part))
-		return temporary || type_is_temporary(part);
-	if (type_is_rowtype(type))
-	{
-		TupleDesc	desc = lookup_rowtype_tupdesc(type, -1);
-
-		for (int i = 0; i < desc->natts && !temporary; i++)
-			if (!TupleDescAttr(desc, i)->attisdropped)
-				temporary = type_is_temporary(TupleDescAttr(desc, i)->atttypid);
-		ReleaseTupleDesc(desc);
-	}
-	return temporary;
+	ObjectAddressSet(address, TypeRelationId, type);
+	return isAnyTempNamespace(get_object_namespace(&address));
 }
 
 Datum
@@ -106,7 +84,7 @@ peek_create_collection(PG_FUNCTION_ARGS)
 	aclresult = pg_type_aclcheck(row_type, GetUserId(), ACL_USAGE);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error_type(aclresult, row_type);
-	if (type_is_temporary(row_type))
+	if (row_type_walk(row_type, type_in_temporary_schema, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("row type of collection \"%s\" cannot be temporary: %s",
@@ -408,6 +386,7 @@ peek_create_index(PG_FUNCTION_ARGS)
 						(errcode(ERRCODE_DUPLICATE_COLUMN),
 						 errmsg("key column \"%s\" appears more than once", col)));
 		obj.attnums[i] = attnum;
+		view_uses_lock_types_held(TupleDescAttr(desc, attnum - 1)->atttypid);
 	}
 	ReleaseTupleDesc(desc);
 	obj.nkeys = nnames;

@@ -40,8 +40,9 @@
  *	  Each such statement of the object's owner (PostgreSQL refuses the
  *	  others) locks what it changes exclusively before the check, only
  *	  that (a CREATE OR REPLACE FUNCTION the overload it replaces), and
- *	  create_view what its view uses in share mode
- *	  (view_uses_lock), so that a change and a view being created over it
+ *	  create_view what its view uses, and the row types its inputs' and its
+ *	  own rows hold, in share mode (view_uses_lock; create_index those its
+ *	  keys hold), so that a change and a view being created over it
  *	  go one after the other: neither checks against the other's uncommitted
  *	  catalog rows.  A DROP ... CASCADE of such an object (or of a table a
  *	  view reads) tells the hook which views it drops with it
@@ -89,6 +90,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "common/rows.h"
 #include "sql/view_uses_guard.h"
 #include "storage/catalog_views.h"
 
@@ -462,29 +464,14 @@ drops_attribute(AlterTableStmt *alter)
 	return false;
 }
 
-static bool row_holds(Oid row_type, Oid held);
-
-/*
- * Whether values of a type hold values of another: it, or what it is made
- * of (a domain's base type, an array's elements, a range's bounds, a
- * composite type's attributes), however deep.
- */
+/* row_type_walk's visit: values of a type hold values of held if it is met */
 static bool
-type_holds(Oid type, Oid held)
+is_type(Oid type, void *held)
 {
-	type = getBaseType(type);
-	if (type == held)
-		return true;
-	if (OidIsValid(get_element_type(type)))
-		return type_holds(get_element_type(type), held);
-	if (type_is_range(type))
-		return type_holds(get_range_subtype(type), held);
-	if (type_is_multirange(type))
-		return type_holds(get_multirange_range(type), held);
-	return type_is_rowtype(type) && type != RECORDOID && row_holds(type, held);
+	return type == *(Oid *) held;
 }
 
-/* Whether a row type's attributes hold values of a type (type_holds). */
+/* Whether a row type's attributes hold values of a type, however deep. */
 static bool
 row_holds(Oid row_type, Oid held)
 {
@@ -493,12 +480,12 @@ row_holds(Oid row_type, Oid held)
 
 	for (int i = 0; i < desc->natts && !holds; i++)
 		holds = !TupleDescAttr(desc, i)->attisdropped &&
-			type_holds(TupleDescAttr(desc, i)->atttypid, held);
+			row_type_walk(TupleDescAttr(desc, i)->atttypid, is_type, &held);
 	ReleaseTupleDesc(desc);
 	return holds;
 }
 
-/* Whether an index's key columns hold values of a type (type_holds). */
+/* Whether an index's key columns hold values of a type (row_holds). */
 static bool
 index_keys_hold(CatalogObject *index, Oid held)
 {
@@ -506,7 +493,8 @@ index_keys_hold(CatalogObject *index, Oid held)
 	bool		holds = false;
 
 	for (int i = 0; i < index->nkeys && !holds; i++)
-		holds = type_holds(TupleDescAttr(desc, index->attnums[i] - 1)->atttypid, held);
+		holds = row_type_walk(TupleDescAttr(desc, index->attnums[i] - 1)->atttypid,
+							  is_type, &held);
 	ReleaseTupleDesc(desc);
 	return holds;
 }
@@ -728,28 +716,41 @@ function_changed_by(Node *stmt)
 	return lock_owned(ProcedureRelationId, oid) ? oid : InvalidOid;
 }
 
+/* row_type_walk's visit: a row type's relation locked in share mode */
+static bool
+lock_row_type(Oid type, void *arg)
+{
+	if (OidIsValid(get_typ_typrelid(type)))
+		LockRelationOid(get_typ_typrelid(type), AccessShareLock);
+	return false;
+}
+
+void
+view_uses_lock_types_held(Oid type)
+{
+	(void) row_type_walk(type, lock_row_type, NULL);
+}
+
 /*
  * Lock, in share mode, a function, operator, type, collation or text
- * search configuration or dictionary a rule depends on, its schema and a
- * row type's relation, and walk on to what it depends on but a type:
- * what views_using and guard_schema follow from a changed object, however
- * many calls away.
+ * search configuration or dictionary a rule depends on, its schema and the
+ * row types a type's values hold, and walk on to what it depends on but a
+ * type: what views_using and guard_schema follow from a changed object,
+ * however many calls away.  A table the rule reads: the row types its
+ * rows hold (guard_attributes).
  */
 static bool
 visit_used(const ObjectAddress *object, void *arg)
 {
-	Oid			relid;
-
+	if (object->classId == RelationRelationId)
+		view_uses_lock_types_held(get_rel_type_id(object->objectId));
 	if (!named_by_text(object->classId))
 		return false;
 	LockDatabaseObject(object->classId, object->objectId, 0, AccessShareLock);
 	LockDatabaseObject(NamespaceRelationId, get_object_namespace(object), 0, AccessShareLock);
-	if (object->classId != TypeRelationId)
-		return true;
-	relid = get_typ_typrelid(object->objectId);
-	if (OidIsValid(relid))
-		LockRelationOid(relid, AccessShareLock);
-	return false;
+	if (object->classId == TypeRelationId)
+		view_uses_lock_types_held(object->objectId);
+	return object->classId != TypeRelationId;
 }
 
 void
@@ -759,6 +760,7 @@ view_uses_lock(Oid relid)
 	CommandCounterIncrement();
 	walk_dependencies(RewriteRelationId, get_rewrite_oid(relid, ViewSelectRuleName, false),
 					  TO_REFERENCED, visit_used, NULL);
+	view_uses_lock_types_held(get_rel_type_id(relid));
 }
 
 List *

@@ -27,11 +27,20 @@ extern List *view_uses_guard_before(Node *stmt);
 extern void view_uses_guard_after(List *functions);
 
 /*
- * Lock what a view's PostgreSQL view relid uses in share mode, as the guard
+ * Lock what a view's PostgreSQL view relid uses in share mode (and the row
+ * types its inputs' and its own rows hold), as the guard
  * locks what a statement changes in exclusive mode: a create_view and such
  * a change go one after the other, so the change sees the view, or the
  * view is planned again after the change.
  */
 extern void view_uses_lock(Oid relid);
+
+/*
+ * Lock in share mode the row types whose values a type's values hold (it
+ * too, if one), however deep: an ALTER TYPE of their attributes (refused
+ * for a view's or an index's values, view_uses_guard_before) waits for
+ * the creating transaction and then sees what it made.
+ */
+extern void view_uses_lock_types_held(Oid type);
 
 #endif							/* PEEK_SQL_VIEW_USES_GUARD_H */

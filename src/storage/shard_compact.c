@@ -7,10 +7,8 @@
  *	  transaction, without a lock a writer waits for; a first base written
  *	  whole (a view's hydration); and a captured TRUNCATE's retraction of
  *	  everything.  Each stays within maintenance_work_mem however many
- *	  rows it reads: a fold sums them in hash tables while those fit, else
- *	  it sorts them by row (a tuplesort, in temporary files past the
- *	  budget) and goes through them a distinct row at a time, as a shard
- *	  read whole and a retraction always do.
+ *	  rows it reads: it sorts them by row (a tuplesort, in temporary files
+ *	  past the budget) and goes through them a distinct row at a time.
  *
  *-------------------------------------------------------------------------
  */
@@ -153,21 +151,19 @@ delete_history_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum 
 	return true;
 }
 
-/*
- * What becomes of a shard row a fold reads (see Fold for its weight).
- */
+/* What becomes of a shard row a fold reads. */
 typedef enum FoldedFate
 {
 	FOLD_BASE,					/* a base row: replaced if its row is rewritten */
 	FOLD_KEEP,					/* an update after the since: kept as history */
 	FOLD_DROP,					/* an update at or before the since: deleted */
-	FOLD_FLAG					/* a sorted fold's mark of a flagged row */
+	FOLD_FLAG					/* a flagged row's mark: its base rows are read */
 } FoldedFate;
 
 /*
  * A shard row's part in its row's weight: a row whose weight is above 1
  * (an update folded in, or more than one base row) gets its base
- * rewritten.  A flagged row's mark only has its base rows read.
+ * rewritten.
  */
 static int
 fold_weight(FoldedFate fate)
@@ -184,6 +180,7 @@ fold_weight(FoldedFate fate)
 typedef struct FoldSort
 {
 	ShardBase  *b;				/* FOLD_DROP rows are deleted in its snapshot */
+	int64		since;			/* the updates at or before it are dropped */
 	TupleDesc	desc;			/* rows are normalized with it */
 	HeapTupleHeader template;	/* row_header_template(desc) */
 	Tuplesortstate *sort;
@@ -212,7 +209,7 @@ typedef struct FoldGroup
 } FoldGroup;
 
 static void
-fold_sort_begin(FoldSort *s, ShardBase *b)
+fold_sort_begin(FoldSort *s, ShardBase *b, int64 since)
 {
 	TupleDesc	sorted = CreateTemplateTupleDesc(SORTED_TID);
 	AttrNumber	keys[2] = {SORTED_HASH, SORTED_IMAGE};
@@ -227,6 +224,7 @@ fold_sort_begin(FoldSort *s, ShardBase *b)
 	TupleDescInitEntry(sorted, SORTED_FATE, "fate", INT2OID, -1, 0);
 	TupleDescInitEntry(sorted, SORTED_TID, "tid", TIDOID, -1, 0);
 	s->b = b;
+	s->since = since;
 	s->desc = row_desc(shard_row_type(b->rel));
 	s->template = row_header_template(s->desc);
 	s->sort = tuplesort_begin_heap(sorted, 2, keys, operators, collations, nulls_first,
@@ -262,10 +260,20 @@ fold_sort_put(FoldSort *s, ItemPointer tid, int64 diff, int sign, FoldedFate fat
 	MemoryContextReset(s->per_row);
 }
 
+/* Sort the rows put, and read the first. */
 static void
 fold_sort_performsort(FoldSort *s)
 {
+	TuplesortInstrumentation stats;
+
 	tuplesort_performsort(s->sort);
+	tuplesort_get_stats(s->sort, &stats);
+	if (stats.spaceType == SORT_SPACE_TYPE_DISK)
+		ereport(DEBUG1,
+				(errmsg_internal("pg_peek sorted the rows of shard \"%s\" in temporary files (%ld kB): "
+								 "they pass maintenance_work_mem (%d kB)",
+								 RelationGetRelationName(s->b->rel), (long) stats.spaceUsed,
+								 maintenance_work_mem)));
 	s->more = tuplesort_gettupleslot(s->sort, true, false, s->out, NULL);
 }
 
@@ -346,11 +354,10 @@ fold_sort_end(FoldSort *s)
 	FreeTupleDesc(s->desc);
 }
 
-/* A shard read whole, sorted: each row's count at a time (sort_whole). */
+/* What sort_whole_row sorts a shard read whole for: the counts at a time. */
 typedef struct WholeSort
 {
 	FoldSort   *sort;
-	int64		since;			/* the rows at or before it are deleted */
 	int64		at;
 } WholeSort;
 
@@ -359,7 +366,7 @@ sort_whole_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row,
 {
 	WholeSort  *ws = arg;
 	int			sign = shard_sign_at(b, time, ws->at);
-	FoldedFate	fate = time <= ws->since ? FOLD_DROP : FOLD_KEEP;
+	FoldedFate	fate = time <= ws->sort->since ? FOLD_DROP : FOLD_KEEP;
 
 	if (sign != 0 || fate == FOLD_DROP)
 		fold_sort_put(ws->sort, tid, diff, sign, fate, row);
@@ -373,77 +380,20 @@ sort_whole_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row,
 static void
 sort_whole(FoldSort *s, ShardBase *b, int64 since, int64 at)
 {
-	WholeSort	ws = {s, since, at};
+	WholeSort	ws = {s, at};
 
-	fold_sort_begin(s, b);
+	fold_sort_begin(s, b, since);
 	shard_scan_heap(b, PG_INT64_MIN, PG_INT64_MAX, sort_whole_row, &ws);
 	fold_sort_performsort(s);
 }
 
-typedef struct FoldedRow
-{
-	ItemPointerData tid;
-	RowCount   *weight;
-	FoldedFate	fate;
-} FoldedRow;
-
-/*
- * A fold: each row's sum, and whether its base must be rewritten: its
- * shard rows' weights (fold_weight), above 1 if so.  Summed in hash tables
- * while they fit in maintenance_work_mem (about 440 bytes a row folded),
- * else sorted (sort).
- */
-typedef struct Fold
-{
-	RowCounts  *counts;
-	RowCounts  *weights;
-	FoldedRow  *rows;
-	int64		nrows;
-	int64		capacity;
-	bool		over_budget;	/* the tables passed maintenance_work_mem */
-	FoldSort   *sort;			/* or the shard rows sorted */
-	int64		since;			/* the updates at or before it are deleted */
-} Fold;
-
-/* Each how many rows a fold in hash tables weighs their memory. */
-#define FOLD_MEMORY_CHECK_ROWS	1024
-
-/* Add a shard row to a fold's tables; false once they pass the budget. */
 static bool
-fold_add(Fold *f, ItemPointer tid, Datum row, int64 diff, FoldedFate fate)
+sort_update(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
-	if (f->nrows == f->capacity)
-	{
-		f->capacity *= 2;
-		f->rows = repalloc_huge(f->rows, sizeof(FoldedRow) * f->capacity);
-	}
-	row_counts_add(f->counts, row, diff);
-	f->rows[f->nrows].tid = *tid;
-	f->rows[f->nrows].fate = fate;
-	f->rows[f->nrows++].weight = row_counts_add(f->weights, row, fold_weight(fate));
-	if (f->nrows % FOLD_MEMORY_CHECK_ROWS == 0)
-		f->over_budget = MemoryContextMemAllocated(f->counts->cxt, true) +
-			MemoryContextMemAllocated(f->weights->cxt, true) +
-			sizeof(FoldedRow) * f->capacity > (Size) maintenance_work_mem * 1024;
-	return !f->over_budget;
-}
+	FoldSort   *s = arg;
 
-static bool
-fold_update(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	Fold	   *f = arg;
-	FoldedFate	fate = time <= f->since ? FOLD_DROP : FOLD_KEEP;
-
-	if (f->sort == NULL)
-		return fold_add(f, tid, row, diff, fate);
-	fold_sort_put(f->sort, tid, diff, 1, fate, row);
+	fold_sort_put(s, tid, diff, 1, time <= s->since ? FOLD_DROP : FOLD_KEEP, row);
 	return true;
-}
-
-static bool
-fold_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	return fold_add((Fold *) arg, tid, row, diff, FOLD_BASE);
 }
 
 static bool
@@ -454,62 +404,7 @@ sort_flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, 
 }
 
 /*
- * A fold's rows summed in its hash tables written: its dropped updates
- * and its rewritten rows' base rows deleted, their new base rows written.
- */
-static void
-write_hashed(ShardWriter *w, ShardBase *b, Fold *f)
-{
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
-
-	/* (a fold of a load's millions of rows: a fast stop must not wait for it) */
-	for (int64 i = 0; i < f->nrows; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (f->rows[i].fate == FOLD_DROP ||
-			(f->rows[i].fate == FOLD_BASE && f->rows[i].weight->count > 1))
-			delete_replaced(w->rel, &f->rows[i].tid, b->snapshot);
-	}
-	hash_seq_init(&status, f->counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (row_counts_find(f->weights, row_count_datum(rc))->count > 1)
-			(void) write_base_row(w, row_count_datum(rc), rc->count);
-	}
-}
-
-/*
- * A fold in hash tables (see fold): false, having written nothing, if
- * they pass maintenance_work_mem.
- */
-static bool
-fold_hashed(ShardWriter *w, ShardBase *b, Fold *f, int64 target)
-{
-	f->counts = row_counts_create(shard_row_type(w->rel));
-	f->weights = row_counts_create(shard_row_type(w->rel));
-	f->nrows = 0;
-	f->capacity = 64;
-	f->rows = palloc(sizeof(FoldedRow) * f->capacity);
-	f->over_budget = false;
-	f->sort = NULL;
-	shard_scan_updates(b, b->base_time, target, fold_update, f);
-	if (!f->over_budget)
-	{
-		shard_collect_flagged(b, f->counts);
-		shard_scan_base_rows(b, f->counts, fold_base_row, f);
-	}
-	if (!f->over_budget)
-		write_hashed(w, b, f);
-	pfree(f->rows);
-	MemoryContextDelete(f->counts->cxt);
-	MemoryContextDelete(f->weights->cxt);
-	return !f->over_budget;
-}
-
-/*
- * A sorted fold's row: its base rows, found through the rows index, summed
+ * A fold's row: its base rows, found through the rows index, summed
  * into g and their tids in tids (a flagged row may have several).  Rows of
  * other images with the same hash are passed over, so are the rows this
  * fold wrote (its snapshot does not see its own command's rows).
@@ -542,24 +437,27 @@ fold_group_base_rows(FoldSort *s, ShardCursor *probe, FoldGroup *g, TidList *tid
 }
 
 /*
- * A fold sorted (see fold): the updates and the flagged rows' marks
- * sorted, then each distinct row's base rows looked up and, if its weight
- * is above 1, replaced.
+ * Fold the updates after the base's time into the base, up to target:
+ * each row with updates there (and each flagged base row) gets its base
+ * rows replaced by one with their sum.  A row with a single base row is
+ * already so and stays where it is.  The updates folded stay as history,
+ * but those at or before the since; the history the since passed (from
+ * durable_since on) is deleted.  Touches only those rows, read once:
+ * writers, who insert after the upper, never wait for it.  The updates
+ * and the flagged rows are sorted by row (within maintenance_work_mem),
+ * then each row's base rows looked up by its hash and, if its weight is
+ * above 1, replaced.  Returns the base's new time.
  */
-static void
-fold_sorted(ShardWriter *w, ShardBase *b, Fold *f, int64 target)
+static int64
+fold(ShardWriter *w, ShardBase *b, int64 since, int64 durable_since, int64 target)
 {
 	FoldSort	s;
 	FoldGroup	g;
 	ShardCursor probe;
 	TidList		base_rows;
 
-	ereport(DEBUG1,
-			(errmsg_internal("pg_peek folds shard \"%s\" sorted: its rows pass maintenance_work_mem (%d kB)",
-							 RelationGetRelationName(w->rel), maintenance_work_mem)));
-	fold_sort_begin(&s, b);
-	f->sort = &s;
-	shard_scan_updates(b, b->base_time, target, fold_update, f);
+	fold_sort_begin(&s, b, since);
+	shard_scan_updates(b, b->base_time, target, sort_update, &s);
 	shard_scan_flagged(b, sort_flag_row, &s);
 	fold_sort_performsort(&s);
 	shard_cursor_open_probe(&probe, b);
@@ -576,26 +474,8 @@ fold_sorted(ShardWriter *w, ShardBase *b, Fold *f, int64 target)
 	shard_cursor_close(&probe);
 	pfree(base_rows.tids);
 	fold_sort_end(&s);
-}
-
-/*
- * Fold the updates after the base's time into the base, up to target:
- * each row with updates there (and each flagged base row) gets its base
- * rows replaced by one with their sum.  A row with
- * a single base row is already so and stays where it is.  The updates
- * folded stay as history, but those at or before the since; the history
- * the since passed (from durable_since on) is deleted.  Touches only those
- * rows, read once (twice if hash tables of the first ones passed
- * maintenance_work_mem): writers, who insert after the upper, never wait
- * for it.  Returns the base's new time.
- */
-static int64
-fold(ShardWriter *w, ShardBase *b, Fold *f, int64 durable_since, int64 target)
-{
-	if (!fold_hashed(w, b, f, target))
-		fold_sorted(w, b, f, target);
 	/* the history the since passed, which the base counted already */
-	shard_scan_updates(b, durable_since, Min(f->since, b->base_time), delete_history_row, NULL);
+	shard_scan_updates(b, durable_since, Min(since, b->base_time), delete_history_row, NULL);
 	return Max(target, b->base_time);
 }
 
@@ -648,15 +528,12 @@ persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_ro
 	shard_writer_open(&w, shard);
 	if (shard_base_open(&b, w.rel, snapshot, base_time, RowExclusiveLock))
 	{
-		Fold		f;
-
 		/* a raised since needs the base at it; otherwise it may stay */
 		target = Max(target, since);
 		if (max_rows >= 0)
 			target = fold_cut(&b, target, max_rows,
 							  since > durable_since ? since : first_alone ? base_time + 1 : base_time);
-		f.since = since;
-		new_base_time = fold(&w, &b, &f, durable_since, target);
+		new_base_time = fold(&w, &b, since, durable_since, target);
 	}
 	else
 	{

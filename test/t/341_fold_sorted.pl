@@ -1,7 +1,8 @@
-# A fold whose rows pass maintenance_work_mem (1MB here: a few thousand
-# rows) sorts them by row, in temporary files past the budget, instead of
-# summing them in hash tables (about 440 bytes a row: 4.4 GB for a
-# 10M-row load).  Its results are those of the hash tables:
+# A fold sorts the rows it folds by row (a tuplesort), so that it stays
+# within maintenance_work_mem however many it folds: past it (1MB here: a
+# few thousand rows) in temporary files.  Before, it summed them in hash
+# tables of about 440 bytes a row (4.4 GB for a 10M-row load).  With the
+# sort in temporary files:
 #  * a load, then deletes, re-inserts and second copies of folded rows,
 #    peeked at every time against the updates kept in a plain table, with
 #    the history after the since kept (a compaction folds some updates
@@ -10,7 +11,8 @@
 #    folded in, then retracted by later folds: its base rows are replaced,
 #    then gone;
 #  * the base holds each row once.
-# The fold logs (DEBUG1) that it sorted: each of these folds did.
+# The sort logs (DEBUG1) that it went to temporary files: each of these
+# folds did.
 use strict;
 use warnings;
 
@@ -60,8 +62,9 @@ sub sorted_folds
 {
 	my ($name) = @_;
 	(my $rel = shard($name)) =~ s/^peek\.//;
-	my @lines = grep { /pg_peek folds shard "$rel" sorted: its rows pass maintenance_work_mem \(1024 kB\)/ }
-	  split /\n/, slurp_file($node->logfile);
+	my @lines = grep {
+		/pg_peek sorted the rows of shard "$rel" in temporary files \(\d+ kB\): they pass maintenance_work_mem \(1024 kB\)/
+	} split /\n/, slurp_file($node->logfile);
 	return scalar @lines;
 }
 
@@ -102,7 +105,7 @@ is(sql("SELECT count(*) FROM " . shard('h') . " WHERE time BETWEEN 0 AND 4"), '0
 cmp_ok(sql("SELECT count(*) FROM " . shard('h') . " WHERE time > 4"), '>', 0,
 	'h: the history after the since is kept');
 once_in_base('h');
-cmp_ok(sorted_folds('h'), '>=', 2, 'h: the folds were sorted');
+cmp_ok(sorted_folds('h'), '>=', 2, 'h: the folds sorted in temporary files');
 
 # ---- a count out of bigint's range: flagged base rows ----------------------
 sql("SELECT peek.create_collection('g', 'kv')");
@@ -117,7 +120,7 @@ is(sql("SELECT string_agg(diff::text, ' ' ORDER BY diff) FROM " . shard('g')
 	"0 $M $M", 'g: the big count is in parts, flagged');
 once_in_base('g');
 my $before = sorted_folds('g');
-cmp_ok($before, '>=', 1, 'g: the fold was sorted');
+cmp_ok($before, '>=', 1, 'g: the fold sorted in temporary files');
 add('g', 3, "-$M", "SELECT 0, 'big'");
 add('g', 3, -1, xs(1, 10000));
 add('g', 4, "-$M", "SELECT 0, 'big'");
@@ -128,7 +131,7 @@ is(sql("SELECT count(*) FROM " . shard('g') . " WHERE time = -1 AND data = ROW(0
 	'0', 'g: the retracted big count has no base row left');
 contents('g', 4);
 once_in_base('g');
-cmp_ok(sorted_folds('g'), '>', $before, 'g: the fold of the retractions was sorted');
+cmp_ok(sorted_folds('g'), '>', $before, 'g: the fold of the retractions too');
 
 log_is_clean($node, 'sorted folds');
 $node->stop('fast');

@@ -181,6 +181,7 @@ typedef struct FoldSort
 {
 	ShardBase  *b;				/* FOLD_DROP rows are deleted in its snapshot */
 	int64		since;			/* the updates at or before it are dropped */
+	const char *what;			/* what the rows are sorted for, for the log */
 	TupleDesc	desc;			/* rows are normalized with it */
 	HeapTupleHeader template;	/* row_header_template(desc) */
 	Tuplesortstate *sort;
@@ -209,7 +210,7 @@ typedef struct FoldGroup
 } FoldGroup;
 
 static void
-fold_sort_begin(FoldSort *s, ShardBase *b, int64 since)
+fold_sort_begin(FoldSort *s, ShardBase *b, int64 since, const char *what)
 {
 	TupleDesc	sorted = CreateTemplateTupleDesc(SORTED_TID);
 	AttrNumber	keys[2] = {SORTED_HASH, SORTED_IMAGE};
@@ -225,6 +226,7 @@ fold_sort_begin(FoldSort *s, ShardBase *b, int64 since)
 	TupleDescInitEntry(sorted, SORTED_TID, "tid", TIDOID, -1, 0);
 	s->b = b;
 	s->since = since;
+	s->what = what;
 	s->desc = row_desc(shard_row_type(b->rel));
 	s->template = row_header_template(s->desc);
 	s->sort = tuplesort_begin_heap(sorted, 2, keys, operators, collations, nulls_first,
@@ -270,10 +272,10 @@ fold_sort_performsort(FoldSort *s)
 	tuplesort_get_stats(s->sort, &stats);
 	if (stats.spaceType == SORT_SPACE_TYPE_DISK)
 		ereport(DEBUG1,
-				(errmsg_internal("pg_peek sorted the rows of shard \"%s\" in temporary files (%ld kB): "
+				(errmsg_internal("pg_peek sorted the rows of shard \"%s\" for %s in temporary files (%ld kB): "
 								 "they pass maintenance_work_mem (%d kB)",
-								 RelationGetRelationName(s->b->rel), (long) stats.spaceUsed,
-								 maintenance_work_mem)));
+								 RelationGetRelationName(s->b->rel), s->what,
+								 (long) stats.spaceUsed, maintenance_work_mem)));
 	s->more = tuplesort_gettupleslot(s->sort, true, false, s->out, NULL);
 }
 
@@ -378,11 +380,11 @@ sort_whole_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row,
  * shard_count_at), those at or before since to be deleted.
  */
 static void
-sort_whole(FoldSort *s, ShardBase *b, int64 since, int64 at)
+sort_whole(FoldSort *s, ShardBase *b, int64 since, int64 at, const char *what)
 {
 	WholeSort	ws = {s, at};
 
-	fold_sort_begin(s, b, since);
+	fold_sort_begin(s, b, since, what);
 	shard_scan_heap(b, PG_INT64_MIN, PG_INT64_MAX, sort_whole_row, &ws);
 	fold_sort_performsort(s);
 }
@@ -456,7 +458,7 @@ fold(ShardWriter *w, ShardBase *b, int64 since, int64 durable_since, int64 targe
 	ShardCursor probe;
 	TidList		base_rows;
 
-	fold_sort_begin(&s, b, since);
+	fold_sort_begin(&s, b, since, "a fold");
 	shard_scan_updates(b, b->base_time, target, sort_update, &s);
 	shard_scan_flagged(b, sort_flag_row, &s);
 	fold_sort_performsort(&s);
@@ -492,7 +494,7 @@ compact_whole(ShardWriter *w, ShardBase *b, int64 since, int64 new_base_time)
 	FoldSort	s;
 	FoldGroup	g;
 
-	sort_whole(&s, b, since, new_base_time);
+	sort_whole(&s, b, since, new_base_time, "a fold of the shard read whole");
 	while (fold_sort_next_group(&s, &g))
 		(void) write_base_row(w, g.row, g.count);
 	fold_sort_end(&s);
@@ -596,7 +598,7 @@ persist_retract_all(PeekObjectId id, Oid shard, int64 time)
 	(void) catalog_read_since(id, snapshot, &base_time);
 	shard_writer_open(&w, shard);
 	shard_base_open_heap(&b, w.rel, snapshot, base_time);
-	sort_whole(&s, &b, PG_INT64_MIN, time);
+	sort_whole(&s, &b, PG_INT64_MIN, time, "a retraction of everything");
 	while (fold_sort_next_group(&s, &g))
 		if (g.count != 0)
 			shard_insert(&w, time, -(int64) g.count, g.row);

@@ -10,7 +10,9 @@
 #  * a row whose count leaves bigint's range (flagged base rows in parts)
 #    folded in, then retracted by later folds: its base rows are replaced,
 #    then gone;
-#  * the base holds each row once.
+#  * the base holds each row once;
+#  * a shard read whole (its rows index dropped) compacted to its since,
+#    and a captured TRUNCATE's retraction of every row, sorted the same way.
 # The sort logs (DEBUG1) that it went to temporary files: each of these
 # folds did.
 use strict;
@@ -58,12 +60,14 @@ sub contents
 
 sub shard { return sql("SELECT shard FROM peek.collections WHERE name = '$_[0]'"); }
 
+# how many times the rows of $name's shard were sorted in temporary files for $what
 sub sorted_folds
 {
-	my ($name) = @_;
+	my ($name, $what) = @_;
+	$what //= 'a fold';
 	(my $rel = shard($name)) =~ s/^peek\.//;
 	my @lines = grep {
-		/pg_peek sorted the rows of shard "$rel" in temporary files \(\d+ kB\): they pass maintenance_work_mem \(1024 kB\)/
+		/pg_peek sorted the rows of shard "$rel" for $what in temporary files \(\d+ kB\): they pass maintenance_work_mem \(1024 kB\)/
 	} split /\n/, slurp_file($node->logfile);
 	return scalar @lines;
 }
@@ -132,6 +136,34 @@ is(sql("SELECT count(*) FROM " . shard('g') . " WHERE time = -1 AND data = ROW(0
 contents('g', 4);
 once_in_base('g');
 cmp_ok(sorted_folds('g'), '>', $before, 'g: the fold of the retractions too');
+
+# ---- a shard read whole (its rows index dropped): compaction ---------------
+sql("SELECT peek.create_collection('w', 'kv')");
+sql("DROP INDEX " . shard('w') . "_rows");
+add('w', 1, 1, xs(1, 20000));
+add('w', 2, -1, xs(1, 5000));
+add('w', 2, 2, xs(20001, 25000));
+add('w', 3, 1, xs(1, 1000));
+sql("SELECT peek.advance('w', 4); SELECT peek.allow_compaction('w', 2)");
+ok(poll_until($node, "SELECT since = 2 AND base_time = 2 FROM peek.objects WHERE name = 'w'", 't', 300),
+	'w: read whole, the base moves to the since');
+is(sql("SELECT count(*) FROM " . shard('w') . " WHERE time BETWEEN 0 AND 2"), '0',
+	'w: every row up to the since is a base row');
+contents('w', $_) for (2, 3);
+cmp_ok(sorted_folds('w', 'a fold of the shard read whole'), '>=', 1,
+	'w: the fold of the shard read whole sorted in temporary files');
+
+# ---- a captured TRUNCATE retracts every row --------------------------------
+sql("CREATE TABLE t (k int, v text); INSERT INTO t SELECT g, 'x' || g FROM generate_series(1, 20000) g;
+	 SELECT peek.create_source('t_src', 't')");
+ok(poll_until($node, "SELECT count(*) = 20000 FROM peek.persist_peek(NULL::t, 't_src')", 't', 300),
+	'TRUNCATE: the source loaded the table');
+sql("TRUNCATE t; INSERT INTO t VALUES (1, 'after')");
+ok(poll_until($node, "SELECT string_agg(k || ':' || v, ',') FROM peek.persist_peek(NULL::t, 't_src')",
+		'1:after', 300),
+	'TRUNCATE: every row before it retracted');
+cmp_ok(sorted_folds('t_src', 'a retraction of everything'), '>=', 1,
+	'TRUNCATE: the retraction sorted in temporary files');
 
 log_is_clean($node, 'sorted folds');
 $node->stop('fast');

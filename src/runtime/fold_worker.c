@@ -9,7 +9,8 @@
  *	  has too many updates past the base to fold in the runtime.  The runtime meanwhile seals, captures and runs
  *	  views' rounds as usual: a write committed during the fold is visible
  *	  as soon as it would be without it.  The fold is persist_fold's, as
- *	  the runtime's own: base and catalog change together at its commit,
+ *	  the runtime's own, within the server's maintenance_work_mem however
+ *	  big the time: base and catalog change together at its commit,
  *	  so a peek sees the base before the fold or after it, never half of
  *	  it; a worker that dies leaves nothing, and a fold of the same base
  *	  that committed first (a compaction, a worker an earlier runtime

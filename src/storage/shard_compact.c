@@ -6,41 +6,25 @@
  *	  base time and since changed, in the maintenance runtime's
  *	  transaction, without a lock a writer waits for; a first base written
  *	  whole (a view's hydration); and a captured TRUNCATE's retraction of
- *	  everything.
+ *	  everything.  Each stays within maintenance_work_mem however many
+ *	  rows it reads: it sorts them by row (a tuplesort, in temporary files
+ *	  past the budget) and goes through them a distinct row at a time.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/heapam.h"
+#include "catalog/pg_operator_d.h"
+#include "catalog/pg_type_d.h"
 #include "miscadmin.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplesort.h"
 
 #include "storage/catalog.h"
 #include "storage/catalog_write.h"
 #include "storage/shard_internal.h"
-
-/*
- * Append one update per row with a non-zero count, at time, with the count
- * times sign as its diff.  Returns how many were appended.
- */
-static int64
-append_counts(ShardWriter *w, RowCounts *counts, int64 time, int64 sign)
-{
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
-	int64		n = 0;
-
-	hash_seq_init(&status, counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-	{
-		if (rc->count == 0)
-			continue;
-		shard_insert(w, time, sign * (int64) rc->count, row_count_datum(rc));
-		n++;
-	}
-	return n;
-}
 
 /*
  * Write a row's base count: one row, or, out of bigint's range,
@@ -85,62 +69,6 @@ persist_writer_add_base(ShardWriter *w, Datum row, int64 count)
 	(void) write_base_row(w, row_normalize(w->row_desc, row), count);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(w->per_row);
-}
-
-/*
- * A shard row a fold reads: its tid, its row's weight (see Fold) and what
- * becomes of it.
- */
-typedef enum FoldedFate
-{
-	FOLD_BASE,					/* a base row: replaced if its row is rewritten */
-	FOLD_KEEP,					/* an update after the since: kept as history */
-	FOLD_DROP					/* an update at or before the since: deleted */
-} FoldedFate;
-
-typedef struct FoldedRow
-{
-	ItemPointerData tid;
-	RowCount   *weight;
-	FoldedFate	fate;
-} FoldedRow;
-
-/*
- * A fold: each row's sum, and whether its base must be rewritten: its
- * shard rows' weights, 1 for a base row and 2 for an update folded in, above
- * 1 if so.
- */
-typedef struct Fold
-{
-	RowCounts  *counts;
-	RowCounts  *weights;
-	FoldedRow  *rows;
-	int64		nrows;
-	int64		capacity;
-	int64		since;			/* the updates at or before it are deleted */
-} Fold;
-
-static void
-fold_add(Fold *f, ItemPointer tid, Datum row, int64 diff, int64 weight, FoldedFate fate)
-{
-	if (f->nrows == f->capacity)
-	{
-		f->capacity *= 2;
-		f->rows = repalloc_huge(f->rows, sizeof(FoldedRow) * f->capacity);
-	}
-	row_counts_add(f->counts, row, diff);
-	f->rows[f->nrows].tid = *tid;
-	f->rows[f->nrows].fate = fate;
-	f->rows[f->nrows++].weight = row_counts_add(f->weights, row, weight);
-}
-
-static bool
-fold_update(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	Fold	   *f = arg;
-
-	fold_add(f, tid, row, diff, 2, time <= f->since ? FOLD_DROP : FOLD_KEEP);
-	return true;
 }
 
 /*
@@ -191,13 +119,6 @@ fold_cut(ShardBase *b, int64 target, int64 max_rows, int64 least_time)
 	return c.rows <= c.max_rows || c.cut < c.least_time ? target : c.cut;
 }
 
-static bool
-fold_base_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	fold_add((Fold *) arg, tid, row, diff, 1, FOLD_BASE);
-	return true;
-}
-
 /*
  * Delete a shard row a fold replaces or compaction lets go of.  Another
  * transaction may have deleted or updated it since the fold's snapshot (a
@@ -230,50 +151,333 @@ delete_history_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum 
 	return true;
 }
 
+/* What becomes of a shard row a fold reads. */
+typedef enum FoldedFate
+{
+	FOLD_BASE,					/* a base row: replaced if its row is rewritten */
+	FOLD_KEEP,					/* an update after the since: kept as history */
+	FOLD_DROP,					/* an update at or before the since: deleted */
+	FOLD_FLAG					/* a flagged row's mark: its base rows are read */
+} FoldedFate;
+
+/*
+ * A shard row's part in its row's weight: a row whose weight is above 1
+ * (an update folded in, or more than one base row) gets its base
+ * rewritten.
+ */
+static int
+fold_weight(FoldedFate fate)
+{
+	return fate == FOLD_BASE ? 1 : fate == FOLD_FLAG ? 0 : 2;
+}
+
+/*
+ * Shard rows sorted by their row's hash and image, in maintenance_work_mem
+ * (in temporary files past it), to be read a distinct row at a time
+ * (fold_sort_next_group).  The hash is the rows index's (row_hash), which
+ * a fold's probes look base rows up by.
+ */
+typedef struct FoldSort
+{
+	ShardBase  *b;				/* FOLD_DROP rows are deleted in its snapshot */
+	int64		since;			/* the updates at or before it are dropped */
+	const char *what;			/* what the rows are sorted for, for the log */
+	TupleDesc	desc;			/* rows are normalized with it */
+	HeapTupleHeader template;	/* row_header_template(desc) */
+	Tuplesortstate *sort;
+	TupleTableSlot *in;
+	TupleTableSlot *out;		/* the next row's first shard row, if more */
+	bool		more;
+	MemoryContext per_row;
+	MemoryContext group;		/* a distinct row's, until the next */
+} FoldSort;
+
+/* The columns of a FoldSort's shard rows, sorted by hash, then image. */
+#define SORTED_HASH		1
+#define SORTED_IMAGE	2
+#define SORTED_DIFF		3
+#define SORTED_SIGN		4		/* what the diff counts for: 1, -1 or 0 */
+#define SORTED_FATE		5
+#define SORTED_TID		6
+
+/* A distinct row of a FoldSort, its sums in 128 bits (no overflow). */
+typedef struct FoldGroup
+{
+	int32		hash;
+	Datum		row;			/* its image, in the FoldSort's group context */
+	int128		count;
+	int64		weight;
+} FoldGroup;
+
+static void
+fold_sort_begin(FoldSort *s, ShardBase *b, int64 since, const char *what)
+{
+	TupleDesc	sorted = CreateTemplateTupleDesc(SORTED_TID);
+	AttrNumber	keys[2] = {SORTED_HASH, SORTED_IMAGE};
+	Oid			operators[2] = {Int4LessOperator, ByteaLessOperator};
+	Oid			collations[2] = {InvalidOid, InvalidOid};
+	bool		nulls_first[2] = {false, false};
+
+	TupleDescInitEntry(sorted, SORTED_HASH, "hash", INT4OID, -1, 0);
+	TupleDescInitEntry(sorted, SORTED_IMAGE, "image", BYTEAOID, -1, 0);
+	TupleDescInitEntry(sorted, SORTED_DIFF, "diff", INT8OID, -1, 0);
+	TupleDescInitEntry(sorted, SORTED_SIGN, "sign", INT2OID, -1, 0);
+	TupleDescInitEntry(sorted, SORTED_FATE, "fate", INT2OID, -1, 0);
+	TupleDescInitEntry(sorted, SORTED_TID, "tid", TIDOID, -1, 0);
+	s->b = b;
+	s->since = since;
+	s->what = what;
+	s->desc = row_desc(shard_row_type(b->rel));
+	s->template = row_header_template(s->desc);
+	s->sort = tuplesort_begin_heap(sorted, 2, keys, operators, collations, nulls_first,
+								   maintenance_work_mem, NULL, TUPLESORT_NONE);
+	s->in = MakeSingleTupleTableSlot(sorted, &TTSOpsVirtual);
+	s->out = MakeSingleTupleTableSlot(sorted, &TTSOpsMinimalTuple);
+	s->more = false;
+	s->per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek sorted row",
+									   ALLOCSET_SMALL_SIZES);
+	s->group = AllocSetContextCreate(CurrentMemoryContext, "pg_peek sorted group",
+									 ALLOCSET_SMALL_SIZES);
+}
+
+/* Sort a shard row, whose diff counts sign times in its row's count. */
+static void
+fold_sort_put(FoldSort *s, ItemPointer tid, int64 diff, int sign, FoldedFate fate, Datum row)
+{
+	MemoryContext old = MemoryContextSwitchTo(s->per_row);
+	Datum		image = row_from_shard(s->desc, s->template, row);
+	TupleTableSlot *in = s->in;
+
+	ExecClearTuple(in);
+	in->tts_values[SORTED_HASH - 1] = Int32GetDatum((int32) row_hash(s->desc, image));
+	in->tts_values[SORTED_IMAGE - 1] = image;
+	in->tts_values[SORTED_DIFF - 1] = Int64GetDatum(diff);
+	in->tts_values[SORTED_SIGN - 1] = Int16GetDatum(sign);
+	in->tts_values[SORTED_FATE - 1] = Int16GetDatum(fate);
+	in->tts_values[SORTED_TID - 1] = PointerGetDatum(tid);
+	memset(in->tts_isnull, 0, sizeof(bool) * SORTED_TID);
+	ExecStoreVirtualTuple(in);
+	tuplesort_puttupleslot(s->sort, in);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(s->per_row);
+}
+
+/* Sort the rows put, and read the first. */
+static void
+fold_sort_performsort(FoldSort *s)
+{
+	TuplesortInstrumentation stats;
+
+	tuplesort_performsort(s->sort);
+	tuplesort_get_stats(s->sort, &stats);
+	if (stats.spaceType == SORT_SPACE_TYPE_DISK)
+		ereport(DEBUG1,
+				(errmsg_internal("pg_peek sorted the rows of shard \"%s\" for %s in temporary files (%ld kB): "
+								 "they pass maintenance_work_mem (%d kB)",
+								 RelationGetRelationName(s->b->rel), s->what,
+								 (long) stats.spaceUsed, maintenance_work_mem)));
+	s->more = tuplesort_gettupleslot(s->sort, true, false, s->out, NULL);
+}
+
+static Datum
+sorted_field(FoldSort *s, AttrNumber field)
+{
+	bool		isnull;
+
+	return slot_getattr(s->out, field, &isnull);
+}
+
+/* Is a row datum's image the len bytes at image? */
+static bool
+image_is(Datum row, const char *image, Size len)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(row);
+
+	return VARSIZE(v) - VARHDRSZ == len && memcmp(VARDATA(v), image, len) == 0;
+}
+
+static bool
+sorted_row_is(FoldSort *s, FoldGroup *g)
+{
+	struct varlena *image = (struct varlena *) DatumGetPointer(sorted_field(s, SORTED_IMAGE));
+
+	return DatumGetInt32(sorted_field(s, SORTED_HASH)) == g->hash &&
+		image_is(g->row, VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image));
+}
+
+/*
+ * The next distinct row of the sorted shard rows: its image (valid until
+ * the next call), count and weight summed, its FOLD_DROP shard rows
+ * deleted on the way; false after the last.
+ */
+static bool
+fold_sort_next_group(FoldSort *s, FoldGroup *g)
+{
+	struct varlena *image;
+	Size		len;
+	char	   *row;
+
+	MemoryContextReset(s->group);
+	if (!s->more)
+		return false;
+	image = (struct varlena *) DatumGetPointer(sorted_field(s, SORTED_IMAGE));
+	len = VARSIZE_ANY_EXHDR(image);
+	row = MemoryContextAlloc(s->group, len + VARHDRSZ);
+	SET_VARSIZE(row, len + VARHDRSZ);
+	memcpy(VARDATA(row), VARDATA_ANY(image), len);
+	g->row = PointerGetDatum(row);
+	g->hash = DatumGetInt32(sorted_field(s, SORTED_HASH));
+	g->count = 0;
+	g->weight = 0;
+	do
+	{
+		FoldedFate	fate = DatumGetInt16(sorted_field(s, SORTED_FATE));
+
+		CHECK_FOR_INTERRUPTS();
+		g->count += DatumGetInt16(sorted_field(s, SORTED_SIGN)) *
+			(int128) DatumGetInt64(sorted_field(s, SORTED_DIFF));
+		g->weight += fold_weight(fate);
+		if (fate == FOLD_DROP)
+			delete_replaced(s->b->rel, (ItemPointer) DatumGetPointer(sorted_field(s, SORTED_TID)),
+							s->b->snapshot);
+		s->more = tuplesort_gettupleslot(s->sort, true, false, s->out, NULL);
+	} while (s->more && sorted_row_is(s, g));
+	return true;
+}
+
+static void
+fold_sort_end(FoldSort *s)
+{
+	tuplesort_end(s->sort);
+	ExecDropSingleTupleTableSlot(s->in);
+	ExecDropSingleTupleTableSlot(s->out);
+	MemoryContextDelete(s->per_row);
+	MemoryContextDelete(s->group);
+	FreeTupleDesc(s->desc);
+}
+
+/* What sort_whole_row sorts a shard read whole for: the counts at a time. */
+typedef struct WholeSort
+{
+	FoldSort   *sort;
+	int64		at;
+} WholeSort;
+
+static bool
+sort_whole_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	WholeSort  *ws = arg;
+	int			sign = shard_sign_at(b, time, ws->at);
+	FoldedFate	fate = time <= ws->sort->since ? FOLD_DROP : FOLD_KEEP;
+
+	if (sign != 0 || fate == FOLD_DROP)
+		fold_sort_put(ws->sort, tid, diff, sign, fate, row);
+	return true;
+}
+
+/*
+ * Sort every row of the shard, read whole, for its count at time at (see
+ * shard_count_at), those at or before since to be deleted.
+ */
+static void
+sort_whole(FoldSort *s, ShardBase *b, int64 since, int64 at, const char *what)
+{
+	WholeSort	ws = {s, at};
+
+	fold_sort_begin(s, b, since, what);
+	shard_scan_heap(b, PG_INT64_MIN, PG_INT64_MAX, sort_whole_row, &ws);
+	fold_sort_performsort(s);
+}
+
+static bool
+sort_update(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	FoldSort   *s = arg;
+
+	fold_sort_put(s, tid, diff, 1, time <= s->since ? FOLD_DROP : FOLD_KEEP, row);
+	return true;
+}
+
+static bool
+sort_flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	fold_sort_put((FoldSort *) arg, tid, 0, 0, FOLD_FLAG, row);
+	return true;
+}
+
+/*
+ * A fold's row: its base rows, found through the rows index, summed
+ * into g and their tids in tids (a flagged row may have several).  Rows of
+ * other images with the same hash are passed over, so are the rows this
+ * fold wrote (its snapshot does not see its own command's rows).
+ */
+static void
+fold_group_base_rows(FoldSort *s, ShardCursor *probe, FoldGroup *g, TidList *tids)
+{
+	int64		time;
+	int64		diff;
+	Datum		row;
+
+	tids->n = 0;
+	shard_cursor_probe(probe, g->hash);
+	while (shard_cursor_next(probe, &time, &diff, &row))
+	{
+		MemoryContext old = MemoryContextSwitchTo(s->per_row);
+		struct varlena *image = (struct varlena *)
+			DatumGetPointer(row_from_shard(s->desc, s->template, row));
+		bool		same = time == BASE_TIME &&
+			image_is(g->row, VARDATA(image), VARSIZE(image) - VARHDRSZ);
+
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(s->per_row);
+		if (!same)
+			continue;
+		g->count += diff;
+		g->weight += fold_weight(FOLD_BASE);
+		shard_tid_list_add(tids, probe->tid);
+	}
+}
+
 /*
  * Fold the updates after the base's time into the base, up to target:
  * each row with updates there (and each flagged base row) gets its base
- * rows replaced by one with their sum.  A row with
- * a single base row is already so and stays where it is.  The updates
- * folded stay as history, but those at or before the since; the history
- * the since passed (from durable_since on) is deleted.  Touches only those
- * rows, read once: writers, who insert after the upper, never wait for
- * it.  Returns the base's new time.
+ * rows replaced by one with their sum.  A row with a single base row is
+ * already so and stays where it is.  The updates folded stay as history,
+ * but those at or before the since; the history the since passed (from
+ * durable_since on) is deleted.  Touches only those rows, read once:
+ * writers, who insert after the upper, never wait for it.  The updates
+ * and the flagged rows are sorted by row (within maintenance_work_mem),
+ * then each row's base rows looked up by its hash and, if its weight is
+ * above 1, replaced.  Returns the base's new time.
  */
 static int64
-fold(ShardWriter *w, ShardBase *b, Fold *f, int64 durable_since, int64 target)
+fold(ShardWriter *w, ShardBase *b, int64 since, int64 durable_since, int64 target)
 {
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
+	FoldSort	s;
+	FoldGroup	g;
+	ShardCursor probe;
+	TidList		base_rows;
 
-	f->counts = row_counts_create(shard_row_type(w->rel));
-	f->weights = row_counts_create(shard_row_type(w->rel));
-	f->nrows = 0;
-	f->capacity = 64;
-	f->rows = palloc(sizeof(FoldedRow) * f->capacity);
-	shard_scan_updates(b, b->base_time, target, fold_update, f);
-	shard_collect_flagged(b, f->counts);
-	shard_scan_base_rows(b, f->counts, fold_base_row, f);
-	/* (a fold of a load's millions of rows: a fast stop must not wait for it) */
-	for (int64 i = 0; i < f->nrows; i++)
+	fold_sort_begin(&s, b, since, "a fold");
+	shard_scan_updates(b, b->base_time, target, sort_update, &s);
+	shard_scan_flagged(b, sort_flag_row, &s);
+	fold_sort_performsort(&s);
+	shard_cursor_open_probe(&probe, b);
+	shard_tid_list_init(&base_rows);
+	while (fold_sort_next_group(&s, &g))
 	{
-		CHECK_FOR_INTERRUPTS();
-		if (f->rows[i].fate == FOLD_DROP ||
-			(f->rows[i].fate == FOLD_BASE && f->rows[i].weight->count > 1))
-			delete_replaced(w->rel, &f->rows[i].tid, b->snapshot);
+		fold_group_base_rows(&s, &probe, &g, &base_rows);
+		if (g.weight <= 1)
+			continue;
+		for (int64 i = 0; i < base_rows.n; i++)
+			delete_replaced(w->rel, &base_rows.tids[i], b->snapshot);
+		(void) write_base_row(w, g.row, g.count);
 	}
-	hash_seq_init(&status, f->counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (row_counts_find(f->weights, row_count_datum(rc))->count > 1)
-			(void) write_base_row(w, row_count_datum(rc), rc->count);
-	}
+	shard_cursor_close(&probe);
+	pfree(base_rows.tids);
+	fold_sort_end(&s);
 	/* the history the since passed, which the base counted already */
-	shard_scan_updates(b, durable_since, Min(f->since, b->base_time), delete_history_row, NULL);
-	pfree(f->rows);
-	MemoryContextDelete(f->counts->cxt);
-	MemoryContextDelete(f->weights->cxt);
+	shard_scan_updates(b, durable_since, Min(since, b->base_time), delete_history_row, NULL);
 	return Max(target, b->base_time);
 }
 
@@ -282,39 +486,18 @@ fold(ShardWriter *w, ShardBase *b, Fold *f, int64 durable_since, int64 target)
  * at or after the since: every base row and every update at or before the
  * since is replaced by the rows' base rows (write_base_row: one, or parts
  * when the sum leaves bigint's range) with their counts at new_base_time;
- * the updates after the since stay as history.
+ * the updates after the since stay as history.  Sorted by row first.
  */
 static void
 compact_whole(ShardWriter *w, ShardBase *b, int64 since, int64 new_base_time)
 {
-	RowCounts  *counts = row_counts_create(shard_row_type(w->rel));
-	TidList		tids;
-	HASH_SEQ_STATUS status;
-	RowCount   *rc;
-	ShardCursor c;
-	int64		time;
-	int64		diff;
-	Datum		row;
+	FoldSort	s;
+	FoldGroup	g;
 
-	shard_count_at(b, new_base_time, counts);
-	shard_tid_list_init(&tids);
-	shard_cursor_open_heap(&c, b, PG_INT64_MIN, since);
-	while (shard_cursor_next(&c, &time, &diff, &row))
-		shard_tid_list_add(&tids, c.tid);
-	shard_cursor_close(&c);
-	for (int64 i = 0; i < tids.n; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		delete_replaced(w->rel, &tids.tids[i], b->snapshot);
-	}
-	hash_seq_init(&status, counts->table);
-	while ((rc = hash_seq_search(&status)) != NULL)
-	{
-		CHECK_FOR_INTERRUPTS();
-		(void) write_base_row(w, row_count_datum(rc), rc->count);
-	}
-	MemoryContextDelete(counts->cxt);
-	pfree(tids.tids);
+	sort_whole(&s, b, since, new_base_time, "a fold of the shard read whole");
+	while (fold_sort_next_group(&s, &g))
+		(void) write_base_row(w, g.row, g.count);
+	fold_sort_end(&s);
 }
 
 /*
@@ -347,15 +530,12 @@ persist_fold(PeekObjectId id, Oid shard, int64 since, int64 target, int64 max_ro
 	shard_writer_open(&w, shard);
 	if (shard_base_open(&b, w.rel, snapshot, base_time, RowExclusiveLock))
 	{
-		Fold		f;
-
 		/* a raised since needs the base at it; otherwise it may stay */
 		target = Max(target, since);
 		if (max_rows >= 0)
 			target = fold_cut(&b, target, max_rows,
 							  since > durable_since ? since : first_alone ? base_time + 1 : base_time);
-		f.since = since;
-		new_base_time = fold(&w, &b, &f, durable_since, target);
+		new_base_time = fold(&w, &b, since, durable_since, target);
 	}
 	else
 	{
@@ -403,7 +583,7 @@ persist_fold_rows(PeekObjectId id, Oid shard, int64 since, int64 limit, int64 *d
 /*
  * Retract the shard's whole contents at time (a captured TRUNCATE): every
  * row present at time gets an update cancelling its multiplicity.  Sees the
- * caller's own earlier appends.
+ * caller's own earlier appends.  Sorted by row first.
  */
 void
 persist_retract_all(PeekObjectId id, Oid shard, int64 time)
@@ -411,19 +591,19 @@ persist_retract_all(PeekObjectId id, Oid shard, int64 time)
 	ShardWriter w;
 	ShardBase	b;
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	RowCounts  *counts;
-
+	FoldSort	s;
+	FoldGroup	g;
 	int64		base_time;
 
 	(void) catalog_read_since(id, snapshot, &base_time);
 	shard_writer_open(&w, shard);
-	counts = row_counts_create(shard_row_type(w.rel));
 	shard_base_open_heap(&b, w.rel, snapshot, base_time);
-	shard_count_at(&b, time, counts);
+	sort_whole(&s, &b, PG_INT64_MIN, time, "a retraction of everything");
+	while (fold_sort_next_group(&s, &g))
+		if (g.count != 0)
+			shard_insert(&w, time, -(int64) g.count, g.row);
+	fold_sort_end(&s);
 	shard_base_close(&b, NoLock);
 	UnregisterSnapshot(snapshot);
-	(void) append_counts(&w, counts, time, -1);
 	shard_writer_close(&w);
-	MemoryContextDelete(counts->cxt);
 }
-

@@ -165,7 +165,10 @@ extern bool shard_count_row(ShardBase *b, ItemPointer tid, int64 time, int64 dif
 extern int	shard_sign_at(ShardBase *b, int64 time, int64 at);
 extern void shard_count_at(ShardBase *b, int64 at, RowCounts *counts);
 extern void shard_scan_updates(ShardBase *b, int64 after, int64 upto, ShardRowFn fn, void *arg);
+extern void shard_scan_flagged(ShardBase *b, ShardRowFn fn, void *arg);
 extern void shard_collect_flagged(ShardBase *b, RowCounts *counts);
+extern void shard_cursor_open_probe(ShardCursor *c, ShardBase *b);
+extern void shard_cursor_probe(ShardCursor *c, int32 hash);
 extern void shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg);
 
 #endif							/* PEEK_STORAGE_SHARD_INTERNAL_H */

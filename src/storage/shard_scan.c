@@ -503,14 +503,24 @@ shard_scan_updates(ShardBase *b, int64 after, int64 upto, ShardRowFn fn, void *a
 		shard_scan_times(b, b->time_index, 2, strategies, bounds, fn, arg);
 }
 
-/* The rows with base rows that cannot be read alone (diff <= 0), with 0. */
+/*
+ * Feed fn the base rows that flag a row whose base rows cannot be read
+ * alone (diff <= 0).
+ */
 void
-shard_collect_flagged(ShardBase *b, RowCounts *counts)
+shard_scan_flagged(ShardBase *b, ShardRowFn fn, void *arg)
 {
 	StrategyNumber strategy = BTLessEqualStrategyNumber;
 	int64		bound = BASE_TIME;
 
-	shard_scan_times(b, b->flagged_index, 1, &strategy, &bound, shard_flag_row, counts);
+	shard_scan_times(b, b->flagged_index, 1, &strategy, &bound, fn, arg);
+}
+
+/* The flagged rows (shard_scan_flagged), with 0. */
+void
+shard_collect_flagged(ShardBase *b, RowCounts *counts)
+{
+	shard_scan_flagged(b, shard_flag_row, counts);
 }
 
 /*
@@ -548,6 +558,28 @@ shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg)
 			break;
 	shard_cursor_close(&c);
 	pfree(hashes);
+}
+
+/*
+ * A scan of the rows index that finds the base rows of one row hash at a
+ * time (shard_cursor_probe), read with shard_cursor_next: it also finds
+ * rows of other images with that hash.
+ */
+void
+shard_cursor_open_probe(ShardCursor *c, ShardBase *b)
+{
+	memset(c, 0, sizeof(ShardCursor));
+	c->b = b;
+	c->index = index_beginscan(b->rel, b->rows_index, b->snapshot, 1, 0);
+}
+
+void
+shard_cursor_probe(ShardCursor *c, int32 hash)
+{
+	ScanKeyData key;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(hash));
+	index_rescan(c->index, &key, 1, NULL, 0);
 }
 
 /*

@@ -90,6 +90,8 @@ shard_insert(ShardWriter *w, int64 time, int64 diff, Datum row)
 	ExecStoreVirtualTuple(slot);
 	table_tuple_insert(w->rel, slot, GetCurrentCommandId(true), 0, w->bis);
 	shard_index_row(w, slot);
+	/* (the index entry's expression: a fold writes millions of rows) */
+	ResetPerTupleExprContext(w->estate);
 }
 
 /* Write the pending appends: one multi-insert, then their index entries. */

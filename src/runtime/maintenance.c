@@ -50,6 +50,7 @@
 #include "runtime/fold_worker.h"
 #include "runtime/folds.h"
 #include "runtime/maintenance.h"
+#include "storage/catalog_locks.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"

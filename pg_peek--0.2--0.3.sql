@@ -303,3 +303,10 @@ CREATE AGGREGATE peek.exact_sum4(float8) (SFUNC = peek.exact_sum_accum, STYPE = 
                                           FINALFUNC = peek.exact_sum4_final);
 CREATE AGGREGATE peek.exact_avg(float8) (SFUNC = peek.exact_sum_accum, STYPE = internal,
                                          FINALFUNC = peek.exact_avg_final);
+
+-- ---- the runtime's rounds read few rows (issue 25) ----
+-- After each round the maintenance runtime reads the rows of a few objects
+-- and of their indexes (storage/catalog.c, catalog_read): by the primary
+-- key and by this index, not by a scan of every object (28% of its CPU
+-- with 3,000 objects).
+CREATE INDEX objects_collection_idx ON peek.objects (collection);

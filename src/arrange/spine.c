@@ -240,6 +240,7 @@ spine_create(PeekObjectId id, Oid row_type, int nkeys, const AttrNumber *attnums
 	spine->failed = false;
 	spine->last_since_advance = 0;
 	spine->last_batch = 0;
+	spine->tidy_since = -1;
 	spine->incoming = InvalidDsaPointer;
 	spine->readers = NULL;
 	spine->nreaders = 0;
@@ -402,9 +403,9 @@ spine_merge_round(void)
 	hash_seq_init(&status, spines);
 	while ((spine = hash_seq_search(&status)) != NULL)
 	{
-		bool		settled = TimestampDifferenceExceeds(spine->last_batch, now, SETTLED_MS);
-
-		if (spine->failed || !spine_start_tidy_merge(spine, settled))
+		if (spine->failed || spine_nothing_to_merge(spine) ||
+			!spine_start_tidy_merge(spine,
+									TimestampDifferenceExceeds(spine->last_batch, now, SETTLED_MS)))
 			continue;
 		if (spine_apply_fuel(spine, ROUND_FUEL, true) && !spine->failed)
 			spine_publish(spine);

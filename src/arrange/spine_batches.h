@@ -54,6 +54,8 @@ typedef struct Spine
 	bool		failed;
 	TimestampTz last_since_advance;
 	TimestampTz last_batch;		/* when a seal last brought a batch */
+	int64		tidy_since;		/* the since and last batch at which it */
+	TimestampTz tidy_batch;		/* had no merge worth starting, settled */
 	dsa_pointer incoming;		/* a new batch not placed yet (for an exit) */
 	SpineReader *readers;		/* the views reading it (spine_share) */
 	int			nreaders;
@@ -73,5 +75,6 @@ extern bool spine_give_way(Spine *spine);
 extern bool spine_apply_fuel(Spine *spine, int64 fuel, bool shared);
 extern void spine_introduce_batch(Spine *spine, dsa_pointer dp);
 extern bool spine_start_tidy_merge(Spine *spine, bool settled);
+extern bool spine_nothing_to_merge(Spine *spine);
 
 #endif							/* PEEK_SPINE_BATCHES_H */

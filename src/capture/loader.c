@@ -23,6 +23,7 @@
 #include "common/spi.h"
 #include "common/workers.h"
 #include "ipc/runtime_slots.h"
+#include "storage/catalog_locks.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 

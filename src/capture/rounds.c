@@ -23,6 +23,7 @@
 #include "capture/capture_internal.h"
 #include "common/errors.h"
 #include "common/spi.h"
+#include "storage/catalog_locks.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"

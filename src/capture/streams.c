@@ -26,6 +26,7 @@
 #include "common/rows.h"
 #include "common/spi.h"
 #include "storage/catalog_sources.h"
+#include "storage/catalog_locks.h"
 #include "storage/catalog_write.h"
 
 HTAB	   *capture_streams = NULL;

@@ -53,6 +53,7 @@
 #include "ipc/registry_progress.h"
 #include "ipc/runtime_slots.h"
 #include "storage/catalog.h"
+#include "storage/catalog_locks.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"

@@ -29,6 +29,7 @@
 #include "peek/gate.h"
 #include "peek/peek.h"
 #include "storage/catalog.h"
+#include "storage/catalog_locks.h"
 #include "storage/catalog_write.h"
 
 static bool peek_in_flight = false;

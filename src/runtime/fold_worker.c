@@ -48,6 +48,7 @@
 #include "ipc/notify.h"
 #include "runtime/fold_worker.h"
 #include "storage/catalog.h"
+#include "storage/catalog_locks.h"
 #include "storage/persist.h"
 
 /*

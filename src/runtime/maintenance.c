@@ -50,6 +50,7 @@
 #include "runtime/fold_worker.h"
 #include "runtime/folds.h"
 #include "runtime/maintenance.h"
+#include "storage/catalog_locks.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"
@@ -75,6 +76,7 @@ static HTAB *changed_ids = NULL;	/* PeekObjectId set: re-read these rows */
 static bool reread_all = true;
 static bool retry_all = false;	/* an object's work met a transient error */
 static HTAB *pending_compactions = NULL;
+static TimestampTz compactions_quiet_until = 0;	/* none pending nor due before: no scan */
 static HTAB *tombstones = NULL; /* PeekObjectId set: registry entries to delete */
 
 /*
@@ -183,6 +185,8 @@ note_compaction(CatalogObject *obj, int64 since, int64 durable_upper, int64 rete
 		pc->durable_since = since;
 	pc->durable_upper = durable_upper;
 	pc->pending |= obj->allowed_since > since;
+	if (pc->pending || pc->retention_due == 0)
+		compactions_quiet_until = 0;
 }
 
 /*
@@ -553,8 +557,11 @@ run_compactions(void)
 	PendingCompaction *pc;
 	PeekObjectId *ids;
 	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz next_due = DT_NOEND;
 	int			n = 0;
 
+	if (now < compactions_quiet_until)
+		return;
 	/* collect first: a transaction's end would cut a hash scan short */
 	ids = palloc(sizeof(PeekObjectId) * hash_get_num_entries(pending_compactions));
 	hash_seq_init(&status, pending_compactions);
@@ -567,7 +574,11 @@ run_compactions(void)
 		}
 		if (pc->pending || pc->retention_ms < 0)
 			ids[n++] = pc->id;
+		else
+			next_due = Min(next_due, pc->retention_due);
 	}
+	if (n == 0)
+		compactions_quiet_until = next_due;
 
 	for (int i = 0; i < n; i++)
 	{

@@ -48,6 +48,7 @@
 #include "runtime/folds.h"
 #include "runtime/maintenance.h"
 #include "runtime/runtime.h"
+#include "storage/catalog_locks.h"
 #include "storage/catalog_write.h"
 #include "storage/standby_replay.h"
 

@@ -4,12 +4,15 @@
  *	  The durable catalog: rows of peek.objects read and written through SPI
  *	  as the extension's owner (callers check the user's privileges first),
  *	  but the reads that run after every round or peek (catalog_read,
- *	  catalog_find), which scan the table or its index directly.  The notices that tell the runtimes about committed changes are
+ *	  catalog_find), which read the table through its indexes directly.
+ *	  The notices that tell the runtimes about committed changes are
  *	  notify.c's.
  *
  *	  Row locks give the serialization rules: writers of one collection take
  *	  FOR NO KEY UPDATE (times follow commit order), drop takes FOR UPDATE,
  *	  compaction skips a row a writer holds instead of waiting behind it.
+ *	  A user's statements lock rows by a query here (catalog_lookup), a
+ *	  runtime's directly (catalog_locks.c).
  *
  *	  An object's upper is not in its row but in peek.uppers
  *	  (catalog_uppers.c), read after each query of rows.
@@ -593,106 +596,6 @@ catalog_raise_if_failed(PeekObjectId object, char kind, const char *name)
 				 errhint("Drop the %s and create it again.", noun)));
 }
 
-/*
- * Lock an object's row as writers do, before the maintenance runtime writes
- * its shard (false: the object is gone).  Compaction skips a row a writer
- * holds (false too) and retries later, rather than stall the runtime behind
- * a writer's open transaction; a capture round waits (drop_source waits for
- * it, or it for drop_source).
- */
-bool
-catalog_lock_row(PeekObjectId id, bool skip_locked)
-{
-	Oid			argtype = INT8OID;
-	Datum		arg = Int64GetDatum(id);
-
-	return catalog_exec(skip_locked ?
-						"SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
-						"FOR NO KEY UPDATE SKIP LOCKED" :
-						"SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
-						"FOR NO KEY UPDATE",
-						1, &argtype, &arg, SPI_OK_SELECT) > 0;
-}
-
-/*
- * Keep an object's row, and so its shard, from a drop until the end of the
- * transaction, before the maintenance runtime folds its shard (false: the
- * object is gone, or a drop holds its row: the fold is skipped, never
- * waited for).  A key share lock: writers' locks do not conflict with it,
- * so a fold still holds no lock a writer waits for; a drop's (FOR UPDATE)
- * waits for the fold instead.
- */
-bool
-catalog_keep_row(PeekObjectId id)
-{
-	Oid			argtype = INT8OID;
-	Datum		arg = Int64GetDatum(id);
-
-	return catalog_exec("SELECT 1 FROM peek.objects WHERE id OPERATOR(pg_catalog.=) $1 "
-						"FOR KEY SHARE SKIP LOCKED",
-						1, &argtype, &arg, SPI_OK_SELECT) > 0;
-}
-
-/*
- * A runtime's work on one object waits for a user's lock at most this long
- * (lock_timeout for the rest of the current subtransaction), then fails
- * with 55P03 and is retried on a later round.  So an open transaction that
- * holds an object's catalog row or shard (say, an uncommitted drop_source)
- * delays that object only, not every other object's publication.  A
- * shorter lock_timeout set for the database is kept.
- */
-#define RUNTIME_LOCK_WAIT_MS	100
-
-void
-catalog_bound_lock_waits(void)
-{
-	if (LockTimeout == 0 || LockTimeout > RUNTIME_LOCK_WAIT_MS)
-		(void) set_config_option("lock_timeout", CppAsString2(RUNTIME_LOCK_WAIT_MS),
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-}
-
-/*
- * A runtime's transaction that reads the catalog first makes sure it exists
- * and stays: DROP EXTENSION waits for the lock taken here, or has committed
- * and the extension is gone (false).
- */
-bool
-catalog_lock_extension(void)
-{
-	Oid			extension = get_extension_oid("pg_peek", true);
-
-	if (!OidIsValid(extension))
-		return false;
-	LockDatabaseObject(ExtensionRelationId, extension, 0, AccessShareLock);
-	return get_extension_oid("pg_peek", true) == extension;
-}
-
-/*
- * Whether the extension is being dropped or is gone: another transaction
- * holds or waits for its AccessExclusiveLock (DROP EXTENSION takes it
- * first), or the drop committed.  A peek that waits gives up then: its
- * object will never be published.
- */
-bool
-catalog_extension_dropping(Oid extension)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, ExtensionRelationId, extension, 0);
-	/* a mode no one else takes on an extension, conflicting with the drop's */
-	if (LockAcquire(&tag, RowShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
-		return true;
-	LockRelease(&tag, RowShareLock, false);
-
-	/*
-	 * Or it was dropped already: a peek holds no lock the drop waits for
-	 * (its name lookup lets go of peek.objects at once), and on a standby
-	 * replay takes none of an extension's.
-	 */
-	AcceptInvalidationMessages();
-	return get_extension_name(extension) == NULL;
-}
-
 static bool
 id_in(PeekObjectId id, PeekObjectId *ids, int nids)
 {
@@ -718,77 +621,112 @@ row_given(HeapTuple tuple, TupleDesc desc, const AttrNumber *cols,
 		(collection != 0 && id_in(collection, ids, nids));
 }
 
+/* catalog_read's rows so far, and how it reads them */
+typedef struct ObjectsRead
+{
+	Relation	rel;
+	Snapshot	snapshot;
+	AttrNumber	cols[NUM_OBJECT_COLUMNS];
+	AttrNumber	retention_col;
+	AttrNumber	retention_set_col;
+	List	   *objects;
+} ObjectsRead;
+
+static void
+take_row(ObjectsRead *read, HeapTuple tuple)
+{
+	CatalogObject *obj = object_from_tuple(tuple, RelationGetDescr(read->rel), read->cols);
+
+	if (read->retention_set_col != InvalidAttrNumber)
+		obj->retention_ms = retention_from_tuple(tuple, RelationGetDescr(read->rel),
+												 read->retention_col, read->retention_set_col);
+	read->objects = lappend(read->objects, obj);
+}
+
+/*
+ * Take the rows not taken yet whose column (cols[col]: the id or the
+ * collection) is value, found through the index on it.
+ */
+static void
+take_rows_by(ObjectsRead *read, Oid index, int col, PeekObjectId value)
+{
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	ScanKeyInit(&key, read->cols[col], BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(value));
+	scan = systable_beginscan(read->rel, index, true, read->snapshot, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		if (catalog_object_in(read->objects,
+							  getint64(tuple, RelationGetDescr(read->rel), read->cols[0])) == NULL)
+			take_row(read, tuple);
+	systable_endscan(scan);
+}
+
 /*
  * The rows of the given objects, with each given collection's indexes and
  * each given index's collection, or of all of them with nids < 0, with
  * their retention (all history kept in a catalog from before 0.3, as 0.2
  * kept it: an object written after ALTER EXTENSION UPDATE is read again)
- * and their uppers, in the active snapshot.  A scan of the table, not a
- * query: the maintenance runtime reads a few rows after each round, and a
- * query's executor cost several times the scan.  The table's lock is held
- * to the end of the transaction, as a query's would be (see
- * catalog_query_objects).  The given indexes' collections not given
- * themselves are found by a second scan.
+ * and their uppers, in the active snapshot.  Read through the primary key
+ * and the index on collection, not by a query: the maintenance runtime
+ * reads a few rows after each round, and a query's executor cost several
+ * times the reads, a scan of every row 28% of its CPU with 3,000 objects.
+ * All of them, or a catalog from before 0.3 (no index on collection), are
+ * a scan of the table.  The table's lock is held to the end of the
+ * transaction, as a query's would be (see catalog_query_objects).
  */
 List *
 catalog_read(PeekObjectId *ids, int nids)
 {
 	Oid			peek = get_namespace_oid("peek", true);
 	Oid			objects = OidIsValid(peek) ? get_relname_relid("objects", peek) : InvalidOid;
-	Snapshot	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
-	AttrNumber	cols[NUM_OBJECT_COLUMNS];
-	AttrNumber	retention_col;
-	AttrNumber	retention_set_col;
+	ObjectsRead read;
 	bool		uppers;
-	Oid			index;
-	Relation	rel;
-	TupleDesc	desc;
-	TableScanDesc scan;
-	HeapTuple	tuple;
-	List	   *result = NIL;
-	PeekObjectId *collections = palloc(sizeof(PeekObjectId) * Max(nids, 1));
-	int			ncollections = 0;
+	Oid			pkey;
+	Oid			by_collection;
 
 	if (OidIsValid(objects))
 		LockRelationOid(objects, AccessShareLock);
 	uppers = catalog_has_uppers();
-	rel = objects_open("objects_name_key", &index);
-	desc = RelationGetDescr(rel);
-	object_columns(rel, uppers, cols);
-	retention_col = get_attnum(RelationGetRelid(rel), "retention");
-	retention_set_col = get_attnum(RelationGetRelid(rel), "retention_set");
-	scan = table_beginscan(rel, snapshot, 0, NULL);
-	for (bool collections_scan = false;; collections_scan = true)
+	read.rel = objects_open("objects_pkey", &pkey);
+	read.snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
+	object_columns(read.rel, uppers, read.cols);
+	read.retention_col = get_attnum(RelationGetRelid(read.rel), "retention");
+	read.retention_set_col = get_attnum(RelationGetRelid(read.rel), "retention_set");
+	read.objects = NIL;
+	by_collection = nids >= 0 ? get_relname_relid("objects_collection_idx", peek) : InvalidOid;
+	if (OidIsValid(by_collection))
 	{
-		while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+		for (int i = 0; i < nids; i++)
 		{
-			bool		given = row_given(tuple, desc, cols, ids, nids);
-			CatalogObject *obj;
-
-			/* the second scan: the collections the first did not take */
-			if (collections_scan ?
-				given || !id_in(getint64(tuple, desc, cols[0]), collections, ncollections) :
-				!given)
-				continue;
-			obj = object_from_tuple(tuple, desc, cols);
-			if (retention_set_col != InvalidAttrNumber)
-				obj->retention_ms = retention_from_tuple(tuple, desc, retention_col,
-														 retention_set_col);
-			result = lappend(result, obj);
-			if (!collections_scan && nids >= 0 && obj->collection != 0 &&
-				id_in(obj->id, ids, nids) && !id_in(obj->collection, ids, nids))
-				collections[ncollections++] = obj->collection;
+			take_rows_by(&read, pkey, 0, ids[i]);
+			take_rows_by(&read, by_collection, 9, ids[i]);
 		}
-		if (collections_scan || ncollections == 0)
-			break;
-		table_rescan(scan, NULL);
 	}
-	table_endscan(scan);
-	table_close(rel, AccessShareLock);
+	else
+	{
+		TableScanDesc scan = table_beginscan(read.rel, read.snapshot, 0, NULL);
+		HeapTuple	tuple;
+
+		while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+			if (row_given(tuple, RelationGetDescr(read.rel), read.cols, ids, nids))
+				take_row(&read, tuple);
+		table_endscan(scan);
+	}
+	/* the given indexes' collections not given (all are taken with nids < 0) */
+	for (int i = 0; nids >= 0 && i < list_length(read.objects); i++)
+	{
+		PeekObjectId collection = ((CatalogObject *) list_nth(read.objects, i))->collection;
+
+		if (collection != 0)
+			take_rows_by(&read, pkey, 0, collection);
+	}
+	table_close(read.rel, AccessShareLock);
 
 	if (uppers)
-		read_objects_uppers(result, snapshot);
-	return result;
+		read_objects_uppers(read.objects, read.snapshot);
+	return read.objects;
 }
 
 /* The object with the id among objects read (catalog_read), or NULL. */

@@ -51,12 +51,8 @@ extern void catalog_check_owner(CatalogObject *obj);
 extern void catalog_check_reader(CatalogObject *obj);
 
 /* runtimes (inside a transaction with SPI connected by the caller) */
-extern bool catalog_lock_extension(void);
-extern void catalog_bound_lock_waits(void);
 extern List *catalog_read(PeekObjectId *ids, int nids);
 extern CatalogObject *catalog_object_in(List *objects, PeekObjectId id);
-extern bool catalog_lock_row(PeekObjectId id, bool skip_locked);
-extern bool catalog_keep_row(PeekObjectId id);
 extern Oid	catalog_relid(void);
 extern bool catalog_keeps_base_time(void);
 extern int64 catalog_read_since(PeekObjectId id, Snapshot snapshot, int64 *base_time);
@@ -67,6 +63,5 @@ extern char *catalog_failure(PeekObjectId id, const char **noun);
 extern void catalog_raise_if_failed(PeekObjectId object, char kind, const char *name);
 extern const char *catalog_kind_noun(char kind);
 extern bool catalog_kind_matches(char wanted, char kind);
-extern bool catalog_extension_dropping(Oid extension);
 
 #endif							/* PEEK_CATALOG_H */

@@ -15,12 +15,14 @@
 
 #include "access/genam.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "common/hashfn.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -208,13 +210,23 @@ catalog_set_column(const char *query, PeekObjectId id, int64 value)
  * Raise an object's upper: what is written to its shard is complete below
  * it.  A source's is written in the transaction that writes its changes, so
  * a crash loses or repeats none of them.  The caller holds the object's
- * row lock (writers serialize on it); an upper it already has is kept.
+ * row lock (writers serialize on it): no other seal of the object is under
+ * way, and the latest snapshot has every seal that committed before the
+ * lock.  An upper at or below the one it has is kept; a higher one is
+ * inserted into peek.uppers directly, not by a statement: its executor
+ * and ON CONFLICT's check were 6% of the maintenance runtime's CPU under
+ * single-row writes, a seal or two a round.
  */
 void
 catalog_set_upper(PeekObjectId id, int64 upper)
 {
-	Oid			argtypes[2] = {INT8OID, INT8OID};
-	Datum		args[2] = {Int64GetDatum(id), Int64GetDatum(upper)};
+	Snapshot	latest;
+	int64		have;
+	Relation	rel;
+	EState	   *estate;
+	RangeTblEntry *rte;
+	ResultRelInfo *result;
+	TupleTableSlot *slot;
 
 	if (!catalog_has_uppers())
 	{
@@ -222,9 +234,38 @@ catalog_set_upper(PeekObjectId id, int64 upper)
 						   id, upper);
 		return;
 	}
-	catalog_exec("INSERT INTO peek.uppers (object, upper) VALUES (" UPPER_KEY_SQL("$1") ", $2) "
-				 "ON CONFLICT DO NOTHING",
-				 2, argtypes, args, SPI_OK_INSERT);
+	latest = RegisterSnapshot(GetLatestSnapshot());
+	have = catalog_read_upper(id, latest);
+	UnregisterSnapshot(latest);
+	if (upper <= have)
+		return;
+
+	/* as logical replication's apply inserts a row: constraints, index */
+	rel = table_open(catalog_uppers_relid(), RowExclusiveLock);
+	estate = CreateExecutorState();
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	ExecInitRangeTable(estate, list_make1(rte));
+	result = makeNode(ResultRelInfo);
+	InitResultRelInfo(result, rel, 1, NULL, 0);
+	estate->es_output_cid = GetCurrentCommandId(true);
+	ExecOpenIndices(result, false);
+	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsVirtual);
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, 0, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+	slot->tts_values[get_attnum(RelationGetRelid(rel), "object") - 1] = Int64GetDatum(id & UPPER_KEY_MASK);
+	slot->tts_values[get_attnum(RelationGetRelid(rel), "upper") - 1] = Int64GetDatum(upper);
+	ExecStoreVirtualTuple(slot);
+	ExecSimpleRelationInsert(result, estate, slot);
+	ExecCloseIndices(result);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	/* the next statement (a read of the upper) sees it */
+	CommandCounterIncrement();
 }
 
 /*

@@ -40,6 +40,7 @@
 #include "common/spi.h"
 #include "ipc/runtime_slots.h"
 #include "storage/catalog.h"
+#include "storage/catalog_locks.h"
 #include "storage/catalog_internal.h"
 #include "storage/standby_replay.h"
 

@@ -69,7 +69,10 @@ typedef struct PendingCompaction
 	bool		pending;		/* compact it this round */
 	int64		retention_ms;	/* in force, or PEEK_RETENTION_KEEP_ALL */
 	TimestampTz retention_due;	/* when to look at the retention again */
+	TimestampTz retry_at;		/* its fold met a transient error: not before */
 } PendingCompaction;
+
+#define COMPACTION_RETRY_MS	1000	/* after its fold's transient error */
 
 static HTAB *changed_ids = NULL;	/* PeekObjectId set: re-read these rows */
 static bool reread_all = true;
@@ -176,6 +179,7 @@ note_compaction(CatalogObject *obj, int64 since, int64 durable_upper, int64 rete
 		/* a new retention: look at it at once */
 		pc->retention_ms = retention_ms;
 		pc->retention_due = 0;
+		pc->retry_at = 0;
 	}
 	pc->kind = obj->kind;
 	pc->shard = obj->shard;
@@ -495,6 +499,7 @@ typedef struct CompactionWork
 {
 	PendingCompaction *pc;
 	int64		since;
+	bool		folding;		/* in its fold: still so after an error */
 } CompactionWork;
 
 static void
@@ -525,7 +530,9 @@ compact_one(void *arg)
 							 &durable_since);
 	if (folds_compact_outside(work->pc->id, durable_since, work->since, rows))
 		return;
+	work->folding = true;
 	(void) persist_fold(work->pc->id, work->pc->shard, work->since, work->since, -1, false);
+	work->folding = false;
 	work->pc->durable_since = work->since;
 }
 
@@ -589,12 +596,13 @@ run_compactions(void)
 			Min(spine_read_upper(pc->shard), dataflow_input_hold(pc->id));
 		bound = Min(bound, pc->durable_upper);
 		since = registry_advance_since(ids[i], bound, &target, peek_slots_min_hold);
-		/* a fold worker folds it: its commit has the row re-read */
-		if (since > pc->durable_since && pc->kind != PEEK_KIND_INDEX && folds_outside(ids[i]))
+		/* a worker folds it (its commit re-reads the row), or retry_at is to come */
+		if (since > pc->durable_since &&
+			(now < pc->retry_at || (pc->kind != PEEK_KIND_INDEX && folds_outside(ids[i]))))
 			continue;
 		if (since > pc->durable_since)
 		{
-			CompactionWork work = {pc, since};
+			CompactionWork work = {pc, since, false};
 
 			spi_run_in_transaction(compact_object, &work);
 			runtime_count(runtime_slot(PEEK_RUNTIME_MAINTENANCE), RC_COMPACTIONS);
@@ -602,6 +610,8 @@ run_compactions(void)
 			pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
 			if (pc == NULL)
 				continue;
+			if (work.folding)
+				pc->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), COMPACTION_RETRY_MS);
 		}
 		if (pc->durable_since < target)
 			continue;

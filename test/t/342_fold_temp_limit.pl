@@ -5,7 +5,8 @@
 # for a conflict), and nothing fails or is lost.  Before, such a fold in
 # the runtime failed its collection for good, and the retraction its
 # source.  With the limit raised, every one goes through:
-#  * a time the runtime folds itself (9,000 rows, within a step);
+#  * a time the runtime folds itself (9,000 rows, within a step), and
+#    compacts to;
 #  * a time a fold worker folds (30,000 rows);
 #  * a source's load folded, then a TRUNCATE of its table captured.
 # Each is tried again a second later: an error that lasts is not met as
@@ -54,7 +55,7 @@ sub limit_hits
 
 sql("SELECT peek.create_collection('r', 'kv'); SELECT peek.create_collection('w', 'kv')");
 sql("SELECT peek.append('r', " . rows(9000) . ", 1, 1); SELECT peek.append('w', " . rows(30000) . ", 1, 1)");
-sql("SELECT peek.advance('r', 2); SELECT peek.advance('w', 2)");
+sql("SELECT peek.advance('r', 2); SELECT peek.advance('w', 2); SELECT peek.allow_compaction('r', 1)");
 sql("SELECT peek.create_source('src', 't')");
 ok(poll_until($node, "SELECT state = 'ready' FROM peek.collections WHERE name = 'src'", 't', 120),
 	'the source is loaded');
@@ -70,12 +71,13 @@ for my $what ('will be retried', 'gave way', 'could not decode')
 }
 none_failed('limited');
 # retried a second or so later, not as fast as the runtime goes round (it
-# was hundreds of times a second): at most one try a second each, doubled
+# was hundreds of times a second): at most one try a second each (r's
+# fold and compaction, w's, the source's), doubled
 my $hits = limit_hits('');
 my $start = time();
 sleep 3;
-cmp_ok(limit_hits('') - $hits, '<=', 2 * 3 * (time() - $start + 1),
-	'limited: the three are retried at most about once a second');
+cmp_ok(limit_hits('') - $hits, '<=', 2 * 4 * (time() - $start + 1),
+	'limited: the four are retried at most about once a second');
 is(sql("SELECT count(*) FROM peek.objects WHERE base_time >= 1 AND name IN ('r', 'w')"), '0',
 	'limited: no base took the time in');
 is(digest('kv', 'r', 1), '9000 ' . (9000 * 9001 / 2), 'limited: r at 1');
@@ -84,6 +86,8 @@ is(digest('t', 'src', $loaded), '9000 ' . (9000 * 9001 / 2), 'limited: the sourc
 
 sql("ALTER SYSTEM SET temp_file_limit = -1; SELECT pg_reload_conf()");
 ok(base_reaches($node, 'r', 1, 120), 'unlimited: r\'s base takes the time in');
+ok(poll_until($node, "SELECT since = 1 FROM peek.objects WHERE name = 'r'", 't', 120),
+	'unlimited: r is compacted');
 ok(base_reaches($node, 'w', 1, 120), 'unlimited: w\'s base takes the time in');
 ok(poll_until($node, "SELECT rows = 0 FROM peek.collections WHERE name = 'src'", 't', 120),
 	'unlimited: the TRUNCATE is captured');

@@ -62,6 +62,7 @@ typedef struct CaptureStream
 	int64		durable_upper;	/* the catalog's: the shard has what is before */
 	int64		upper;			/* decoded: every commit before it is known */
 	TimestampTz idle_written_at;	/* the upper last written without changes */
+	TimestampTz retry_at;		/* after a transient error: no round before */
 	XLogRecPtr	read_upto;		/* where the reader stopped */
 	XLogRecPtr	confirm_upto;	/* to confirm to the slot once ... */
 	XLogRecPtr	confirm_after;	/* ... the WAL is flushed to here */

@@ -563,10 +563,14 @@ decode_round(CaptureStream *s)
  * the round's transaction, one the reorder buffer started, or none: undo
  * what it left as a top-level error handler would, then fail the source.
  * After a transient error (a lock timeout, a slot someone else took for a
- * moment) the source decodes again from its slot on the next round: the
- * durable upper tells the changes the shard has.  A cancel is the
- * runtime's business.
+ * moment, a captured TRUNCATE's sort past temp_file_limit) the source
+ * decodes again from its slot CAPTURE_RETRY_MS later, not at once (an
+ * error that lasts would be met again as fast as rounds go): the durable
+ * upper tells the changes the shard has.  A cancel is the runtime's
+ * business.
  */
+#define CAPTURE_RETRY_MS	1000
+
 static bool
 guarded_round(CaptureStream *s)
 {
@@ -609,6 +613,7 @@ guarded_round(CaptureStream *s)
 			discard_decoding(s, false);
 			s->read_upto = InvalidXLogRecPtr;
 			s->confirm_upto = InvalidXLogRecPtr;
+			s->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), CAPTURE_RETRY_MS);
 		}
 		else
 		{
@@ -648,6 +653,8 @@ capture_step(void)
 		bool		raised;
 
 		s = hash_search(capture_streams, &id, HASH_FIND, NULL);
+		if (s->loaded && GetCurrentTimestamp() < s->retry_at)
+			continue;
 		raised = s->loaded ? guarded_round(s) : loader_step(s);
 		if (raised)
 		{

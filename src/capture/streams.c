@@ -222,6 +222,7 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	s->loader_waits = false;
 	s->durable_upper = s->upper = 0;
 	s->idle_written_at = 0;
+	s->retry_at = 0;
 	s->read_upto = InvalidXLogRecPtr;
 	s->confirm_upto = InvalidXLogRecPtr;
 	s->confirmed = InvalidXLogRecPtr;

@@ -15,14 +15,18 @@
 /*
  * An error the next round may not meet again: a conflict that rolled the
  * work back, a lock that was not free in time, an object (a slot) in use
- * for a moment.  The work is retried rather than failed.
+ * for a moment, temporary files past temp_file_limit or a disk full (a
+ * fold's sort spills: the limit may be raised, the space freed).  The work
+ * is retried rather than failed.
  */
 bool
 error_is_transient(int sqlerrcode)
 {
 	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_TRANSACTION_ROLLBACK ||
 		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
-		sqlerrcode == ERRCODE_OBJECT_IN_USE;
+		sqlerrcode == ERRCODE_OBJECT_IN_USE ||
+		sqlerrcode == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED ||
+		sqlerrcode == ERRCODE_DISK_FULL;
 }
 
 /* Log an isolated error as "what: message", keeping all it said. */

@@ -75,6 +75,7 @@ typedef struct BaseFold
 	TimestampTz blocked_at;		/* a worker could not start: see outside_start */
 	TimestampTz changed_at;		/* when the upper last rose */
 	TimestampTz folded_at;
+	TimestampTz failed_at;		/* the last fold met a transient error (0: no) */
 } BaseFold;
 
 static HTAB *base_folds = NULL;
@@ -135,6 +136,7 @@ folds_note(CatalogObject *obj)
 		bf->compact_asked = 0;
 		bf->blocked_at = 0;
 		bf->folded_at = 0;
+		bf->failed_at = 0;
 	}
 	bf->shard = obj->shard;
 	if (obj->upper > bf->upper)
@@ -167,11 +169,15 @@ writes_paused(TimestampTz now)
  * the last fold went as far as it could (a shard read whole moves its base
  * only with its since), and they paused, or a fold is a while ago, or the
  * last step was bounded, or it stopped at a big time that no worker could
- * fold and may now fold it alone (first_alone).
+ * fold and may now fold it alone (first_alone).  A fold that met a
+ * transient error is tried again FOLD_BUSY_MS later, not at once: one
+ * past temp_file_limit meets it again until the limit is raised.
  */
 static bool
 fold_due(BaseFold *bf, TimestampTz now, bool first_alone)
 {
+	if (bf->failed_at != 0 && !TimestampDifferenceExceeds(bf->failed_at, now, FOLD_BUSY_MS))
+		return false;
 	if (bf->stepping || (bf->stopped && first_alone && bf->outside_tries >= FOLD_OUTSIDE_TRIES))
 		return true;
 	return bf->upper > bf->folded_upper &&
@@ -192,6 +198,7 @@ fold_done(BaseFold *bf, int64 upper, int64 base_time, bool alone)
 	bool		stopped = !alone && base_time == bf->base_time && base_time < upper - 1;
 
 	bf->folded_at = GetCurrentTimestamp();
+	bf->failed_at = 0;
 	bf->stepping = base_time > bf->base_time && base_time < upper - 1;
 	if (stopped && !bf->stopped)
 		bf->stopped_at = bf->folded_at;
@@ -466,7 +473,7 @@ folds_run(FoldFn fold, bool busy)
 		/* failed by its work (forgotten), or a transient error: again in a while */
 		bf = hash_search(base_folds, &id, HASH_FIND, NULL);
 		if (bf != NULL)
-			bf->folded_at = GetCurrentTimestamp();
+			bf->folded_at = bf->failed_at = GetCurrentTimestamp();
 		return due > 1;
 	}
 	bf = hash_search(base_folds, &id, HASH_FIND, NULL);
@@ -511,6 +518,8 @@ folds_wait_ms(void)
 				 TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(bf->folded_at, FOLD_BUSY_MS)));
 		if (bf->blocked_at != 0)
 			ms = Max(ms, TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(bf->blocked_at, FOLD_ELSEWHERE_MS)));
+		if (bf->failed_at != 0)
+			ms = Max(ms, TimestampDifferenceMilliseconds(now, TimestampTzPlusMilliseconds(bf->failed_at, FOLD_BUSY_MS)));
 		wait = wait < 0 ? ms : Min(wait, ms);
 	}
 	return wait;

@@ -36,7 +36,6 @@
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
-#include "storage/procarray.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -51,6 +50,7 @@
 #include "runtime/folds.h"
 #include "runtime/maintenance.h"
 #include "storage/catalog_locks.h"
+#include "storage/catalog_uppers.h"
 #include "storage/catalog_write.h"
 #include "storage/persist.h"
 #include "storage/standby_replay.h"
@@ -70,7 +70,10 @@ typedef struct PendingCompaction
 	bool		pending;		/* compact it this round */
 	int64		retention_ms;	/* in force, or PEEK_RETENTION_KEEP_ALL */
 	TimestampTz retention_due;	/* when to look at the retention again */
+	TimestampTz retry_at;		/* its last compaction fell short: not before */
 } PendingCompaction;
+
+#define COMPACTION_RETRY_MS	1000	/* after a compaction that fell short */
 
 static HTAB *changed_ids = NULL;	/* PeekObjectId set: re-read these rows */
 static bool reread_all = true;
@@ -86,7 +89,7 @@ static HTAB *tombstones = NULL; /* PeekObjectId set: registry entries to delete 
  * deletion starts where the previous one stopped, so that it never walks
  * the rows deleted before, which an old snapshot keeps; and none starts
  * while a snapshot older than the last interval is open, so the dead rows
- * stay within one interval's (no_old_snapshot).
+ * stay within one interval's (catalog_uppers_no_snapshot_before).
  */
 typedef struct UpperPrune
 {
@@ -99,7 +102,7 @@ typedef struct UpperPrune
 
 static HTAB *upper_prunes = NULL;
 static TimestampTz pruned_at = 0;
-static TransactionId prune_mark = InvalidTransactionId;	/* see no_old_snapshot */
+static TransactionId prune_mark = InvalidTransactionId;	/* see run_prunes */
 
 /* Reconciliation: forget local state and re-read the whole catalog. */
 void
@@ -178,6 +181,7 @@ note_compaction(CatalogObject *obj, int64 since, int64 durable_upper, int64 rete
 		/* a new retention: look at it at once */
 		pc->retention_ms = retention_ms;
 		pc->retention_due = 0;
+		pc->retry_at = 0;
 	}
 	pc->kind = obj->kind;
 	pc->shard = obj->shard;
@@ -600,8 +604,9 @@ run_compactions(void)
 			Min(spine_read_upper(pc->shard), dataflow_input_hold(pc->id));
 		bound = Min(bound, pc->durable_upper);
 		since = registry_advance_since(ids[i], bound, &target, peek_slots_min_hold);
-		/* a fold worker folds it: its commit has the row re-read */
-		if (since > pc->durable_since && pc->kind != PEEK_KIND_INDEX && folds_outside(ids[i]))
+		/* a worker folds it (its commit re-reads the row), or retry_at is to come */
+		if (since > pc->durable_since &&
+			(now < pc->retry_at || (pc->kind != PEEK_KIND_INDEX && folds_outside(ids[i]))))
 			continue;
 		if (since > pc->durable_since)
 		{
@@ -613,6 +618,9 @@ run_compactions(void)
 			pc = hash_search(pending_compactions, &ids[i], HASH_FIND, NULL);
 			if (pc == NULL)
 				continue;
+			/* not there (an error, a held row, a worker's fold): in a while */
+			if (pc->durable_since < since)
+				pc->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), COMPACTION_RETRY_MS);
 		}
 		if (pc->durable_since < target)
 			continue;
@@ -685,50 +693,13 @@ typedef struct PruneWork
 	TransactionId mark;			/* taken by the look, or invalid */
 } PruneWork;
 
-/*
- * Whether no snapshot open now is older than the previous look, an
- * interval ago (prune_mark: the next transaction id then, or after the
- * pruning it let through committed).  While no xid is taken a snapshot's
- * xmin is the next xid, so the horizon stays at the mark whether or not an
- * older snapshot has ended: the look then takes an xid, which becomes the
- * mark (*mark), and the next look tells the two apart, or the uppers would
- * keep their rows until some other transaction took one.  Rows a pruning
- * deletes stay dead
- * while an older snapshot lasts, so pruning waits for it, and meanwhile the uppers only grow by live rows, whose latest a
- * backward scan still finds at once: the dead rows stay within what one
- * pruning deletes however long the snapshot lasts.  The horizon is that of
- * peek.uppers, as VACUUM's: this database's snapshots and prepared
- * transactions, and what a standby's feedback holds, but not other
- * databases' snapshots nor logical slots' catalog horizon (a source's own
- * slot lags behind), which keep no row of it.
- */
-static bool
-no_old_snapshot(TransactionId *mark)
-{
-	Oid			uppers = catalog_uppers_relid();
-	Relation	rel;
-	TransactionId horizon;
-
-	/* (a catalog before 0.3, or one an ALTER EXTENSION UPDATE is making) */
-	if (!TransactionIdIsValid(prune_mark) || !OidIsValid(uppers))
-		return false;
-	rel = table_open(uppers, AccessShareLock);
-	horizon = GetOldestNonRemovableTransactionId(rel);
-	table_close(rel, AccessShareLock);
-	if (TransactionIdPrecedes(prune_mark, horizon))
-		return true;
-	if (TransactionIdEquals(horizon, ReadNextTransactionId()))
-		*mark = GetTopTransactionId();
-	return false;
-}
-
 static void
 prune_uppers(void *arg)
 {
 	PruneWork  *work = arg;
 
 	spi_xact_no_standby_wait();
-	if (!catalog_lock_extension() || !no_old_snapshot(&work->mark))
+	if (!catalog_lock_extension() || !catalog_uppers_no_snapshot_before(prune_mark, &work->mark))
 		return;
 	for (int i = 0; i < work->n; i++)
 	{

@@ -13,7 +13,8 @@
  *	  scanned all of it for each object (a third of the maintenance
  *	  runtime's CPU under single-row writes).  A catalog from before 0.3
  *	  keeps the upper in the row.  Also opens peek's tables for a read by
- *	  index, as catalog.c reads rows.
+ *	  index, as catalog.c reads rows, and tells the maintenance runtime
+ *	  when no snapshot can still see the uppers a pruning would delete.
  *
  *	  Must not write (catalog_write.c seals and prunes).
  *
@@ -24,9 +25,11 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "lib/stringinfo.h"
+#include "storage/procarray.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -197,4 +200,40 @@ catalog_locked_upper(PeekObjectId id, int64 upper)
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to concurrent update")));
 	return latest_upper;
+}
+
+/*
+ * Whether no snapshot open now is older than the maintenance runtime's
+ * previous look at the uppers, an interval ago (since: the next
+ * transaction id then, or after the pruning it let through committed;
+ * invalid: none yet).  While no xid is taken a snapshot's xmin is the next
+ * xid, so the horizon stays at the mark whether or not an older snapshot
+ * has ended: the look then takes an xid, which becomes the next mark
+ * (*mark), and the next look tells the two apart, or the uppers would keep
+ * their rows until some other transaction took one.  Rows a pruning
+ * deletes stay dead while an older snapshot lasts, so pruning waits for
+ * it, and meanwhile the uppers only grow by live rows, whose latest a
+ * backward scan still finds at once.  The horizon is peek.uppers', as
+ * VACUUM's: this database's snapshots and prepared transactions, and what
+ * a standby's feedback holds, not other databases' snapshots nor logical
+ * slots' catalog horizon (a source's own slot lags behind).
+ */
+bool
+catalog_uppers_no_snapshot_before(TransactionId since, TransactionId *mark)
+{
+	Oid			uppers = catalog_uppers_relid();
+	Relation	rel;
+	TransactionId horizon;
+
+	/* (a catalog before 0.3, or one an ALTER EXTENSION UPDATE is making) */
+	if (!TransactionIdIsValid(since) || !OidIsValid(uppers))
+		return false;
+	rel = table_open(uppers, AccessShareLock);
+	horizon = GetOldestNonRemovableTransactionId(rel);
+	table_close(rel, AccessShareLock);
+	if (TransactionIdPrecedes(since, horizon))
+		return true;
+	if (TransactionIdEquals(horizon, ReadNextTransactionId()))
+		*mark = GetTopTransactionId();
+	return false;
 }

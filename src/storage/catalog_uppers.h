@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * catalog_uppers.h
- *	  Whether the installed catalog keeps objects' uppers in peek.uppers
- *	  (catalog_uppers.c).
+ *	  Whether the installed catalog keeps objects' uppers in peek.uppers,
+ *	  and whether a pruning of them may start (catalog_uppers.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -11,5 +11,6 @@
 
 extern bool catalog_has_uppers(void);
 extern Oid	catalog_uppers_relid(void);
+extern bool catalog_uppers_no_snapshot_before(TransactionId since, TransactionId *mark);
 
 #endif							/* PEEK_STORAGE_CATALOG_UPPERS_H */

@@ -27,6 +27,28 @@
 #include "storage/shard_internal.h"
 
 /*
+ * Write a row's count at a time: one row, or, out of bigint's range,
+ * bigint-sized parts (readers sum a row's diffs in 128 bits).  Returns the
+ * rows written.
+ */
+static int64
+write_count(ShardWriter *w, int64 time, Datum row, int128 count)
+{
+	int64		n = 1;
+
+	while (count > PG_INT64_MAX || count < PG_INT64_MIN)
+	{
+		int64		part = count > 0 ? PG_INT64_MAX : PG_INT64_MIN;
+
+		shard_insert(w, time, part, row);
+		count -= part;
+		n++;
+	}
+	shard_insert(w, time, (int64) count, row);
+	return n;
+}
+
+/*
  * Write a row's base count: one row, or, out of bigint's range,
  * bigint-sized parts and a zero row that flags them.  Returns the rows
  * written.
@@ -34,25 +56,14 @@
 static int64
 write_base_row(ShardWriter *w, Datum row, int128 count)
 {
-	int64		n = 0;
-
 	if (count == 0)
 		return 0;
 	if (count < PG_INT64_MIN || count > PG_INT64_MAX)
 	{
 		shard_insert(w, BASE_TIME, 0, row);
-		n++;
+		return 1 + write_count(w, BASE_TIME, row, count);
 	}
-	while (count > PG_INT64_MAX || count < PG_INT64_MIN)
-	{
-		int64		part = count > 0 ? PG_INT64_MAX : PG_INT64_MIN;
-
-		shard_insert(w, BASE_TIME, part, row);
-		count -= part;
-		n++;
-	}
-	shard_insert(w, BASE_TIME, (int64) count, row);
-	return n + 1;
+	return write_count(w, BASE_TIME, row, count);
 }
 
 /*
@@ -601,7 +612,7 @@ persist_retract_all(PeekObjectId id, Oid shard, int64 time)
 	sort_whole(&s, &b, PG_INT64_MIN, time, "a retraction of everything");
 	while (fold_sort_next_group(&s, &g))
 		if (g.count != 0)
-			shard_insert(&w, time, -(int64) g.count, g.row);
+			(void) write_count(&w, time, g.row, -g.count);
 	fold_sort_end(&s);
 	shard_base_close(&b, NoLock);
 	UnregisterSnapshot(snapshot);

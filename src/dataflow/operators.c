@@ -7,10 +7,11 @@
  *	  read its inputs (peek.views).  A view's first operator is its inputs
  *	  (their updates read from their shards, and those that pass WHERE:
  *	  input.c); then come its stages (a lazy one's learning steps count
- *	  in it, and whether it is learning its groups, learn.c), each of the kind plan.c gave it: a
- *	  map-project appending each at its time (round.c), a reduce or
- *	  distinct keeping groups, a join (also grouped or distinct) keeping
- *	  each input's rows by its key (reduce.c: their bytes are its state),
+ *	  in it, and whether it is learning its groups, learn.c), each of the
+ *	  kind plan.c gave it: a map-project appending each at its time
+ *	  (round.c), a reduce or distinct keeping groups, a join (also
+ *	  grouped or distinct) keeping each input's rows by its key (reduce.c:
+ *	  their bytes are its state),
  *	  a join's stage feeding a reduce or distinct stage that groups its
  *	  rows by other keys, or one UNION ALL of such branches.  A stage's
  *	  time is measured around its work; the inputs' is the rest of the

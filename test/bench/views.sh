@@ -33,8 +33,9 @@
 #    maintenance runtime's utime + stime (/proc/<pid>/stat) from before
 #    them until the view caught up.  Interleaved.
 #  * State, after the view's first round and its learning: its groups'
-#    states, private memory of the maintenance runtime (memory contexts' totals through
-#    pg_log_backend_memory_contexts, read from the server log), and its
+#    states, private memory of the maintenance runtime (memory contexts'
+#    totals through pg_log_backend_memory_contexts, read from the server
+#    log), and its
 #    input's arrangement by the group key in DSA (peek.dataflow_operators
 #    bytes), per output row, with the DSA bytes of the aggregate view's
 #    index (peek.indexes.bytes) per row.
@@ -512,7 +513,7 @@ views_report() {
         target "views, $(mode_name "$mode"): maintenance CPU per update, $big vs $VIEWS_SMALL input rows" "within 2×" \
             "$(fmt 2 "$cpu" ×)" "$(awk -v r="${cpu%% *}" 'BEGIN { exit !(r <= 2 && r >= 0.5) }' && echo met || echo '**MISSED**')"
     done
-    report "" "State, after the view's first round (one write): a grouped view keeps its groups' aggregate states" \
+    report "" "State, after the view's first round (one write) and its learning of its groups: a grouped view keeps its groups' aggregate states" \
         "in private memory of the maintenance runtime, measured as the growth of its \"pg_peek view groups\"" \
         "memory contexts (\`pg_log_backend_memory_contexts\`), and its input's rows in an arrangement by the" \
         "group key in DSA, shared with any index on the same collection and key (\`peek.dataflow_operators.bytes\`);" \

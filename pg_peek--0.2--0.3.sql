@@ -234,15 +234,17 @@ GRANT SELECT ON peek.views TO PUBLIC;
 
 -- what each maintained view's operators did: the rows into and out of
 -- each, the state it keeps (a grouped view's groups), the time spent in
--- it; counted by the maintenance runtime since the view was made or the
+-- it, whether it is learning its groups between rounds; counted by the maintenance runtime since the view was made or the
 -- server started
 CREATE FUNCTION peek.operator_status(
     OUT id bigint, OUT operator integer, OUT kind text, OUT rows_in bigint,
-    OUT rows_out bigint, OUT bytes bigint, OUT time_ms double precision)
+    OUT rows_out bigint, OUT bytes bigint, OUT time_ms double precision,
+    OUT learning boolean)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'peek_operator_status' LANGUAGE C;
 
 CREATE VIEW peek.dataflow_operators WITH (security_barrier) AS
-SELECT o.name AS view, s.operator, s.kind, s.rows_in, s.rows_out, s.bytes, s.time_ms
+SELECT o.name AS view, s.operator, s.kind, s.rows_in, s.rows_out, s.bytes, s.time_ms,
+       s.learning
   FROM peek.operator_status() s
   JOIN peek.objects o ON o.id = s.id
  WHERE o.kind = 'v' AND peek.visible(o.owner);

@@ -545,6 +545,7 @@ spine_share(PeekObjectId view, CatalogObject *collection, int nkeys,
 	read->key = spine->key;
 	read->nbatches = 0;
 	read->bytes = 0;
+	read->upper = spine->upper;
 	for (int k = 0; k < SPINE_LEVELS; k++)
 		for (int b = 0; b < spine->levels[k].nbatches; b++)
 		{

@@ -26,6 +26,7 @@ typedef struct SpineRead
 	int			nbatches;
 	dsa_pointer batches[PEEK_MAX_BATCHES];
 	int64		bytes;			/* theirs */
+	int64		upper;			/* the spine's: they hold every update below it */
 } SpineRead;
 
 extern void spine_reset_all(void);

@@ -350,6 +350,34 @@ walk_hash_rows(dsa_pointer *batches, int nbatches, uint32 hash, int64 time,
 }
 
 /*
+ * The rows of the batches whose key hashes are in [lo, hi) (hi up to
+ * 2^32), in their hashes' order, each with its count at the time (not 0),
+ * to fn: a lazy view's groups learned a range of hashes at a time
+ * (dataflow/learn.c).
+ */
+void
+walk_hash_range(dsa_pointer *batches, int nbatches, uint32 lo, uint64 hi, int64 time,
+				WalkRowFn fn, void *arg)
+{
+	Cursor		cursors[PEEK_MAX_BATCHES];
+	int			ncursors = 0;
+
+	Assert(nbatches <= PEEK_MAX_BATCHES);
+	for (int b = 0; b < nbatches; b++)
+	{
+		Cursor	   *c = &cursors[ncursors];
+
+		c->batch = batch_get(batches[b]);
+		c->pos = lower_bound(c->batch, lo, 0);
+		c->end = hi > PG_UINT32_MAX ? c->batch->nentries :
+			lower_bound(c->batch, (uint32) hi, c->pos);
+		if (c->pos < c->end)
+			ncursors++;
+	}
+	merge_runs(cursors, ncursors, time, fn, arg);
+}
+
+/*
  * The counts at the time of some rows of the batches' key hash (their
  * images in length-then-bytes order, as a batch orders one hash's rows),
  * into counts: each row's updates at or before the time summed in every

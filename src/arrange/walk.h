@@ -41,6 +41,8 @@ extern void walk_sort_keys(WalkSpec *spec);
 extern void walk_batches(PeekHandle *handle, WalkSpec *spec);
 extern void walk_hash_rows(dsa_pointer *batches, int nbatches, uint32 hash, int64 time,
 						   WalkRowFn fn, void *arg);
+extern void walk_hash_range(dsa_pointer *batches, int nbatches, uint32 lo, uint64 hi,
+							int64 time, WalkRowFn fn, void *arg);
 extern void walk_hash_row_counts(dsa_pointer *batches, int nbatches, uint32 hash,
 								 const Datum *rows, int nrows, int64 time, int64 *counts);
 

@@ -183,6 +183,7 @@ extern DataflowView *dataflow_view(PeekObjectId id);
 extern void dataflow_note_input_upper(PeekObjectId id, int64 upper);
 extern ViewPlan *dataflow_view_plan(DataflowView *view, Oid owner);
 extern DataflowView *dataflow_next_due_view(PeekObjectId after);
+extern DataflowView *dataflow_next_learning_view(void);
 extern int64 dataflow_input_hold(PeekObjectId input);
 
 /* input.c */
@@ -196,6 +197,7 @@ extern void view_input_end(ViewInput *input);
 extern bool dataflow_round(DataflowView *view);
 extern bool dataflow_round_timer_stop(void);
 extern bool dataflow_round_timed_out(PeekObjectId id);
+extern bool dataflow_learn(DataflowView *view);
 
 /* operators.c: a round's counts by operator, and a hydration's progress */
 extern void dataflow_counts_begin(PeekObjectId view, ViewPlan *plan, List *inputs,
@@ -206,6 +208,7 @@ extern void dataflow_count_output(int64 n);
 extern void dataflow_count_work(instr_time start);
 extern void dataflow_count_state(int64 bytes);
 extern void dataflow_count_shared(int64 bytes);
+extern void dataflow_count_learning(bool learning);
 extern void dataflow_counts_end(void);
 
 /* hydrate.c */
@@ -220,5 +223,9 @@ extern void dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *pl
 							CatalogObject *v, CatalogObject **in, TupleDesc out_desc,
 							int64 start, int64 end, int64 since);
 extern void dataflow_reduce_free(ReduceState *state);
+extern bool dataflow_reduce_learning(ReduceState *groups);
+extern bool dataflow_reduce_learn(ReduceState *groups, const char *text, ViewPlan *plan,
+								  CatalogObject *v, CatalogObject **in, TupleDesc out_desc,
+								  int64 idle_to, bool alone);
 
 #endif							/* PEEK_DATAFLOW_H */

@@ -22,8 +22,8 @@
 #include "dataflow/reduce_internal.h"
 
 /* The group of the row in the current input's slot, made if it is new. */
-static ViewGroup *
-group_of(ReduceRound *r)
+ViewGroup *
+groups_find(ReduceRound *r)
 {
 	ReduceState *state = r->state;
 	TupleHashEntry entry;
@@ -215,7 +215,7 @@ groups_add_update(ReduceRound *r, int64 time, int64 diff, Datum row)
 	u->time = time;
 	u->diff = diff;
 	u->row = datumCopy(row, false, -1);
-	u->group = group_of(r);
+	u->group = groups_find(r);
 	u->input = r->current;
 	MemoryContextSwitchTo(old);
 }

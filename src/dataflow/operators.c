@@ -6,10 +6,12 @@
  *	  ends (peek.dataflow_operators), and how far a hydrating round has
  *	  read its inputs (peek.views).  A view's first operator is its inputs
  *	  (their updates read from their shards, and those that pass WHERE:
- *	  input.c); then come its stages, each of the kind plan.c gave it: a
- *	  map-project appending each at its time (round.c), a reduce or
- *	  distinct keeping groups, a join (also grouped or distinct) keeping
- *	  each input's rows by its key (reduce.c: their bytes are its state),
+ *	  input.c); then come its stages (a lazy one's learning steps count
+ *	  in it, and whether it is learning its groups, learn.c), each of the
+ *	  kind plan.c gave it: a map-project appending each at its time
+ *	  (round.c), a reduce or distinct keeping groups, a join (also
+ *	  grouped or distinct) keeping each input's rows by its key (reduce.c:
+ *	  their bytes are its state),
  *	  a join's stage feeding a reduce or distinct stage that groups its
  *	  rows by other keys, or one UNION ALL of such branches.  A stage's
  *	  time is measured around its work; the inputs' is the rest of the
@@ -44,6 +46,7 @@ static struct
 {
 	PeekObjectId view;
 	bool		hydrating;
+	bool		branches;		/* a UNION ALL's */
 	int64		input_rows;		/* the input's estimated rows, hydrating */
 	instr_time	started;
 	int			nops;
@@ -66,6 +69,7 @@ dataflow_counts_begin(PeekObjectId view, ViewPlan *plan, List *inputs, bool hydr
 	memset(&round_counts, 0, sizeof(round_counts));
 	round_counts.view = view;
 	round_counts.hydrating = hydrating;
+	round_counts.branches = plan->branches != NIL;
 	round_counts.nops = 1 + (plan->branches != NIL ? 1 : list_length(stages));
 	round_counts.current = 1;
 	if (round_counts.nops > PEEK_MAX_OPERATORS)
@@ -128,7 +132,16 @@ dataflow_count_state(int64 bytes)
 	round_counts.ops[round_counts.current].bytes += bytes;
 }
 
-/* The working stage worked from start until now. */
+/*
+ * Whether the working stage learns its groups between rounds (learn.c;
+ * a UNION ALL's branches learn at their touches only, reduce.c).
+ */
+void
+dataflow_count_learning(bool learning)
+{
+	round_counts.ops[round_counts.current].learning = learning && !round_counts.branches;
+}
+
 /*
  * The bytes of an arrangement a stage reads its input's rows from, shared
  * with the indexes and views on the same collection and key: counted as
@@ -144,6 +157,7 @@ dataflow_count_shared(int64 bytes)
 		strlcat(op->kind, SHARED_NOTE, sizeof(op->kind));
 }
 
+/* The working stage worked from start until now. */
 void
 dataflow_count_work(instr_time start)
 {

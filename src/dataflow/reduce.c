@@ -35,7 +35,10 @@
  *	  empty, and a group it lacks is unknown, not new without rows: the
  *	  round that touches it loads its rows (arranged.c) and learns its
  *	  output from them before its updates (steps.c, accums.c), so a round
- *	  costs the groups it touches from the first on.
+ *	  costs the groups it touches from the first on; a stage of linear
+ *	  aggregates learns the groups no round touched between rounds
+ *	  (learn.c, dataflow_reduce_learn), a step at a time, and is then no
+ *	  longer lazy.
  *
  *	  Must not touch the catalog (round.c does) nor publish.
  *
@@ -300,6 +303,8 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 		if (i < nstages - 1)
 			stage_desc = BlessTupleDesc(ExecTypeFromTL(stage->targetlist));
 		round_begin(&rounds[i], *state, stage, text, desc, stage_desc);
+		if (lazy)
+			(*state)->learning = learn_possible(&rounds[i]);
 		rounds[i].stage = i;
 		rounds[i].rows_whole = rebuild;
 		if (i == 0)
@@ -367,6 +372,7 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 		dataflow_count_work(work);
 		/* the groups' memory: their rows, keys, table and kept outputs */
 		dataflow_count_state((int64) MemoryContextMemAllocated(rounds[i].state->cxt, true));
+		dataflow_count_learning(rounds[i].state->learning);
 	}
 	for (int i = 0; i < nstages; i++)
 		rounds[i].state->upper = end;
@@ -374,4 +380,65 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	persist_writer_close(last->writer);
 	for (int i = 0; i < nstages; i++)
 		round_end(&rounds[i]);
+}
+
+/* Is the branch's stage learning its groups between rounds (learn.c)? */
+bool
+dataflow_reduce_learning(ReduceState *groups)
+{
+	return groups != NULL && groups->learning;
+}
+
+/*
+ * A step of a lazy stage's learning (learn.c), between rounds (text, plan,
+ * v, in and out_desc as for dataflow_reduce): when its shared arrangement
+ * holds no update a round has not taken, at or past the groups' upper: it
+ * is there, or not past idle_to, before which the inputs have no update
+ * past it (the view's idle rounds published it).  A branch of a UNION ALL
+ * (not alone) learns at its touches only: its branches count as one
+ * operator, whose state a step would not show whole.  The stage stops
+ * learning (stays lazy) once its groups take more memory than the
+ * arrangement's rows: groups of a few rows each, whose first touches cost
+ * little.  Returns whether it has more to learn then.
+ */
+bool
+dataflow_reduce_learn(ReduceState *groups, const char *text, ViewPlan *plan, CatalogObject *v,
+					  CatalogObject **in, TupleDesc out_desc, int64 idle_to, bool alone)
+{
+	ReduceRound r = {0};
+	int64		upper;
+	SpineRead  *read;
+	RoundUpdates *updates;
+	MemoryContext old;
+	instr_time	work;
+	bool		more;
+
+	if (!dataflow_reduce_learning(groups))
+		return false;
+	if (!alone)
+		return groups->learning = false;
+	upper = groups->upper;
+	if (arranged_choose(plan, v, in, upper, upper, &read, &updates) != groups->shared ||
+		read->upper > Max(upper, idle_to))
+		return false;
+	/* (an error in the step leaves the groups to be built again) */
+	groups->upper = -1;
+	round_begin(&r, groups, plan, text, NULL, out_desc);
+	r.inputs[0].read = read;
+	r.inputs[0].updates = updates;
+	dataflow_count_stage(0);
+	INSTR_TIME_SET_CURRENT(work);
+	old = MemoryContextSwitchTo(r.per_step);
+	more = learn_step(&r, read, upper);
+	MemoryContextSwitchTo(old);
+	/* (groups of few rows, cheap to learn when touched: not past the rows' bytes) */
+	if (MemoryContextMemAllocated(groups->cxt, true) > read->bytes)
+		more = groups->learning = false;
+	arranged_release(&r);
+	dataflow_count_work(work);
+	dataflow_count_state((int64) MemoryContextMemAllocated(groups->cxt, true));
+	dataflow_count_learning(groups->learning);
+	groups->upper = upper;
+	round_end(&r);
+	return more;
 }

@@ -6,8 +6,9 @@
  *	  (a round's waves run and their differences emitted), waves.c
  *	  (a round's touches of groups put in waves) and outputs.c (the query
  *	  run over groups, its rows attributed to their groups, each group's
- *	  kept output), accums.c (linear aggregates' states per group) and
- *	  arranged.c (shared inputs' rows read from arrangements) share: a
+ *	  kept output), accums.c (linear aggregates' states per group),
+ *	  arranged.c (shared inputs' rows read from arrangements) and learn.c
+ *	  (a lazy stage's groups learned between rounds) share: a
  *	  view's groups, a round's updates and its work in one stage; and
  *	  hydrate.c, which builds those arrangements from its reads.
  *
@@ -65,8 +66,9 @@ typedef struct ViewGroup
 								 * with its states (accums.c) */
 	Datum		some_row;		/* a partial group's: one of its rows, for
 								 * its key columns (accums.c) */
-	int			loaded_at;		/* its place in the round's loaded groups, or
-								 * -1 (arranged.c) */
+	int			loaded_at;		/* its place in the round's loaded groups
+								 * (arranged.c) or a learning step's
+								 * (learn.c), or -1 */
 	GroupRows	inputs[FLEXIBLE_ARRAY_MEMBER];	/* each input's: a shared
 												 * input's in a round only */
 } ViewGroup;
@@ -82,6 +84,10 @@ struct ReduceState
 								 * is unknown, its rows and output learned
 								 * from the shared arrangements when a round
 								 * first touches it (reduce.c) */
+	bool		learning;		/* lazy, learning its groups between rounds
+								 * (learn.c) */
+	uint64		learn_from;		/* the least key hash it has not learned
+								 * (up to 2^32) */
 	TupleHashTable table;		/* the groups by key; NULL without GROUP BY */
 	ViewGroup  *whole;			/* the only group without GROUP BY */
 	TupleTableSlot *key_slot;	/* a row's key, as a round projects it */
@@ -217,7 +223,12 @@ extern void arranged_reload(ReduceRound *r, ViewGroup *group, int64 time);
 extern void arranged_forget(ReduceRound *r, ViewGroup *group);
 extern void arranged_release(ReduceRound *r);
 
+/* learn.c */
+extern bool learn_possible(ReduceRound *r);
+extern bool learn_step(ReduceRound *r, SpineRead *read, int64 upper);
+
 /* groups.c */
+extern ViewGroup *groups_find(ReduceRound *r);
 extern void groups_add_update(ReduceRound *r, int64 time, int64 diff, Datum row);
 extern void groups_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n);
 extern void groups_take_out_shared(ReduceRound *r, ViewGroup *group, int first, int last);

@@ -26,7 +26,9 @@
  *	  (pg_peek.view_round_timeout, doubled after each timeout) is
  *	  cancelled and the view retried later (dataflow_round_timed_out); one
  *	  that goes on when cancelled ends the runtime, and the view fails when
- *	  it starts again.
+ *	  it starts again.  A step of a lazy view's learning of its groups
+ *	  between rounds (dataflow_learn, learn.c) runs as a round would, as
+ *	  its owner, when its groups are at its upper.
  *
  *-------------------------------------------------------------------------
  */
@@ -442,6 +444,45 @@ idle_round(DataflowView *view, PeekObjectId *ids, bool *rose)
 	return true;
 }
 
+/* The runtime's user, context and settings while a view's owner runs its query. */
+typedef struct AsOwner
+{
+	Oid			user;
+	int			context;
+	int			level;
+} AsOwner;
+
+/*
+ * Plan and evaluate as the view's owner (its catalog row's: ALTER VIEW
+ * ... OWNER TO gives it away), as REFRESH MATERIALIZED VIEW runs a view's
+ * query: the owner's functions run with the owner's rights, never the
+ * runtime's.  The subtransaction's abort restores the user and settings
+ * after an error.
+ */
+static void
+as_owner(CatalogObject *v, List *inputs, AsOwner *saved)
+{
+	ListCell   *lc;
+
+	GetUserIdAndSecContext(&saved->user, &saved->context);
+	SetUserIdAndSecContext(v->owner, saved->context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	saved->level = NewGUCNestLevel();
+	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* the owner may read the inputs still (a revoked right stops the view) */
+	foreach(lc, inputs)
+		catalog_check_reader(lfirst(lc));
+}
+
+static void
+as_runtime(AsOwner *saved)
+{
+	/* undo every setting the owner's functions changed, not only ours */
+	AtEOXact_GUC(false, saved->level);
+	SetUserIdAndSecContext(saved->user, saved->context);
+}
+
 /*
  * A round of a view whose catalog row it holds (dataflow_round), all in the
  * one snapshot taken after the lock.
@@ -459,9 +500,7 @@ locked_round(DataflowView *view, PeekObjectId *ids)
 	int64		start;
 	int64		end;
 	bool		hydrating;
-	Oid			saved_user;
-	int			saved_context;
-	int			level;
+	AsOwner		saved;
 	ViewPlan   *plan;
 	TupleDesc	out_desc;
 	bool		at_once;
@@ -523,23 +562,9 @@ locked_round(DataflowView *view, PeekObjectId *ids)
 			end = persist_times_end(in->shard, start, end, DATAFLOW_ROUND_TIMES);
 	}
 
-	/*
-	 * Planned and evaluated as the view's owner (its catalog row's: ALTER
-	 * VIEW ... OWNER TO gives it away), as REFRESH MATERIALIZED VIEW runs a
-	 * view's query: the owner's functions run with the owner's rights,
-	 * never the runtime's.  The subtransaction's abort restores
-	 * the user and settings after an error.
-	 */
+	/* planned and evaluated as the view's owner */
 	round_timer_start(view);
-	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(v->owner, saved_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	level = NewGUCNestLevel();
-	(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	/* the owner may read the inputs still (a revoked right stops the view) */
-	foreach(lc, inputs)
-		catalog_check_reader(lfirst(lc));
+	as_owner(v, inputs, &saved);
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, inputs, out_desc, &branch_inputs);
 
@@ -596,9 +621,7 @@ locked_round(DataflowView *view, PeekObjectId *ids)
 							hydrating ? since : -1);
 	}
 	dataflow_counts_end();
-	/* undo every setting the owner's functions changed, not only ours */
-	AtEOXact_GUC(false, level);
-	SetUserIdAndSecContext(saved_user, saved_context);
+	as_runtime(&saved);
 	(void) dataflow_round_timer_stop();
 
 	catalog_set_upper(view->id, end);
@@ -623,6 +646,61 @@ locked_round(DataflowView *view, PeekObjectId *ids)
 		registry_round_timeouts(view->id, 0, 0);
 	view->timeouts = 0;
 	return true;
+}
+
+/*
+ * A step of a view's learning of its groups between rounds (reduce.c's
+ * dataflow_reduce_learn), as its owner, as a round would run, in the
+ * snapshot taken after its row lock, with its operators' counts; when its
+ * groups are at its upper (no round ran since, failed or timed out).
+ * Returns whether it has more to learn.
+ */
+bool
+dataflow_learn(DataflowView *view)
+{
+	PeekObjectId *ids = palloc(sizeof(PeekObjectId) * (view->ninputs + 1));
+	List	   *objects;
+	CatalogObject *v;
+	List	   *inputs = NIL;
+	List	   *branch_inputs;
+	AsOwner		saved;
+	TupleDesc	out_desc;
+	ViewPlan   *plan;
+	bool		more = false;
+	ListCell   *lc;
+
+	ids[0] = view->id;
+	memcpy(ids + 1, view->inputs, sizeof(PeekObjectId) * view->ninputs);
+	if (!catalog_lock_row(view->id, false))
+		return false;
+	PushActiveSnapshot(GetLatestSnapshot());
+	objects = catalog_read(ids, view->ninputs + 1);
+	v = catalog_object_in(objects, view->id);
+	for (int i = 0; i < view->ninputs; i++)
+		if (catalog_object_in(objects, view->inputs[i]) != NULL)
+			inputs = lappend(inputs, catalog_object_in(objects, view->inputs[i]));
+	if (v != NULL && v->failure == NULL && v->upper == view->upper &&
+		list_length(inputs) == view->ninputs)
+	{
+		as_owner(v, inputs, &saved);
+		out_desc = row_desc(v->row_type);
+		plan = replan(view, v, inputs, out_desc, &branch_inputs);
+		/* (a UNION ALL's branches stop learning: their rounds count them) */
+		if (plan->branches == NIL)
+			dataflow_counts_begin(view->id, plan, inputs, false);
+		foreach(lc, dataflow_plan_branches(plan))
+			if (foreach_current_index(lc) < view->nbranches)
+				more |= dataflow_reduce_learn(view->groups[foreach_current_index(lc)],
+											  view->query, lfirst(lc), v,
+											  list_nth(branch_inputs, foreach_current_index(lc)),
+											  out_desc, view->published,
+											  plan->branches == NIL);
+		if (plan->branches == NIL)
+			dataflow_counts_end();
+		as_runtime(&saved);
+	}
+	PopActiveSnapshot();
+	return more;
 }
 
 /*

@@ -9,7 +9,8 @@
  *	  (whether a round can be idle, round.c), and the hold they put on
  *	  their inputs' compaction: never to or past the least durable upper of
  *	  the views reading an input (a failed view holds nothing: it never
- *	  resumes).  Local to the
+ *	  resumes); and those that learn their groups between rounds when not
+ *	  due (dataflow_next_learning_view, learn.c).  Local to the
  *	  maintenance runtime; rebuilt from the catalog when it restarts, where
  *	  each view's upper is durable, so the hold survives the restart.
  *	  Each view's plan is kept between its rounds until an invalidation
@@ -309,6 +310,33 @@ dataflow_next_due_view(PeekObjectId after)
 			next = view;
 	}
 	return next;
+}
+
+/*
+ * A view that is learning its groups between rounds (reduce.c), not due
+ * (its round comes first), or NULL.
+ */
+DataflowView *
+dataflow_next_learning_view(void)
+{
+	HASH_SEQ_STATUS status;
+	DataflowView *view;
+
+	hash_seq_init(&status, views);
+	while ((view = hash_seq_search(&status)) != NULL)
+	{
+		bool		due = view->input_failed;
+
+		for (int i = 0; i < view->ninputs; i++)
+			due |= registry_published_upper(view->inputs[i]) > view->published;
+		for (int b = 0; b < view->nbranches && !due; b++)
+			if (dataflow_reduce_learning(view->groups[b]))
+			{
+				hash_seq_term(&status);
+				return view;
+			}
+	}
+	return NULL;
 }
 
 /*

@@ -43,6 +43,7 @@ typedef struct OperatorStats
 	int64		rows_out;
 	int64		bytes;			/* the state it keeps now */
 	int64		time_us;		/* spent in it */
+	bool		learning;		/* learning its groups between rounds */
 } OperatorStats;
 
 typedef struct RegistryEntry

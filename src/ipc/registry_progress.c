@@ -34,6 +34,7 @@ registry_add_operators(PeekObjectId id, int noperators, const OperatorStats *rou
 		op->rows_in += round[i].rows_in;
 		op->rows_out += round[i].rows_out;
 		op->bytes = round[i].bytes;
+		op->learning = round[i].learning;
 		op->time_us += round[i].time_us;
 	}
 	registry_unlock(entry);

@@ -20,7 +20,8 @@
  *	  new times runs a round (dataflow/round.c) in a transaction of its
  *	  own, and is published with its indexes as soon as it commits (a view
  *	  over it is due by the next round, which follows at once); an input
- *	  compacts only below the uppers of the views reading it.
+ *	  compacts only below the uppers of the views reading it.  With nothing
+ *	  else to do, a view learns its groups (dataflow/learn.c), a step at a time.
  *	  An error in one object's work fails that object (durably, with the
  *	  reason), never the runtime.
  *
@@ -760,6 +761,29 @@ view_round_alone(void *arg)
 		(void) object_work(view->id, view_round, view);
 }
 
+/* A view's step of learning its groups (dataflow_learn) and whether more is left */
+typedef struct ViewLearn
+{
+	DataflowView *view;
+	bool		more;
+} ViewLearn;
+
+static void
+view_learn(void *arg)
+{
+	ViewLearn  *learn = arg;
+
+	learn->more = dataflow_learn(learn->view);
+}
+
+/* A learning step, in a transaction of its own */
+static void
+view_learn_alone(void *arg)
+{
+	if (catalog_lock_extension())
+		(void) object_work(((ViewLearn *) arg)->view->id, view_learn, arg);
+}
+
 /*
  * Publish the changed catalog rows (or all, after a reconcile is asked
  * for) and what the sources and views did since the last publication.
@@ -822,6 +846,7 @@ maintenance_step(void)
 {
 	ListCell   *lc;
 	bool		more;
+	ViewLearn	learn = {NULL, false};
 
 	/*
 	 * Sources whose upper rose are published like a changed catalog row; on
@@ -840,7 +865,10 @@ maintenance_step(void)
 	if (hash_get_num_entries(tombstones) > 0)
 		delete_tombstones();
 	run_prunes();
-	return more;
+	/* with nothing else to do, a view learns its groups (a step, dataflow/learn.c) */
+	if (!more && !standby_active() && (learn.view = dataflow_next_learning_view()) != NULL)
+		spi_run_in_transaction(view_learn_alone, &learn);
+	return more || learn.more;
 }
 
 /* Raise the runtime's standing holds to what the catalog allows. */

@@ -213,12 +213,12 @@ peek_registry_status(PG_FUNCTION_ARGS)
 static void
 put_operator(ReturnSetInfo *rsinfo, PeekObjectId view, int i, const OperatorStats *op)
 {
-	Datum		values[7] = {
+	Datum		values[8] = {
 		Int64GetDatum(view), Int32GetDatum(i + 1), CStringGetTextDatum(op->kind),
 		Int64GetDatum(op->rows_in), Int64GetDatum(op->rows_out), Int64GetDatum(op->bytes),
-		Float8GetDatum(op->time_us / 1000.0)
+		Float8GetDatum(op->time_us / 1000.0), BoolGetDatum(op->learning)
 	};
-	bool		nulls[7] = {0};
+	bool		nulls[8] = {0};
 
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }

@@ -69,4 +69,35 @@ SELECT try($$ALTER TYPE taikey ADD ATTRIBUTE c int$$);
 SELECT peek.drop_index('tai_p');
 SELECT try($$ALTER TYPE taikey ADD ATTRIBUTE c int$$);
 SELECT peek.drop_collection('tai');
-DROP TYPE tarow, tapair_dom, tapair, taother, tairow, taikey;
+
+-- an index whose key column was dropped since (ALTER TYPE ... DROP
+-- ATTRIBUTE), or whose collection's row type was (DROP TYPE ... CASCADE,
+-- failing both), holds nothing: every ALTER TYPE of any type's attributes
+-- in the database raised XX000 (cache lookup failed for type 0), then
+-- "type with OID ... does not exist"
+CREATE TYPE tadkey AS (a int);
+CREATE TYPE tadrow AS (k int, p tadkey);
+CREATE TYPE tagone AS (k int, p tadkey);
+SELECT peek.create_collection('tad_c', 'tadrow');
+SELECT peek.create_index('tad_p', 'tad_c', ARRAY['p']);
+SELECT peek.create_collection('tag_c', 'tagone');
+SELECT peek.create_index('tag_p', 'tag_c', ARRAY['p']);
+ALTER TYPE tadrow DROP ATTRIBUTE p;
+SELECT try($$ALTER TYPE taother ADD ATTRIBUTE c int$$);
+SELECT try($$ALTER TYPE tadkey ADD ATTRIBUTE b int$$);
+SET client_min_messages = warning;
+DROP TYPE tagone CASCADE;
+RESET client_min_messages;
+SELECT wait_for($$SELECT failure IS NOT NULL FROM peek.objects WHERE name = 'tag_c'$$);
+SELECT try($$ALTER TYPE taother ADD ATTRIBUTE d int$$);
+-- a live index on such a key still refuses it
+SELECT peek.create_collection('tag_c2', 'tairow');
+SELECT peek.create_index('tag_p2', 'tag_c2', ARRAY['p']);
+SELECT try($$ALTER TYPE taikey DROP ATTRIBUTE c$$);
+SELECT peek.drop_index('tad_p');
+SELECT peek.drop_index('tag_p');
+SELECT peek.drop_index('tag_p2');
+SELECT peek.drop_collection('tad_c');
+SELECT peek.drop_collection('tag_c');
+SELECT peek.drop_collection('tag_c2');
+DROP TYPE tarow, tapair_dom, tapair, taother, tairow, taikey, tadrow, tadkey;

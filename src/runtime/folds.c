@@ -280,6 +280,23 @@ outside_due_at(BaseFold *bf)
 }
 
 /*
+ * When a base stopped at a big time that no worker could fold is due to be
+ * folded alone (fold_due): once every write paused, not while a writer
+ * holds its row (row_held), nor before a second after a transient error.
+ */
+static TimestampTz
+alone_due_at(BaseFold *bf)
+{
+	TimestampTz at = TimestampTzPlusMilliseconds(written_at, FOLD_BIG_QUIET_MS);
+
+	if (bf->blocked_at != 0)
+		at = Max(at, TimestampTzPlusMilliseconds(bf->blocked_at, FOLD_ELSEWHERE_MS));
+	if (bf->failed_at != 0)
+		at = Max(at, TimestampTzPlusMilliseconds(bf->failed_at, FOLD_BUSY_MS));
+	return at;
+}
+
+/*
  * A base's fold for a worker (fold): a fold worker folds it, unless another
  * holds it (outside_due_at: then the next due base's turn comes); returns
  * true.  Without a free background worker the runtime folds it itself
@@ -508,7 +525,8 @@ folds_wait_ms(void)
 		if ((outside == NULL && outside_wanted(bf)) ||
 			(bf->stopped && bf->outside_tries >= FOLD_OUTSIDE_TRIES))
 		{
-			ms = TimestampDifferenceMilliseconds(now, outside_due_at(bf));
+			ms = TimestampDifferenceMilliseconds(now, outside == NULL && outside_wanted(bf) ?
+												 outside_due_at(bf) : alone_due_at(bf));
 			wait = wait < 0 ? ms : Min(wait, ms);
 		}
 		/* a step waits for a worker's stop, which sets the latch */

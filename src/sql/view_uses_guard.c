@@ -471,30 +471,27 @@ is_type(Oid type, void *held)
 	return type == *(Oid *) held;
 }
 
-/* Whether a row type's attributes hold values of a type, however deep. */
+/*
+ * Whether a row type's attributes (the n of attnums, an index's keys, or
+ * all: NULL) hold values of a type, however deep.  A dropped one holds
+ * none (an index keyed on it fails its peeks), nor a row type dropped (by
+ * DROP TYPE ... CASCADE, which failed its collection and indexes).
+ */
 static bool
-row_holds(Oid row_type, Oid held)
+row_holds(Oid row_type, const AttrNumber *attnums, int n, Oid held)
 {
-	TupleDesc	desc = lookup_rowtype_tupdesc(row_type, -1);
+	TupleDesc	desc;
 	bool		holds = false;
 
-	for (int i = 0; i < desc->natts && !holds; i++)
-		holds = !TupleDescAttr(desc, i)->attisdropped &&
-			row_type_walk(TupleDescAttr(desc, i)->atttypid, is_type, &held);
-	ReleaseTupleDesc(desc);
-	return holds;
-}
+	if (!type_is_rowtype(row_type))
+		return false;
+	desc = lookup_rowtype_tupdesc(row_type, -1);
+	for (int i = 0; i < (attnums ? n : desc->natts) && !holds; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, attnums ? attnums[i] - 1 : i);
 
-/* Whether an index's key columns hold values of a type (row_holds). */
-static bool
-index_keys_hold(CatalogObject *index, Oid held)
-{
-	TupleDesc	desc = lookup_rowtype_tupdesc(index->row_type, -1);
-	bool		holds = false;
-
-	for (int i = 0; i < index->nkeys && !holds; i++)
-		holds = row_type_walk(TupleDescAttr(desc, index->attnums[i] - 1)->atttypid,
-							  is_type, &held);
+		holds = !attr->attisdropped && row_type_walk(attr->atttypid, is_type, &held);
+	}
 	ReleaseTupleDesc(desc);
 	return holds;
 }
@@ -525,7 +522,8 @@ guard_attributes(RangeVar *relation)
 	{
 		CatalogObject *object = lfirst(lc);
 
-		if (object->kind == PEEK_KIND_INDEX && index_keys_hold(object, type))
+		if (object->kind == PEEK_KIND_INDEX && row_holds(object->row_type, object->attnums,
+													  object->nkeys, type))
 			ereport(ERROR,
 					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 					 errmsg("cannot change the attributes of %s because index \"%s\" is keyed on it",
@@ -533,7 +531,7 @@ guard_attributes(RangeVar *relation)
 					 errdetail("An index finds a key by its hash, which the change would make another for the values made before."),
 					 errhint("Drop the index with peek.drop_index(%s), make the change, then create the index again.",
 							 quote_literal_cstr(object->name))));
-		if (object->kind != PEEK_KIND_INDEX && row_holds(object->row_type, type))
+		if (object->kind != PEEK_KIND_INDEX && row_holds(object->row_type, NULL, 0, type))
 		{
 			/* (an input's readers read again: one dropped since has none) */
 			List	   *readers = object->kind == PEEK_KIND_VIEW ? list_make1(object) :

@@ -17,6 +17,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use POSIX ();
 use PgPeekTest;
 
 my $node = new_node('fold_temp_limit',
@@ -53,6 +54,14 @@ sub limit_hits
 	  split /\n/, slurp_file($node->logfile);
 }
 
+# a process's CPU time (user and system), from /proc
+sub cpu_seconds
+{
+	my ($pid) = @_;
+	my @stat = split / /, (slurp_file("/proc/$pid/stat") =~ s/^.*\) //sr);
+	return ($stat[11] + $stat[12]) / POSIX::sysconf(POSIX::_SC_CLK_TCK);
+}
+
 sql("SELECT peek.create_collection('r', 'kv'); SELECT peek.create_collection('w', 'kv')");
 sql("SELECT peek.append('r', " . rows(9000) . ", 1, 1); SELECT peek.append('w', " . rows(30000) . ", 1, 1)");
 sql("SELECT peek.advance('r', 2); SELECT peek.advance('w', 2); SELECT peek.allow_compaction('r', 1)");
@@ -73,11 +82,19 @@ none_failed('limited');
 # retried a second or so later, not as fast as the runtime goes round (it
 # was hundreds of times a second): at most one try a second each (r's
 # fold and compaction, w's, the source's), doubled
+# and the runtime sleeps meanwhile: r's fold, alone in the runtime (its
+# workers gave way), waited its second awake, going round with a wait of
+# 0 (half a core or more of CPU, 80,000 rounds a second on an idle
+# machine); now a few hundredths of a second over the 3 s
+my $runtime = sql("SELECT pid FROM peek.runtimes WHERE role IN ('maintenance', 'solo')");
 my $hits = limit_hits('');
+my $cpu = cpu_seconds($runtime);
 my $start = time();
 sleep 3;
 cmp_ok(limit_hits('') - $hits, '<=', 2 * 4 * (time() - $start + 1),
 	'limited: the four are retried at most about once a second');
+cmp_ok(cpu_seconds($runtime) - $cpu, '<', 0.2 * (time() - $start),
+	'limited: the runtime does not go round while they wait');
 is(sql("SELECT count(*) FROM peek.objects WHERE base_time >= 1 AND name IN ('r', 'w')"), '0',
 	'limited: no base took the time in');
 is(digest('kv', 'r', 1), '9000 ' . (9000 * 9001 / 2), 'limited: r at 1');

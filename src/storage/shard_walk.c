@@ -168,8 +168,9 @@ touched(ShardBase *b, Touched *t, ItemPointer tid, Datum row)
  * then the rows only those updates have.  Sorted (walk_sorted_begin),
  * when those sums pass work_mem: the updates sorted by row and merged
  * with the base rows in hash order.  Whole (a shard without its base
- * indexes, or whose row type lost attributes): every row sorted as it
- * counts at the time (shard_sign_at), then read a distinct row at a time.
+ * indexes, or whose row type lost attributes): every row summed as it
+ * counts at the time (shard_sign_at), then those sums; past work_mem
+ * sorted, then read a distinct row at a time.
  * It keeps its snapshot and its scans open between rows, and nothing else:
  * no peek hold, so a walk streamed by an executor node (scan.c) holds
  * neither compaction nor the backend's peek slot.
@@ -209,15 +210,17 @@ struct PersistWalk
 };
 
 /*
- * What sum_row sums shard rows into: each diff sign times (1: an update
- * added, -1: a history row after the walk's time, which the base counts
- * and the walk not, taken out; 0: a row only noted), as long as the
- * memory of the sums stays within budget bytes.
+ * What sum_row sums shard rows into: each diff as it counts at time at
+ * (shard_sign_at: a base row as it is, a history row after at, which the
+ * base counts and the walk not, taken out, a recent one up to at put in),
+ * or only noted, as long as the memory of the sums stays within budget
+ * bytes.
  */
 typedef struct RowSums
 {
 	RowCounts  *counts;
-	int			sign;
+	int64		at;
+	bool		note_only;
 	Size		budget;
 	int64		rows;
 	bool		fit;
@@ -227,8 +230,10 @@ static bool
 sum_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
 	RowSums    *s = arg;
+	int			sign = s->note_only ? 0 : shard_sign_at(b, time, s->at);
 
-	row_counts_add(s->counts, row, 0)->count += s->sign * (int128) diff;
+	if (sign != 0 || s->note_only)
+		row_counts_add(s->counts, row, 0)->count += sign * (int128) diff;
 	if (++s->rows % ROWS_PER_MEMORY_CHECK == 0 &&
 		MemoryContextMemAllocated(s->counts->cxt, true) > s->budget)
 		s->fit = false;
@@ -249,7 +254,7 @@ sum_changes(PersistWalk *w, Oid row_type, int64 time)
 	ShardBase  *b = &w->b;
 	Touched    *t = &w->t;
 	Size		budget = get_hash_memory_limit();
-	RowSums		recent = {NULL, time >= b->base_time ? 1 : -1, budget, 0, true};
+	RowSums		recent = {NULL, time, false, budget, 0, true};
 
 	t->recent = recent.counts = row_counts_create(row_type);
 	t->flagged = row_counts_create(row_type);
@@ -260,7 +265,7 @@ sum_changes(PersistWalk *w, Oid row_type, int64 time)
 	if (recent.fit)
 	{
 		Size		used = MemoryContextMemAllocated(t->recent->cxt, true);
-		RowSums		flagged = {t->flagged, 0, budget - Min(used, budget), 0, true};
+		RowSums		flagged = {t->flagged, time, true, budget - Min(used, budget), 0, true};
 
 		shard_scan_flagged(b, sum_row, &flagged);
 		recent.fit = flagged.fit;
@@ -272,6 +277,24 @@ sum_changes(PersistWalk *w, Oid row_type, int64 time)
 		t->recent = t->flagged = NULL;
 	}
 	return recent.fit;
+}
+
+/*
+ * Sum every row of a shard read whole as it counts at time (rest), in
+ * memory while the sums fit, as sum_changes does; false, the sums let go
+ * of, past it: the shard is then sorted whole.
+ */
+static bool
+sum_whole(PersistWalk *w, Oid row_type, int64 time)
+{
+	RowSums		s = {row_counts_create(row_type), time, false, get_hash_memory_limit(), 0, true};
+
+	shard_scan_heap(&w->b, PG_INT64_MIN, PG_INT64_MAX, sum_row, &s);
+	if (s.fit)
+		w->rest = s.counts;
+	else
+		MemoryContextDelete(s.counts->cxt);
+	return s.fit;
 }
 
 /*
@@ -548,12 +571,15 @@ persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collect
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("collection \"%s\" was dropped while it was peeked", collection)));
-	if (!shard_base_open(&w->b, w->rel, w->snapshot, base_time, AccessShareLock))
+	if (shard_base_open(&w->b, w->rel, w->snapshot, base_time, AccessShareLock))
+	{
+		if (sum_changes(w, row_type, time))
+			walk_base_begin(w, limit);
+		else
+			walk_sorted_begin(w, time, false);
+	}
+	else if (!sum_whole(w, row_type, time))
 		walk_sorted_begin(w, time, true);
-	else if (sum_changes(w, row_type, time))
-		walk_base_begin(w, limit);
-	else
-		walk_sorted_begin(w, time, false);
 	MemoryContextSwitchTo(old);
 	return w;
 }

@@ -7,8 +7,9 @@
  *	  transaction, without a lock a writer waits for; a first base written
  *	  whole (a view's hydration); and a captured TRUNCATE's retraction of
  *	  everything.  Each stays within maintenance_work_mem however many
- *	  rows it reads: it sorts them by row (a tuplesort, in temporary files
- *	  past the budget) and goes through them a distinct row at a time.
+ *	  rows it reads: it sorts them by row (shard_sort.c: a tuplesort, in
+ *	  temporary files past the budget) and goes through them a distinct
+ *	  row at a time.
  *
  *-------------------------------------------------------------------------
  */
@@ -126,7 +127,7 @@ delete_history_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum 
 static bool
 sort_update(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
-	ShardSort   *s = arg;
+	ShardSort  *s = arg;
 
 	shard_sort_put(s, tid, diff, 1, time <= s->since ? FOLD_DROP : FOLD_KEEP, row);
 	return true;

@@ -21,12 +21,13 @@
  *	  negative counts, and a row whose count leaves bigint's range, kept in
  *	  parts with a zero row).  A walk at time t sums the updates between
  *	  the base time and t (the recent ones up to t added, or the history
- *	  after t taken out), resolves the rows that may be negative, then
- *	  streams the base adjusting those rows and stops at the limit: it reads
- *	  what changed between the base and t, not the history (a full walk's
- *	  heap scan starts at the base's first row's block, past the history
- *	  a big write folded alone left before them).  A fold
- *	  (persist_fold) moves the base on over the recent updates, keeping
+ *	  after t taken out; past work_mem sorted by row and merged with the
+ *	  base in its rows index's order), resolves the rows that may be
+ *	  negative, then streams the base adjusting those rows and stops at
+ *	  the limit: it reads what changed between the base and t, not the
+ *	  history (a full walk's heap scan starts at the base's first row's
+ *	  block, past the history a big write folded alone left before them).
+ *	  A fold (persist_fold) moves the base on over the recent updates, keeping
  *	  them as history, and deletes the history the since passed, row by
  *	  row, in the runtime's transaction, without a lock a writer waits for,
  *	  and changes the catalog's base time and since in that transaction.
@@ -36,6 +37,7 @@
  *
  *	  The files: shard_ddl.c (the table and its indexes), shard_write.c
  *	  (appends), shard_scan.c (the reading machinery and plain reads),
+ *	  shard_sort.c (rows sorted by row, in temporary files past a budget),
  *	  shard_walk.c (a peek's walk), shard_compact.c (folds);
  *	  shard_internal.h is what they share.
  *

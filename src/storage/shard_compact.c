@@ -7,20 +7,18 @@
  *	  transaction, without a lock a writer waits for; a first base written
  *	  whole (a view's hydration); and a captured TRUNCATE's retraction of
  *	  everything.  Each stays within maintenance_work_mem however many
- *	  rows it reads: it sorts them by row (a tuplesort, in temporary files
- *	  past the budget) and goes through them a distinct row at a time.
+ *	  rows it reads: it sorts them by row (shard_sort.c: a tuplesort, in
+ *	  temporary files past the budget) and goes through them a distinct
+ *	  row at a time.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/heapam.h"
-#include "catalog/pg_operator_d.h"
-#include "catalog/pg_type_d.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/tuplesort.h"
 
 #include "storage/catalog.h"
 #include "storage/catalog_write.h"
@@ -130,289 +128,26 @@ fold_cut(ShardBase *b, int64 target, int64 max_rows, int64 least_time)
 	return c.rows <= c.max_rows || c.cut < c.least_time ? target : c.cut;
 }
 
-/*
- * Delete a shard row a fold replaces or compaction lets go of.  Another
- * transaction may have deleted or updated it since the fold's snapshot (a
- * loader folding the same shard, the 0.1 to 0.2 upgrade rewriting its
- * base): the fold then counted a row that is gone, so it gives up with a
- * serialization failure, which its caller treats as transient and retries
- * on a new snapshot.
- */
-static void
-delete_replaced(Relation rel, ItemPointer tid, Snapshot snapshot)
-{
-	TM_FailureData tmfd;
-	TM_Result	result;
-
-	result = table_tuple_delete(rel, tid, GetCurrentCommandId(true), snapshot,
-								InvalidSnapshot, true, &tmfd, false);
-	if (result == TM_Updated || result == TM_Deleted)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not compact shard \"%s\" due to a concurrent change of its rows",
-						RelationGetRelationName(rel))));
-	if (result != TM_Ok)
-		elog(ERROR, "unexpected table_tuple_delete status: %u", result);
-}
-
 static bool
 delete_history_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
-	delete_replaced(b->rel, tid, b->snapshot);
+	shard_delete_replaced(b->rel, tid, b->snapshot);
 	return true;
-}
-
-/* What becomes of a shard row a fold reads. */
-typedef enum FoldedFate
-{
-	FOLD_BASE,					/* a base row: replaced if its row is rewritten */
-	FOLD_KEEP,					/* an update after the since: kept as history */
-	FOLD_DROP,					/* an update at or before the since: deleted */
-	FOLD_FLAG					/* a flagged row's mark: its base rows are read */
-} FoldedFate;
-
-/*
- * A shard row's part in its row's weight: a row whose weight is above 1
- * (an update folded in, or more than one base row) gets its base
- * rewritten.
- */
-static int
-fold_weight(FoldedFate fate)
-{
-	return fate == FOLD_BASE ? 1 : fate == FOLD_FLAG ? 0 : 2;
-}
-
-/*
- * Shard rows sorted by their row's hash and image, in maintenance_work_mem
- * (in temporary files past it), to be read a distinct row at a time
- * (fold_sort_next_group).  The hash is the rows index's (row_hash), which
- * a fold's probes look base rows up by.
- */
-typedef struct FoldSort
-{
-	ShardBase  *b;				/* FOLD_DROP rows are deleted in its snapshot */
-	int64		since;			/* the updates at or before it are dropped */
-	const char *what;			/* what the rows are sorted for, for the log */
-	TupleDesc	desc;			/* rows are normalized with it */
-	HeapTupleHeader template;	/* row_header_template(desc) */
-	Tuplesortstate *sort;
-	TupleTableSlot *in;
-	TupleTableSlot *out;		/* the next row's first shard row, if more */
-	bool		more;
-	MemoryContext per_row;
-	MemoryContext group;		/* a distinct row's, until the next */
-} FoldSort;
-
-/* The columns of a FoldSort's shard rows, sorted by hash, then image. */
-#define SORTED_HASH		1
-#define SORTED_IMAGE	2
-#define SORTED_DIFF		3
-#define SORTED_SIGN		4		/* what the diff counts for: 1, -1 or 0 */
-#define SORTED_FATE		5
-#define SORTED_TID		6
-
-/* A distinct row of a FoldSort, its sums in 128 bits (no overflow). */
-typedef struct FoldGroup
-{
-	int32		hash;
-	Datum		row;			/* its image, in the FoldSort's group context */
-	int128		count;
-	int64		weight;
-} FoldGroup;
-
-static void
-fold_sort_begin(FoldSort *s, ShardBase *b, int64 since, const char *what)
-{
-	TupleDesc	sorted = CreateTemplateTupleDesc(SORTED_TID);
-	AttrNumber	keys[2] = {SORTED_HASH, SORTED_IMAGE};
-	Oid			operators[2] = {Int4LessOperator, ByteaLessOperator};
-	Oid			collations[2] = {InvalidOid, InvalidOid};
-	bool		nulls_first[2] = {false, false};
-
-	TupleDescInitEntry(sorted, SORTED_HASH, "hash", INT4OID, -1, 0);
-	TupleDescInitEntry(sorted, SORTED_IMAGE, "image", BYTEAOID, -1, 0);
-	TupleDescInitEntry(sorted, SORTED_DIFF, "diff", INT8OID, -1, 0);
-	TupleDescInitEntry(sorted, SORTED_SIGN, "sign", INT2OID, -1, 0);
-	TupleDescInitEntry(sorted, SORTED_FATE, "fate", INT2OID, -1, 0);
-	TupleDescInitEntry(sorted, SORTED_TID, "tid", TIDOID, -1, 0);
-	s->b = b;
-	s->since = since;
-	s->what = what;
-	s->desc = row_desc(shard_row_type(b->rel));
-	s->template = row_header_template(s->desc);
-	s->sort = tuplesort_begin_heap(sorted, 2, keys, operators, collations, nulls_first,
-								   maintenance_work_mem, NULL, TUPLESORT_NONE);
-	s->in = MakeSingleTupleTableSlot(sorted, &TTSOpsVirtual);
-	s->out = MakeSingleTupleTableSlot(sorted, &TTSOpsMinimalTuple);
-	s->more = false;
-	s->per_row = AllocSetContextCreate(CurrentMemoryContext, "pg_peek sorted row",
-									   ALLOCSET_SMALL_SIZES);
-	s->group = AllocSetContextCreate(CurrentMemoryContext, "pg_peek sorted group",
-									 ALLOCSET_SMALL_SIZES);
-}
-
-/* Sort a shard row, whose diff counts sign times in its row's count. */
-static void
-fold_sort_put(FoldSort *s, ItemPointer tid, int64 diff, int sign, FoldedFate fate, Datum row)
-{
-	MemoryContext old = MemoryContextSwitchTo(s->per_row);
-	Datum		image = row_from_shard(s->desc, s->template, row);
-	TupleTableSlot *in = s->in;
-
-	ExecClearTuple(in);
-	in->tts_values[SORTED_HASH - 1] = Int32GetDatum((int32) row_hash(s->desc, image));
-	in->tts_values[SORTED_IMAGE - 1] = image;
-	in->tts_values[SORTED_DIFF - 1] = Int64GetDatum(diff);
-	in->tts_values[SORTED_SIGN - 1] = Int16GetDatum(sign);
-	in->tts_values[SORTED_FATE - 1] = Int16GetDatum(fate);
-	in->tts_values[SORTED_TID - 1] = PointerGetDatum(tid);
-	memset(in->tts_isnull, 0, sizeof(bool) * SORTED_TID);
-	ExecStoreVirtualTuple(in);
-	tuplesort_puttupleslot(s->sort, in);
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(s->per_row);
-}
-
-/* Sort the rows put, and read the first. */
-static void
-fold_sort_performsort(FoldSort *s)
-{
-	TuplesortInstrumentation stats;
-
-	tuplesort_performsort(s->sort);
-	tuplesort_get_stats(s->sort, &stats);
-	if (stats.spaceType == SORT_SPACE_TYPE_DISK)
-		ereport(DEBUG1,
-				(errmsg_internal("pg_peek sorted the rows of shard \"%s\" for %s in temporary files (%ld kB): "
-								 "they pass maintenance_work_mem (%d kB)",
-								 RelationGetRelationName(s->b->rel), s->what,
-								 (long) stats.spaceUsed, maintenance_work_mem)));
-	s->more = tuplesort_gettupleslot(s->sort, true, false, s->out, NULL);
-}
-
-static Datum
-sorted_field(FoldSort *s, AttrNumber field)
-{
-	bool		isnull;
-
-	return slot_getattr(s->out, field, &isnull);
-}
-
-/* Is a row datum's image the len bytes at image? */
-static bool
-image_is(Datum row, const char *image, Size len)
-{
-	struct varlena *v = (struct varlena *) DatumGetPointer(row);
-
-	return VARSIZE(v) - VARHDRSZ == len && memcmp(VARDATA(v), image, len) == 0;
-}
-
-static bool
-sorted_row_is(FoldSort *s, FoldGroup *g)
-{
-	struct varlena *image = (struct varlena *) DatumGetPointer(sorted_field(s, SORTED_IMAGE));
-
-	return DatumGetInt32(sorted_field(s, SORTED_HASH)) == g->hash &&
-		image_is(g->row, VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image));
-}
-
-/*
- * The next distinct row of the sorted shard rows: its image (valid until
- * the next call), count and weight summed, its FOLD_DROP shard rows
- * deleted on the way; false after the last.
- */
-static bool
-fold_sort_next_group(FoldSort *s, FoldGroup *g)
-{
-	struct varlena *image;
-	Size		len;
-	char	   *row;
-
-	MemoryContextReset(s->group);
-	if (!s->more)
-		return false;
-	image = (struct varlena *) DatumGetPointer(sorted_field(s, SORTED_IMAGE));
-	len = VARSIZE_ANY_EXHDR(image);
-	row = MemoryContextAlloc(s->group, len + VARHDRSZ);
-	SET_VARSIZE(row, len + VARHDRSZ);
-	memcpy(VARDATA(row), VARDATA_ANY(image), len);
-	g->row = PointerGetDatum(row);
-	g->hash = DatumGetInt32(sorted_field(s, SORTED_HASH));
-	g->count = 0;
-	g->weight = 0;
-	do
-	{
-		FoldedFate	fate = DatumGetInt16(sorted_field(s, SORTED_FATE));
-
-		CHECK_FOR_INTERRUPTS();
-		g->count += DatumGetInt16(sorted_field(s, SORTED_SIGN)) *
-			(int128) DatumGetInt64(sorted_field(s, SORTED_DIFF));
-		g->weight += fold_weight(fate);
-		if (fate == FOLD_DROP)
-			delete_replaced(s->b->rel, (ItemPointer) DatumGetPointer(sorted_field(s, SORTED_TID)),
-							s->b->snapshot);
-		s->more = tuplesort_gettupleslot(s->sort, true, false, s->out, NULL);
-	} while (s->more && sorted_row_is(s, g));
-	return true;
-}
-
-static void
-fold_sort_end(FoldSort *s)
-{
-	tuplesort_end(s->sort);
-	ExecDropSingleTupleTableSlot(s->in);
-	ExecDropSingleTupleTableSlot(s->out);
-	MemoryContextDelete(s->per_row);
-	MemoryContextDelete(s->group);
-	FreeTupleDesc(s->desc);
-}
-
-/* What sort_whole_row sorts a shard read whole for: the counts at a time. */
-typedef struct WholeSort
-{
-	FoldSort   *sort;
-	int64		at;
-} WholeSort;
-
-static bool
-sort_whole_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	WholeSort  *ws = arg;
-	int			sign = shard_sign_at(b, time, ws->at);
-	FoldedFate	fate = time <= ws->sort->since ? FOLD_DROP : FOLD_KEEP;
-
-	if (sign != 0 || fate == FOLD_DROP)
-		fold_sort_put(ws->sort, tid, diff, sign, fate, row);
-	return true;
-}
-
-/*
- * Sort every row of the shard, read whole, for its count at time at (see
- * shard_count_at), those at or before since to be deleted.
- */
-static void
-sort_whole(FoldSort *s, ShardBase *b, int64 since, int64 at, const char *what)
-{
-	WholeSort	ws = {s, at};
-
-	fold_sort_begin(s, b, since, what);
-	shard_scan_heap(b, PG_INT64_MIN, PG_INT64_MAX, sort_whole_row, &ws);
-	fold_sort_performsort(s);
 }
 
 static bool
 sort_update(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
-	FoldSort   *s = arg;
+	ShardSort  *s = arg;
 
-	fold_sort_put(s, tid, diff, 1, time <= s->since ? FOLD_DROP : FOLD_KEEP, row);
+	shard_sort_put(s, tid, diff, 1, time <= s->since ? FOLD_DROP : FOLD_KEEP, row);
 	return true;
 }
 
 static bool
 sort_flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
-	fold_sort_put((FoldSort *) arg, tid, 0, 0, FOLD_FLAG, row);
+	shard_sort_put((ShardSort *) arg, tid, 0, 0, FOLD_FLAG, row);
 	return true;
 }
 
@@ -423,7 +158,7 @@ sort_flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, 
  * fold wrote (its snapshot does not see its own command's rows).
  */
 static void
-fold_group_base_rows(FoldSort *s, ShardCursor *probe, FoldGroup *g, TidList *tids)
+fold_group_base_rows(ShardSort *s, ShardCursor *probe, SortedGroup *g, TidList *tids)
 {
 	int64		time;
 	int64		diff;
@@ -437,7 +172,7 @@ fold_group_base_rows(FoldSort *s, ShardCursor *probe, FoldGroup *g, TidList *tid
 		struct varlena *image = (struct varlena *)
 			DatumGetPointer(row_from_shard(s->desc, s->template, row));
 		bool		same = time == BASE_TIME &&
-			image_is(g->row, VARDATA(image), VARSIZE(image) - VARHDRSZ);
+			row_image_is(g->row, VARDATA(image), VARSIZE(image) - VARHDRSZ);
 
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(s->per_row);
@@ -464,29 +199,29 @@ fold_group_base_rows(FoldSort *s, ShardCursor *probe, FoldGroup *g, TidList *tid
 static int64
 fold(ShardWriter *w, ShardBase *b, int64 since, int64 durable_since, int64 target)
 {
-	FoldSort	s;
-	FoldGroup	g;
+	ShardSort	s;
+	SortedGroup	g;
 	ShardCursor probe;
 	TidList		base_rows;
 
-	fold_sort_begin(&s, b, since, "a fold");
+	shard_sort_begin(&s, b, since, "a fold", maintenance_work_mem, "maintenance_work_mem");
 	shard_scan_updates(b, b->base_time, target, sort_update, &s);
 	shard_scan_flagged(b, sort_flag_row, &s);
-	fold_sort_performsort(&s);
+	shard_sort_performsort(&s);
 	shard_cursor_open_probe(&probe, b);
 	shard_tid_list_init(&base_rows);
-	while (fold_sort_next_group(&s, &g))
+	while (shard_sort_next_group(&s, &g))
 	{
 		fold_group_base_rows(&s, &probe, &g, &base_rows);
 		if (g.weight <= 1)
 			continue;
 		for (int64 i = 0; i < base_rows.n; i++)
-			delete_replaced(w->rel, &base_rows.tids[i], b->snapshot);
+			shard_delete_replaced(w->rel, &base_rows.tids[i], b->snapshot);
 		(void) write_base_row(w, g.row, g.count);
 	}
 	shard_cursor_close(&probe);
 	pfree(base_rows.tids);
-	fold_sort_end(&s);
+	shard_sort_end(&s);
 	/* the history the since passed, which the base counted already */
 	shard_scan_updates(b, durable_since, Min(since, b->base_time), delete_history_row, NULL);
 	return Max(target, b->base_time);
@@ -502,13 +237,14 @@ fold(ShardWriter *w, ShardBase *b, int64 since, int64 durable_since, int64 targe
 static void
 compact_whole(ShardWriter *w, ShardBase *b, int64 since, int64 new_base_time)
 {
-	FoldSort	s;
-	FoldGroup	g;
+	ShardSort	s;
+	SortedGroup	g;
 
-	sort_whole(&s, b, since, new_base_time, "a fold of the shard read whole");
-	while (fold_sort_next_group(&s, &g))
+	sort_whole(&s, b, since, new_base_time, "a fold of the shard read whole",
+			   maintenance_work_mem, "maintenance_work_mem");
+	while (shard_sort_next_group(&s, &g))
 		(void) write_base_row(w, g.row, g.count);
-	fold_sort_end(&s);
+	shard_sort_end(&s);
 }
 
 /*
@@ -602,18 +338,19 @@ persist_retract_all(PeekObjectId id, Oid shard, int64 time)
 	ShardWriter w;
 	ShardBase	b;
 	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	FoldSort	s;
-	FoldGroup	g;
+	ShardSort	s;
+	SortedGroup	g;
 	int64		base_time;
 
 	(void) catalog_read_since(id, snapshot, &base_time);
 	shard_writer_open(&w, shard);
 	shard_base_open_heap(&b, w.rel, snapshot, base_time);
-	sort_whole(&s, &b, PG_INT64_MIN, time, "a retraction of everything");
-	while (fold_sort_next_group(&s, &g))
+	sort_whole(&s, &b, PG_INT64_MIN, time, "a retraction of everything",
+			   maintenance_work_mem, "maintenance_work_mem");
+	while (shard_sort_next_group(&s, &g))
 		if (g.count != 0)
 			(void) write_count(&w, time, g.row, -g.count);
-	fold_sort_end(&s);
+	shard_sort_end(&s);
 	shard_base_close(&b, NoLock);
 	UnregisterSnapshot(snapshot);
 	shard_writer_close(&w);

@@ -3,8 +3,9 @@
  * shard_internal.h
  *	  What the shard files of storage/ share and nothing above them sees:
  *	  the shard's columns, the base's time, the writer, the base's reading
- *	  machinery and its cursors (shard_ddl.c, shard_write.c, shard_scan.c,
- *	  shard_walk.c, shard_compact.c).
+ *	  machinery and its cursors, the sort by row (shard_ddl.c,
+ *	  shard_write.c, shard_scan.c, shard_sort.c, shard_walk.c,
+ *	  shard_compact.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -18,6 +19,7 @@
 #include "access/tableam.h"
 #include "executor/executor.h"
 #include "nodes/execnodes.h"
+#include "utils/tuplesort.h"
 #include "utils/rel.h"
 
 #include "common/rows.h"
@@ -144,6 +146,58 @@ typedef struct ShardCursor
 	ItemPointer tid;			/* the current row's */
 } ShardCursor;
 
+/* What becomes of a shard row a fold reads (a peek's rows are kept). */
+typedef enum FoldedFate
+{
+	FOLD_BASE,					/* a base row: replaced if its row is rewritten */
+	FOLD_KEEP,					/* an update after the since: kept as history */
+	FOLD_DROP,					/* an update at or before the since: deleted */
+	FOLD_FLAG					/* a flagged row's mark: its base rows are read */
+} FoldedFate;
+
+/*
+ * A shard row's part in its row's weight: a row whose weight is above 1
+ * (an update folded in, or more than one base row) gets its base
+ * rewritten.
+ */
+static inline int
+fold_weight(FoldedFate fate)
+{
+	return fate == FOLD_BASE ? 1 : fate == FOLD_FLAG ? 0 : 2;
+}
+
+/*
+ * Shard rows sorted by their row's hash and image, within sort_mem kB (in
+ * temporary files past it), to be read a distinct row at a time
+ * (shard_sort_next_group).  The hash is the rows index's (row_hash), which
+ * a fold's probes look base rows up by and a peek's walk merges with.
+ */
+typedef struct ShardSort
+{
+	ShardBase  *b;				/* FOLD_DROP rows are deleted in its snapshot */
+	int64		since;			/* the updates at or before it are dropped */
+	const char *what;			/* what the rows are sorted for, for the log */
+	int			sort_mem;		/* its budget in kB, */
+	const char *budget;			/* and the setting that gives it */
+	TupleDesc	desc;			/* rows are normalized with it */
+	HeapTupleHeader template;	/* row_header_template(desc) */
+	Tuplesortstate *sort;
+	TupleTableSlot *in;
+	TupleTableSlot *out;		/* the next row's first shard row, if more */
+	bool		more;
+	MemoryContext per_row;
+	MemoryContext group;		/* a distinct row's, until the next */
+} ShardSort;
+
+/* A distinct row of a ShardSort, its sums in 128 bits (no overflow). */
+typedef struct SortedGroup
+{
+	int32		hash;
+	Datum		row;			/* its image, in the ShardSort's group context */
+	int128		count;
+	int64		weight;
+} SortedGroup;
+
 extern Oid shard_row_type(Relation rel);
 extern void shard_load_row_type(Oid shard);
 extern void shard_writer_open(ShardWriter *w, Oid shard);
@@ -161,14 +215,24 @@ extern ShardPage *shard_cursor_next_page(ShardCursor *c);
 extern bool shard_cursor_next(ShardCursor *c, int64 *time, int64 *diff, Datum *row);
 extern void shard_cursor_close(ShardCursor *c);
 extern void shard_scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg);
-extern bool shard_count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg);
 extern int	shard_sign_at(ShardBase *b, int64 time, int64 at);
-extern void shard_count_at(ShardBase *b, int64 at, RowCounts *counts);
 extern void shard_scan_updates(ShardBase *b, int64 after, int64 upto, ShardRowFn fn, void *arg);
 extern void shard_scan_flagged(ShardBase *b, ShardRowFn fn, void *arg);
-extern void shard_collect_flagged(ShardBase *b, RowCounts *counts);
 extern void shard_cursor_open_probe(ShardCursor *c, ShardBase *b);
 extern void shard_cursor_probe(ShardCursor *c, int32 hash);
 extern void shard_scan_base_rows(ShardBase *b, RowCounts *rows, ShardRowFn fn, void *arg);
+extern void shard_cursor_open_rows(ShardCursor *c, ShardBase *b);
+extern void shard_delete_replaced(Relation rel, ItemPointer tid, Snapshot snapshot);
+extern void shard_sort_begin(ShardSort *s, ShardBase *b, int64 since, const char *what,
+							 int sort_mem, const char *budget);
+extern void shard_sort_put(ShardSort *s, ItemPointer tid, int64 diff, int sign, FoldedFate fate,
+						   Datum row);
+extern void shard_sort_performsort(ShardSort *s);
+extern bool shard_sort_next_group(ShardSort *s, SortedGroup *g);
+extern void shard_sort_end(ShardSort *s);
+extern void sort_whole(ShardSort *s, ShardBase *b, int64 since, int64 at, const char *what,
+					   int sort_mem, const char *budget);
+extern void sort_updates_at(ShardSort *s, ShardBase *b, int64 after, int64 upto, int64 at);
+extern bool row_image_is(Datum row, const char *image, Size len);
 
 #endif							/* PEEK_STORAGE_SHARD_INTERNAL_H */

@@ -435,20 +435,6 @@ shard_scan_heap(ShardBase *b, int64 lower, int64 upto, ShardRowFn fn, void *arg)
 	shard_scan_cursor(&c, fn, arg);
 }
 
-bool
-shard_count_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	row_counts_add((RowCounts *) arg, row, diff);
-	return true;
-}
-
-static bool
-shard_flag_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	row_counts_add((RowCounts *) arg, row, 0);
-	return true;
-}
-
 /*
  * How a shard row counts in the contents at time at: a base row as it is,
  * a history row (which the base counts) taken out if it came after at, a
@@ -462,34 +448,6 @@ shard_sign_at(ShardBase *b, int64 time, int64 at)
 	if (time <= b->base_time)
 		return time > at ? -1 : 0;
 	return time <= at ? 1 : 0;
-}
-
-/* A row's count at a time, summed in counts (an int128: no overflow). */
-typedef struct CountAt
-{
-	RowCounts  *counts;
-	int64		at;
-	int128		sum;			/* or their sum (persist_sum_diffs) */
-} CountAt;
-
-static bool
-count_at_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
-{
-	CountAt    *c = arg;
-	int			sign = shard_sign_at(b, time, c->at);
-
-	if (sign != 0)
-		row_counts_add(c->counts, row, 0)->count += sign * (int128) diff;
-	return true;
-}
-
-/* Sum every row of the shard, read whole, into its count at time at. */
-void
-shard_count_at(ShardBase *b, int64 at, RowCounts *counts)
-{
-	CountAt		c = {counts, at, 0};
-
-	shard_scan_heap(b, PG_INT64_MIN, PG_INT64_MAX, count_at_row, &c);
 }
 
 /* The updates with after < time <= upto, in time order. */
@@ -514,13 +472,6 @@ shard_scan_flagged(ShardBase *b, ShardRowFn fn, void *arg)
 	int64		bound = BASE_TIME;
 
 	shard_scan_times(b, b->flagged_index, 1, &strategy, &bound, fn, arg);
-}
-
-/* The flagged rows (shard_scan_flagged), with 0. */
-void
-shard_collect_flagged(ShardBase *b, RowCounts *counts)
-{
-	shard_scan_flagged(b, shard_flag_row, counts);
 }
 
 /*
@@ -580,6 +531,16 @@ shard_cursor_probe(ShardCursor *c, int32 hash)
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(hash));
 	index_rescan(c->index, &key, 1, NULL, 0);
+}
+
+/*
+ * Every base row in the rows index's order, by row hash (a hash's rows in
+ * tid order, whatever their images), read with shard_cursor_next.
+ */
+void
+shard_cursor_open_rows(ShardCursor *c, ShardBase *b)
+{
+	shard_cursor_open_index(c, b, b->rows_index, NULL, 0);
 }
 
 /*
@@ -823,6 +784,13 @@ persist_estimate_rows(Oid shard)
 	return (int64) tuples;
 }
 
+/* The contents' count at a time, summed (an int128: no overflow). */
+typedef struct CountAt
+{
+	int64		at;
+	int128		sum;
+} CountAt;
+
 static bool
 add_diff(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
 {
@@ -840,7 +808,7 @@ persist_sum_diffs(Oid shard, int64 upper)
 	int64		base_time = catalog_read_shard_base(shard, snapshot);
 	Relation	rel;
 	ShardBase	b;
-	CountAt		c = {NULL, upper - 1, 0};
+	CountAt		c = {upper - 1, 0};
 
 	shard_load_row_type(shard);
 	rel = table_open(shard, AccessShareLock);

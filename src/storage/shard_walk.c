@@ -4,18 +4,28 @@
  *	  The walk of a persist peek: the updates between the base's time and
  *	  its own summed (added after the base, taken out before it), the rows
  *	  that may be negative resolved, then the base streamed with those rows
- *	  adjusted, stopping at the limit.
+ *	  adjusted, stopping at the limit.  The sums are a hash table within
+ *	  work_mem (times hash_mem_multiplier, as a query's hash aggregate);
+ *	  past it the updates are sorted by row within work_mem (shard_sort.c,
+ *	  in temporary files past it) and merged with the base in the rows
+ *	  index's order, so that no walk's memory grows with the history.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/heapam.h"
+#include "executor/nodeHash.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
 
 #include "storage/catalog.h"
 #include "storage/shard_internal.h"
 
 #define TOUCHED_BY_HASH_ROWS	16
+
+/* How many rows are summed between two looks at the sums' memory. */
+#define ROWS_PER_MEMORY_CHECK	256
 
 /* The base rows a walk must adjust, and their rows' sums. */
 typedef struct Touched
@@ -152,12 +162,15 @@ touched(ShardBase *b, Touched *t, ItemPointer tid, Datum row)
 
 /*
  * A persist walk in progress: the shard's contents at a time, read row by
- * row (persist_walk_next) in one of two ways.  Over the base (the usual
+ * row (persist_walk_next) in one of three ways.  Over the base (the usual
  * one, walk_base_begin): the updates between the base's time and the
  * walk's summed first, then the base streamed with those rows adjusted,
- * then the rows only those updates have.  Whole (a shard without its base
+ * then the rows only those updates have.  Sorted (walk_sorted_begin),
+ * when those sums pass work_mem: the updates sorted by row and merged
+ * with the base rows in hash order.  Whole (a shard without its base
  * indexes, or whose row type lost attributes): every row summed as it
- * counts at the time (shard_sign_at), then those sums.
+ * counts at the time (shard_sign_at), then those sums; past work_mem
+ * sorted, then read a distinct row at a time.
  * It keeps its snapshot and its scans open between rows, and nothing else:
  * no peek hold, so a walk streamed by an executor node (scan.c) holds
  * neither compaction nor the backend's peek slot.
@@ -182,42 +195,126 @@ struct PersistWalk
 	RowCounts  *rest;			/* the sums emitted last */
 	bool		rest_open;		/* rest_seq is under way */
 	HASH_SEQ_STATUS rest_seq;
+	bool		sorted;			/* a sorted walk (walk_sorted_begin): */
+	ShardSort	sort;
+	SortedGroup group;			/* the next distinct row sorted, */
+	bool		more_groups;	/* if any */
+	Datum		base_row;		/* the next base row, if streaming, */
+	int32		base_hash;		/* and its hash */
+	int64		base_diff;
+	MemoryContext per_hash;		/* the rows of one hash: */
+	Datum	   *hash_rows;
+	int128	   *hash_counts;
+	int			nhash;
+	int			hash_capacity;
 };
 
-/* A history row after the walk's time: the base counts it, the walk not. */
-static bool
-uncount_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+/*
+ * What sum_row sums shard rows into: each diff as it counts at time at
+ * (shard_sign_at: a base row as it is, a history row after at, which the
+ * base counts and the walk not, taken out, a recent one up to at put in),
+ * or only noted, as long as the memory of the sums stays within budget
+ * bytes.
+ */
+typedef struct RowSums
 {
-	row_counts_add((RowCounts *) arg, row, 0)->count -= diff;
-	return true;
+	RowCounts  *counts;
+	int64		at;
+	bool		note_only;
+	Size		budget;
+	int64		rows;
+	bool		fit;
+} RowSums;
+
+static bool
+sum_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *arg)
+{
+	RowSums    *s = arg;
+	int			sign = s->note_only ? 0 : shard_sign_at(b, time, s->at);
+
+	if (sign != 0 || s->note_only)
+		row_counts_add(s->counts, row, 0)->count += sign * (int128) diff;
+	if (++s->rows % ROWS_PER_MEMORY_CHECK == 0 &&
+		MemoryContextMemAllocated(s->counts->cxt, true) > s->budget)
+		s->fit = false;
+	return s->fit;
 }
 
 /*
- * Prepare a walk over the base: what changed between the base's time and
- * the walk's is summed (recent): the recent rows up to time, or, at a time
- * before the base's, the history rows after it taken out; a row with flagged base rows -- a negative count or one out of
- * bigint's range, stored in parts -- gets its whole count from the base now
- * (flagged).  Then the base is streamed (a limited walk through the time
- * index, a full one through the heap): a row with recent updates is
- * emitted with its count at time, a flagged one once with its whole
- * count, any other -- nearly all -- as its base row says (see touch_base
- * for how they are told apart).
+ * Sum what changed between the base's time and the walk's (recent): the
+ * recent rows up to time, or, at a time before the base's, the history
+ * rows after it taken out; and note the flagged rows (see walk_base_begin)
+ * -- in memory, as a hash aggregate is, within work_mem times
+ * hash_mem_multiplier.  False, the sums let go of, if they pass it: the
+ * walk is then a sorted one.
+ */
+static bool
+sum_changes(PersistWalk *w, Oid row_type, int64 time)
+{
+	ShardBase  *b = &w->b;
+	Touched    *t = &w->t;
+	Size		budget = get_hash_memory_limit();
+	RowSums		recent = {NULL, time, false, budget, 0, true};
+
+	t->recent = recent.counts = row_counts_create(row_type);
+	t->flagged = row_counts_create(row_type);
+	if (time >= b->base_time)
+		shard_scan_updates(b, b->base_time, time, sum_row, &recent);
+	else
+		shard_scan_updates(b, time, b->base_time, sum_row, &recent);
+	if (recent.fit)
+	{
+		Size		used = MemoryContextMemAllocated(t->recent->cxt, true);
+		RowSums		flagged = {t->flagged, time, true, budget - Min(used, budget), 0, true};
+
+		shard_scan_flagged(b, sum_row, &flagged);
+		recent.fit = flagged.fit;
+	}
+	if (!recent.fit)
+	{
+		MemoryContextDelete(t->recent->cxt);
+		MemoryContextDelete(t->flagged->cxt);
+		t->recent = t->flagged = NULL;
+	}
+	return recent.fit;
+}
+
+/*
+ * Sum every row of a shard read whole as it counts at time (rest), in
+ * memory while the sums fit, as sum_changes does; false, the sums let go
+ * of, past it: the shard is then sorted whole.
+ */
+static bool
+sum_whole(PersistWalk *w, Oid row_type, int64 time)
+{
+	RowSums		s = {row_counts_create(row_type), time, false, get_hash_memory_limit(), 0, true};
+
+	shard_scan_heap(&w->b, PG_INT64_MIN, PG_INT64_MAX, sum_row, &s);
+	if (s.fit)
+		w->rest = s.counts;
+	else
+		MemoryContextDelete(s.counts->cxt);
+	return s.fit;
+}
+
+/*
+ * Prepare a walk over the base, what changed between the base's time and
+ * the walk's summed (recent, sum_changes): a row with flagged base rows --
+ * a negative count or one out of bigint's range, stored in parts -- gets
+ * its whole count from the base now (flagged).  Then the base is streamed
+ * (a limited walk through the time index, a full one through the heap):
+ * a row with recent updates is emitted with its count at time, a flagged
+ * one once with its whole count, any other -- nearly all -- as its base
+ * row says (see touch_base for how they are told apart).
  */
 static void
-walk_base_begin(PersistWalk *w, Oid row_type, int64 time, int64 limit)
+walk_base_begin(PersistWalk *w, int64 limit)
 {
 	ShardBase  *b = &w->b;
 	Touched    *t = &w->t;
 	HASH_SEQ_STATUS status;
 	RowCount   *rc;
 
-	t->recent = row_counts_create(row_type);
-	t->flagged = row_counts_create(row_type);
-	if (time >= b->base_time)
-		shard_scan_updates(b, b->base_time, time, shard_count_row, t->recent);
-	else
-		shard_scan_updates(b, time, b->base_time, uncount_row, t->recent);
-	shard_collect_flagged(b, t->flagged);
 	/* a flagged row's whole count: its recent part, and its base rows' */
 	hash_seq_init(&status, t->flagged->table);
 	while ((rc = hash_seq_search(&status)) != NULL)
@@ -284,6 +381,158 @@ adjust_base_row(PersistWalk *w, ItemPointer tid, int64 diff, Datum row)
 }
 
 /*
+ * Read the next base row of a sorted walk, in the rows index's order, and
+ * its hash; false at the end, the cursor closed.  In the walk's context:
+ * the index scan keeps what it allocates as it goes (its killed items)
+ * until its end.
+ */
+static bool
+next_base_row(PersistWalk *w)
+{
+	int64		time;
+	int64		diff;
+	Datum		row;
+	MemoryContext old = MemoryContextSwitchTo(w->cxt);
+	bool		found;
+
+	while ((found = shard_cursor_next(&w->base, &time, &diff, &row)) && time != BASE_TIME)
+		;
+	if (!found)
+	{
+		shard_cursor_close(&w->base);
+		w->streaming = false;
+	}
+	else
+	{
+		MemoryContextReset(w->per_row);
+		MemoryContextSwitchTo(w->per_row);
+		w->base_row = row_from_shard(w->sort.desc, w->sort.template, row);
+		w->base_hash = (int32) row_hash(w->sort.desc, w->base_row);
+		w->base_diff = diff;
+	}
+	MemoryContextSwitchTo(old);
+	return found;
+}
+
+/* Read a sorted walk's next distinct row sorted (in the walk's context). */
+static void
+next_group(PersistWalk *w)
+{
+	MemoryContext old = MemoryContextSwitchTo(w->cxt);
+
+	w->more_groups = shard_sort_next_group(&w->sort, &w->group);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Begin a sorted walk, for when what changed since the base passes
+ * work_mem (sum_changes) or the shard is read whole: the changes sorted
+ * by row (shard_sort.c, within work_mem, in temporary files past it, as a
+ * query's sort is), then merged with the base rows read through the rows
+ * index, which has them in the same order of hashes, one hash's rows at a
+ * time in memory (sorted_next_rows).  Nothing else is held: no touched
+ * tids, no flagged rows (a flagged row's base rows have its hash too).  A
+ * shard read whole is sorted whole, base rows and all, each row counted as
+ * it counts at time (sort_whole).
+ */
+static void
+walk_sorted_begin(PersistWalk *w, int64 time, bool whole)
+{
+	ShardBase  *b = &w->b;
+
+	w->sorted = true;
+	w->per_row = AllocSetContextCreate(w->cxt, "pg_peek base row", ALLOCSET_SMALL_SIZES);
+	w->per_hash = AllocSetContextCreate(w->cxt, "pg_peek rows of a hash", ALLOCSET_SMALL_SIZES);
+	if (whole)
+		sort_whole(&w->sort, b, PG_INT64_MIN, time, "a peek of the shard read whole",
+				   work_mem, "work_mem");
+	else
+	{
+		shard_sort_begin(&w->sort, b, PG_INT64_MIN, "a peek", work_mem, "work_mem");
+		if (time >= b->base_time)
+			sort_updates_at(&w->sort, b, b->base_time, time, time);
+		else
+			sort_updates_at(&w->sort, b, time, b->base_time, time);
+		shard_sort_performsort(&w->sort);
+		shard_cursor_open_rows(&w->base, b);
+		w->streaming = true;
+		(void) next_base_row(w);
+	}
+	next_group(w);
+}
+
+/* Add a row's count to the rows of the hash being merged. */
+static void
+add_hash_row(PersistWalk *w, Datum row, int128 count)
+{
+	struct varlena *image = (struct varlena *) DatumGetPointer(row);
+	Size		len = VARSIZE(image) - VARHDRSZ;
+
+	for (int i = 0; i < w->nhash; i++)
+		if (row_image_is(w->hash_rows[i], VARDATA(image), len))
+		{
+			w->hash_counts[i] += count;
+			return;
+		}
+	if (w->nhash == w->hash_capacity)
+	{
+		w->hash_capacity = Max(8, w->hash_capacity * 2);
+		w->hash_rows = w->nhash == 0 ?
+			MemoryContextAlloc(w->per_hash, sizeof(Datum) * w->hash_capacity) :
+			repalloc(w->hash_rows, sizeof(Datum) * w->hash_capacity);
+		w->hash_counts = w->nhash == 0 ?
+			MemoryContextAlloc(w->per_hash, sizeof(int128) * w->hash_capacity) :
+			repalloc(w->hash_counts, sizeof(int128) * w->hash_capacity);
+	}
+	w->hash_rows[w->nhash] = PointerGetDatum(memcpy(MemoryContextAlloc(w->per_hash, VARSIZE(image)),
+													image, VARSIZE(image)));
+	w->hash_counts[w->nhash] = count;
+	w->nhash++;
+}
+
+/*
+ * A sorted walk's next rows: those of the next hash the base rows or the
+ * sorted changes have, each row's base rows and changes summed, the rows
+ * that count none left out; 0 at the end.  Valid until the next call.
+ */
+static int
+sorted_next_rows(PersistWalk *w)
+{
+	while (w->streaming || w->more_groups)
+	{
+		int32		hash = !w->streaming ? w->group.hash :
+			!w->more_groups ? w->base_hash : Min(w->group.hash, w->base_hash);
+		int			n = 0;
+
+		MemoryContextReset(w->per_hash);
+		w->nhash = 0;
+		w->hash_capacity = 0;
+		while (w->streaming && w->base_hash == hash)
+		{
+			add_hash_row(w, w->base_row, w->base_diff);
+			(void) next_base_row(w);
+		}
+		while (w->more_groups && w->group.hash == hash)
+		{
+			add_hash_row(w, w->group.row, w->group.count);
+			next_group(w);
+		}
+		w->rows = MemoryContextAlloc(w->per_hash, sizeof(Datum) * w->nhash);
+		w->counts = MemoryContextAlloc(w->per_hash, sizeof(int64) * w->nhash);
+		for (int i = 0; i < w->nhash; i++)
+			if (w->hash_counts[i] != 0)
+			{
+				w->rows[n] = w->hash_rows[i];
+				w->counts[n] = row_count_value(w->hash_counts[i]);
+				n++;
+			}
+		if (n > 0)
+			return n;
+	}
+	return 0;
+}
+
+/*
  * Begin the persist walk of a shard at time, in snapshot (the caller's,
  * taken after the peek's gate, so that every update the runtime saw sealed
  * is visible; walks in one snapshot at one time give the same rows); the
@@ -323,12 +572,14 @@ persist_walk_begin(PeekObjectId id, Oid shard, Oid row_type, const char *collect
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("collection \"%s\" was dropped while it was peeked", collection)));
 	if (shard_base_open(&w->b, w->rel, w->snapshot, base_time, AccessShareLock))
-		walk_base_begin(w, row_type, time, limit);
-	else
 	{
-		w->rest = row_counts_create(row_type);
-		shard_count_at(&w->b, time, w->rest);
+		if (sum_changes(w, row_type, time))
+			walk_base_begin(w, limit);
+		else
+			walk_sorted_begin(w, time, false);
 	}
+	else if (!sum_whole(w, row_type, time))
+		walk_sorted_begin(w, time, true);
 	MemoryContextSwitchTo(old);
 	return w;
 }
@@ -436,6 +687,8 @@ persist_walk_next_rows(PersistWalk *w, Datum **rows, int64 **counts)
 		w->rows += w->next_row;
 		w->counts += w->next_row;
 	}
+	else if (w->sorted)
+		n = sorted_next_rows(w);
 	while (n == 0 && w->streaming && w->base.heap != NULL)
 	{
 		ShardPage  *p = shard_cursor_next_page(&w->base);
@@ -450,7 +703,7 @@ persist_walk_next_rows(PersistWalk *w, Datum **rows, int64 **counts)
 		w->rows = p->rows;
 		w->counts = p->diffs;
 	}
-	if (n == 0 && next_row_alone(w, &w->one_row, &w->one_count))
+	if (n == 0 && !w->sorted && next_row_alone(w, &w->one_row, &w->one_count))
 	{
 		n = 1;
 		w->rows = &w->one_row;
@@ -493,6 +746,8 @@ persist_walk_end(PersistWalk *w)
 		shard_cursor_close(&w->base);
 	if (w->rest_open)
 		hash_seq_term(&w->rest_seq);
+	if (w->sorted)
+		shard_sort_end(&w->sort);
 	shard_base_close(&w->b, AccessShareLock);
 	table_close(w->rel, AccessShareLock);
 	MemoryContextDelete(w->cxt);

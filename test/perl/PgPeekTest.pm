@@ -27,7 +27,7 @@ our @EXPORT = qw(
   start_bg finish_bg bg_done bg_backend_pid bg_session
   sql_error stop_runtime item_setup base_reaches commit_to_visible_ms
   steady_procedure maintenance_role new_standby standby_publisher_pid
-  log_is_clean
+  log_is_clean sorted_in_temp_files
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -359,6 +359,20 @@ sub base_reaches
 	return poll_until($node,
 		"SELECT base_time >= $time FROM peek.objects WHERE name = '$name'",
 		't', $timeout_s // 60);
+}
+
+# sorted_in_temp_files($node, $name, $what, $budget): how many times the
+# server log (log_min_messages = debug1) says the rows of collection $name's
+# shard were sorted for $what (a fold, a peek) in temporary files, past
+# $budget (a pattern: 'work_mem \(64 kB\)').
+sub sorted_in_temp_files
+{
+	my ($node, $name, $what, $budget) = @_;
+	(my $rel = $node->safe_psql('postgres',
+			"SELECT shard FROM peek.collections WHERE name = '$name'")) =~ s/^peek\.//;
+	return scalar grep {
+		/pg_peek sorted the rows of shard "$rel" for $what in temporary files \(\d+ kB\): they pass $budget/
+	} split /\n/, slurp_file($node->logfile);
 }
 
 # log_is_clean($node, $what): a test that the node's server log has no

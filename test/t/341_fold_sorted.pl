@@ -64,12 +64,7 @@ sub shard { return sql("SELECT shard FROM peek.collections WHERE name = '$_[0]'"
 sub sorted_folds
 {
 	my ($name, $what) = @_;
-	$what //= 'a fold';
-	(my $rel = shard($name)) =~ s/^peek\.//;
-	my @lines = grep {
-		/pg_peek sorted the rows of shard "$rel" for $what in temporary files \(\d+ kB\): they pass maintenance_work_mem \(1024 kB\)/
-	} split /\n/, slurp_file($node->logfile);
-	return scalar @lines;
+	return sorted_in_temp_files($node, $name, $what // 'a fold', 'maintenance_work_mem \(1024 kB\)');
 }
 
 sub once_in_base

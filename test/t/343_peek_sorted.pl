@@ -15,6 +15,8 @@
 #    peeked where its count is in range;
 #  * a shard read whole (its rows index dropped), sorted whole;
 #  * each of those peeks sorted in temporary files (the sort's DEBUG1 line);
+#  * rows of 1MB: the sums' memory looked at after each row (the backend
+#    grows by less than 64MB, not by 256 such rows);
 #  * a peek canceled mid-sort leaves no temporary file, and the next is
 #    exact; one past temp_file_limit fails with 53400.
 use strict;
@@ -158,6 +160,28 @@ add('w', 2, 2, xs(20001, 25000));
 add('w', 3, 1, xs(1, 1000, '1.00'));
 sql("SELECT peek.advance('w', 4)");
 contents('w', $_, 'a peek of the shard read whole') for (1, 3);
+
+# ---- wide rows: the sums' memory looked at after each row ------------------
+# 300 rows of 1MB (compressed in the shard, 1MB each in memory) changed
+# between the base and the peek's time: the sums pass work_mem at the first,
+# and the peek sorts them; the backend grows by a row or two and the sort's
+# buffers, not by the 256 rows summed before the sums' memory was looked at
+# (about 260MB).
+sql("SELECT peek.create_collection('m', 'r'); SELECT peek.set_retention('m', NULL)");
+for my $t (1, 2)
+{
+	sql("SELECT peek.append('m', ARRAY(SELECT (g, 1.0, repeat(md5(g::text), 32768))::r "
+		  . "FROM generate_series(1, 300) g), $t, " . ($t == 1 ? 1 : -1) . ")");
+}
+sql("SELECT peek.advance('m', 3)");
+ok(base_reaches($node, 'm', 2, 300), 'm: the base takes every time in');
+my $peak = "substring(pg_read_file('/proc/' || pg_backend_pid() || '/status') from 'VmHWM:\\s+(\\d+) kB')::int";
+my $sorted = sorted_peeks('m');
+my ($before, $rows, $after) = split /\n/,
+  sql("$tiny SELECT $peak; SELECT count(*) FROM peek.persist_peek(NULL::r, 'm', 1, 1); SELECT $peak");
+is($rows, '1', 'm: a row of 1MB at 1');
+cmp_ok($after - $before, '<', 64 * 1024, "m: the peek's backend grew by less than 64MB");
+is(sorted_peeks('m'), $sorted + 1, 'm: the peek sorted the rows in temporary files');
 
 # ---- a cancel mid-peek, and temp_file_limit --------------------------------
 sql("SELECT peek.create_collection('c', 'r'); SELECT peek.set_retention('c', NULL)");

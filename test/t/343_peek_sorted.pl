@@ -13,6 +13,7 @@
 #    with limits;
 #  * a row whose count leaves bigint's range (flagged base rows in parts)
 #    peeked where its count is in range;
+#  * rows of one row hash (found by scanning), merged by their images;
 #  * a shard read whole (its rows index dropped), sorted whole;
 #  * each of those peeks sorted in temporary files (the sort's DEBUG1 line);
 #  * rows of 1MB: the sums' memory looked at after each row (the backend
@@ -150,6 +151,41 @@ is(sql("SELECT count(*) FILTER (WHERE diff = 0) || ' ' || count(*) FROM "
 contents('g', 1);
 is( (sql_error($node, "$tiny SELECT count(*) FROM peek.persist_peek(NULL::r, 'g', as_of => 2)"))[0],
 	'22003', 'g: at 2 the count is out of range, as in memory');
+
+# ---- rows of one hash: merged by their images ------------------------------
+# pairs of rows with the same row hash (found by scanning), in the base, in
+# the changes or both: the base rows of a hash come in tid order, the
+# sorted ones in image order, and each row keeps its own count
+my @pairs = map { [split / /] } split /,/, sql(
+	"SELECT string_agg(a || ' ' || b, ',') FROM (SELECT min(g) a, max(g) b FROM "
+	  . "(SELECT g, peek.row_hash((g, 1.0, 'c')::r) h FROM generate_series(1, 600000) g) s "
+	  . "GROUP BY h HAVING count(*) = 2 ORDER BY 1 LIMIT 60) p");
+is(scalar @pairs, 60, 'h: 60 pairs of rows with one hash');
+
+# the first ($which 0) or second rows of pairs $from to $to
+sub pair_rows
+{
+	my ($which, $from, $to) = @_;
+	return "SELECT g, 1.0, 'c' FROM unnest(ARRAY["
+	  . join(',', map { $_->[$which] } @pairs[$from .. $to]) . "]) g";
+}
+sql("SELECT peek.create_collection('h', 'r'); SELECT peek.set_retention('h', NULL)");
+add('h', 1, 1, pair_rows(0, 0, 59));
+add('h', 1, 1, xs(1, 20000));
+add('h', 2, 1, pair_rows(1, 0, 19));
+add('h', 2, -1, pair_rows(0, 20, 59));
+add('h', 2, 1, pair_rows(1, 40, 59));
+add('h', 2, 1, xs(20001, 30000));
+add('h', 3, 2, pair_rows(0, 20, 29));
+add('h', 3, 2, pair_rows(1, 0, 9));
+add('h', 3, -1, pair_rows(0, 0, 4));
+add('h', 3, -1, xs(1, 5000));
+add('h', 4, -1, pair_rows(1, 40, 59));
+add('h', 4, 1, pair_rows(1, 20, 24));
+add('h', 4, 1, xs(30001, 40000));
+sql("SELECT peek.advance('h', 5)");
+ok(base_reaches($node, 'h', 4, 300), 'h: the base takes every time in');
+contents('h', $_) for (1, 2, 3);
 
 # ---- a shard read whole (its rows index dropped) ---------------------------
 sql("SELECT peek.create_collection('w', 'r')");

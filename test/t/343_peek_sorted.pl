@@ -16,7 +16,7 @@
 #  * rows of one row hash (found by scanning), merged by their images;
 #  * a shard read whole (its rows index dropped), sorted whole;
 #  * each of those peeks sorted in temporary files (the sort's DEBUG1 line);
-#  * rows of 1MB: the sums' memory looked at after each row (the backend
+#  * rows of 512kB: the sums' memory looked at after each row (the backend
 #    grows by less than 64MB, not by 256 such rows);
 #  * a peek canceled mid-sort leaves no temporary file, and the next is
 #    exact; one past temp_file_limit fails with 53400.
@@ -198,15 +198,15 @@ sql("SELECT peek.advance('w', 4)");
 contents('w', $_, 'a peek of the shard read whole') for (1, 3);
 
 # ---- wide rows: the sums' memory looked at after each row ------------------
-# 300 rows of 1MB (compressed in the shard, 1MB each in memory) changed
+# 300 rows of 512kB (compressed in the shard, 512kB each in memory) changed
 # between the base and the peek's time: the sums pass work_mem at the first,
 # and the peek sorts them; the backend grows by a row or two and the sort's
 # buffers, not by the 256 rows summed before the sums' memory was looked at
-# (about 260MB).
+# (about 130MB).
 sql("SELECT peek.create_collection('m', 'r'); SELECT peek.set_retention('m', NULL)");
 for my $t (1, 2)
 {
-	sql("SELECT peek.append('m', ARRAY(SELECT (g, 1.0, repeat(md5(g::text), 32768))::r "
+	sql("SELECT peek.append('m', ARRAY(SELECT (g, 1.0, repeat(md5(g::text), 16384))::r "
 		  . "FROM generate_series(1, 300) g), $t, " . ($t == 1 ? 1 : -1) . ")");
 }
 sql("SELECT peek.advance('m', 3)");
@@ -215,7 +215,7 @@ my $peak = "substring(pg_read_file('/proc/' || pg_backend_pid() || '/status') fr
 my $sorted = sorted_peeks('m');
 my ($before, $rows, $after) = split /\n/,
   sql("$tiny SELECT $peak; SELECT count(*) FROM peek.persist_peek(NULL::r, 'm', 1, 1); SELECT $peak");
-is($rows, '1', 'm: a row of 1MB at 1');
+is($rows, '1', 'm: a row of 512kB at 1');
 cmp_ok($after - $before, '<', 64 * 1024, "m: the peek's backend grew by less than 64MB");
 is(sorted_peeks('m'), $sorted + 1, 'm: the peek sorted the rows in temporary files');
 

@@ -24,9 +24,6 @@
 
 #define TOUCHED_BY_HASH_ROWS	16
 
-/* How many rows are summed between two looks at the sums' memory. */
-#define ROWS_PER_MEMORY_CHECK	256
-
 /* The base rows a walk must adjust, and their rows' sums. */
 typedef struct Touched
 {
@@ -214,7 +211,8 @@ struct PersistWalk
  * (shard_sign_at: a base row as it is, a history row after at, which the
  * base counts and the walk not, taken out, a recent one up to at put in),
  * or only noted, as long as the memory of the sums stays within budget
- * bytes.
+ * bytes: looked at after each row (two contexts' counters), as a row may
+ * be a megabyte and more.
  */
 typedef struct RowSums
 {
@@ -222,7 +220,6 @@ typedef struct RowSums
 	int64		at;
 	bool		note_only;
 	Size		budget;
-	int64		rows;
 	bool		fit;
 } RowSums;
 
@@ -234,8 +231,7 @@ sum_row(ShardBase *b, ItemPointer tid, int64 time, int64 diff, Datum row, void *
 
 	if (sign != 0 || s->note_only)
 		row_counts_add(s->counts, row, 0)->count += sign * (int128) diff;
-	if (++s->rows % ROWS_PER_MEMORY_CHECK == 0 &&
-		MemoryContextMemAllocated(s->counts->cxt, true) > s->budget)
+	if (MemoryContextMemAllocated(s->counts->cxt, true) > s->budget)
 		s->fit = false;
 	return s->fit;
 }
@@ -254,7 +250,7 @@ sum_changes(PersistWalk *w, Oid row_type, int64 time)
 	ShardBase  *b = &w->b;
 	Touched    *t = &w->t;
 	Size		budget = get_hash_memory_limit();
-	RowSums		recent = {NULL, time, false, budget, 0, true};
+	RowSums		recent = {NULL, time, false, budget, true};
 
 	t->recent = recent.counts = row_counts_create(row_type);
 	t->flagged = row_counts_create(row_type);
@@ -265,7 +261,7 @@ sum_changes(PersistWalk *w, Oid row_type, int64 time)
 	if (recent.fit)
 	{
 		Size		used = MemoryContextMemAllocated(t->recent->cxt, true);
-		RowSums		flagged = {t->flagged, time, true, budget - Min(used, budget), 0, true};
+		RowSums		flagged = {t->flagged, time, true, budget - Min(used, budget), true};
 
 		shard_scan_flagged(b, sum_row, &flagged);
 		recent.fit = flagged.fit;
@@ -287,7 +283,7 @@ sum_changes(PersistWalk *w, Oid row_type, int64 time)
 static bool
 sum_whole(PersistWalk *w, Oid row_type, int64 time)
 {
-	RowSums		s = {row_counts_create(row_type), time, false, get_hash_memory_limit(), 0, true};
+	RowSums		s = {row_counts_create(row_type), time, false, get_hash_memory_limit(), true};
 
 	shard_scan_heap(&w->b, PG_INT64_MIN, PG_INT64_MAX, sum_row, &s);
 	if (s.fit)

@@ -13,8 +13,11 @@
 #    with limits;
 #  * a row whose count leaves bigint's range (flagged base rows in parts)
 #    peeked where its count is in range;
+#  * rows of one row hash (found by scanning), merged by their images;
 #  * a shard read whole (its rows index dropped), sorted whole;
 #  * each of those peeks sorted in temporary files (the sort's DEBUG1 line);
+#  * rows of 512kB: the sums' memory looked at after each row (the backend
+#    grows by less than 64MB, not by 256 such rows);
 #  * a peek canceled mid-sort leaves no temporary file, and the next is
 #    exact; one past temp_file_limit fails with 53400.
 use strict;
@@ -149,6 +152,41 @@ contents('g', 1);
 is( (sql_error($node, "$tiny SELECT count(*) FROM peek.persist_peek(NULL::r, 'g', as_of => 2)"))[0],
 	'22003', 'g: at 2 the count is out of range, as in memory');
 
+# ---- rows of one hash: merged by their images ------------------------------
+# pairs of rows with the same row hash (found by scanning), in the base, in
+# the changes or both: the base rows of a hash come in tid order, the
+# sorted ones in image order, and each row keeps its own count
+my @pairs = map { [split / /] } split /,/, sql(
+	"SELECT string_agg(a || ' ' || b, ',') FROM (SELECT min(g) a, max(g) b FROM "
+	  . "(SELECT g, peek.row_hash((g, 1.0, 'c')::r) h FROM generate_series(1, 600000) g) s "
+	  . "GROUP BY h HAVING count(*) = 2 ORDER BY 1 LIMIT 60) p");
+is(scalar @pairs, 60, 'h: 60 pairs of rows with one hash');
+
+# the first ($which 0) or second rows of pairs $from to $to
+sub pair_rows
+{
+	my ($which, $from, $to) = @_;
+	return "SELECT g, 1.0, 'c' FROM unnest(ARRAY["
+	  . join(',', map { $_->[$which] } @pairs[$from .. $to]) . "]) g";
+}
+sql("SELECT peek.create_collection('h', 'r'); SELECT peek.set_retention('h', NULL)");
+add('h', 1, 1, pair_rows(0, 0, 59));
+add('h', 1, 1, xs(1, 20000));
+add('h', 2, 1, pair_rows(1, 0, 19));
+add('h', 2, -1, pair_rows(0, 20, 59));
+add('h', 2, 1, pair_rows(1, 40, 59));
+add('h', 2, 1, xs(20001, 30000));
+add('h', 3, 2, pair_rows(0, 20, 29));
+add('h', 3, 2, pair_rows(1, 0, 9));
+add('h', 3, -1, pair_rows(0, 0, 4));
+add('h', 3, -1, xs(1, 5000));
+add('h', 4, -1, pair_rows(1, 40, 59));
+add('h', 4, 1, pair_rows(1, 20, 24));
+add('h', 4, 1, xs(30001, 40000));
+sql("SELECT peek.advance('h', 5)");
+ok(base_reaches($node, 'h', 4, 300), 'h: the base takes every time in');
+contents('h', $_) for (1, 2, 3);
+
 # ---- a shard read whole (its rows index dropped) ---------------------------
 sql("SELECT peek.create_collection('w', 'r')");
 sql("DROP INDEX " . sql("SELECT shard FROM peek.collections WHERE name = 'w'") . "_rows");
@@ -158,6 +196,28 @@ add('w', 2, 2, xs(20001, 25000));
 add('w', 3, 1, xs(1, 1000, '1.00'));
 sql("SELECT peek.advance('w', 4)");
 contents('w', $_, 'a peek of the shard read whole') for (1, 3);
+
+# ---- wide rows: the sums' memory looked at after each row ------------------
+# 300 rows of 512kB (compressed in the shard, 512kB each in memory) changed
+# between the base and the peek's time: the sums pass work_mem at the first,
+# and the peek sorts them; the backend grows by a row or two and the sort's
+# buffers, not by the 256 rows summed before the sums' memory was looked at
+# (about 130MB).
+sql("SELECT peek.create_collection('m', 'r'); SELECT peek.set_retention('m', NULL)");
+for my $t (1, 2)
+{
+	sql("SELECT peek.append('m', ARRAY(SELECT (g, 1.0, repeat(md5(g::text), 16384))::r "
+		  . "FROM generate_series(1, 300) g), $t, " . ($t == 1 ? 1 : -1) . ")");
+}
+sql("SELECT peek.advance('m', 3)");
+ok(base_reaches($node, 'm', 2, 300), 'm: the base takes every time in');
+my $peak = "substring(pg_read_file('/proc/' || pg_backend_pid() || '/status') from 'VmHWM:\\s+(\\d+) kB')::int";
+my $sorted = sorted_peeks('m');
+my ($before, $rows, $after) = split /\n/,
+  sql("$tiny SELECT $peak; SELECT count(*) FROM peek.persist_peek(NULL::r, 'm', 1, 1); SELECT $peak");
+is($rows, '1', 'm: a row of 512kB at 1');
+cmp_ok($after - $before, '<', 64 * 1024, "m: the peek's backend grew by less than 64MB");
+is(sorted_peeks('m'), $sorted + 1, 'm: the peek sorted the rows in temporary files');
 
 # ---- a cancel mid-peek, and temp_file_limit --------------------------------
 sql("SELECT peek.create_collection('c', 'r'); SELECT peek.set_retention('c', NULL)");

@@ -62,6 +62,13 @@
 #define DATAFLOW_IDLE_WRITE_STANDBY_MS	100
 
 /*
+ * A view whose catalog row a user's transaction holds (set_retention,
+ * drop_view not yet committed) is passed over by the learning this long,
+ * never waited for (round.c's dataflow_learn).
+ */
+#define DATAFLOW_LEARN_HELD_MS			1000
+
+/*
  * A round that runs past its time limit (pg_peek.view_round_timeout) is a
  * resource condition, not a wrong query (a rebuild over a big input under
  * load, a slow function): the view is not failed but retried once as long
@@ -131,6 +138,7 @@ typedef struct DataflowView
 	TimestampTz written_at;		/* when a round last wrote its upper */
 	int			timeouts;		/* its rounds that ran out of time in a row */
 	TimestampTz retry_at;		/* not due before then (after a timeout) */
+	TimestampTz learn_at;		/* not learning before then (its row held) */
 	char	   *query;			/* its plan's text */
 	ReduceState **groups;		/* per branch: its rows by key, or NULL */
 	int			nbranches;

@@ -16,7 +16,9 @@
  *	  the walk passes; the groups a round knows are passed over.  The rounds keep
  *	  them current from there.  Steps run only when no round is due
  *	  (runtime/maintenance.c) and each is short, so an input's new updates
- *	  wait for one step at most.  Once every hash is learned the stage is
+ *	  wait for one step at most; a view whose catalog row a user's
+ *	  transaction holds is passed over a while, never waited for (round.c's
+ *	  dataflow_learn).  Once every hash is learned the stage is
  *	  no longer lazy (a group it lacks has no rows): a round costs its
  *	  updates.  A stage whose groups come to take more memory than its
  *	  arrangement (groups of a few rows, cheap to learn when touched) stops

@@ -653,7 +653,9 @@ locked_round(DataflowView *view, PeekObjectId *ids)
  * dataflow_reduce_learn), as its owner, as a round would run, in the
  * snapshot taken after its row lock, with its operators' counts; when its
  * groups are at its upper (no round ran since, failed or timed out).
- * Returns whether it has more to learn.
+ * Returns whether it has more to learn.  One whose row a user's
+ * transaction holds is passed over a while, not waited for: the others
+ * learn meanwhile, and an idle runtime does not wait on it step after step.
  */
 bool
 dataflow_learn(DataflowView *view)
@@ -671,8 +673,12 @@ dataflow_learn(DataflowView *view)
 
 	ids[0] = view->id;
 	memcpy(ids + 1, view->inputs, sizeof(PeekObjectId) * view->ninputs);
-	if (!catalog_lock_row(view->id, false))
-		return false;
+	if (!catalog_lock_row(view->id, true))
+	{
+		view->learn_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													 DATAFLOW_LEARN_HELD_MS);
+		return true;
+	}
 	PushActiveSnapshot(GetLatestSnapshot());
 	objects = catalog_read(ids, view->ninputs + 1);
 	v = catalog_object_in(objects, view->id);

@@ -176,6 +176,7 @@ dataflow_note_view(CatalogObject *obj)
 	view->written_at = GetCurrentTimestamp();
 	view->timeouts = 0;
 	view->retry_at = 0;
+	view->learn_at = 0;
 	registry_round_timeouts(obj->id, 0, 0);
 	view->query = MemoryContextStrdup(views_cxt, query);
 	view->groups = NULL;
@@ -314,13 +315,15 @@ dataflow_next_due_view(PeekObjectId after)
 
 /*
  * A view that is learning its groups between rounds (reduce.c), not due
- * (its round comes first), or NULL.
+ * (its round comes first) nor passed over a while (its row held,
+ * dataflow_learn), or NULL.
  */
 DataflowView *
 dataflow_next_learning_view(void)
 {
 	HASH_SEQ_STATUS status;
 	DataflowView *view;
+	TimestampTz now = GetCurrentTimestamp();
 
 	hash_seq_init(&status, views);
 	while ((view = hash_seq_search(&status)) != NULL)
@@ -329,7 +332,7 @@ dataflow_next_learning_view(void)
 
 		for (int i = 0; i < view->ninputs; i++)
 			due |= registry_published_upper(view->inputs[i]) > view->published;
-		for (int b = 0; b < view->nbranches && !due; b++)
+		for (int b = 0; b < view->nbranches && !due && view->learn_at <= now; b++)
 			if (dataflow_reduce_learning(view->groups[b]))
 			{
 				hash_seq_term(&status);

@@ -349,17 +349,10 @@ walk_hash_rows(dsa_pointer *batches, int nbatches, uint32 hash, int64 time,
 	merge_runs(cursors, open_key_cursors(&handle, hash, from, cursors), time, fn, arg);
 }
 
-/*
- * The rows of the batches whose key hashes are in [lo, hi) (hi up to
- * 2^32), in their hashes' order, each with its count at the time (not 0),
- * to fn: a lazy view's groups learned a range of hashes at a time
- * (dataflow/learn.c).
- */
-void
-walk_hash_range(dsa_pointer *batches, int nbatches, uint32 lo, uint64 hi, int64 time,
-				WalkRowFn fn, void *arg)
+/* A cursor per batch over its entries whose key hashes are in [lo, hi). */
+static int
+open_range_cursors(dsa_pointer *batches, int nbatches, uint32 lo, uint64 hi, Cursor *cursors)
 {
-	Cursor		cursors[PEEK_MAX_BATCHES];
 	int			ncursors = 0;
 
 	Assert(nbatches <= PEEK_MAX_BATCHES);
@@ -374,7 +367,35 @@ walk_hash_range(dsa_pointer *batches, int nbatches, uint32 lo, uint64 hi, int64 
 		if (c->pos < c->end)
 			ncursors++;
 	}
-	merge_runs(cursors, ncursors, time, fn, arg);
+	return ncursors;
+}
+
+/*
+ * The rows of the batches whose key hashes are in [lo, hi) (hi up to
+ * 2^32), in their hashes' order, each with its count at the time (not 0),
+ * to fn: a lazy view's groups learned a range of hashes at a time
+ * (dataflow/learn.c).
+ */
+void
+walk_hash_range(dsa_pointer *batches, int nbatches, uint32 lo, uint64 hi, int64 time,
+				WalkRowFn fn, void *arg)
+{
+	Cursor		cursors[PEEK_MAX_BATCHES];
+
+	merge_runs(cursors, open_range_cursors(batches, nbatches, lo, hi, cursors), time, fn, arg);
+}
+
+/* How many entries the batches hold with key hashes in [lo, hi): no row read. */
+int64
+walk_hash_range_entries(dsa_pointer *batches, int nbatches, uint32 lo, uint64 hi)
+{
+	Cursor		cursors[PEEK_MAX_BATCHES];
+	int			ncursors = open_range_cursors(batches, nbatches, lo, hi, cursors);
+	int64		entries = 0;
+
+	for (int i = 0; i < ncursors; i++)
+		entries += cursors[i].end - cursors[i].pos;
+	return entries;
 }
 
 /*

@@ -43,6 +43,7 @@ extern void walk_hash_rows(dsa_pointer *batches, int nbatches, uint32 hash, int6
 						   WalkRowFn fn, void *arg);
 extern void walk_hash_range(dsa_pointer *batches, int nbatches, uint32 lo, uint64 hi,
 							int64 time, WalkRowFn fn, void *arg);
+extern int64 walk_hash_range_entries(dsa_pointer *batches, int nbatches, uint32 lo, uint64 hi);
 extern void walk_hash_row_counts(dsa_pointer *batches, int nbatches, uint32 hash,
 								 const Datum *rows, int nrows, int64 time, int64 *counts);
 

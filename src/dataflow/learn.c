@@ -18,9 +18,11 @@
  *	  (runtime/maintenance.c) and each is short, so an input's new updates
  *	  wait for one step at most; a view whose catalog row a user's
  *	  transaction holds is passed over a while, never waited for (round.c's
- *	  dataflow_learn).  Once every hash is learned the stage is
- *	  no longer lazy (a group it lacks has no rows): a round costs its
- *	  updates.  A stage whose groups come to take more memory than its
+ *	  dataflow_learn).  A step walks at most LEARN_STEP_MAX_ROWS rows: a
+ *	  key hash of more (a NULL key, a huge group) is passed over, its
+ *	  groups learned when first touched.  Once every hash is learned (none
+ *	  passed over) the stage is no longer lazy (a group it lacks has no
+ *	  rows): a round costs its updates.  A stage whose groups come to take more memory than its
  *	  arrangement (groups of a few rows, cheap to learn when touched) stops
  *	  learning and stays lazy (reduce.c).  A restart or a rebuild starts
  *	  lazy and learns again.
@@ -37,8 +39,9 @@
 #include "arrange/walk.h"
 #include "dataflow/reduce_internal.h"
 
-/* The rows of the input a learning step walks, about. */
+/* The rows of the input a learning step walks, about, and at most. */
 #define LEARN_STEP_ROWS		4096
+#define LEARN_STEP_MAX_ROWS	(4 * LEARN_STEP_ROWS)
 
 /* A learning step's walk: the groups it learns. */
 typedef struct Learning
@@ -119,9 +122,30 @@ learn_step(ReduceRound *r, SpineRead *read, int64 upper)
 	to = Min(state->learn_from +
 			 Max(((uint64) 1 << 32) * LEARN_STEP_ROWS / Max(entries, 1), 1),
 			 (uint64) 1 << 32);
-	r->current = 0;
-	walk_hash_range(read->batches, read->nbatches, (uint32) state->learn_from, to, upper,
-					learn_row, &l);
+
+	/*
+	 * Keys are not spread evenly (a NULL key, a big group): a range of too
+	 * many rows is halved, and a hash of too many passed over, its groups
+	 * learned when a round first touches them, so that no step holds up a
+	 * round for long.
+	 */
+	while ((entries = walk_hash_range_entries(read->batches, read->nbatches,
+											  (uint32) state->learn_from, to)) > LEARN_STEP_MAX_ROWS &&
+		   to - state->learn_from > 1)
+		to = state->learn_from + (to - state->learn_from) / 2;
+	if (entries > LEARN_STEP_MAX_ROWS)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("pg_peek view stage passes over key hash %u in its learning: " INT64_FORMAT " rows",
+								 (uint32) state->learn_from, entries)));
+		state->learn_passed = true;
+	}
+	else
+	{
+		r->current = 0;
+		walk_hash_range(read->batches, read->nbatches, (uint32) state->learn_from, to, upper,
+						learn_row, &l);
+	}
 	r->output.cxt = CurrentMemoryContext;
 	for (int g = 0; g < l.ngroups; g++)
 	{
@@ -139,7 +163,8 @@ learn_step(ReduceRound *r, SpineRead *read, int64 upper)
 		group->loaded_at = -1;
 	}
 	state->learn_from = to;
-	if (to >> 32)
-		state->lazy = state->learning = false;
+	state->learning = (to >> 32) == 0;
+	if (!state->learning)
+		state->lazy = state->learn_passed;
 	return state->learning;
 }

@@ -421,8 +421,9 @@ dataflow_reduce_learn(ReduceState *groups, const char *text, ViewPlan *plan, Cat
 	if (arranged_choose(plan, v, in, upper, upper, &read, &updates) != groups->shared ||
 		read->upper > Max(upper, idle_to))
 		return false;
-	/* (an error in the step leaves the groups to be built again) */
+	/* (an error in the step leaves the groups to be built again, not learning) */
 	groups->upper = -1;
+	groups->learning = false;
 	round_begin(&r, groups, plan, text, NULL, out_desc);
 	r.inputs[0].read = read;
 	r.inputs[0].updates = updates;

@@ -88,6 +88,8 @@ struct ReduceState
 								 * (learn.c) */
 	uint64		learn_from;		/* the least key hash it has not learned
 								 * (up to 2^32) */
+	bool		learn_passed;	/* a key hash of too many rows passed over:
+								 * lazy once learned */
 	TupleHashTable table;		/* the groups by key; NULL without GROUP BY */
 	ViewGroup  *whole;			/* the only group without GROUP BY */
 	TupleTableSlot *key_slot;	/* a row's key, as a round projects it */

@@ -254,17 +254,17 @@ slot_answered(PeekSlot *slot)
 }
 
 /*
- * A pg_peek worker that waits for this transaction to end, which a peek
- * that waits for it would wait for forever: a source's loader waits for
- * every transaction that held an xid when its slot was made, and a
- * runtime may wait for a row this transaction wrote.  The peek waits on
- * its latch, which the deadlock detector does not see, so the cycle is
- * reported here as the deadlock it is.  A fold worker answers no peek.
- * Reads other processes' wait locks without their locks: a stale read
- * shows at the next look, a second later.
+ * Fail with 40P01 when a pg_peek worker waits for this transaction to end
+ * while this transaction waits for a peek of the object (noun, name) to be
+ * answered: a source's loader waits for every transaction that held an xid
+ * when its slot was made, and a runtime may wait for a row this
+ * transaction wrote.  The peek waits on a latch, which the deadlock
+ * detector does not see, so the cycle is reported here as the deadlock it
+ * is.  A fold worker answers no peek.  Reads other processes' wait locks
+ * without their locks: a stale read shows at the next look.
  */
-static void
-check_waits_for_us(char kind, const char *name)
+void
+peek_check_deadlock(const char *noun, const char *name)
 {
 	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		return;
@@ -285,9 +285,9 @@ check_waits_for_us(char kind, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
 				 errmsg("deadlock detected"),
-				 errdetail("The peek of %s \"%s\" waits for the %s process %d, which waits for this transaction to end.",
-						   catalog_kind_noun(kind), name, type, pid),
-				 errhint("Commit or roll back the transaction's writes before the peek, or peek from another session.")));
+				 errdetail("A peek of %s \"%s\" waits for the %s process %d, which waits for this transaction to end.",
+						   noun, name, type, pid),
+				 errhint("Commit or roll back the transaction's writes first, or do this from another session.")));
 	}
 }
 
@@ -325,7 +325,7 @@ wait_for_answer(PeekSlot *slot, int runtime, PeekObjectId object, char kind,
 
 		/* about once a second: a worker it waits for that waits for us */
 		if (++waits % 10 == 0)
-			check_waits_for_us(kind, name);
+			peek_check_deadlock(catalog_kind_noun(kind), name);
 
 		/* A client that went away will never read the answer. */
 		if (whereToSendOutput == DestRemote && !pq_check_connection())

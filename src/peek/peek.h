@@ -60,6 +60,7 @@ extern void backend_peek_init(void);
 extern PeekTicket backend_peek_begin(PeekObjectId object, const char *name, char kind, int64 time,
 							 int64 floor, bool *dropped);
 extern void backend_peek_end(void);
+extern void peek_check_deadlock(const char *noun, const char *name);
 
 /* runtime side: the solo runtime lends its own spine's batches */
 typedef bool (*PeekLocalBatches) (PeekObjectId index, dsa_pointer **batches, int *nbatches,

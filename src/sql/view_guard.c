@@ -14,7 +14,8 @@
  *	    CASCADE of what it uses (views_dropped_with; a cascade locks the
  *	    views reading the view first), LOCK TABLE ... IN
  *	    ACCESS EXCLUSIVE MODE, CREATE OR REPLACE VIEW, CREATE RULE and
- *	    DROP RULE of it);
+ *	    DROP RULE of it; 40P01 when the peeks it waits for may wait for
+ *	    a pg_peek worker that waits for its transaction);
  *	  * its body may be replaced by itself (pg_restore does, after the
  *	    catalog's rows): its dependencies are recorded again from the kept
  *	    query (dataflow_record_dependencies_again);
@@ -66,6 +67,7 @@
 #include "common/spi.h"
 #include "dataflow/dataflow.h"
 #include "ipc/notify.h"
+#include "peek/peek.h"
 #include "peek/slots.h"
 #include "sql/view_guard.h"
 #include "sql/view_uses_guard.h"
@@ -458,11 +460,16 @@ lock_pg_view_within(Oid relid, int wait_ms, bool user_bound)
  * started waiting just after the look would otherwise wait for ever, its
  * round's lock queued behind this one (the runtime gives up its own wait
  * soon and tries again later).  The user's lock_timeout bounds the whole.
+ * The peeks may wait for a source's load that waits for this transaction
+ * (it holds an xid: a loader waits for it), which would never end: about
+ * once a second (100 waits of 10 ms) a pg_peek worker that waits for it
+ * is reported as a deadlock, as it is to a peek of this transaction's own.
  */
 void
 view_guard_lock_pg_view(PeekObjectId id, Oid relid)
 {
 	TimestampTz start = GetCurrentTimestamp();
+	int			peek_waits = 0;
 
 	for (;;)
 	{
@@ -477,9 +484,13 @@ view_guard_lock_pg_view(PeekObjectId id, Oid relid)
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 					 errmsg("could not obtain lock on view \"%s\"", get_rel_name(relid)),
 					 errdetail("A peek of the view waits for it.")));
-		if (!peek_slots_waiting_on(id) &&
-			lock_pg_view_within(relid, user_bound ? LockTimeout - waited : wait_ms, user_bound))
-			return;
+		if (!peek_slots_waiting_on(id))
+		{
+			if (lock_pg_view_within(relid, user_bound ? LockTimeout - waited : wait_ms, user_bound))
+				return;
+		}
+		else if (++peek_waits % 100 == 0)
+			peek_check_deadlock("view", get_rel_name(relid));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 10L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

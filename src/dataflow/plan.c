@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
@@ -218,6 +219,23 @@ check_input_columns(RangeTblEntry *rte, Oid row_type)
 	ReleaseTupleDesc(desc);
 }
 
+/* What a relation in FROM that no input stands for is, for an error. */
+static const char *
+relkind_noun(char relkind)
+{
+	switch (relkind)
+	{
+		case RELKIND_MATVIEW:
+			return "materialized views";
+		case RELKIND_FOREIGN_TABLE:
+			return "foreign tables";
+		case RELKIND_SEQUENCE:
+			return "sequences";
+		default:
+			return "this kind of relation";
+	}
+}
+
 /* An input in FROM: peek.persist_peek(NULL::t, 'name'). */
 static void
 check_input(RangeTblEntry *rte, Index rtindex, ViewPlan *plan)
@@ -233,7 +251,8 @@ check_input(RangeTblEntry *rte, Index rtindex, ViewPlan *plan)
 		case RTE_FUNCTION:
 			break;
 		case RTE_RELATION:
-			dataflow_refuse("reading a table or view directly (read a collection or view with peek.persist_peek(NULL::t, 'name'))");
+			/* (sources.c read tables and maintained views as their peeks) */
+			dataflow_refuse(psprintf("reading %s", relkind_noun(rte->relkind)));
 			break;
 		case RTE_SUBQUERY:
 			dataflow_refuse("subqueries in FROM");

@@ -26,7 +26,14 @@
  *	  their tables again, for those dependencies: at create_view and after
  *	  a restore alike.
  *
- *	  Reads the catalog only (which sources capture a table).
+ *	  Likewise a maintained view's PostgreSQL view in FROM stands for the
+ *	  view, read as peek.persist_peek(NULL::<its row type>, '<view>'), which
+ *	  the PostgreSQL view's body is (its columns are the view's row type's):
+ *	  a view over views names them as a user reads them.  Another view is
+ *	  refused (0A000, naming it), one the user may not SELECT from is 42501.
+ *
+ *	  Reads the catalog only (which sources capture a table, which view has
+ *	  a row type).
  *
  *-------------------------------------------------------------------------
  */
@@ -183,6 +190,45 @@ source_columns(TupleDesc table_desc, TupleDesc source_desc, Oid from, CatalogObj
 	return map;
 }
 
+/* peek.persist_peek(NULL::<obj's row type>, '<obj's name>') */
+static FuncExpr *
+persist_peek_call(CatalogObject *obj)
+{
+	FuncExpr   *call;
+
+	call = makeFuncExpr(dataflow_persist_peek_oid(), obj->row_type,
+						list_make2(makeNullConst(obj->row_type, -1, InvalidOid),
+								   makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
+											 CStringGetTextDatum(obj->name), false, false)),
+						InvalidOid, DEFAULT_COLLATION_OID, COERCE_EXPLICIT_CALL);
+	call->funcretset = true;
+	return call;
+}
+
+/*
+ * Make the range table entry rtindex of the query (a copy of the caller's)
+ * the call, a persist peek of ncolumns columns, under the entry's alias and
+ * column names.  No permissions are left to check: the view's inputs'
+ * readers are checked as their own (view_ddl.c).
+ */
+static void
+read_as_peek(Query *query, int rtindex, FuncExpr *call, int ncolumns)
+{
+	RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
+	RangeTblFunction *rtfunc = makeNode(RangeTblFunction);
+	RangeTblEntry *peek = makeNode(RangeTblEntry);
+
+	rtfunc->funcexpr = (Node *) call;
+	rtfunc->funccolcount = ncolumns;
+	peek->rtekind = RTE_FUNCTION;
+	peek->functions = list_make1(rtfunc);
+	peek->alias = rte->alias;
+	peek->eref = rte->eref;
+	peek->lateral = rte->lateral;
+	peek->inFromCl = rte->inFromCl;
+	list_nth_cell(query->rtable, rtindex - 1)->ptr_value = peek;
+}
+
 /*
  * Read the range table entry rtindex of the query, a table of row type
  * from or a persist peek of the source as that row type, as the source
@@ -199,8 +245,6 @@ read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
 	AttrMap    *map = source_columns(table_desc, source_desc, from, src);
 	bool		whole_row;
 	RangeTblEntry *rte;
-	RangeTblEntry *peek;
-	RangeTblFunction *rtfunc = makeNode(RangeTblFunction);
 	FuncExpr   *call;
 	List	   *names = NIL;
 
@@ -235,25 +279,8 @@ read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
 		call->funcresulttype = src->row_type;
 	}
 	else
-	{
-		call = makeFuncExpr(dataflow_persist_peek_oid(), src->row_type,
-							list_make2(makeNullConst(src->row_type, -1, InvalidOid),
-									   makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1,
-												 CStringGetTextDatum(src->name), false, false)),
-							InvalidOid, DEFAULT_COLLATION_OID, COERCE_EXPLICIT_CALL);
-		call->funcretset = true;
-	}
-	rtfunc->funcexpr = (Node *) call;
-	rtfunc->funccolcount = source_desc->natts;
-	/* (no permissions to check: a source's reader is checked as its own) */
-	peek = makeNode(RangeTblEntry);
-	peek->rtekind = RTE_FUNCTION;
-	peek->functions = list_make1(rtfunc);
-	peek->alias = rte->alias;
-	peek->eref = rte->eref;
-	peek->lateral = rte->lateral;
-	peek->inFromCl = rte->inFromCl;
-	list_nth_cell(query->rtable, rtindex - 1)->ptr_value = peek;
+		call = persist_peek_call(src);
+	read_as_peek(query, rtindex, call, source_desc->natts);
 	return query;
 }
 
@@ -305,9 +332,33 @@ peeked_source(RangeTblEntry *rte)
 }
 
 /*
+ * The maintained view whose PostgreSQL view rte reads, which the user may
+ * read (first: nothing is told of it otherwise); another view is refused.
+ */
+static CatalogObject *
+pg_view_view(RangeTblEntry *rte)
+{
+	CatalogObject *view;
+
+	if (pg_class_aclcheck(rte->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_VIEW, get_rel_name(rte->relid));
+	view = catalog_view_of_row_type(get_rel_type_id(rte->relid));
+	if (view == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("maintained views do not support reading view %s: it is not a maintained view",
+						quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+												   get_rel_name(rte->relid))),
+				 errdetail("A view in a view's query stands for the maintained view it is the PostgreSQL view of."),
+				 errhint("Read its query's tables, or make it a maintained view with peek.create_view.")));
+	return view;
+}
+
+/*
  * The query with each table in its FROM that a source captures read as
- * that source, and each persist peek of a source as its table's row type
- * read as the source's (the query itself if it has neither).
+ * that source, each persist peek of a source as its table's row type
+ * read as the source's, and each maintained view's PostgreSQL view read as
+ * the view (the query itself if it has none of them).
  */
 Query *
 dataflow_read_sources(Query *query)
@@ -331,6 +382,14 @@ dataflow_read_sources(Query *query)
 		else if (rte->rtekind == RTE_RELATION &&
 				 (rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_PARTITIONED_TABLE))
 			query = read_as_source(query, rtindex, get_rel_type_id(rte->relid), table_source(rte));
+		else if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_VIEW)
+		{
+			CatalogObject *view = pg_view_view(rte);
+
+			query = copyObject(query);
+			read_as_peek(query, rtindex, persist_peek_call(view),
+						 list_length(rte->eref->colnames));
+		}
 		else if ((src = peeked_source(rte)) != NULL)
 			query = read_as_source(query, rtindex, get_rel_type_id(src->source), src);
 	}

@@ -35,7 +35,8 @@ dataflow_refuse(const char *construct)
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("maintained views do not support %s", construct),
-			 errdetail("A maintained view reads inputs peek.persist_peek(NULL::t, 'name') in FROM, "
+			 errdetail("A maintained view reads inputs in FROM (tables that sources capture, maintained views, "
+					   "collections as peek.persist_peek(NULL::t, 'name')), "
 					   "joined by inner joins and left joins of one input on equalities (each input to the inputs before it in FROM), "
 					   "filters (WHERE), maps and projects its rows with immutable expressions, "
 					   "and may group them (GROUP BY, count, sum, avg, min, max, bool_and, bool_or, every, HAVING) "

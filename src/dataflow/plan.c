@@ -255,7 +255,7 @@ check_input(RangeTblEntry *rte, Index rtindex, ViewPlan *plan)
 			dataflow_refuse(psprintf("reading %s", relkind_noun(rte->relkind)));
 			break;
 		case RTE_SUBQUERY:
-			dataflow_refuse("subqueries in FROM");
+			dataflow_refuse("subqueries in FROM (make the subquery a maintained view of its own and read it by name)");
 			break;
 		default:
 			dataflow_refuse("this kind of FROM item");
@@ -707,7 +707,8 @@ plan_query(Query *query)
 			{query->commandType != CMD_SELECT || query->utilityStmt != NULL,
 			"statements other than SELECT"},
 			{query->hasRecursive, "WITH RECURSIVE"},
-			{query->cteList != NIL, "WITH (common table expressions)"},
+			{query->cteList != NIL,
+			"WITH (common table expressions; make each a maintained view of its own and read it by name)"},
 			{query->groupingSets != NIL, "GROUPING SETS, ROLLUP or CUBE"},
 			{query->hasWindowFuncs, "window functions"},
 			{query->hasTargetSRFs, "set-returning functions in the select list"},

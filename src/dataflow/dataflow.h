@@ -69,6 +69,23 @@
 #define DATAFLOW_LEARN_HELD_MS			1000
 
 /*
+ * A view's round whose catalog row a user's transaction holds is put off
+ * this long, not waited for: the other views' rounds go on meanwhile, and
+ * the runtime looks again soon after the transaction ends (round.c's
+ * dataflow_round).
+ */
+#define DATAFLOW_ROUND_HELD_MS			50
+
+/*
+ * A round that meets a transient error (a lock not had in time, a full
+ * disk, a serialization failure) is retried after a wait that doubles from
+ * the first to the last while its rounds keep failing, so that a lasting
+ * cause neither spins the runtime nor fills the log.
+ */
+#define DATAFLOW_RETRY_FIRST_MS			100
+#define DATAFLOW_RETRY_LAST_MS			10000
+
+/*
  * A round that runs past its time limit (pg_peek.view_round_timeout) is a
  * resource condition, not a wrong query (a rebuild over a big input under
  * load, a slow function): the view is not failed but retried once as long
@@ -137,7 +154,8 @@ typedef struct DataflowView
 	int64		published;		/* >= upper: idle rounds raise it alone */
 	TimestampTz written_at;		/* when a round last wrote its upper */
 	int			timeouts;		/* its rounds that ran out of time in a row */
-	TimestampTz retry_at;		/* not due before then (after a timeout) */
+	long		retry_ms;		/* its wait if its round fails, or 0 */
+	TimestampTz retry_at;		/* not due before then (put off, or retried) */
 	TimestampTz learn_at;		/* not learning before then (its row held) */
 	char	   *query;			/* its plan's text */
 	ReduceState **groups;		/* per branch: its rows by key, or NULL */
@@ -191,6 +209,7 @@ extern DataflowView *dataflow_view(PeekObjectId id);
 extern void dataflow_note_input_upper(PeekObjectId id, int64 upper);
 extern ViewPlan *dataflow_view_plan(DataflowView *view, Oid owner);
 extern DataflowView *dataflow_next_due_view(PeekObjectId after);
+extern long dataflow_wait_ms(void);
 extern DataflowView *dataflow_next_learning_view(void);
 extern int64 dataflow_input_hold(PeekObjectId input);
 

@@ -26,7 +26,9 @@
  *	  (pg_peek.view_round_timeout, doubled after each timeout) is
  *	  cancelled and the view retried later (dataflow_round_timed_out); one
  *	  that goes on when cancelled ends the runtime, and the view fails when
- *	  it starts again.  A step of a lazy view's learning of its groups
+ *	  it starts again.  One whose row a user's transaction holds is put off
+ *	  a little, not waited for, and one that met a transient error retried
+ *	  after a wait that doubles (dataflow_round).  A step of a lazy view's learning of its groups
  *	  between rounds (dataflow_learn, learn.c) runs as a round would, as
  *	  its owner, when its groups are at its upper.
  *
@@ -716,8 +718,8 @@ dataflow_learn(DataflowView *view)
  * alone and leaves nothing of the round behind.  Its and its inputs'
  * catalog rows are read once, after its row lock, in a snapshot taken then
  * that the whole round reads in (its inputs' shards too, so that they hold
- * every update below the uppers read): the lock may have waited for an
- * ALTER VIEW ... OWNER TO or a REASSIGN OWNED, and the table privileges
+ * every update below the uppers read): the lock is had only once an
+ * ALTER VIEW ... OWNER TO or a REASSIGN OWNED that held it ended, and the table privileges
  * checked (through the caches) are the latest, so the owners must be too,
  * and all of one snapshot, or a round right after a change of owners would
  * run as the old owner, or as the new one against an input's old owner.
@@ -726,17 +728,37 @@ bool
 dataflow_round(DataflowView *view)
 {
 	PeekObjectId *ids = palloc(sizeof(PeekObjectId) * (view->ninputs + 1));
-	bool		rose;
+	TimestampTz now = GetCurrentTimestamp();
+	bool		rose = false;
 
 	ids[0] = view->id;
 	memcpy(ids + 1, view->inputs, sizeof(PeekObjectId) * view->ninputs);
+
+	/*
+	 * Put off before the work, for a transient error to leave it so (the
+	 * runtime logs it and goes on): the wait doubles while rounds keep
+	 * failing, and a round that ends without an error sets it back.
+	 */
+	view->retry_ms = view->retry_ms == 0 ? DATAFLOW_RETRY_FIRST_MS :
+		Min(view->retry_ms * 2, DATAFLOW_RETRY_LAST_MS);
+	view->retry_at = TimestampTzPlusMilliseconds(now, view->retry_ms);
+
+	/*
+	 * A drop_view waits for the round; a row a user's transaction holds
+	 * (set_retention, a drop not yet committed) puts the round off a little,
+	 * not as an error, while the other views go on.
+	 */
 	if (idle_round(view, ids, &rose))
-		return rose;
-	/* a drop_view waits for the round, or the round for the drop */
-	if (!catalog_lock_row(view->id, false))
-		return false;
-	PushActiveSnapshot(GetLatestSnapshot());
-	rose = locked_round(view, ids);
-	PopActiveSnapshot();
+		view->retry_at = 0;
+	else if (!catalog_lock_row(view->id, true))
+		view->retry_at = TimestampTzPlusMilliseconds(now, DATAFLOW_ROUND_HELD_MS);
+	else
+	{
+		PushActiveSnapshot(GetLatestSnapshot());
+		rose = locked_round(view, ids);
+		PopActiveSnapshot();
+		view->retry_at = 0;
+	}
+	view->retry_ms = 0;
 	return rose;
 }

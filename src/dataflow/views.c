@@ -5,7 +5,8 @@
  *	  catalog rows it reads (dataflow_note_view), forgotten when dropped or
  *	  failed, due for a round once each of their inputs' published uppers
  *	  passes their published upper (or one of them failed: the round fails
- *	  the view), the durable uppers of their inputs seen at publications
+ *	  the view) and no retry puts them off (with when the first is due, for
+ *	  the runtime's sleep: dataflow_wait_ms), the durable uppers of their inputs seen at publications
  *	  (whether a round can be idle, round.c), and the hold they put on
  *	  their inputs' compaction: never to or past the least durable upper of
  *	  the views reading an input (a failed view holds nothing: it never
@@ -175,6 +176,7 @@ dataflow_note_view(CatalogObject *obj)
 	view->published = obj->upper;
 	view->written_at = GetCurrentTimestamp();
 	view->timeouts = 0;
+	view->retry_ms = 0;
 	view->retry_at = 0;
 	view->learn_at = 0;
 	registry_round_timeouts(obj->id, 0, 0);
@@ -284,8 +286,8 @@ dataflow_view_plan(DataflowView *view, Oid owner)
 /*
  * The due view with the least id above after, or NULL: one whose inputs
  * have all published times it has not taken yet, or with an input failed;
- * not one whose round ran out of time, before its retry is due
- * (dataflow_round_timed_out).  Ids grow with creation, so a view over
+ * not one put off, before its retry is due (a round that ran out of time,
+ * met a transient error or found its row held: round.c).  Ids grow with creation, so a view over
  * views comes after its inputs, and a caller that asks again after each
  * round finds it due once they published in the same step.
  */
@@ -311,6 +313,31 @@ dataflow_next_due_view(PeekObjectId after)
 			next = view;
 	}
 	return next;
+}
+
+/*
+ * How long until the first put-off view's retry is due (-1: none is), for
+ * the runtime to wake then instead of at its tick when nothing else does.
+ */
+long
+dataflow_wait_ms(void)
+{
+	HASH_SEQ_STATUS status;
+	DataflowView *view;
+	TimestampTz now = GetCurrentTimestamp();
+	long		wait_ms = -1;
+
+	if (views == NULL)
+		return -1;
+	hash_seq_init(&status, views);
+	while ((view = hash_seq_search(&status)) != NULL)
+		if (view->retry_at > now)
+		{
+			long		ms = TimestampDifferenceMilliseconds(now, view->retry_at) + 1;
+
+			wait_ms = wait_ms < 0 ? ms : Min(wait_ms, ms);
+		}
+	return wait_ms;
 }
 
 /*

@@ -294,10 +294,13 @@ runtime_wait(RuntimeSlot *rt, bool maintains, bool busy)
 	int			rc;
 	long		capture_ms = maintains ? capture_wait_ms() : -1;
 	long		fold_ms = maintains ? folds_wait_ms() : -1;
+	long		view_ms = maintains ? dataflow_wait_ms() : -1;
 	long		wait_ms = capture_ms >= 0 ? capture_ms : RUNTIME_TICK_MS;
 
 	if (fold_ms >= 0)
 		wait_ms = Min(wait_ms, fold_ms);
+	if (view_ms >= 0)
+		wait_ms = Min(wait_ms, view_ms);
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 				   busy ? 0 : standby_wait_ms(wait_ms, maintains),
 				   PG_WAIT_EXTENSION);

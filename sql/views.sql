@@ -74,8 +74,18 @@ SELECT try($$SELECT peek.create_view('x', 'SELECT pg_temp.vplus(id) AS y FROM pe
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') WHERE CASE WHEN id > 1 THEN pg_temp.vplus(id) END > 2')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT ROW(id)::pg_temp.vtemp AS t FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') WHERE (ROW(id)::pg_temp.vtemp).a > 1')$$);
+-- a temporary operator (of a function that is not) or collation
+CREATE OPERATOR pg_temp.### (LEFTARG = int, RIGHTARG = int, FUNCTION = int4pl);
+CREATE OPERATOR pg_temp.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = int4eq);
+CREATE COLLATION pg_temp.vcoll FROM "C";
+SELECT try($$SELECT peek.create_view('x', 'SELECT id OPERATOR(pg_temp.###) 1 AS y FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') WHERE id OPERATOR(pg_temp.===) ANY (ARRAY[1, 2])')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT max(name COLLATE pg_temp.vcoll) AS m FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
 DROP FUNCTION pg_temp.vplus(int);
 DROP TYPE pg_temp.vtemp;
+DROP OPERATOR pg_temp.### (int, int);
+DROP OPERATOR pg_temp.=== (int, int);
+DROP COLLATION pg_temp.vcoll;
 -- other mistakes, each with its own SQLSTATE; nothing was created
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''nosuch'')')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vbig, ''vitems'')')$$);

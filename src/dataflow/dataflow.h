@@ -157,6 +157,7 @@ typedef struct DataflowView
 	long		retry_ms;		/* its wait if its round fails, or 0 */
 	TimestampTz retry_at;		/* not due before then (put off, or retried) */
 	TimestampTz learn_at;		/* not learning before then (its row held) */
+	bool		learn_timed_out;	/* a learning step ran out of time: no more */
 	char	   *query;			/* its plan's text */
 	ReduceState **groups;		/* per branch: its rows by key, or NULL */
 	int			nbranches;
@@ -248,7 +249,7 @@ extern bool dataflow_hydrate_at_once(const char *text, ViewPlan *branch, Catalog
 /* reduce.c */
 extern void dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan,
 							CatalogObject *v, CatalogObject **in, TupleDesc out_desc,
-							int64 start, int64 end, int64 since);
+							int64 start, int64 end, int64 since, bool learn);
 extern void dataflow_reduce_free(ReduceState *state);
 extern bool dataflow_reduce_learning(ReduceState *groups);
 extern bool dataflow_reduce_learn(ReduceState *groups, const char *text, ViewPlan *plan,

@@ -11,8 +11,8 @@
  *	  projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
  *	  HAVING) or made DISTINCT; or a UNION ALL of such queries; with
- *	  immutable expressions only and no function or type of a temporary
- *	  schema.  The keys by which reduce.c keeps each input's rows are found
+ *	  immutable expressions only and no function, operator, collation or
+ *	  type of a temporary schema.  The keys by which reduce.c keeps each input's rows are found
  *	  here (a grouping's keys, or a join's key), with the operator that
  *	  tells them apart, and each operator's kind.  A join grouped by other
  *	  keys than its join key (or by none) is two stages: the join (or
@@ -33,9 +33,12 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
-#include "catalog/pg_class.h"
+#include "catalog/objectaddress.h"
 #include "catalog/pg_aggregate.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
@@ -125,40 +128,50 @@ temporary_function(Oid func_id, void *context)
 	return true;
 }
 
+/* Is the object (a type, an operator, a collation) of a temporary schema? */
 static bool
-temporary_type(Oid type)
+temporary_object(Oid classid, Oid objid)
 {
-	HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
-	bool		temporary;
+	ObjectAddress object;
 
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for type %u", type);
-	temporary = isAnyTempNamespace(((Form_pg_type) GETSTRUCT(tup))->typnamespace);
-	ReleaseSysCache(tup);
-	return temporary;
+	ObjectAddressSet(object, classid, objid);
+	return isAnyTempNamespace(get_object_namespace(&object));
 }
 
 /*
- * Refuse a function or type of a temporary schema anywhere in an
- * expression: the view outlasts the session that made it, and its text
- * names such an object as pg_temp, which the runtime would read as its own
- * temporary schema.
+ * Refuse a function, operator, collation or type of a temporary schema
+ * anywhere in an expression: the view outlasts the session that made it
+ * (whose end drops the view's PostgreSQL view with such an object), and
+ * its text names such an object as pg_temp, which the runtime would read
+ * as its own temporary schema.
  */
 static bool
 refuse_temporary_objects(Node *node, void *context)
 {
 	Oid			func = InvalidOid;
+	Oid			op = InvalidOid;
 
 	if (node == NULL)
 		return false;
 	if (check_functions_in_node(node, temporary_function, &func))
 		dataflow_refuse(psprintf("function %s: it is temporary", get_func_name(func)));
+	/* (DistinctExpr and NullIfExpr are OpExprs) */
+	if (IsA(node, OpExpr) || IsA(node, DistinctExpr) || IsA(node, NullIfExpr))
+		op = ((OpExpr *) node)->opno;
+	else if (IsA(node, ScalarArrayOpExpr))
+		op = ((ScalarArrayOpExpr *) node)->opno;
+	if (OidIsValid(op) && temporary_object(OperatorRelationId, op))
+		dataflow_refuse(psprintf("operator %s: it is temporary", get_opname(op)));
+	if (IsA(node, CollateExpr) &&
+		temporary_object(CollationRelationId, ((CollateExpr *) node)->collOid))
+		dataflow_refuse(psprintf("collation %s: it is temporary",
+								 get_collation_name(((CollateExpr *) node)->collOid)));
 	/* (the nodes in an expression that have no type of their own) */
 	if (IsA(node, SortGroupClause))
 		return false;			/* an aggregate's DISTINCT or ORDER BY */
 	if (IsA(node, List) || IsA(node, TargetEntry) || IsA(node, CaseWhen))
 		return expression_tree_walker(node, refuse_temporary_objects, context);
-	if (temporary_type(exprType(node)))
+	if (temporary_object(TypeRelationId, exprType(node)))
 		dataflow_refuse(psprintf("type %s: it is temporary", format_type_be(exprType(node))));
 	return expression_tree_walker(node, refuse_temporary_objects, context);
 }

@@ -257,12 +257,15 @@ starts_lazy(List *stages, uint32 shared, int64 since)
  * contents at the since and their output added there.  *groups keeps the
  * stages' rows by key from one round to the next; built again, each
  * stage's are built from what the stage before gives over its own, unless
- * they start lazy (starts_lazy).  Runs as the view's owner in round.c's
- * subtransaction and writes the view's shard; round.c raises its upper.
+ * they start lazy (starts_lazy), and then learn their groups between
+ * rounds if learn and they can (learn.c).  Runs as the view's owner in
+ * round.c's subtransaction and writes the view's shard; round.c raises its
+ * upper.
  */
 void
 dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogObject *v,
-				CatalogObject **in, TupleDesc out_desc, int64 start, int64 end, int64 since)
+				CatalogObject **in, TupleDesc out_desc, int64 start, int64 end, int64 since,
+				bool learn)
 {
 	List	   *stages = plan->stages != NIL ? plan->stages : list_make1(plan);
 	int			nstages = list_length(stages);
@@ -304,7 +307,7 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 			stage_desc = BlessTupleDesc(ExecTypeFromTL(stage->targetlist));
 		round_begin(&rounds[i], *state, stage, text, desc, stage_desc);
 		if (lazy)
-			(*state)->learning = learn_possible(&rounds[i]);
+			(*state)->learning = learn && learn_possible(&rounds[i]);
 		rounds[i].stage = i;
 		rounds[i].rows_whole = rebuild;
 		if (i == 0)

@@ -30,7 +30,8 @@
  *	  a little, not waited for, and one that met a transient error retried
  *	  after a wait that doubles (dataflow_round).  A step of a lazy view's learning of its groups
  *	  between rounds (dataflow_learn, learn.c) runs as a round would, as
- *	  its owner, when its groups are at its upper.
+ *	  its owner, when its groups are at its upper, within the same limit:
+ *	  one that runs past it is cancelled and the view learns no more.
  *
  *-------------------------------------------------------------------------
  */
@@ -114,12 +115,17 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
  * query_canceled and loops) is ended as the runtime is by SIGTERM once the
  * limit has passed again, and the view named in the runtime's slot, so
  * that the runtime started again fails it (round_outlived_cancel) rather
- * than run it again: that is the query's doing.
+ * than run it again: that is the query's doing.  A step of a view's
+ * learning (dataflow_learn) runs under the same limit, as its owner's
+ * functions could make it as long as a round (one whose cost depends on
+ * what they read, or on the clock); one that runs out stops the view's
+ * learning, not its rounds (its groups are learned when first touched).
  */
 static TimeoutId round_timeout = MAX_TIMEOUTS;
 static TimeoutId round_kill = MAX_TIMEOUTS;
 static volatile sig_atomic_t round_timed_out = false;
 static PeekObjectId round_view = 0;
+static bool round_learning = false;	/* the timer is a learning step's */
 static int	round_limit_ms = 0;
 
 /* A view's round's limit: the setting, doubled for each timeout in a row. */
@@ -151,7 +157,7 @@ round_kill_handler(void)
 }
 
 static void
-round_timer_start(DataflowView *view)
+round_timer_start(DataflowView *view, bool learning)
 {
 	if (setting_view_round_timeout_ms <= 0)
 		return;
@@ -162,6 +168,7 @@ round_timer_start(DataflowView *view)
 	}
 	round_timed_out = false;
 	round_view = view->id;
+	round_learning = learning;
 	round_limit_ms = round_limit(view);
 	enable_timeout_after(round_timeout, round_limit_ms);
 	enable_timeout_after(round_kill, round_limit_ms > INT_MAX / 2 ?
@@ -203,8 +210,11 @@ dataflow_round_timer_stop(void)
  * A view's round ran out of time (its subtransaction rolled back): it is
  * due again once as long has passed (the runtime's other work runs
  * meanwhile, and a view whose rounds keep running out takes at most about
- * half of the runtime's time), with its limit doubled.  Returns false if
- * the runtime keeps no such view (dropped meanwhile).
+ * half of the runtime's time), with its limit doubled.  A learning step
+ * that ran out stops the view's learning instead (its rounds, within
+ * their limit, learn its groups when they touch them), its rounds left as
+ * they were.  Returns false if the runtime keeps no such view (dropped
+ * meanwhile).
  */
 bool
 dataflow_round_timed_out(PeekObjectId id)
@@ -213,6 +223,16 @@ dataflow_round_timed_out(PeekObjectId id)
 
 	if (view == NULL)
 		return false;
+	if (round_learning)
+	{
+		view->learn_timed_out = true;
+		ereport(LOG,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("pg_peek view " INT64_FORMAT " stops learning its groups between rounds: a step ran longer than its limit (%d ms, from pg_peek.view_round_timeout)",
+						id, round_limit_ms),
+				 errdetail("Its rounds learn its groups when they first touch them.")));
+		return true;
+	}
 	view->timeouts = Min(view->timeouts + 1, DATAFLOW_TIMEOUT_DOUBLINGS);
 	view->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), round_limit_ms);
 	registry_round_timeouts(id, view->timeouts, round_limit(view));
@@ -565,7 +585,7 @@ locked_round(DataflowView *view, PeekObjectId *ids)
 	}
 
 	/* planned and evaluated as the view's owner */
-	round_timer_start(view);
+	round_timer_start(view, false);
 	as_owner(v, inputs, &saved);
 	out_desc = row_desc(v->row_type);
 	plan = replan(view, v, inputs, out_desc, &branch_inputs);
@@ -620,7 +640,7 @@ locked_round(DataflowView *view, PeekObjectId *ids)
 		}
 		else
 			dataflow_reduce(groups, view->query, branch, v, in, out_desc, start, end,
-							hydrating ? since : -1);
+							hydrating ? since : -1, !view->learn_timed_out);
 	}
 	dataflow_counts_end();
 	as_runtime(&saved);
@@ -653,8 +673,9 @@ locked_round(DataflowView *view, PeekObjectId *ids)
 /*
  * A step of a view's learning of its groups between rounds (reduce.c's
  * dataflow_reduce_learn), as its owner, as a round would run, in the
- * snapshot taken after its row lock, with its operators' counts; when its
- * groups are at its upper (no round ran since, failed or timed out).
+ * snapshot taken after its row lock, with its operators' counts, within a
+ * round's limit; when its groups are at its upper (no round ran since,
+ * failed or timed out).
  * Returns whether it has more to learn.  One whose row a user's
  * transaction holds is passed over a while, not waited for: the others
  * learn meanwhile, and an idle runtime does not wait on it step after step.
@@ -690,6 +711,7 @@ dataflow_learn(DataflowView *view)
 	if (v != NULL && v->failure == NULL && v->upper == view->upper &&
 		list_length(inputs) == view->ninputs)
 	{
+		round_timer_start(view, true);
 		as_owner(v, inputs, &saved);
 		out_desc = row_desc(v->row_type);
 		plan = replan(view, v, inputs, out_desc, &branch_inputs);
@@ -706,6 +728,7 @@ dataflow_learn(DataflowView *view)
 		if (plan->branches == NIL)
 			dataflow_counts_end();
 		as_runtime(&saved);
+		(void) dataflow_round_timer_stop();
 	}
 	PopActiveSnapshot();
 	return more;

@@ -179,6 +179,7 @@ dataflow_note_view(CatalogObject *obj)
 	view->retry_ms = 0;
 	view->retry_at = 0;
 	view->learn_at = 0;
+	view->learn_timed_out = false;
 	registry_round_timeouts(obj->id, 0, 0);
 	view->query = MemoryContextStrdup(views_cxt, query);
 	view->groups = NULL;

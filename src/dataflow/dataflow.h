@@ -190,7 +190,8 @@ extern void dataflow_forget(PeekObjectId id);
 extern DataflowView *dataflow_view(PeekObjectId id);
 extern void dataflow_note_input_upper(PeekObjectId id, int64 upper);
 extern ViewPlan *dataflow_view_plan(DataflowView *view, Oid owner);
-extern DataflowView *dataflow_next_due_view(PeekObjectId after);
+extern DataflowView *dataflow_next_due_view(PeekObjectId after, List *unpublished);
+extern bool dataflow_waits_for(PeekObjectId input, List *unpublished);
 extern DataflowView *dataflow_next_learning_view(void);
 extern int64 dataflow_input_hold(PeekObjectId input);
 

@@ -20,8 +20,9 @@
  *	    catalog's rows): its dependencies are recorded again from the kept
  *	    query (dataflow_record_dependencies_again);
  *	  * anything else that would change it (RENAME, SET SCHEMA, another
- *	    ALTER, another body) is refused with 0A000, and DROP VIEW without
- *	    CASCADE with 2BP01, pointing to peek.drop_view.
+ *	    ALTER, another body by CREATE OR REPLACE VIEW or by its ON SELECT
+ *	    rule, CREATE OR REPLACE RULE "_RETURN") is refused with 0A000, and
+ *	    DROP VIEW without CASCADE with 2BP01, pointing to peek.drop_view.
  *	  DDL on what a maintained view uses is view_uses_guard.c's.  Both
  *	  guard another extension's script too (ALTER EXTENSION ... UPDATE),
  *	  not pg_peek's own.  The same hook takes the locks of DROP EXTENSION
@@ -639,9 +640,14 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		owners = true;
 	}
 	else if (IsA(stmt, RuleStmt) &&
-			 (view = maintained_view_named(((RuleStmt *) stmt)->relation, &relid)) != NULL &&
-			 pg_class_ownercheck(relid, GetUserId()))
-		view_guard_lock_pg_view(view->id, relid);
+			 (view = maintained_view_named(((RuleStmt *) stmt)->relation, &relid)) != NULL)
+	{
+		/* (an ON SELECT rule is its body: CREATE OR REPLACE RULE "_RETURN") */
+		if (((RuleStmt *) stmt)->event == CMD_SELECT)
+			replaced = view;
+		if (pg_class_ownercheck(relid, GetUserId()))
+			view_guard_lock_pg_view(view->id, relid);
+	}
 	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_RULE)
 	{
 		/* (each a list of the relation's name, then the rule's) */

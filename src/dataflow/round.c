@@ -113,7 +113,9 @@ eval_update(int64 time, int64 diff, Datum stored, void *arg)
  * (dataflow_round_timed_out), so that a round that needs longer under load
  * gets it.  A round that goes on when cancelled (a function that catches
  * query_canceled and loops) is ended as the runtime is by SIGTERM once the
- * limit has passed again, and the view named in the runtime's slot, so
+ * limit has passed again (looked at again each limit while the cancel is
+ * not yet acted on: a runtime not scheduled meanwhile takes it late, and
+ * the round ends then), and the view named in the runtime's slot, so
  * that the runtime started again fails it (round_outlived_cancel) rather
  * than run it again: that is the query's doing.  A step of a view's
  * learning (dataflow_learn) runs under the same limit, as its owner's
@@ -150,6 +152,13 @@ round_timeout_handler(void)
 static void
 round_kill_handler(void)
 {
+	/*
+	 * The cancel not yet acted on (the runtime was not scheduled, or is in
+	 * code that checks for no interrupt): its next check ends the round, so
+	 * it did not go on when cancelled.  Looked at again a limit later.
+	 */
+	if (!round_timed_out || QueryCancelPending)
+		return;
 	pg_atomic_write_u64(&runtime_slot(PEEK_RUNTIME_MAINTENANCE)->stuck_view, (uint64) round_view);
 	ProcDiePending = true;
 	InterruptPending = true;
@@ -171,8 +180,10 @@ round_timer_start(DataflowView *view, bool learning)
 	round_learning = learning;
 	round_limit_ms = round_limit(view);
 	enable_timeout_after(round_timeout, round_limit_ms);
-	enable_timeout_after(round_kill, round_limit_ms > INT_MAX / 2 ?
-						 INT_MAX : round_limit_ms * 2);
+	enable_timeout_every(round_kill,
+						 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													 (int64) round_limit_ms * 2),
+						 round_limit_ms);
 }
 
 /*

@@ -625,58 +625,45 @@ guarded_round(CaptureStream *s)
 	return raised;
 }
 
-static int
-compare_ids(const ListCell *a, const ListCell *b)
-{
-	PeekObjectId x = *(PeekObjectId *) lfirst(a);
-	PeekObjectId y = *(PeekObjectId *) lfirst(b);
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /*
- * The sources a maintenance step loads or decodes for, by id (their order
- * of creation): a List of PeekObjectId *, copied (a publication between
- * the sources' rounds may forget one).  Each has its round by
- * capture_source_round, and the step may publish it and run what waits for
- * it (a view's round) before the next source's.
+ * Load new sources and decode for the loaded ones.  Returns the ids (a
+ * List of PeekObjectId *) whose catalog row or upper changed, to publish.
  */
 List *
-capture_step_sources(void)
+capture_step(void)
 {
 	HASH_SEQ_STATUS status;
 	CaptureStream *s;
 	List	   *ids = NIL;
+	List	   *changed = NIL;
+	ListCell   *lc;
 
 	rounds_read_wal = false;
 	rounds_bounded = false;
 	if (capture_streams == NULL)
 		return NIL;
+	/* collect first: rounds end transactions, which a hash scan must not span */
 	hash_seq_init(&status, capture_streams);
 	while ((s = hash_seq_search(&status)) != NULL)
 		if (!s->failed)
+			ids = lappend(ids, &s->id);
+	foreach(lc, ids)
+	{
+		PeekObjectId id = *(PeekObjectId *) lfirst(lc);
+		bool		raised;
+
+		s = hash_search(capture_streams, &id, HASH_FIND, NULL);
+		if (s->loaded && GetCurrentTimestamp() < s->retry_at)
+			continue;
+		raised = s->loaded ? guarded_round(s) : loader_step(s);
+		if (raised)
 		{
-			PeekObjectId *id = palloc(sizeof(PeekObjectId));
+			PeekObjectId *copy = palloc(sizeof(PeekObjectId));
 
-			*id = s->id;
-			ids = lappend(ids, id);
+			*copy = id;
+			changed = lappend(changed, copy);
 		}
-	list_sort(ids, compare_ids);
-	return ids;
-}
-
-/*
- * A source's round in the step: its load's next step, or its decoding.
- * Returns whether its catalog row or upper changed, to publish.
- */
-bool
-capture_source_round(PeekObjectId id)
-{
-	CaptureStream *s = capture_streams != NULL ?
-		hash_search(capture_streams, &id, HASH_FIND, NULL) : NULL;
-
-	if (s == NULL || s->failed || (s->loaded && GetCurrentTimestamp() < s->retry_at))
-		return false;
-	return s->loaded ? guarded_round(s) : loader_step(s);
+	}
+	return changed;
 }
 

@@ -5,9 +5,8 @@
  *	  catalog rows it reads (dataflow_note_view), forgotten when dropped or
  *	  failed, due for a round once each of their inputs' published uppers
  *	  passes their published upper (or one of them failed: the round fails
- *	  the view), none is a source the step has yet to decode for and no
- *	  retry puts them off (with when the first is due, for the runtime's
- *	  sleep: dataflow_wait_ms), the durable uppers of their inputs seen at publications
+ *	  the view) and no retry puts them off (with when the first is due, for
+ *	  the runtime's sleep: dataflow_wait_ms), the durable uppers of their inputs seen at publications
  *	  (whether a round can be idle, round.c), and the hold they put on
  *	  their inputs' compaction: never to or past the least durable upper of
  *	  the views reading an input (a failed view holds nothing: it never
@@ -289,14 +288,12 @@ dataflow_view_plan(DataflowView *view, Oid owner)
  * The due view with the least id above after, or NULL: one whose inputs
  * have all published times it has not taken yet, or with an input failed;
  * not one put off, before its retry is due (a round that ran out of time,
- * met a transient error or found its row held: round.c), nor one reading
- * an input in unpublished (a List of PeekObjectId *: the sources the
- * caller's step has yet to decode for, whose times it waits for).  Ids grow with creation, so a view over
+ * met a transient error or found its row held: round.c).  Ids grow with creation, so a view over
  * views comes after its inputs, and a caller that asks again after each
  * round finds it due once they published in the same step.
  */
 DataflowView *
-dataflow_next_due_view(PeekObjectId after, List *unpublished)
+dataflow_next_due_view(PeekObjectId after)
 {
 	HASH_SEQ_STATUS status;
 	DataflowView *view;
@@ -312,14 +309,7 @@ dataflow_next_due_view(PeekObjectId after, List *unpublished)
 			view->retry_at > now)
 			continue;
 		for (int i = 0; i < view->ninputs; i++)
-		{
-			ListCell   *lc;
-
 			ready &= registry_published_upper(view->inputs[i]) > view->published;
-			foreach(lc, unpublished)
-				if (view->inputs[i] == *(PeekObjectId *) lfirst(lc))
-					ready = false;
-		}
 		if (ready || view->input_failed)
 			next = view;
 	}
@@ -349,42 +339,6 @@ dataflow_wait_ms(void)
 			wait_ms = wait_ms < 0 ? ms : Min(wait_ms, ms);
 		}
 	return wait_ms;
-}
-
-/*
- * Whether a view reads input and none of the sources in unpublished (as
- * for dataflow_next_due_view): its round may follow input's publication
- * at once, without waiting for theirs.
- */
-bool
-dataflow_waits_for(PeekObjectId input, List *unpublished)
-{
-	HASH_SEQ_STATUS status;
-	DataflowView *view;
-
-	if (views == NULL)
-		return false;
-	hash_seq_init(&status, views);
-	while ((view = hash_seq_search(&status)) != NULL)
-	{
-		bool		reads = false;
-		bool		waits = false;
-
-		for (int i = 0; i < view->ninputs; i++)
-		{
-			ListCell   *lc;
-
-			reads |= view->inputs[i] == input;
-			foreach(lc, unpublished)
-				waits |= view->inputs[i] == *(PeekObjectId *) lfirst(lc);
-		}
-		if (reads && !waits)
-		{
-			hash_seq_term(&status);
-			return true;
-		}
-	}
-	return false;
 }
 
 /*

@@ -11,25 +11,24 @@
  *	  allows (an object with a retention is looked at again every
  *	  sixteenth of it, so that its since follows its upper by the wall
  *	  clock even when nothing else happens to it), and delete the uppers
- *	  below each collection's latest.  Each round lets capture
- *	  (capture/rounds.c) decode for the sources one at a time, by id; a
- *	  source whose upper rose is published like a changed catalog row, as
- *	  soon as its decoding is done if a view waits for it, its indexes
- *	  arranging the updates the round kept (capture_feed), which are let go
- *	  of once every source is published.  Then
- *	  each maintained view whose inputs published new times, none of them a
- *	  source the round has yet to decode for, runs a round
- *	  (dataflow/round.c) in a transaction of its own, and is published with
- *	  its indexes as soon as it commits (a view over it is due next): a
- *	  view waits for its own inputs' decoding, not for the other sources'
- *	  nor the other views'.  An input
+ *	  below each collection's latest.  Each round first lets capture
+ *	  (capture/rounds.c) decode for the sources; a source whose upper rose
+ *	  is then published like a changed
+ *	  catalog row, its indexes arranging the updates the round kept
+ *	  (capture_feed), which are let go of once the publications are done.
+ *	  After the publications, each maintained view whose inputs published
+ *	  new times runs a round (dataflow/round.c) in a transaction of its
+ *	  own, and is published with its indexes as soon as it commits (a view
+ *	  over it is due by the next round, which follows at once); an input
  *	  compacts only below the uppers of the views reading it.  With nothing
  *	  else to do, a view learns its groups (dataflow/learn.c), a step at a time.
  *	  An error in one object's work fails that object (durably, with the
  *	  reason), never the runtime.
  *
- *	  Runs in the maintenance (or solo) runtime's loop (runtime.c).  Must
- *	  not answer peeks: that is peek/'s job.
+ *	  Runs in the maintenance (or solo) runtime's loop (runtime.c), but for
+ *	  maintenance_accept_standing_holds, by which the interactive runtime
+ *	  raises its standing holds to what the catalog allows.  Must not
+ *	  answer peeks: that is peek/'s job.
  *
  *-------------------------------------------------------------------------
  */
@@ -804,20 +803,16 @@ publish_changes(void)
 	hash_destroy(ids);
 }
 
-/* The sources whose rounds this step has yet to run (maintenance_step) */
-static List *sources_to_capture = NIL;
-
 /*
  * A round of each view whose inputs published times it has not taken
- * (never on a standby: replay brings the primary's rounds), but for those
- * reading a source this step has yet to decode for, each in a transaction
- * of its own and published as soon as it commits: a view is visible
- * without waiting for the other views' rounds nor for the next capture.
- * The views take their turns by id, which is their order of creation, so
- * that the order does not depend on a hash table's and a view over views,
- * due once its inputs published, follows them in the same step.  Returns
- * whether a view's upper rose (it may still be behind, or a view over it
- * due: the next step follows without waiting).
+ * (never on a standby: replay brings the primary's rounds), each in a
+ * transaction of its own and published as soon as it commits: a view is
+ * visible without waiting for the other views' rounds nor for the next
+ * capture.  The views take their turns by id, which is their order of
+ * creation, so that the order does not depend on a hash table's and a
+ * view over views, due once its inputs published, follows them in the
+ * same step.  Returns whether a view's upper rose (it may still be
+ * behind, or a view over it due: the next step follows without waiting).
  */
 static bool
 run_view_rounds(void)
@@ -829,7 +824,7 @@ run_view_rounds(void)
 	if (standby_active())
 		return false;
 	/* a publication may forget a view (dropped): looked up again each turn */
-	while ((view = dataflow_next_due_view(last, sources_to_capture)) != NULL)
+	while ((view = dataflow_next_due_view(last)) != NULL)
 	{
 		last = view->id;
 		spi_run_in_transaction(view_round_alone, view);
@@ -850,39 +845,20 @@ bool
 maintenance_step(void)
 {
 	ListCell   *lc;
-	bool		more = false;
+	bool		more;
 	ViewLearn	learn = {NULL, false};
 
 	/*
-	 * Each source's round is published (like a changed catalog row) as soon
-	 * as it is done if a view waits for it, and then the views whose inputs
-	 * are all done in this step take their rounds: a view waits for the
-	 * decoding of its own inputs, not of the sources that come after them.
-	 * On a standby, the rows replay changed are published.
+	 * Sources whose upper rose are published like a changed catalog row; on
+	 * a standby, so are the rows replay changed.
 	 */
-	sources_to_capture = standby_active() ? NIL : capture_step_sources();
-	foreach(lc, standby_active() ? standby_replayed_changes() : NIL)
+	foreach(lc, standby_active() ? standby_replayed_changes() : capture_step())
 		hash_search(changed_ids, lfirst(lc), HASH_ENTER, NULL);
-	while (sources_to_capture != NIL)
-	{
-		PeekObjectId source = *(PeekObjectId *) linitial(sources_to_capture);
-
-		sources_to_capture = list_delete_first(sources_to_capture);
-		if (!capture_source_round(source))
-			continue;
-		hash_search(changed_ids, &source, HASH_ENTER, NULL);
-		/* (published with the next one that a view waits for, or the last) */
-		if (dataflow_waits_for(source, sources_to_capture))
-		{
-			publish_changes();
-			more |= run_view_rounds();
-		}
-	}
 	publish_changes();
 	capture_release_rounds();
+	/* after the publications: merge what seals' fuel left, a step a round */
+	more = spine_merge_round();
 	more |= run_view_rounds();
-	/* after the rounds: merge what seals' fuel left, a step a round */
-	more |= spine_merge_round();
 	if (hash_get_num_entries(pending_compactions) > 0)
 		run_compactions();
 	more |= folds_run(fold_base, more);
@@ -893,4 +869,31 @@ maintenance_step(void)
 	if (!more && !standby_active() && (learn.view = dataflow_next_learning_view()) != NULL)
 		spi_run_in_transaction(view_learn_alone, &learn);
 	return more || learn.more;
+}
+
+/* Raise the runtime's standing holds to what the catalog allows. */
+static void
+accept_catalog_holds(void *arg)
+{
+	int			runtime = *(int *) arg;
+	ListCell   *lc;
+
+	if (!catalog_lock_extension())
+		return;
+	foreach(lc, catalog_read(NULL, -1))
+	{
+		CatalogObject *obj = lfirst(lc);
+
+		registry_accept_standing_hold(obj->id, runtime, obj->allowed_since);
+	}
+}
+
+/*
+ * The interactive runtime accepts what the catalog allows: at start, and
+ * when its command queue overflowed (it may have missed a raise).
+ */
+void
+maintenance_accept_standing_holds(int runtime)
+{
+	spi_run_in_transaction(accept_catalog_holds, &runtime);
 }

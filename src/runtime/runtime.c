@@ -19,9 +19,9 @@
  *	  runtime are served first on a busy machine; the solo runtime also
  *	  serves peeks and keeps the server's priority.
  *
- *	  Owns the runtime slots' identity fields and the interactive runtime's
- *	  acceptance of the standing holds the catalog allows.  Must not
- *	  implement maintenance (maintenance.c) or the peek protocol (peek/).
+ *	  Owns the runtime slots' identity fields.  Must not implement
+ *	  maintenance (maintenance.c, which also holds the standing holds'
+ *	  acceptance) or the peek protocol (peek/).
  *
  *-------------------------------------------------------------------------
  */
@@ -131,33 +131,6 @@ runtime_exit(int code, Datum arg)
 	SpinLockRelease(&rt->mutex);
 }
 
-/* Raise the runtime's standing holds to what the catalog allows. */
-static void
-accept_catalog_holds(void *arg)
-{
-	int			runtime = *(int *) arg;
-	ListCell   *lc;
-
-	if (!catalog_lock_extension())
-		return;
-	foreach(lc, catalog_read(NULL, -1))
-	{
-		CatalogObject *obj = lfirst(lc);
-
-		registry_accept_standing_hold(obj->id, runtime, obj->allowed_since);
-	}
-}
-
-/*
- * The interactive runtime accepts what the catalog allows: at start, and
- * when its command queue overflowed (it may have missed a raise).
- */
-static void
-accept_standing_holds(int runtime)
-{
-	spi_run_in_transaction(accept_catalog_holds, &runtime);
-}
-
 /*
  * Take the commands sent at commit.  A standing-hold raise in a runtime
  * other than maintenance is passed on to maintenance, which may now compact.
@@ -205,7 +178,7 @@ take_commands(int runtime, bool maintains, Oid extension)
 			if (maintains)
 				maintenance_note_command(NULL);
 			else
-				accept_standing_holds(runtime);
+				maintenance_accept_standing_holds(runtime);
 		}
 	} while (n == MAX_COMMANDS_PER_ROUND);
 	pfree(cmds);
@@ -304,7 +277,7 @@ check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked
 		if (maintains && !OidIsValid(found))
 			capture_drop_orphan_slots(NIL); /* dropped with the extension */
 		else if (OidIsValid(found) && !maintains)
-			accept_standing_holds(runtime);
+			maintenance_accept_standing_holds(runtime);
 		runtime_set_state(runtime_slot(runtime),
 						  OidIsValid(found) ? RUNTIME_RUNNING : RUNTIME_WAITING);
 	}

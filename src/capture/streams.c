@@ -197,11 +197,15 @@ name_dropped_table(CaptureStream *s)
 		snprintf(s->table, NAMEDATALEN, "%u", s->relid);
 }
 
-/* A stream for a source's catalog row (in a transaction), not loaded yet. */
+/*
+ * A stream for a source's catalog row (in a transaction), not loaded yet.
+ * The row type is looked up first: that may fail (a lock timeout on its
+ * relation) before anything is allocated.
+ */
 void
 stream_init(CaptureStream *s, CatalogObject *source)
 {
-	TupleDesc	desc;
+	TupleDesc	desc = lookup_rowtype_tupdesc(source->row_type, -1);
 	MemoryContext old;
 	char	   *table;
 
@@ -235,7 +239,6 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	s->changes.relid = source->source;
 	s->changes.cxt = AllocSetContextCreate(s->cxt, "pg_peek decoded changes",
 										   ALLOCSET_DEFAULT_SIZES);
-	desc = lookup_rowtype_tupdesc(source->row_type, -1);
 	old = MemoryContextSwitchTo(s->cxt);
 	s->changes.row_desc = CreateTupleDescCopy(desc);
 	MemoryContextSwitchTo(old);
@@ -260,16 +263,26 @@ int64
 capture_adopt(CatalogObject *source)
 {
 	CaptureStream *s;
-	bool		found;
 
 	if (source->failure != NULL)
 	{
 		capture_forget(source->id);
 		return source->upper;
 	}
-	s = hash_search(capture_streams, &source->id, HASH_ENTER, &found);
-	if (!found)
-		stream_init(s, source);
+	s = hash_search(capture_streams, &source->id, HASH_FIND, NULL);
+	if (s == NULL)
+	{
+		CaptureStream fresh;
+
+		/*
+		 * Made whole before it is entered: an error on the way (the adoption
+		 * retried) leaves no stream half made, which a later round would
+		 * decode with no row type.
+		 */
+		stream_init(&fresh, source);
+		s = hash_search(capture_streams, &source->id, HASH_ENTER, NULL);
+		memcpy(s, &fresh, sizeof(CaptureStream));
+	}
 	/* a slot lost (see slot_lost) leaves the source to a loader: loaded again */
 	if (!s->loaded && s->loader == NULL && source->upper > 0 && !slot_lost(s))
 		stream_loaded(s, source->upper);

@@ -91,6 +91,9 @@ SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vbig, ''vitems'')')$$);
 SELECT try($$SELECT peek.create_view('vbig', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT nosuch FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
+-- an error's position is in the view's query, not in the call that passed it
+SELECT peek.create_view('x', 'SELECT id,, 1 FROM peek.persist_peek(NULL::vitem, ''vitems'')');
+SELECT peek.create_view('x', E'SELECT id\n  FROM peek.persist_peek(NULL::vitem, ''vitems'')\n  WHERE nosuch > 0');
 SELECT try($$SELECT peek.create_view('x', NULL)$$);
 SELECT try($$SELECT peek.create_view('', 'SELECT 1')$$);
 SELECT count(*) AS views, (SELECT count(*) FROM pg_class WHERE relname = 'x') AS pg_views FROM peek.views;

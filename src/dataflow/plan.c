@@ -755,15 +755,36 @@ plan_query(Query *query)
 }
 
 /*
+ * An error's position while the query is parsed and analyzed is in the
+ * query's text, not in the statement that passed it (as SPI shows it).
+ */
+static void
+plan_error_position(void *text)
+{
+	int			position = geterrposition();
+
+	if (position > 0)
+	{
+		errposition(0);
+		internalerrposition(position);
+		internalerrquery((const char *) text);
+	}
+}
+
+/*
  * Parse and analyze a view's query in the current search_path and
  * privileges, and check it; raises 0A000 naming what is not supported.
  */
 ViewPlan *
 dataflow_plan(const char *text)
 {
-	List	   *raw = raw_parser(text, RAW_PARSE_DEFAULT);
+	ErrorContextCallback context = {error_context_stack, plan_error_position, unconstify(char *, text)};
+	List	   *raw;
 	RawStmt    *stmt;
 	Query	   *query;
+
+	error_context_stack = &context;
+	raw = raw_parser(text, RAW_PARSE_DEFAULT);
 
 	if (list_length(raw) != 1)
 		dataflow_refuse("more than one statement");
@@ -776,6 +797,7 @@ dataflow_plan(const char *text)
 	if (((SelectStmt *) stmt->stmt)->lockingClause != NIL)
 		dataflow_refuse("FOR UPDATE or FOR SHARE");
 	query = dataflow_read_sources(parse_analyze_fixedparams(stmt, text, NULL, 0, NULL));
+	error_context_stack = context.previous;
 	dataflow_exact_float_sums(query);
 	return plan_query(query);
 }

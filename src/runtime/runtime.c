@@ -17,7 +17,8 @@
  *	  The maintenance runtime of split mode lowers its CPU priority
  *	  (pg_peek.maintenance_nice) so that backends and the interactive
  *	  runtime are served first on a busy machine; the solo runtime also
- *	  serves peeks and keeps the server's priority.
+ *	  serves peeks and keeps the server's priority.  Runtimes run with
+ *	  search_path pinned and JIT off, whatever the database's settings.
  *
  *	  Owns the runtime slots' identity fields.  Must not implement
  *	  maintenance (maintenance.c, which also holds the standing holds'
@@ -217,6 +218,14 @@ runtime_start(int runtime, PeekRole role)
 	BackgroundWorkerInitializeConnection(setting_database, NULL, 0);
 	/* the runtime is a superuser: the database's search_path is not its own */
 	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * No JIT: a view's round runs its plan (planned once) over a few groups'
+	 * rows, and a plan costed past jit_above_cost (a sorted aggregate, with
+	 * enable_sort off) was compiled anew at every run, seconds a round, in
+	 * LLVM code that no cancel interrupts.
+	 */
+	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	registry_attach();
 	if (role != PEEK_ROLE_INTERACTIVE)
 		capture_skip_own_writes();

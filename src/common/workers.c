@@ -4,14 +4,18 @@
  *	  Starting a short-lived dynamic background worker of this library (a
  *	  loader, a fold worker) in the caller's database: never restarted,
  *	  started once recovery finished, its stop setting the caller's latch.
- *	  What the worker does, and when to start one, is its caller's.
+ *	  What the worker does, and when to start one, is its caller's.  And
+ *	  the settings every worker of this library (the runtimes too) pins
+ *	  over the database's.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "utils/guc.h"
 
+#include "common/spi.h"
 #include "common/workers.h"
 
 /*
@@ -46,4 +50,23 @@ worker_start(const char *function, const char *name, const char *type,
 		handle = NULL;
 	MemoryContextSwitchTo(old);
 	return handle;
+}
+
+/*
+ * Pin the settings a worker of this library relies on, whatever the
+ * database's (ALTER DATABASE ... SET, which its owner may do) or the
+ * server's say; called once connected.  search_path: no user's schema can
+ * substitute an operator or function.  Read-write transactions: with
+ * default_transaction_read_only on, the maintenance runtime failed at each
+ * start, forever.  No JIT: a view's round runs its plan (planned once)
+ * over a few groups' rows, and a plan costed past jit_above_cost (a sorted
+ * aggregate, with enable_sort off) was compiled anew at every run, seconds
+ * a round, in LLVM code that no cancel interrupts.
+ */
+void
+worker_pin_settings(void)
+{
+	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 }

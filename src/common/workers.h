@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * workers.h
- *	  Short-lived dynamic background workers of this library (workers.c).
+ *	  Short-lived dynamic background workers of this library, and the
+ *	  settings all its workers pin (workers.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -13,5 +14,6 @@
 extern BackgroundWorkerHandle *worker_start(const char *function, const char *name,
 											const char *type, const void *extra,
 											Size extra_len, MemoryContext cxt);
+extern void worker_pin_settings(void);
 
 #endif							/* PEEK_COMMON_WORKERS_H */

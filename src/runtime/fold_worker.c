@@ -233,7 +233,7 @@ fold_worker_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
-	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
+	worker_pin_settings();
 	/* a source's decoding skips the fold's shard rows, as the runtime's */
 	capture_skip_own_writes();
 

@@ -17,8 +17,7 @@
  *	  The maintenance runtime of split mode lowers its CPU priority
  *	  (pg_peek.maintenance_nice) so that backends and the interactive
  *	  runtime are served first on a busy machine; the solo runtime also
- *	  serves peeks and keeps the server's priority.  Runtimes run with
- *	  search_path pinned and JIT off, whatever the database's settings.
+ *	  serves peeks and keeps the server's priority.
  *
  *	  Owns the runtime slots' identity fields.  Must not implement
  *	  maintenance (maintenance.c, which also holds the standing holds'
@@ -43,6 +42,7 @@
 
 #include "capture/capture.h"
 #include "common/spi.h"
+#include "common/workers.h"
 #include "dataflow/dataflow.h"
 #include "ipc/runtime_slots.h"
 #include "peek/peek.h"
@@ -216,16 +216,8 @@ runtime_start(int runtime, PeekRole role)
 	pqsignal(SIGINT, runtime_sigint);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(setting_database, NULL, 0);
-	/* the runtime is a superuser: the database's search_path is not its own */
-	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
-
-	/*
-	 * No JIT: a view's round runs its plan (planned once) over a few groups'
-	 * rows, and a plan costed past jit_above_cost (a sorted aggregate, with
-	 * enable_sort off) was compiled anew at every run, seconds a round, in
-	 * LLVM code that no cancel interrupts.
-	 */
-	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	/* the runtime is a superuser: the database's settings are not its own */
+	worker_pin_settings();
 	registry_attach();
 	if (role != PEEK_ROLE_INTERACTIVE)
 		capture_skip_own_writes();

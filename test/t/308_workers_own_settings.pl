@@ -1,4 +1,7 @@
-# The maintenance runtime never compiles a plan with JIT.  A view's round
+# pg_peek's workers run under their own settings, not the server's or the
+# database's (ALTER DATABASE ... SET, which the database's owner may do).
+#
+# No JIT: the maintenance runtime never compiles a plan.  A view's round
 # runs its plan (planned once) over a few groups' rows; a plan costed past
 # jit_above_cost (a sorted aggregate: count(DISTINCT), sum(... ORDER BY),
 # planned with enable_sort off) was compiled by LLVM anew at every run:
@@ -8,6 +11,12 @@
 # runtime leaves no module while its views hydrate and follow writes, and
 # the views stay exact; a backend's own query, in the same cluster, does
 # leave one (the check can fail).
+#
+# Read-write transactions: with the database's default_transaction_read_only
+# on, the maintenance runtime failed at each start ("cannot execute UPDATE
+# in a read-only transaction"), forever, and nothing was maintained.  Now
+# the runtimes restarted under it keep the views current, a new source's
+# loader loads its table and its rows are peeked.
 use strict;
 use warnings;
 
@@ -16,11 +25,12 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use PgPeekTest;
 
-my $node = new_node('runtime_no_jit',
+my $node = new_node('workers_own_settings',
 	conf => [ 'jit = on', 'jit_above_cost = 0', 'jit_dump_bitcode = on' ]);
 
-# the test's own sessions compile nothing (it would only slow them down)
-$ENV{PGOPTIONS} = '-c jit=off';
+# the test's own sessions compile nothing (it would only slow them down),
+# write, and give up on a statement after a minute
+$ENV{PGOPTIONS} = '-c jit=off -c default_transaction_read_only=off -c statement_timeout=60s';
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
@@ -76,5 +86,34 @@ is(modules_of($runtime), 0, 'the maintenance runtime compiled no plan with JIT')
 
 my $backend = sql('SET jit = on; SELECT pg_backend_pid() FROM (SELECT count(*) FROM t GROUP BY g) q LIMIT 1');
 cmp_ok(modules_of($backend), '>', 0, "a backend's query in the same cluster was compiled with JIT");
+
+# --- the database's transactions read-only by default ---
+sql('ALTER DATABASE postgres SET default_transaction_read_only = on');
+my $restarts = sql('SELECT sum(restarts) FROM peek.runtimes');
+sql('SELECT pg_terminate_backend(pid) FROM peek.runtimes WHERE pid IS NOT NULL');
+ok(poll_until($node, "SELECT sum(restarts) > $restarts AND count(pid) = count(*) FROM peek.runtimes", 't', 60),
+	'the runtimes started again');
+sql(q{CREATE TABLE u (id int PRIMARY KEY, v int);
+	INSERT INTO u SELECT i, i FROM generate_series(1, 500) i;});
+sql(q{SELECT peek.create_source('u_src', 'u')});
+for my $i (21 .. 30)
+{
+	sql("UPDATE t SET v = v + $i WHERE id % 97 = $i");
+	sql("INSERT INTO t VALUES (10000 + $i, $i % 7, $i)");
+	sql("UPDATE u SET v = -v WHERE id = $i");
+}
+ok(poll_until($node, "SELECT state FROM peek.collections WHERE name = 'u_src'", 'ready', 60),
+	"a new source's table is loaded");
+ok(poll_until($node, $caught_up, 't', 60), 'the views and sources caught up with the writes');
+for my $view (sort keys %views)
+{
+	is( sql("SELECT (SELECT array_agg(r ORDER BY r) FROM (SELECT ($view.*)::text AS r FROM $view) a)
+	        IS NOT DISTINCT FROM (SELECT array_agg(r ORDER BY r) FROM (SELECT (q.*)::text AS r FROM ($views{$view}) q) b)"),
+		't', "$view equals its query over the table, read-only by default");
+}
+is( sql(q{SELECT (SELECT array_agg(r ORDER BY r) FROM (SELECT p::text AS r FROM peek.persist_peek(NULL::u, 'u_src') p) a)
+	        IS NOT DISTINCT FROM (SELECT array_agg(r ORDER BY r) FROM (SELECT u::text AS r FROM u) b)}),
+	't', "the new source's peek equals its table");
+log_is_clean($node, 'the workers under the database settings');
 
 done_testing();

@@ -4,9 +4,10 @@
 # a session that holds that relation (ALTER TYPE in an open transaction)
 # makes the adoption time out.  A stream entered in the runtime's table
 # before its row type was looked up stayed there with no row descriptor,
-# and the next decoding crashed the runtime (SIGSEGV in rows_match_table,
-# f153818).  Here the adoption fails while the lock is held; once it is let
-# go, writes to the table are decoded and peeked, and no process crashed.
+# and the next decoding crashed the runtime (SIGSEGV in rows_match_table;
+# made whole first since f153818, which this test fails before).  Here the
+# adoption fails while the lock is held; once it is let go, writes to the
+# table are decoded and peeked, and no process crashed.
 use strict;
 use warnings;
 

@@ -209,30 +209,35 @@ follow(Spine *spine, int64 upper, int64 shard_since, const SpineFeed *feed)
 }
 
 /*
- * Adopt an index from its catalog row: hydrate it from the shard if this
- * runtime has no spine for it yet, else follow its collection's seals up to
- * upper (the collection's published upper), from feed where it can (NULL:
- * none).  Runs in a transaction.
+ * A new spine of row_type's rows by attnums, entered under id.  Its key is
+ * made first, in memory of the caller's until the spine is entered: an error
+ * there (its row type's relation locked past the runtime's lock wait, a key
+ * column gone) leaves no spine half made, which a retry would find and follow
+ * with no key, and nothing allocated.  Runs in a transaction.
  */
 static Spine *
 spine_create(PeekObjectId id, Oid row_type, int nkeys, const AttrNumber *attnums,
 			 Oid shard, int64 since)
 {
-	Spine	   *spine = hash_search(spines, &id, HASH_ENTER, NULL);
-	MemoryContext old;
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_peek spine",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext key_cxt = AllocSetContextCreate(cxt, "pg_peek spine key",
+												  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(key_cxt);
+	KeyInfo    *key = batch_keyinfo_build(row_type, nkeys, attnums);
+	dsa_pointer *retired = MemoryContextAlloc(cxt, sizeof(dsa_pointer) * 2 * PEEK_MAX_BATCHES);
+	Spine	   *spine;
 
-	spine->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek spine",
-									   ALLOCSET_SMALL_SIZES);
-	spine->key_cxt = AllocSetContextCreate(spine->cxt, "pg_peek spine key",
-										   ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(spine->key_cxt);
-	spine->key = batch_keyinfo_build(row_type, nkeys, attnums);
-	MemoryContextSwitchTo(spine->cxt);
+	MemoryContextSwitchTo(old);
+	spine = hash_search(spines, &id, HASH_ENTER, NULL);
+	MemoryContextSetParent(cxt, TopMemoryContext);
+	spine->cxt = cxt;
+	spine->key_cxt = key_cxt;
+	spine->key = key;
 	spine->shard = shard;
 	memset(spine->levels, 0, sizeof(spine->levels));
 	spine->retired_capacity = 2 * PEEK_MAX_BATCHES;
-	spine->retired = palloc(sizeof(dsa_pointer) * spine->retired_capacity);
-	MemoryContextSwitchTo(old);
+	spine->retired = retired;
 	spine->nbatches = 0;
 	spine->nretired = 0;
 	spine->upper = 0;

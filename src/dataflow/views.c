@@ -137,8 +137,8 @@ dataflow_note_view(CatalogObject *obj)
 	char	   *query;
 	List	   *input_names;
 	PeekObjectId *inputs;
+	int64	   *input_uppers;
 	ListCell   *lc;
-	bool		found;
 	bool		failed_input = false;
 
 	if (obj->failure != NULL)
@@ -167,10 +167,13 @@ dataflow_note_view(CatalogObject *obj)
 		inputs[foreach_current_index(lc)] = input->id;
 		failed_input |= input->failure != NULL;
 	}
-	view = hash_search(views, &obj->id, HASH_ENTER, &found);
+	input_uppers = MemoryContextAllocZero(views_cxt,
+										  sizeof(int64) * Max(1, list_length(input_names)));
+	query = MemoryContextStrdup(views_cxt, query);
+	/* entered once nothing more can fail: a retry finds none half made */
+	view = hash_search(views, &obj->id, HASH_ENTER, NULL);
 	view->inputs = inputs;
-	view->input_uppers = MemoryContextAllocZero(views_cxt,
-												sizeof(int64) * Max(1, list_length(input_names)));
+	view->input_uppers = input_uppers;
 	view->ninputs = list_length(input_names);
 	view->upper = obj->upper;
 	view->published = obj->upper;
@@ -181,7 +184,7 @@ dataflow_note_view(CatalogObject *obj)
 	view->learn_at = 0;
 	view->learn_timed_out = false;
 	registry_round_timeouts(obj->id, 0, 0);
-	view->query = MemoryContextStrdup(views_cxt, query);
+	view->query = query;
 	view->groups = NULL;
 	view->nbranches = 0;
 	view->input_failed = failed_input;

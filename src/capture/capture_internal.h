@@ -15,6 +15,7 @@
 #include "utils/hsearch.h"
 
 #include "capture/decoder.h"
+#include "common/backoff.h"
 #include "storage/catalog.h"
 
 /* A round stops decoding at a commit once it holds this much ... */
@@ -34,7 +35,11 @@
 #define CAPTURE_POLL_MS			3L
 #define CAPTURE_IDLE_POLL_MS	10L
 
-/* A loader that stopped without loading is started again after this, doubling. */
+/*
+ * A loader that stopped without loading is started again after the first,
+ * doubling up to the last (loader_retry, a Backoff); one that found no free
+ * worker, after the first whatever the wait.
+ */
 #define LOADER_RETRY_MIN_MS		1000
 #define LOADER_RETRY_MAX_MS		30000
 
@@ -56,8 +61,7 @@ typedef struct CaptureStream
 	bool		loaded;			/* the initial load committed */
 	bool		failed;
 	BackgroundWorkerHandle *loader; /* loading it now */
-	TimestampTz loader_retry_at;	/* when to start a loader (again) */
-	int			loader_retry_ms;
+	Backoff		loader_retry;	/* when to start a loader (again) */
 	bool		loader_waits;	/* no background worker was free (logged) */
 	int64		durable_upper;	/* the catalog's: the shard has what is before */
 	int64		upper;			/* decoded: every commit before it is known */

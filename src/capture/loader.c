@@ -4,7 +4,8 @@
  *	  Loading a source: a loader (a dynamic background worker per source)
  *	  creates the slot and loads the table's rows in one transaction with
  *	  the snapshot the slot's creation exports; the maintenance runtime
- *	  starts loaders, learns that they stopped and retries with backoff.
+ *	  starts loaders, learns that they stopped and retries after a wait
+ *	  that doubles (common/backoff.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -225,7 +226,7 @@ start_loader(CaptureStream *s)
 						s->id, s->table),
 				 errhint("Raise max_worker_processes.")));
 	s->loader_waits = true;
-	s->loader_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LOADER_RETRY_MIN_MS);
+	backoff_put_off(&s->loader_retry, LOADER_RETRY_MIN_MS, GetCurrentTimestamp());
 }
 
 /*
@@ -240,7 +241,7 @@ loader_step(CaptureStream *s)
 
 	if (s->loader == NULL)
 	{
-		if (GetCurrentTimestamp() >= s->loader_retry_at)
+		if (backoff_due(&s->loader_retry, GetCurrentTimestamp()))
 			start_loader(s);
 		return false;
 	}
@@ -248,8 +249,7 @@ loader_step(CaptureStream *s)
 		return false;
 	pfree(s->loader);
 	s->loader = NULL;
-	s->loader_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), s->loader_retry_ms);
-	s->loader_retry_ms = Min(s->loader_retry_ms * 2, LOADER_RETRY_MAX_MS);
+	backoff_failed(&s->loader_retry, GetCurrentTimestamp());
 	return true;
 }
 

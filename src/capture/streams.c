@@ -221,8 +221,7 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	s->loaded = false;
 	s->failed = false;
 	s->loader = NULL;
-	s->loader_retry_at = 0;
-	s->loader_retry_ms = LOADER_RETRY_MIN_MS;
+	backoff_init(&s->loader_retry, LOADER_RETRY_MIN_MS, LOADER_RETRY_MAX_MS);
 	s->loader_waits = false;
 	s->durable_upper = s->upper = 0;
 	s->idle_written_at = 0;

@@ -34,6 +34,7 @@
 #include "portability/instr_time.h"
 #include "utils/timestamp.h"
 
+#include "common/backoff.h"
 #include "storage/catalog.h"
 
 /* How many of the input's distinct times one round takes at most. */
@@ -154,8 +155,7 @@ typedef struct DataflowView
 	int64		published;		/* >= upper: idle rounds raise it alone */
 	TimestampTz written_at;		/* when a round last wrote its upper */
 	int			timeouts;		/* its rounds that ran out of time in a row */
-	long		retry_ms;		/* its wait if its round fails, or 0 */
-	TimestampTz retry_at;		/* not due before then (put off, or retried) */
+	Backoff		retry;			/* not due before then (put off, or retried) */
 	TimestampTz learn_at;		/* not learning before then (its row held) */
 	bool		learn_timed_out;	/* a learning step ran out of time: no more */
 	char	   *query;			/* its plan's text */

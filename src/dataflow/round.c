@@ -28,7 +28,8 @@
  *	  that goes on when cancelled ends the runtime, and the view fails when
  *	  it starts again.  One whose row a user's transaction holds is put off
  *	  a little, not waited for, and one that met a transient error retried
- *	  after a wait that doubles (dataflow_round).  A step of a lazy view's learning of its groups
+ *	  after a wait that doubles (dataflow_round, the view's Backoff:
+ *	  common/backoff.c).  A step of a lazy view's learning of its groups
  *	  between rounds (dataflow_learn, learn.c) runs as a round would, as
  *	  its owner, when its groups are at its upper, within the same limit:
  *	  one that runs past it is cancelled and the view learns no more.
@@ -245,7 +246,7 @@ dataflow_round_timed_out(PeekObjectId id)
 		return true;
 	}
 	view->timeouts = Min(view->timeouts + 1, DATAFLOW_TIMEOUT_DOUBLINGS);
-	view->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), round_limit_ms);
+	backoff_put_off(&view->retry, round_limit_ms, GetCurrentTimestamp());
 	registry_round_timeouts(id, view->timeouts, round_limit(view));
 	ereport(LOG,
 			(errcode(ERRCODE_QUERY_CANCELED),
@@ -773,9 +774,7 @@ dataflow_round(DataflowView *view)
 	 * runtime logs it and goes on): the wait doubles while rounds keep
 	 * failing, and a round that ends without an error sets it back.
 	 */
-	view->retry_ms = view->retry_ms == 0 ? DATAFLOW_RETRY_FIRST_MS :
-		Min(view->retry_ms * 2, DATAFLOW_RETRY_LAST_MS);
-	view->retry_at = TimestampTzPlusMilliseconds(now, view->retry_ms);
+	backoff_failed(&view->retry, now);
 
 	/*
 	 * A drop_view waits for the round; a row a user's transaction holds
@@ -783,16 +782,18 @@ dataflow_round(DataflowView *view)
 	 * not as an error, while the other views go on.
 	 */
 	if (idle_round(view, ids, &rose))
-		view->retry_at = 0;
+		backoff_clear(&view->retry);
 	else if (!catalog_lock_row(view->id, true))
-		view->retry_at = TimestampTzPlusMilliseconds(now, DATAFLOW_ROUND_HELD_MS);
+	{
+		backoff_clear(&view->retry);
+		backoff_put_off(&view->retry, DATAFLOW_ROUND_HELD_MS, now);
+	}
 	else
 	{
 		PushActiveSnapshot(GetLatestSnapshot());
 		rose = locked_round(view, ids);
 		PopActiveSnapshot();
-		view->retry_at = 0;
+		backoff_clear(&view->retry);
 	}
-	view->retry_ms = 0;
 	return rose;
 }

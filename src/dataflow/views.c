@@ -179,8 +179,7 @@ dataflow_note_view(CatalogObject *obj)
 	view->published = obj->upper;
 	view->written_at = GetCurrentTimestamp();
 	view->timeouts = 0;
-	view->retry_ms = 0;
-	view->retry_at = 0;
+	backoff_init(&view->retry, DATAFLOW_RETRY_FIRST_MS, DATAFLOW_RETRY_LAST_MS);
 	view->learn_at = 0;
 	view->learn_timed_out = false;
 	registry_round_timeouts(obj->id, 0, 0);
@@ -309,7 +308,7 @@ dataflow_next_due_view(PeekObjectId after)
 		bool		ready = true;
 
 		if (view->id <= after || (next != NULL && view->id > next->id) ||
-			view->retry_at > now)
+			!backoff_due(&view->retry, now))
 			continue;
 		for (int i = 0; i < view->ninputs; i++)
 			ready &= registry_published_upper(view->inputs[i]) > view->published;
@@ -326,22 +325,7 @@ dataflow_next_due_view(PeekObjectId after)
 long
 dataflow_wait_ms(void)
 {
-	HASH_SEQ_STATUS status;
-	DataflowView *view;
-	TimestampTz now = GetCurrentTimestamp();
-	long		wait_ms = -1;
-
-	if (views == NULL)
-		return -1;
-	hash_seq_init(&status, views);
-	while ((view = hash_seq_search(&status)) != NULL)
-		if (view->retry_at > now)
-		{
-			long		ms = TimestampDifferenceMilliseconds(now, view->retry_at) + 1;
-
-			wait_ms = wait_ms < 0 ? ms : Min(wait_ms, ms);
-		}
-	return wait_ms;
+	return backoff_table_wait_ms(views, offsetof(DataflowView, retry));
 }
 
 /*

@@ -23,12 +23,11 @@
  *	  compacts only below the uppers of the views reading it.  With nothing
  *	  else to do, a view learns its groups (dataflow/learn.c), a step at a time.
  *	  An error in one object's work fails that object (durably, with the
- *	  reason), never the runtime.
+ *	  reason), never the runtime; a transient one puts it off: a
+ *	  publication is read again after a wait that doubles (retries.c).
  *
- *	  Runs in the maintenance (or solo) runtime's loop (runtime.c), but for
- *	  maintenance_accept_standing_holds, by which the interactive runtime
- *	  raises its standing holds to what the catalog allows.  Must not
- *	  answer peeks: that is peek/'s job.
+ *	  Runs in the maintenance (or solo) runtime's loop (runtime.c).  Must
+ *	  not answer peeks: that is peek/'s job.
  *
  *-------------------------------------------------------------------------
  */
@@ -50,6 +49,7 @@
 #include "runtime/fold_worker.h"
 #include "runtime/folds.h"
 #include "runtime/maintenance.h"
+#include "runtime/retries.h"
 #include "storage/catalog_locks.h"
 #include "storage/catalog_uppers.h"
 #include "storage/catalog_write.h"
@@ -78,7 +78,6 @@ typedef struct PendingCompaction
 
 static HTAB *changed_ids = NULL;	/* PeekObjectId set: re-read these rows */
 static bool reread_all = true;
-static bool retry_all = false;	/* an object's work met a transient error */
 static HTAB *pending_compactions = NULL;
 static TimestampTz compactions_quiet_until = 0;	/* none pending nor due before: no scan */
 static HTAB *tombstones = NULL; /* PeekObjectId set: registry entries to delete */
@@ -118,6 +117,7 @@ maintenance_reset(void)
 	if (upper_prunes != NULL)
 		hash_destroy(upper_prunes);
 	folds_reset();
+	retries_reset();
 	changed_ids = id_table_create("pg_peek changed objects", sizeof(PeekObjectId));
 	pending_compactions = id_table_create("pg_peek pending compactions", sizeof(PendingCompaction));
 	tombstones = id_table_create("pg_peek tombstones", sizeof(PeekObjectId));
@@ -237,6 +237,7 @@ fail_object(PeekObjectId id, const char *reason)
 	registry_mark_failed(id);
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
 	folds_forget(id);
+	retries_forget(id);
 	return true;
 }
 
@@ -246,11 +247,12 @@ fail_object(PeekObjectId id, const char *reason)
  * round goes on with the others, so that no user's object (a dropped row
  * type or key column) can put the runtime into a restart loop.  A cancel, a
  * transient conflict or an object dropped meanwhile fails nothing (nor is
- * logged as a failure): the next round re-reads the catalog.
+ * logged as a failure): the work is retried, after retry's back-off if
+ * given (retries.c), which is told when the work ends without error.
  * Returns the failure, or NULL.
  */
 static char *
-object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
+object_work(PeekObjectId id, void (*fn) (void *arg), void *arg, RetryFn retry)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -273,15 +275,18 @@ object_work(PeekObjectId id, void (*fn) (void *arg), void *arg)
 	CurrentResourceOwner = owner;
 
 	if (edata == NULL)
+	{
+		if (retry != NULL)
+			(void) retry(id, false);
 		return NULL;
+	}
 	/* a view's round that ran out of time: retried later, with more time */
 	if (dataflow_round_timer_stop() && edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
 		dataflow_round_timed_out(id))
 		return NULL;
 	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || error_is_transient(edata->sqlerrcode))
 	{
-		error_log_isolated(edata, psprintf("pg_peek object " INT64_FORMAT " will be retried", id));
-		retry_all = true;
+		error_log_retried(edata, id, retry != NULL ? retry(id, true) : NULL);
 		return NULL;
 	}
 	if (!fail_object(id, edata->message))
@@ -392,6 +397,7 @@ forget_tombstoned(PeekObjectId id)
 	hash_search(pending_compactions, &id, HASH_REMOVE, NULL);
 	hash_search(upper_prunes, &id, HASH_REMOVE, NULL);
 	folds_forget(id);
+	retries_forget(id);
 	hash_search(tombstones, &id, HASH_ENTER, NULL);
 }
 
@@ -456,9 +462,9 @@ apply_catalog_changes(void *arg)
 		CatalogObject *obj = lfirst(lc);
 		char	   *failure;
 
-		if (obj->kind == PEEK_KIND_INDEX)
+		if (obj->kind == PEEK_KIND_INDEX || retries_put_off(obj->id))
 			continue;
-		failure = object_work(obj->id, adopt_collection, obj);
+		failure = object_work(obj->id, adopt_collection, obj, retries_publication);
 		if (failure != NULL)
 			obj->failure = failure; /* and its indexes' */
 	}
@@ -467,11 +473,11 @@ apply_catalog_changes(void *arg)
 		CatalogObject *obj = lfirst(lc);
 		IndexWork	work = {obj, NULL};
 
-		if (obj->kind != PEEK_KIND_INDEX)
+		if (obj->kind != PEEK_KIND_INDEX || retries_put_off(obj->id))
 			continue;
 		work.collection = catalog_object_in(objects, obj->collection);
 		if (work.collection != NULL)
-			(void) object_work(obj->id, adopt_index, &work);
+			(void) object_work(obj->id, adopt_index, &work, retries_publication);
 	}
 
 	if (reread_all)
@@ -545,7 +551,7 @@ compact_object(void *arg)
 
 	spi_xact_no_standby_wait();
 	if (catalog_lock_extension())
-		(void) object_work(work->pc->id, compact_one, work);
+		(void) object_work(work->pc->id, compact_one, work, NULL);
 }
 
 /*
@@ -664,7 +670,7 @@ fold_object(void *arg)
 
 	spi_xact_no_standby_wait();
 	if (catalog_lock_extension())
-		(void) object_work(work->id, fold_one, work);
+		(void) object_work(work->id, fold_one, work, NULL);
 }
 
 static bool
@@ -707,7 +713,7 @@ prune_uppers(void *arg)
 		UpperPrune *up = hash_search(upper_prunes, &work->ids[i], HASH_FIND, NULL);
 
 		if (up != NULL)
-			(void) object_work(work->ids[i], prune_one, up);
+			(void) object_work(work->ids[i], prune_one, up, NULL);
 	}
 }
 
@@ -758,7 +764,7 @@ view_round_alone(void *arg)
 	DataflowView *view = arg;
 
 	if (catalog_lock_extension())
-		(void) object_work(view->id, view_round, view);
+		(void) object_work(view->id, view_round, view, retries_round);
 }
 
 /* A view's step of learning its groups (dataflow_learn) and whether more is left */
@@ -781,7 +787,7 @@ static void
 view_learn_alone(void *arg)
 {
 	if (catalog_lock_extension())
-		(void) object_work(((ViewLearn *) arg)->view->id, view_learn, arg);
+		(void) object_work(((ViewLearn *) arg)->view->id, view_learn, arg, NULL);
 }
 
 /*
@@ -793,13 +799,13 @@ publish_changes(void)
 {
 	HTAB	   *ids = changed_ids;
 
+	retries_due(changed_ids);
 	if (!reread_all && hash_get_num_entries(changed_ids) == 0)
 		return;
 	/* what this publication learns of goes to the next one */
 	changed_ids = id_table_create("pg_peek changed objects", sizeof(PeekObjectId));
-	retry_all = false;
 	spi_run_in_transaction(apply_catalog_changes, ids);
-	reread_all = retry_all;
+	reread_all = false;
 	hash_destroy(ids);
 }
 
@@ -869,31 +875,4 @@ maintenance_step(void)
 	if (!more && !standby_active() && (learn.view = dataflow_next_learning_view()) != NULL)
 		spi_run_in_transaction(view_learn_alone, &learn);
 	return more || learn.more;
-}
-
-/* Raise the runtime's standing holds to what the catalog allows. */
-static void
-accept_catalog_holds(void *arg)
-{
-	int			runtime = *(int *) arg;
-	ListCell   *lc;
-
-	if (!catalog_lock_extension())
-		return;
-	foreach(lc, catalog_read(NULL, -1))
-	{
-		CatalogObject *obj = lfirst(lc);
-
-		registry_accept_standing_hold(obj->id, runtime, obj->allowed_since);
-	}
-}
-
-/*
- * The interactive runtime accepts what the catalog allows: at start, and
- * when its command queue overflowed (it may have missed a raise).
- */
-void
-maintenance_accept_standing_holds(int runtime)
-{
-	spi_run_in_transaction(accept_catalog_holds, &runtime);
 }

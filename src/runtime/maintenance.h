@@ -2,7 +2,7 @@
  *
  * maintenance.h
  *	  The maintenance duties the runtime loop runs for the maintenance (or
- *	  solo) role, and the standing holds every runtime accepts.
+ *	  solo) role.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,6 +15,5 @@
 extern void maintenance_reset(void);
 extern void maintenance_note_command(PeekCommand *cmd);
 extern bool maintenance_step(void);
-extern void maintenance_accept_standing_holds(int runtime);
 
 #endif							/* PEEK_MAINTENANCE_H */

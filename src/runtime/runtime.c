@@ -19,9 +19,9 @@
  *	  runtime are served first on a busy machine; the solo runtime also
  *	  serves peeks and keeps the server's priority.
  *
- *	  Owns the runtime slots' identity fields.  Must not implement
- *	  maintenance (maintenance.c, which also holds the standing holds'
- *	  acceptance) or the peek protocol (peek/).
+ *	  Owns the runtime slots' identity fields and the interactive runtime's
+ *	  acceptance of the standing holds the catalog allows.  Must not
+ *	  implement maintenance (maintenance.c) or the peek protocol (peek/).
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +48,7 @@
 #include "peek/peek.h"
 #include "runtime/folds.h"
 #include "runtime/maintenance.h"
+#include "runtime/retries.h"
 #include "runtime/runtime.h"
 #include "storage/catalog_locks.h"
 #include "storage/catalog_write.h"
@@ -132,6 +133,33 @@ runtime_exit(int code, Datum arg)
 	SpinLockRelease(&rt->mutex);
 }
 
+/* Raise the runtime's standing holds to what the catalog allows. */
+static void
+accept_catalog_holds(void *arg)
+{
+	int			runtime = *(int *) arg;
+	ListCell   *lc;
+
+	if (!catalog_lock_extension())
+		return;
+	foreach(lc, catalog_read(NULL, -1))
+	{
+		CatalogObject *obj = lfirst(lc);
+
+		registry_accept_standing_hold(obj->id, runtime, obj->allowed_since);
+	}
+}
+
+/*
+ * The interactive runtime accepts what the catalog allows: at start, and
+ * when its command queue overflowed (it may have missed a raise).
+ */
+static void
+accept_standing_holds(int runtime)
+{
+	spi_run_in_transaction(accept_catalog_holds, &runtime);
+}
+
 /*
  * Take the commands sent at commit.  A standing-hold raise in a runtime
  * other than maintenance is passed on to maintenance, which may now compact.
@@ -179,7 +207,7 @@ take_commands(int runtime, bool maintains, Oid extension)
 			if (maintains)
 				maintenance_note_command(NULL);
 			else
-				maintenance_accept_standing_holds(runtime);
+				accept_standing_holds(runtime);
 		}
 	} while (n == MAX_COMMANDS_PER_ROUND);
 	pfree(cmds);
@@ -278,7 +306,7 @@ check_extension(int runtime, bool maintains, Oid extension, TimestampTz *checked
 		if (maintains && !OidIsValid(found))
 			capture_drop_orphan_slots(NIL); /* dropped with the extension */
 		else if (OidIsValid(found) && !maintains)
-			maintenance_accept_standing_holds(runtime);
+			accept_standing_holds(runtime);
 		runtime_set_state(runtime_slot(runtime),
 						  OidIsValid(found) ? RUNTIME_RUNNING : RUNTIME_WAITING);
 	}
@@ -296,12 +324,15 @@ runtime_wait(RuntimeSlot *rt, bool maintains, bool busy)
 	long		capture_ms = maintains ? capture_wait_ms() : -1;
 	long		fold_ms = maintains ? folds_wait_ms() : -1;
 	long		view_ms = maintains ? dataflow_wait_ms() : -1;
+	long		retry_ms = maintains ? retries_wait_ms() : -1;
 	long		wait_ms = capture_ms >= 0 ? capture_ms : RUNTIME_TICK_MS;
 
 	if (fold_ms >= 0)
 		wait_ms = Min(wait_ms, fold_ms);
 	if (view_ms >= 0)
 		wait_ms = Min(wait_ms, view_ms);
+	if (retry_ms >= 0)
+		wait_ms = Min(wait_ms, retry_ms);
 	rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 				   busy ? 0 : standby_wait_ms(wait_ms, maintains),
 				   PG_WAIT_EXTENSION);

@@ -192,28 +192,39 @@ dataflow_note_view(CatalogObject *obj)
 	return view->published;
 }
 
+/* Whether the view reads the object. */
+static bool
+reads_input(DataflowView *view, PeekObjectId id)
+{
+	for (int i = 0; i < view->ninputs; i++)
+		if (view->inputs[i] == id)
+			return true;
+	return false;
+}
+
 /*
  * A view, or an input of views, failed or dropped: a view is forgotten; the
  * views reading an input are due, so that their next round fails them
- * naming it (a failed input publishes no more times to make them due).
+ * naming it (a failed input publishes no more times to make them due).  A
+ * view is an input too: the views that read a failed view by name are due
+ * as those over a failed source are, or they stayed ready at the upper it
+ * stopped at until the runtime restarted.
  */
 void
 dataflow_forget(PeekObjectId id)
 {
 	DataflowView *view = views ? hash_search(views, &id, HASH_FIND, NULL) : NULL;
+	HASH_SEQ_STATUS readers;
+	DataflowView *reader;
 
-	if (view == NULL)
+	if (views != NULL)
 	{
-		HASH_SEQ_STATUS status;
-
-		if (views == NULL)
-			return;
-		hash_seq_init(&status, views);
-		while ((view = hash_seq_search(&status)) != NULL)
-			for (int i = 0; i < view->ninputs; i++)
-				view->input_failed |= view->inputs[i] == id;
-		return;
+		hash_seq_init(&readers, views);
+		while ((reader = hash_seq_search(&readers)) != NULL)
+			reader->input_failed |= reads_input(reader, id);
 	}
+	if (view == NULL)
+		return;
 	pfree(view->query);
 	pfree(view->inputs);
 	pfree(view->input_uppers);

@@ -4,7 +4,8 @@
 -- expressions read by the outer WHERE and GROUP BY, of a join itself, on
 -- either side of a LEFT JOIN, in a chain of joins on different keys,
 -- reading a maintained view by name; a WITH query read once,
--- twice (a self-join) and in a UNION ALL's branches.  Each view, read
+-- twice (a self-join), by a later WITH query (NOT MATERIALIZED, its ORDER
+-- BY dropped) and in a UNION ALL's branches.  Each view, read
 -- through its PostgreSQL view and its persist peek, equals PostgreSQL's
 -- evaluation of the same query text over the tables (EXCEPT ALL both
 -- ways), after inserts, updates of group and join columns, deletes and a
@@ -57,6 +58,9 @@ INSERT INTO fq VALUES
   ('f_left_join', $$SELECT d.g, d.name, s.v
                       FROM fd d LEFT JOIN (SELECT a.g, a.v FROM ft a JOIN fd b ON b.g = a.g WHERE a.v > 8) s
                         ON s.g = d.g$$),
+  ('f_with_chain', $$WITH a AS (SELECT id, g, v FROM ft WHERE v > 2),
+                          b AS NOT MATERIALIZED (SELECT g, v * 2 AS w FROM a WHERE g <> 1 ORDER BY v)
+                     SELECT g, sum(w) AS total FROM b GROUP BY g$$),
   ('f_unused', $$SELECT g, count(*) AS n FROM (SELECT g, fdouble(v) AS unused FROM ft) s GROUP BY g$$),
   ('f_union', $$WITH c AS (SELECT g, v FROM ft)
                 SELECT g, v FROM c WHERE v > 20 UNION ALL SELECT g, -v FROM c WHERE v < 3$$);

@@ -165,6 +165,7 @@ SELECT try($$SELECT peek.create_view('fx', 'WITH c AS (SELECT g, v IS NULL AS mi
 SELECT try($$SELECT peek.create_view('fx', 'SELECT d.g, s.v FROM fd d LEFT JOIN (SELECT g, v, 1 AS one FROM ft) s ON s.g = d.g')$$);
 SELECT peek.drop_view('fx');
 SELECT try($$SELECT peek.create_view('fx', 'WITH m AS MATERIALIZED (SELECT g FROM ft) SELECT g FROM m')$$);
+SELECT try($$SELECT peek.create_view('fx', 'WITH a AS (SELECT g FROM ft), b AS (SELECT g FROM a) SELECT g FROM a')$$);
 SELECT try($$SELECT peek.create_view('fx', 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT g FROM ft, r')$$);
 SELECT try($$SELECT peek.create_view('fx', 'WITH i AS (INSERT INTO fd VALUES (9, ''x'') RETURNING g) SELECT g FROM i')$$);
 SELECT try($$SELECT peek.create_view('fx', 'SELECT g FROM fd d FULL JOIN (SELECT g AS h FROM ft WHERE v > 1) s ON s.h = d.g')$$);

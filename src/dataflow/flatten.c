@@ -9,7 +9,8 @@
  *
  *	  A WITH query (a SELECT, not RECURSIVE nor MATERIALIZED) becomes a
  *	  subquery at each of its references (one referenced twice: two
- *	  subqueries, each reading its inputs: a self-join).  A subquery in
+ *	  subqueries, each reading its inputs: a self-join; one read nowhere is
+ *	  refused, as nothing would check it).  A subquery in
  *	  FROM is pulled up when it is simple: a plain SELECT (no aggregates,
  *	  GROUP BY, HAVING, DISTINCT, window functions, LIMIT or OFFSET, set
  *	  operations, set-returning functions in its select list, FOR UPDATE,
@@ -59,6 +60,7 @@ typedef struct WithQuery
 {
 	CommonTableExpr *cte;
 	int			levelsup;
+	int			references;		/* made subqueries */
 } WithQuery;
 
 /*
@@ -98,6 +100,7 @@ inline_references(Node *node, WithQuery *with)
 			rte->coltypes = NIL;
 			rte->coltypmods = NIL;
 			rte->colcollations = NIL;
+			with->references++;
 		}
 		return false;
 	}
@@ -121,12 +124,19 @@ inline_with_queries(Query *query)
 		if (cte->ctematerialized == CTEMaterializeAlways)
 			dataflow_refuse("WITH queries AS MATERIALIZED (without MATERIALIZED a WITH query is read as a subquery; or make it a maintained view of its own and read it by name)");
 	}
-	/* in order: a later one's references to an earlier are inlined first */
+	/*
+	 * In order: a later one's references to an earlier are inlined first.
+	 * One read nowhere would be in the kept text, its PostgreSQL view
+	 * depending on what it uses, but checked nowhere (a temporary object).
+	 */
 	foreach(lc, query->cteList)
 	{
-		WithQuery	with = {lfirst_node(CommonTableExpr, lc), 0};
+		WithQuery	with = {lfirst_node(CommonTableExpr, lc), 0, 0};
 
 		(void) query_tree_walker(query, inline_references, &with, QTW_EXAMINE_RTES_AFTER);
+		if (with.references == 0)
+			dataflow_refuse(psprintf("WITH queries that the query does not read (\"%s\")",
+									 with.cte->ctename));
 	}
 	query->cteList = NIL;
 }

@@ -24,7 +24,7 @@
  *	  ON when on its nullable side, above the join when on its preserved
  *	  side; its entry is then dropped from the range table (ChangeVarNodes).
  *	  On the nullable side of an outer join, a column the query reads that
- *	  is not NULL whenever the subquery's inputs' columns are (a constant,
+ *	  need not be NULL where the subquery's inputs' columns are (a constant,
  *	  COALESCE, CASE...) would not be NULL in the join's NULL-extended rows:
  *	  refused (PostgreSQL wraps it in a PlaceHolderVar, which the views'
  *	  operators do not have).  Anything else is refused (0A000) naming it,
@@ -36,9 +36,9 @@
  *	  what the view's PostgreSQL view depends on (plan.c), WITH queries and
  *	  subqueries as written, so that a restored view depends on all they
  *	  read and peek.views.query shows them; each planning of the kept text
- *	  flattens it again.  Must not read tables or the catalog, nor check
- *	  what the operators support beyond a subquery's own select list
- *	  (plan.c does, on the flattened query).
+ *	  flattens it again.  Must not read tables, nor check what the
+ *	  operators support beyond a subquery's own select list (expressions.c;
+ *	  plan.c checks the flattened query).
  *
  *-------------------------------------------------------------------------
  */

@@ -46,14 +46,14 @@ SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') OFFSET 1')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') ORDER BY id')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') WHERE id IN (SELECT 1)')$$);
-SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM (SELECT * FROM peek.persist_peek(NULL::vitem, ''vitems'')) s')$$);
+SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM (SELECT DISTINCT * FROM peek.persist_peek(NULL::vitem, ''vitems'')) s')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id, random() FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') WHERE now() > ''2000-01-01''')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id, qty::text FROM peek.persist_peek(NULL::vitem, ''vitems'') WHERE now() > ''2000-01-01''')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id, current_date FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT DISTINCT ON (id) id FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') UNION SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
-SELECT try($$SELECT peek.create_view('x', 'WITH w AS (SELECT * FROM peek.persist_peek(NULL::vitem, ''vitems'')) SELECT id FROM w')$$);
+SELECT try($$SELECT peek.create_view('x', 'WITH w AS MATERIALIZED (SELECT * FROM peek.persist_peek(NULL::vitem, ''vitems'')) SELECT id FROM w')$$);
 SELECT try($$SELECT peek.create_view('x', 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT generate_series(1, id) FROM peek.persist_peek(NULL::vitem, ''vitems'')')$$);
 SELECT try($$SELECT peek.create_view('x', 'SELECT id FROM peek.persist_peek(NULL::vitem, ''vitems'') FOR UPDATE')$$);

@@ -127,7 +127,10 @@ typedef struct ViewPlan
 	List	   *key_eqops;		/* OID: the equality telling keys apart */
 	List	   *key_collations; /* OID: the collation it compares them under */
 	List	   *branches;		/* ViewPlan: a UNION ALL's branches, else NIL */
-	Query	   *query;			/* a captured table read as its source */
+	Query	   *query;			/* a captured table read as its source;
+								 * WITH queries and subqueries pulled up */
+	Query	   *written;		/* the view's: its query before they were
+								 * (its text, its dependencies) */
 	struct PlannedStmt *runs_stmt;	/* query over its groups' rows (runs.c),
 									 * planned at the first round, kept */
 } ViewPlan;
@@ -175,6 +178,12 @@ extern char *dataflow_plan_text(ViewPlan *plan);
 extern List *dataflow_plan_branches(ViewPlan *plan);
 extern List *dataflow_plan_input_names(ViewPlan *plan);
 extern void dataflow_plan_expressions(ViewPlan *plan);
+
+/* expressions.c */
+extern void dataflow_check_expressions(Node *exprs);
+
+/* flatten.c */
+extern Query *dataflow_flatten(Query *query);
 
 /* stages.c */
 extern List *dataflow_plan_columns(List *targetlist);

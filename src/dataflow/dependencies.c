@@ -2,7 +2,10 @@
  *
  * dependencies.c
  *	  What a view's PostgreSQL view depends on: what its query uses, as a
- *	  view of the query would (its functions, operators and types, a
+ *	  view of the query would (its query as written: its WITH queries and
+ *	  subqueries whole, not as flatten.c pulled them up, so a column of
+ *	  theirs that the query does not read counts too, at create_view and
+ *	  after a restore alike; its functions, operators and types, a
  *	  source's row type, and each captured table it reads with the columns
  *	  it reads: dataflow_read_tables), so that none of it is dropped or
  *	  changed from under the view's rounds.  They are its rule's, as a
@@ -38,7 +41,7 @@ void
 dataflow_record_dependencies(Oid relid, ViewPlan *plan)
 {
 	ObjectAddress rule;
-	Query	   *tables = dataflow_read_tables(plan->query);
+	Query	   *tables = dataflow_read_tables(plan->written);
 
 	ObjectAddressSet(rule, RewriteRelationId, get_rewrite_oid(relid, ViewSelectRuleName, false));
 
@@ -52,7 +55,7 @@ dataflow_record_dependencies(Oid relid, ViewPlan *plan)
 	deleteDependencyRecordsForSpecific(RewriteRelationId, rule.objectId, DEPENDENCY_NORMAL,
 									   RelationRelationId, relid);
 	/* (one call, so that what both use is recorded once) */
-	recordDependencyOnExpr(&rule, (Node *) list_make2(plan->query, tables), NIL,
+	recordDependencyOnExpr(&rule, (Node *) list_make2(plan->written, tables), NIL,
 						   DEPENDENCY_NORMAL);
 }
 

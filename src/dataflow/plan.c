@@ -5,14 +5,15 @@
  *	  what the operators support: inputs peek.persist_peek(NULL::t, 'name')
  *	  in FROM (a collection or a view, its columns under its row type's
  *	  attribute names) or captured tables (read as their sources:
- *	  sources.c), one or several joined by inner and left joins on one
+ *	  sources.c; WITH queries and simple subqueries in FROM pulled up into
+ *	  the query first: flatten.c), one or several joined by inner and left joins on one
  *	  equality key across all of them (or on different keys: chain.c),
  *	  filtered by WHERE, mapped and
  *	  projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
  *	  HAVING) or made DISTINCT; or a UNION ALL of such queries; with
  *	  immutable expressions only and no function, operator, collation or
- *	  type of a temporary schema.  The keys by which reduce.c keeps each input's rows are found
+ *	  type of a temporary schema (expressions.c).  The keys by which reduce.c keeps each input's rows are found
  *	  here (a grouping's keys, or a join's key), with the operator that
  *	  tells them apart, and each operator's kind.  A join grouped by other
  *	  keys than its join key (or by none) is two stages: the join (or
@@ -59,148 +60,6 @@
 
 #include "dataflow/dataflow.h"
 #include "ipc/registry.h"
-
-/* check_functions_in_node's callback: a function that is not immutable */
-static bool
-mutable_function(Oid func_id, void *context)
-{
-	if (func_volatile(func_id) == PROVOLATILE_IMMUTABLE)
-		return false;
-	*(Oid *) context = func_id;
-	return true;
-}
-
-/* The first function in an expression that is not immutable, or InvalidOid. */
-static bool
-find_mutable_function(Node *node, Oid *func)
-{
-	if (node == NULL)
-		return false;
-	if (check_functions_in_node(node, mutable_function, func))
-		return true;
-	return expression_tree_walker(node, find_mutable_function, func);
-}
-
-/* The aggregates a view may compute: exact under deletions (reduce.c). */
-static bool
-unsupported_aggregate(Node *node, void *context)
-{
-	static const char *const supported[] = {
-		"count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every"
-	};
-
-	if (node == NULL)
-		return false;
-	if (IsA(node, Aggref))
-	{
-		Aggref	   *agg = (Aggref *) node;
-		char	   *name = get_func_name(agg->aggfnoid);
-		bool		known = false;
-
-		for (int i = 0; i < lengthof(supported); i++)
-			known |= strcmp(name, supported[i]) == 0;
-		if (dataflow_exact_float_aggregate(agg->aggfnoid))
-			known = agg->aggkind == AGGKIND_NORMAL;
-		else if (!known || agg->aggkind != AGGKIND_NORMAL ||
-				 get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE)
-			known = false;
-		if (!known)
-		{
-			*(Oid *) context = agg->aggfnoid;
-			return true;
-		}
-	}
-	if (IsA(node, GroupingFunc))
-	{
-		*(Oid *) context = InvalidOid;
-		return true;
-	}
-	return expression_tree_walker(node, unsupported_aggregate, context);
-}
-
-/* check_functions_in_node's callback: a function of a temporary schema */
-static bool
-temporary_function(Oid func_id, void *context)
-{
-	if (!isAnyTempNamespace(get_func_namespace(func_id)))
-		return false;
-	*(Oid *) context = func_id;
-	return true;
-}
-
-/* Is the object (a type, an operator, a collation) of a temporary schema? */
-static bool
-temporary_object(Oid classid, Oid objid)
-{
-	ObjectAddress object;
-
-	ObjectAddressSet(object, classid, objid);
-	return isAnyTempNamespace(get_object_namespace(&object));
-}
-
-/*
- * Refuse a function, operator, collation or type of a temporary schema
- * anywhere in an expression: the view outlasts the session that made it
- * (whose end drops the view's PostgreSQL view with such an object), and
- * its text names such an object as pg_temp, which the runtime would read
- * as its own temporary schema.
- */
-static bool
-refuse_temporary_objects(Node *node, void *context)
-{
-	Oid			func = InvalidOid;
-	Oid			op = InvalidOid;
-
-	if (node == NULL)
-		return false;
-	if (check_functions_in_node(node, temporary_function, &func))
-		dataflow_refuse(psprintf("function %s: it is temporary", get_func_name(func)));
-	/* (DistinctExpr and NullIfExpr are OpExprs) */
-	if (IsA(node, OpExpr) || IsA(node, DistinctExpr) || IsA(node, NullIfExpr))
-		op = ((OpExpr *) node)->opno;
-	else if (IsA(node, ScalarArrayOpExpr))
-		op = ((ScalarArrayOpExpr *) node)->opno;
-	if (OidIsValid(op) && temporary_object(OperatorRelationId, op))
-		dataflow_refuse(psprintf("operator %s: it is temporary", get_opname(op)));
-	if (IsA(node, CollateExpr) &&
-		temporary_object(CollationRelationId, ((CollateExpr *) node)->collOid))
-		dataflow_refuse(psprintf("collation %s: it is temporary",
-								 get_collation_name(((CollateExpr *) node)->collOid)));
-	/* (the nodes in an expression that have no type of their own) */
-	if (IsA(node, SortGroupClause))
-		return false;			/* an aggregate's DISTINCT or ORDER BY */
-	if (IsA(node, List) || IsA(node, TargetEntry) || IsA(node, CaseWhen))
-		return expression_tree_walker(node, refuse_temporary_objects, context);
-	if (temporary_object(TypeRelationId, exprType(node)))
-		dataflow_refuse(psprintf("type %s: it is temporary", format_type_be(exprType(node))));
-	return expression_tree_walker(node, refuse_temporary_objects, context);
-}
-
-/* The expressions of a view: immutable, over the input's columns only. */
-static void
-check_expressions(Node *exprs)
-{
-	Oid			func = InvalidOid;
-	ListCell   *lc;
-
-	if (find_mutable_function(exprs, &func))
-		dataflow_refuse(psprintf("function %s: it is not immutable",
-						format_procedure(func)));
-	if (contain_mutable_functions(exprs))
-		dataflow_refuse("expressions that are not immutable");
-	if (unsupported_aggregate(exprs, &func))
-		dataflow_refuse(OidIsValid(func) ?
-			   psprintf("aggregate function %s", format_procedure(func)) :
-			   "GROUPING");
-	(void) refuse_temporary_objects(exprs, NULL);
-	foreach(lc, pull_var_clause(exprs, PVC_RECURSE_AGGREGATES))
-	{
-		Var		   *var = lfirst_node(Var, lc);
-
-		if (var->varattno <= 0)
-			dataflow_refuse("whole-row references to the input");
-	}
-}
 
 /*
  * The input's columns go by the names of its row type's attributes.  The
@@ -323,7 +182,7 @@ walk_quals(Node *quals, Relids preserved, List **equalities)
 {
 	ListCell   *lc;
 
-	check_expressions(quals);
+	dataflow_check_expressions(quals);
 	foreach(lc, make_ands_implicit((Expr *) quals))
 	{
 		JoinEquality *eq;
@@ -668,8 +527,8 @@ plan_select(Query *query, ViewPlan *plan)
 	if (query->rtable == NIL || query->jointree->fromlist == NIL)
 		dataflow_refuse("a query without an input in FROM");
 	walk_from(query, (Node *) query->jointree, plan, &equalities);
-	check_expressions((Node *) query->targetList);
-	check_expressions(query->havingQual);
+	dataflow_check_expressions((Node *) query->targetList);
+	dataflow_check_expressions(query->havingQual);
 	aggregates = query->hasAggs || query->groupClause != NIL || query->havingQual != NULL;
 	grouped = aggregates || query->distinctClause != NIL;
 	plan->reduces = grouped || list_length(plan->inputs) > 1;
@@ -719,9 +578,6 @@ plan_query(Query *query)
 		}			refused[] = {
 			{query->commandType != CMD_SELECT || query->utilityStmt != NULL,
 			"statements other than SELECT"},
-			{query->hasRecursive, "WITH RECURSIVE"},
-			{query->cteList != NIL,
-			"WITH (common table expressions; make each a maintained view of its own and read it by name)"},
 			{query->groupingSets != NIL, "GROUPING SETS, ROLLUP or CUBE"},
 			{query->hasWindowFuncs, "window functions"},
 			{query->hasTargetSRFs, "set-returning functions in the select list"},
@@ -782,6 +638,7 @@ dataflow_plan(const char *text)
 	List	   *raw;
 	RawStmt    *stmt;
 	Query	   *query;
+	ViewPlan   *plan;
 
 	error_context_stack = &context;
 	raw = raw_parser(text, RAW_PARSE_DEFAULT);
@@ -799,7 +656,9 @@ dataflow_plan(const char *text)
 	query = dataflow_read_sources(parse_analyze_fixedparams(stmt, text, NULL, 0, NULL));
 	error_context_stack = context.previous;
 	dataflow_exact_float_sums(query);
-	return plan_query(query);
+	plan = plan_query(dataflow_flatten(query));
+	plan->written = query;
+	return plan;
 }
 
 /* The SELECTs a view's rounds run: a UNION ALL's branches, or the one. */
@@ -878,9 +737,10 @@ dataflow_plan_expressions(ViewPlan *plan)
 }
 
 /*
- * The plan's query written out with every name qualified that is not in
- * pg_catalog: it reads the same under any search_path (the runtime's, a
- * restored database's).
+ * The plan's query as written (its WITH queries and subqueries not pulled
+ * up: flatten.c pulls them up each time it is planned) written out with
+ * every name qualified that is not in pg_catalog: it reads the same under
+ * any search_path (the runtime's, a restored database's).
  */
 char *
 dataflow_plan_text(ViewPlan *plan)
@@ -890,7 +750,7 @@ dataflow_plan_text(ViewPlan *plan)
 
 	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	text = pg_get_querydef(plan->query, false);
+	text = pg_get_querydef(plan->written, false);
 	AtEOXact_GUC(true, level);
 	return text;
 }

@@ -11,7 +11,8 @@
  *	  the table's without its dropped columns, made when the source was
  *	  (a column renamed since keeps its place), so the query's references
  *	  to the table's columns are renumbered for it by position (its Vars,
- *	  and the columns a join of it lists), in a UNION ALL's branches too,
+ *	  and the columns a join of it lists), in a UNION ALL's branches, its
+ *	  subqueries in FROM and its WITH queries too (flatten.c pulls them up after),
  *	  and refused (42804) if the types no longer match.
  *	  A table that no source
  *	  captures, or that more than one does, is refused (0A000, naming it),
@@ -355,6 +356,35 @@ pg_view_view(RangeTblEntry *rte)
 }
 
 /*
+ * The query with read applied to each of its WITH queries that is a SELECT
+ * and not recursive (flatten.c refuses the others): a copy if it changed
+ * one, else the query itself.
+ */
+static Query *
+read_in_with_queries(Query *query, Query *(*read) (Query *))
+{
+	ListCell   *lc;
+
+	foreach(lc, query->cteList)
+	{
+		CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
+		Query	   *sub;
+
+		if (cte->cterecursive || !IsA(cte->ctequery, Query) ||
+			castNode(Query, cte->ctequery)->commandType != CMD_SELECT)
+			continue;
+		sub = read((Query *) cte->ctequery);
+		if (sub != (Query *) cte->ctequery)
+		{
+			query = copyObject(query);
+			list_nth_node(CommonTableExpr, query->cteList, foreach_current_index(lc))->ctequery =
+				(Node *) sub;
+		}
+	}
+	return query;
+}
+
+/*
  * The query with each table in its FROM that a source captures read as
  * that source, each persist peek of a source as its table's row type
  * read as the source's, and each maintained view's PostgreSQL view read as
@@ -363,6 +393,7 @@ pg_view_view(RangeTblEntry *rte)
 Query *
 dataflow_read_sources(Query *query)
 {
+	query = read_in_with_queries(query, dataflow_read_sources);
 	for (int rtindex = 1; rtindex <= list_length(query->rtable); rtindex++)
 	{
 		RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
@@ -370,7 +401,7 @@ dataflow_read_sources(Query *query)
 
 		if (rte->rtekind == RTE_SUBQUERY)
 		{
-			/* a UNION ALL's branch (plan.c refuses other subqueries) */
+			/* a UNION ALL's branch, a subquery in FROM, a WITH query read */
 			Query	   *sub = dataflow_read_sources(rte->subquery);
 
 			if (sub != rte->subquery)
@@ -451,6 +482,7 @@ read_as_table(Query *query, int rtindex, CatalogObject *src)
 Query *
 dataflow_read_tables(Query *query)
 {
+	query = read_in_with_queries(query, dataflow_read_tables);
 	for (int rtindex = 1; rtindex <= list_length(query->rtable); rtindex++)
 	{
 		RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);

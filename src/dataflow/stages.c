@@ -40,7 +40,8 @@ dataflow_refuse(const char *construct)
 					   "joined by inner joins and left joins of one input on equalities (each input to the inputs before it in FROM), "
 					   "filters (WHERE), maps and projects its rows with immutable expressions, "
 					   "and may group them (GROUP BY, count, sum, avg, min, max, bool_and, bool_or, every, HAVING) "
-					   "or make them DISTINCT; or is a UNION ALL of such queries.")));
+					   "or make them DISTINCT; or is a UNION ALL of such queries; "
+					   "WITH queries and subqueries in FROM are read as part of the query when they are plain SELECTs.")));
 }
 
 /*

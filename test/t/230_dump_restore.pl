@@ -12,8 +12,9 @@
 #    reason that names the remedy, and peeks on it and its index fail with
 #    55000; dropping and creating it again captures the table;
 #  * maintained views (one over a collection; one over a captured table,
-#    made by a role that is no superuser in its own schema) come back with
-#    their owners and rows, and what their queries use cannot be dropped or
+#    made by a role that is no superuser in its own schema; one reads a
+#    subquery, the other a WITH query, pulled up: flatten.c) come back with
+#    their owners, rows and queries as written, and what their queries use cannot be dropped or
 #    changed after the restore as before it: DROP FUNCTION, DROP TABLE,
 #    DROP COLUMN and ALTER COLUMN TYPE fail with the same errors;
 #  * restored without a function its query calls (pg_restore -L), a view
@@ -64,7 +65,7 @@ sql($old, q{
 	GRANT SELECT ON vsrc TO vowner;
 	CREATE FUNCTION vdouble(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 * 2';
 	CREATE FUNCTION vlabel(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT upper($1)';
-	SELECT peek.create_view('vc', 'SELECT k, public.vlabel(v) AS label FROM peek.persist_peek(NULL::kv, ''c'')');
+	SELECT peek.create_view('vc', 'SELECT k, label FROM (SELECT k, public.vlabel(v) AS label FROM peek.persist_peek(NULL::kv, ''c'')) s');
 });
 my $all_ready =
     "SELECT bool_and(state = 'ready') FROM (SELECT state FROM peek.collections "
@@ -75,7 +76,7 @@ ok(poll_until($old, "SELECT since = 1 FROM peek.collections WHERE name = 'w'"),
 sql($old, q{
 	SET ROLE vowner;
 	SET search_path = vowner;
-	SELECT peek.create_view('vt', 'SELECT cust, sum(public.vdouble(amount)) AS total FROM public.vsrc GROUP BY cust');
+	SELECT peek.create_view('vt', 'WITH o AS (SELECT cust, amount FROM public.vsrc) SELECT cust, sum(public.vdouble(amount)) AS total FROM o GROUP BY cust');
 });
 ok(poll_until($old, "SELECT bool_and(state = 'ready') FROM peek.views"), 'the views are ready');
 
@@ -106,6 +107,9 @@ my $views_sql = "SELECT string_agg(format('%s %s %s', o.name, o.owner, c.relowne
 my $views_before = sql($old, $views_sql);
 is($views_before, 'vc postgres postgres, vt vowner vowner', 'the views and their owners');
 my $vc_before = sql($old, 'SELECT * FROM vc ORDER BY k, label');
+my $queries_sql = "SELECT string_agg(query, ' / ' ORDER BY name) FROM peek.views";
+my $queries_before = sql($old, $queries_sql);
+like($queries_before, qr/FROM \( SELECT .*WITH o AS/s, 'the kept queries are as written');
 
 my @peeks = (
 	(map { "SELECT * FROM peek.persist_peek(NULL::kv, 'c', as_of => $_)" } 1 .. 5),
@@ -148,6 +152,7 @@ is(sql($new, $views_sql), $views_before, 'the views keep their owners');
 ok(poll_until($new, "SELECT state FROM peek.views WHERE name = 'vc'", 'ready'),
 	'the view over a collection is ready');
 is(sql($new, 'SELECT * FROM vc ORDER BY k, label'), $vc_before, '... with the same rows');
+is(sql($new, $queries_sql), $queries_before, 'the views keep their queries as written');
 ok(poll_until($new, "SELECT state || ': ' || failure FROM peek.views WHERE name = 'vt'",
 		'failed: its input collection "vs" is failed: restored from a dump without its replication slot: drop the source and create it again'),
 	'the view over the restored source fails with it');

@@ -67,13 +67,18 @@ worker_start(const char *function, const char *name, const char *type,
  * they were made, so a setting changed between a runtime's starts made
  * the old rows' retractions differ from their insertions (a view over
  * f::text held a row at multiplicity -1 once the database's
- * extra_float_digits changed, and every peek at it failed).
+ * extra_float_digits changed, and every peek at it failed).  Read
+ * committed: the workers' short transactions each see what committed
+ * before their statements; under the database's serializable they took
+ * part in serializable conflicts, fold workers gave way and users'
+ * create_source and create_view failed with 40001 against them.
  */
 void
 worker_pin_settings(void)
 {
 	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("bytea_output", "hex", PGC_SUSET, PGC_S_OVERRIDE);

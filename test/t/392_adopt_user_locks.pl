@@ -65,7 +65,7 @@ for (1 .. 300)
 {
 	my $log = slurp_file($node->logfile, $offset);
 	$retried{$_} = 1
-	  for grep { $log =~ /pg_peek object $id{$_} will be retried: canceling statement due to lock timeout/ }
+	  for grep { $log =~ /pg_peek object $id{$_} will be retried in \d+ ms[^:\n]*: canceling statement due to lock timeout/ }
 	  qw(c ci tv);
 	last if keys %retried == 3;
 	select(undef, undef, undef, 0.1);

@@ -59,7 +59,7 @@ for (1 .. 300)
 {
 	$retried = 1
 	  if slurp_file($node->logfile, $offset) =~
-	  /pg_peek object $sid will be retried: canceling statement due to lock timeout/;
+	  /pg_peek object $sid will be retried in \d+ ms[^:\n]*: canceling statement due to lock timeout/;
 	last if $retried;
 	select(undef, undef, undef, 0.1);
 }

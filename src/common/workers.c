@@ -61,12 +61,25 @@ worker_start(const char *function, const char *name, const char *type,
  * start, forever.  No JIT: a view's round runs its plan (planned once)
  * over a few groups' rows, and a plan costed past jit_above_cost (a sorted
  * aggregate, with enable_sort off) was compiled anew at every run, seconds
- * a round, in LLVM code that no cancel interrupts.
+ * a round, in LLVM code that no cancel interrupts.  The text of a float
+ * and a bytea (immutable casts a view may use, whose output depends on
+ * extra_float_digits and bytea_output): a view's rows are retracted as
+ * they were made, so a setting changed between a runtime's starts made
+ * the old rows' retractions differ from their insertions (a view over
+ * f::text held a row at multiplicity -1 once the database's
+ * extra_float_digits changed, and every peek at it failed).  Read
+ * committed: the workers' short transactions each see what committed
+ * before their statements; under the database's serializable they took
+ * part in serializable conflicts, fold workers gave way and users'
+ * create_source and create_view failed with 40001 against them.
  */
 void
 worker_pin_settings(void)
 {
 	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("bytea_output", "hex", PGC_SUSET, PGC_S_OVERRIDE);
 }

@@ -27,7 +27,7 @@ our @EXPORT = qw(
   start_bg finish_bg bg_done bg_backend_pid bg_session
   sql_error stop_runtime item_setup base_reaches commit_to_visible_ms
   steady_procedure maintenance_role new_standby standby_publisher_pid
-  log_is_clean sorted_in_temp_files
+  log_is_clean sorted_in_temp_files caught_up_sql
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -373,6 +373,15 @@ sub sorted_in_temp_files
 	return scalar grep {
 		/pg_peek sorted the rows of shard "$rel" for $what in temporary files \(\d+ kB\): they pass $budget/
 	} split /\n/, slurp_file($node->logfile);
+}
+
+# caught_up_sql(): SQL that is true once every view is ready with no lag
+# and every source's upper has passed the WAL written before it.
+sub caught_up_sql
+{
+	return q{SELECT NOT EXISTS (SELECT 1 FROM peek.views WHERE state <> 'ready' OR lag > 0)
+	   AND NOT EXISTS (SELECT 1 FROM peek.collections
+	                    WHERE source IS NOT NULL AND upper < pg_current_wal_insert_lsn() - '0/0')};
 }
 
 # log_is_clean($node, $what): a test that the node's server log has no

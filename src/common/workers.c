@@ -70,8 +70,7 @@ worker_start(const char *function, const char *name, const char *type,
  * extra_float_digits changed, and every peek at it failed).  Read
  * committed: the workers' short transactions each see what committed
  * before their statements; under the database's serializable they took
- * part in serializable conflicts, fold workers gave way and users'
- * create_source and create_view failed with 40001 against them.
+ * part in serializable conflicts and fold workers gave way.
  */
 void
 worker_pin_settings(void)

@@ -15,8 +15,9 @@ is(serving_role(), interactive_mode() eq 'on' ? 'interactive' : 'solo',
 my $node = new_node('harness', no_peek => 1);
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'node without pg_peek answers SELECT 1');
 
-# A statement in the background, collected later.
-my $h = start_bg($node, 'SELECT pg_sleep(0.2), 42');
+# A statement in the background, collected later (running long enough to be
+# seen by a poll that starts its own psql on a loaded machine).
+my $h = start_bg($node, 'SELECT pg_sleep(3), 42');
 ok(defined bg_backend_pid($node, $h), 'background statement shows up in pg_stat_activity');
 my ($rc, $out, $err) = finish_bg($h, 30);
 is($rc, 0, 'background psql exits 0');

@@ -27,7 +27,7 @@ our @EXPORT = qw(
   start_bg finish_bg bg_done bg_backend_pid bg_session
   sql_error stop_runtime item_setup base_reaches commit_to_visible_ms
   steady_procedure maintenance_role new_standby standby_publisher_pid
-  log_is_clean sorted_in_temp_files caught_up_sql
+  log_is_clean sorted_in_temp_files caught_up_sql restart_runtime
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -169,6 +169,18 @@ sub runtime_pid
 	my $pid = $node->safe_psql('postgres',
 		"SELECT pid FROM peek.runtimes WHERE role = '$role'");
 	return $pid eq '' ? undef : $pid + 0;
+}
+
+# restart_runtime($node, $role): SIGTERM the runtime with that role and wait
+# until another one runs; returns the old pid and whether a new one came.
+sub restart_runtime
+{
+	my ($node, $role) = @_;
+	my $old_pid = runtime_pid($node, $role);
+	kill 'TERM', $old_pid;
+	my $back = poll_until($node,
+		"SELECT count(*) FROM peek.runtimes WHERE role = '$role' AND pid <> $old_pid", '1');
+	return ($old_pid, $back);
 }
 
 # stop_runtime($node, $pid): SIGSTOP a runtime while it waits on its latch

@@ -49,11 +49,8 @@ my $locker = bg_session($node);
 $locker->query_safe("BEGIN; ALTER TYPE $type OWNER TO adopt_other;");
 
 my $offset = -s $node->logfile;
-my $old_pid = runtime_pid($node, $maint);
-kill 'TERM', $old_pid;
-ok( poll_until($node,
-		"SELECT count(*) FROM peek.runtimes WHERE role = '$maint' AND pid <> $old_pid", '1'),
-	'the runtime is started again');
+my ($old_pid, $back) = restart_runtime($node, $maint);
+ok($back, 'the runtime is started again');
 my $retried = 0;
 for (1 .. 300)
 {

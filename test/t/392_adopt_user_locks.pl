@@ -55,11 +55,8 @@ ALTER TYPE alice.ct RENAME ATTRIBUTE v TO w;
 LOCK TABLE alice.tv IN ACCESS EXCLUSIVE MODE;});
 
 my $offset = -s $node->logfile;
-my $old_pid = runtime_pid($node, $maint);
-kill 'TERM', $old_pid;
-ok( poll_until($node,
-		"SELECT count(*) FROM peek.runtimes WHERE role = '$maint' AND pid <> $old_pid", '1'),
-	'the runtime is started again');
+my ($old_pid, $back) = restart_runtime($node, $maint);
+ok($back, 'the runtime is started again');
 my %retried;
 for (1 .. 300)
 {

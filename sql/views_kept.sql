@@ -89,6 +89,7 @@ SELECT count(*) FROM kjoin;
 SELECT kstep(ARRAY[(2, 0, 'b'), (2, 2.5, 'b')]::kitem[], '{}', ARRAY[(2, 'two')]::kname[]);
 SELECT kstep(ARRAY[(2, 2.50, 'b')]::kitem[], '{}');
 SELECT wait_for($$SELECT count(*) = 5 FROM peek.views WHERE name LIKE 'k%' AND upper = 10$$);
+SELECT wait_for($$SELECT state = 'failed' FROM peek.views WHERE name = 'kratio'$$);
 SELECT name, state, failure FROM peek.views WHERE name LIKE 'k%' ORDER BY name;
 SELECT g, x::text, label FROM kjoin ORDER BY g, x::text;
 SELECT name, kmismatches(name) AS bad_times FROM peek.views

@@ -5,11 +5,14 @@
  *	  input (reduce.c): when every aggregate of its query has PostgreSQL's
  *	  moving-aggregate support (a forward and an inverse transition:
  *	  count(*), count(x), sum and avg of integers, numeric, money and
- *	  interval, bool_and, bool_or and every, which count their trues) and
- *	  no DISTINCT or ORDER BY, each group keeps each aggregate's transition
+ *	  interval, bool_and, bool_or and every, which count their trues) or
+ *	  keeps the first of its values in an order (min and max of types
+ *	  whose equal values are the same bytes), and no DISTINCT or ORDER BY
+ *	  (accums_functions.c), each group keeps each aggregate's transition
  *	  state, as a window's moving frame does.  A time's updates of a group
- *	  go through the inverse transition (retractions first) and the forward
- *	  one, each as many times as its diff says, or, for more than a few
+ *	  go through the inverse transition (retractions first; a min's or
+ *	  max's retraction changes nothing but of the value it keeps) and the
+ *	  forward one, each as many times as its diff says, or, for more than a few
  *	  copies, at once: added through the combine function of the
  *	  aggregate's states by doubling (log2 of the copies combines), taken
  *	  out by computing the states again from the rows; an aggregate with
@@ -28,15 +31,15 @@
  *	  its states learns them from the arrangement's rows as they are
  *	  walked (accums_start, accums_add_row), none of them kept.
  *
- *	  An inverse transition that cannot (PostgreSQL's NULL result), and a
- *	  group built again (a restart, a failed round), compute the states
+ *	  An inverse transition that cannot (PostgreSQL's NULL result, a min's
+ *	  or max's value retracted), and a group built again (a restart, a failed round), compute the states
  *	  forward from the group's rows, which reduce.c keeps as for any
  *	  grouping.  Internal states (of bigint and numeric sums, booleans) live
  *	  in one context of the stage's, which is reset, every group's states
  *	  to be computed again from its rows when next touched, once the
  *	  states let go in it (dropped groups, states started again) outnumber
- *	  the groups.  Anything else (min, max, float sums, DISTINCT) runs the
- *	  query over the groups (reduce.c, waves.c).
+ *	  the groups.  Anything else (min and max of other types, float sums,
+ *	  DISTINCT) runs the query over the groups (reduce.c, waves.c).
  *
  *	  Must not change the groups' rows (reduce.c merges them) nor touch the
  *	  catalog's tables.
@@ -45,10 +48,6 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/table.h"
-#include "access/transam.h"
-#include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "executor/executor.h"
@@ -57,12 +56,9 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/acl.h"
-#include "utils/builtins.h"
 #include "utils/datum.h"
-#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
-#include "utils/syscache.h"
 
 #include "dataflow/reduce_internal.h"
 
@@ -80,7 +76,9 @@ typedef struct LinearAgg
 	Oid			aggfnoid;
 	ExprState  *filter;			/* FILTER (WHERE ...), or NULL */
 	FmgrInfo	transfn;
-	FmgrInfo	invfn;
+	FmgrInfo	invfn;			/* fn_oid InvalidOid: min or max, by sortfn */
+	FmgrInfo	sortfn;			/* min's <, max's >: the value kept comes first */
+	Oid			collation;		/* the aggregate's input collation */
 	FmgrInfo	finalfn;		/* fn_oid InvalidOid: the state is the value */
 	FmgrInfo	combinefn;		/* fn_oid InvalidOid: copies go one by one */
 	FunctionCallInfo trans_call;
@@ -113,97 +111,7 @@ typedef struct AggParams
 	List	   *aggrefs;		/* each distinct Aggref once */
 } AggParams;
 
-/*
- * The aggregate's pg_aggregate row (to release) when its moving functions
- * fit here, else NULL.
- */
-static HeapTuple
-agg_linear(Aggref *aggref)
-{
-	HeapTuple	tuple;
-	Form_pg_aggregate form;
-
-	if (aggref->aggdistinct != NIL || aggref->aggorder != NIL ||
-		aggref->aggkind != AGGKIND_NORMAL || aggref->agglevelsup != 0)
-		return NULL;
-	tuple = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggref->aggfnoid));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for aggregate %u", aggref->aggfnoid);
-	form = (Form_pg_aggregate) GETSTRUCT(tuple);
-	if (OidIsValid(form->aggmtransfn) && OidIsValid(form->aggminvtransfn) &&
-		!form->aggmfinalextra &&
-		form->aggmfinalmodify == AGGMODIFY_READ_ONLY)
-		return tuple;
-	ReleaseSysCache(tuple);
-	return NULL;
-}
-
 static MemoryContext states_memory(ReduceState *state);
-
-/*
- * The function that combines two of the aggregate's moving states: the
- * combine function of an aggregate whose (plain) states are built by the
- * same transition function into the same type (its own, as count's, or
- * another's: sum(int4)'s moving states are avg(int4)'s).  Combining a
- * state with itself doubles it in place for an internal state, which only
- * PostgreSQL's own combine functions are known to allow.  InvalidOid if
- * none.
- */
-static Oid
-moving_combine(Form_pg_aggregate form)
-{
-	Relation	aggregates;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			combine = InvalidOid;
-
-	if (form->aggtransfn == form->aggmtransfn && form->aggtranstype == form->aggmtranstype)
-		combine = form->aggcombinefn;
-	else
-	{
-		aggregates = table_open(AggregateRelationId, AccessShareLock);
-		scan = systable_beginscan(aggregates, InvalidOid, false, NULL, 0, NULL);
-		while (!OidIsValid(combine) && HeapTupleIsValid(tuple = systable_getnext(scan)))
-		{
-			Form_pg_aggregate other = (Form_pg_aggregate) GETSTRUCT(tuple);
-
-			if (other->aggtransfn == form->aggmtransfn &&
-				other->aggtranstype == form->aggmtranstype)
-				combine = other->aggcombinefn;
-		}
-		systable_endscan(scan);
-		table_close(aggregates, AccessShareLock);
-	}
-	if (form->aggmtranstype == INTERNALOID && combine >= FirstGenbkiObjectId)
-		return InvalidOid;
-	return combine;
-}
-
-/* The combine function of an aggregate's moving states, looked up once. */
-static Oid
-moving_combine_of(Oid aggfnoid, Form_pg_aggregate form)
-{
-	static HTAB *known = NULL;
-	Oid		   *entry;
-	Oid			combine;
-
-	if (known == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = 2 * sizeof(Oid);
-		known = hash_create("pg_peek moving combine functions", 16, &ctl,
-							HASH_ELEM | HASH_BLOBS);
-	}
-	entry = hash_search(known, &aggfnoid, HASH_FIND, NULL);
-	if (entry != NULL)
-		return entry[1];
-	combine = moving_combine(form);
-	entry = hash_search(known, &aggfnoid, HASH_ENTER, NULL);
-	entry[1] = combine;
-	return combine;
-}
 
 /* Each Aggref replaced by a parameter numbered by its place in the list. */
 static Node *
@@ -253,11 +161,8 @@ new_call(FmgrInfo *fn, int nargs, Aggref *aggref, WindowAggState *context)
 }
 
 static void
-agg_begin(LinearAgg *agg, Aggref *aggref, HeapTuple tuple, WindowAggState *context)
+agg_begin(LinearAgg *agg, Aggref *aggref, AccumFunctions *fns, WindowAggState *context)
 {
-	Form_pg_aggregate form = (Form_pg_aggregate) GETSTRUCT(tuple);
-	Datum		init_text;
-	bool		isnull;
 	AclResult	acl = pg_proc_aclcheck(aggref->aggfnoid, GetUserId(), ACL_EXECUTE);
 	ListCell   *lc;
 
@@ -273,30 +178,35 @@ agg_begin(LinearAgg *agg, Aggref *aggref, HeapTuple tuple, WindowAggState *conte
 	}
 	agg->aggfnoid = aggref->aggfnoid;
 	agg->filter = aggref->aggfilter != NULL ? init_expr((Node *) aggref->aggfilter) : NULL;
-	fmgr_info(form->aggmtransfn, &agg->transfn);
-	fmgr_info(form->aggminvtransfn, &agg->invfn);
+	fmgr_info(fns->transfn, &agg->transfn);
+	agg->invfn.fn_oid = InvalidOid;
+	if (OidIsValid(fns->invfn))
+		fmgr_info(fns->invfn, &agg->invfn);
+	agg->sortfn.fn_oid = InvalidOid;
+	if (OidIsValid(fns->sortop))
+		fmgr_info(get_opcode(fns->sortop), &agg->sortfn);
+	agg->collation = aggref->inputcollid;
 	agg->finalfn.fn_oid = InvalidOid;
-	if (OidIsValid(form->aggmfinalfn))
-		fmgr_info(form->aggmfinalfn, &agg->finalfn);
+	if (OidIsValid(fns->finalfn))
+		fmgr_info(fns->finalfn, &agg->finalfn);
 	agg->combinefn.fn_oid = InvalidOid;
-	if (OidIsValid(moving_combine_of(aggref->aggfnoid, form)))
-		fmgr_info(moving_combine_of(aggref->aggfnoid, form), &agg->combinefn);
+	if (OidIsValid(fns->combinefn))
+		fmgr_info(fns->combinefn, &agg->combinefn);
 	agg->trans_call = new_call(&agg->transfn, agg->nargs + 1, aggref, context);
 	agg->inv_call = new_call(&agg->invfn, agg->nargs + 1, aggref, context);
 	agg->final_call = new_call(&agg->finalfn, 1, aggref, context);
 	agg->combine_call = new_call(&agg->combinefn, 2, aggref, context);
-	get_typlenbyval(form->aggmtranstype, &agg->statelen, &agg->statebyval);
-	agg->internal = form->aggmtranstype == INTERNALOID;
-	init_text = SysCacheGetAttr(AGGFNOID, tuple, Anum_pg_aggregate_aggminitval, &isnull);
-	agg->initnull = isnull;
+	get_typlenbyval(fns->transtype, &agg->statelen, &agg->statebyval);
+	agg->internal = fns->transtype == INTERNALOID;
+	agg->initnull = fns->initnull;
 	agg->initval = (Datum) 0;
-	if (!isnull)
+	if (!fns->initnull)
 	{
 		Oid			input;
 		Oid			ioparam;
 
-		getTypeInputInfo(form->aggmtranstype, &input, &ioparam);
-		agg->initval = OidInputFunctionCall(input, TextDatumGetCString(init_text), ioparam, -1);
+		getTypeInputInfo(fns->transtype, &input, &ioparam);
+		agg->initval = OidInputFunctionCall(input, fns->initval, ioparam, -1);
 	}
 }
 
@@ -338,12 +248,11 @@ accums_begin(ReduceRound *r, ViewPlan *plan)
 	la->context->curaggcontext = r->state->cxt;
 	foreach(lc, ap.aggrefs)
 	{
-		HeapTuple	tuple = agg_linear(lfirst(lc));
+		AccumFunctions fns;
 
-		if (tuple == NULL)
+		if (!accums_functions(lfirst(lc), &fns))
 			return NULL;
-		agg_begin(&la->aggs[foreach_current_index(lc)], lfirst(lc), tuple, la->context);
-		ReleaseSysCache(tuple);
+		agg_begin(&la->aggs[foreach_current_index(lc)], lfirst(lc), &fns, la->context);
 	}
 	for (int a = 0; a < la->naggs; a++)
 		if (la->aggs[a].internal)
@@ -610,6 +519,38 @@ state_add_copies(ReduceRound *r, LinearAgg *agg, AccumValue *acc, int64 n)
 }
 
 /*
+ * copies of the input row (in the input's slot) taken out of a min's or
+ * max's state: it stays as it was unless the row's value is the one it
+ * keeps, which only the group's other rows can replace (false: the
+ * states are computed again from them).
+ */
+static bool
+extreme_remove(ReduceRound *r, LinearAgg *agg, AccumValue *acc, int64 copies)
+{
+	FunctionCallInfo call = agg->trans_call;
+	MemoryContext old;
+	bool		kept_first;
+
+	if (!row_enters(r, agg, call))
+		return true;
+	if (acc->count < copies)
+		return false;
+	if (acc->count == copies)
+	{
+		state_init(r, agg, acc);
+		return true;
+	}
+	old = MemoryContextSwitchTo(r->inputs[0].input.econtext->ecxt_per_tuple_memory);
+	kept_first = DatumGetBool(FunctionCall2Coll(&agg->sortfn, agg->collation,
+												acc->value, call->args[1].value));
+	MemoryContextSwitchTo(old);
+	if (!kept_first)
+		return false;
+	acc->count -= copies;
+	return true;
+}
+
+/*
  * A row (of the group's input) added diff times, or removed -diff times,
  * in every state; false when an inverse transition could not.  Many
  * copies go in at once where the aggregate has a combine function, and
@@ -628,7 +569,9 @@ states_add(ReduceRound *r, ViewGroup *group, Datum row, int64 diff)
 	{
 		LinearAgg  *agg = &r->linear->aggs[a];
 
-		if (copies > COPIES_STEPPED && diff < 0)
+		if (OidIsValid(agg->sortfn.fn_oid) && diff < 0)
+			done = extreme_remove(r, agg, &group->accums[a], copies);
+		else if (copies > COPIES_STEPPED && diff < 0)
 			done = false;
 		else if (copies > COPIES_STEPPED && OidIsValid(agg->combinefn.fn_oid))
 			state_add_copies(r, agg, &group->accums[a], copies);

@@ -63,10 +63,45 @@ groups_empty(ReduceState *state, ViewGroup *group)
 }
 
 /*
- * A group's rows of one input changed by its updates, sorted by row image: merged in
- * one pass, so a step costs the group's size however many updates it has,
- * and the rows stay in the order of their images, whatever the order they
- * came in.  The executor sees a group's rows in that order, so its output
+ * The first of a group's rows from from on that does not come before the
+ * image: galloping from from (1, 2, 4... rows on), then bisecting, so that
+ * skipping g rows takes about 2 log2(g) comparisons.
+ */
+static int
+rows_first_not_before(GroupRows *rows, int from, const char *image)
+{
+	int			lo = from;
+	int			hi = from;
+	int			step = 1;
+
+	while (hi < rows->nrows &&
+		   group_row_image_cmp(DatumGetPointer(rows->rows[hi].row), image) < 0)
+	{
+		lo = hi + 1;
+		hi += step;
+		step <<= 1;
+	}
+	hi = Min(hi, rows->nrows);
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (group_row_image_cmp(DatumGetPointer(rows->rows[mid].row), image) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * A group's rows of one input changed by its updates, sorted by row image:
+ * merged in one pass, the rows between two updates' places copied at once
+ * (found by rows_first_not_before), so a step compares about log2 of the
+ * group's size per update and copies the group's row pointers once (a
+ * whole input's group of a million rows: 16 MB), and the rows stay in the
+ * order of their images, whatever the order they came in.  The executor
+ * sees a group's rows in that order, so its output
  * for the group is the same for the same rows (the value a group's key
  * takes among keys equal but not binary-equal, a max among equal values,
  * a float sum's rounding) after the groups are built again.
@@ -82,19 +117,20 @@ groups_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 	int			i = 0;
 	int			u = 0;
 
-	while (i < rows->nrows || u < n)
+	while (u < n)
 	{
-		int			cmp = i == rows->nrows ? 1 : u == n ? -1 :
-			group_row_image_cmp(DatumGetPointer(rows->rows[i].row),
-						  DatumGetPointer(updates[u].row));
+		int			skip = rows_first_not_before(rows, i, DatumGetPointer(updates[u].row));
+		int			cmp;
 		GroupRow	row;
 		Datum		image;
 
-		if (cmp < 0)
-		{
-			merged[m++] = rows->rows[i++];
-			continue;
-		}
+		if (skip > i)
+			memcpy(merged + m, rows->rows + i, sizeof(GroupRow) * (skip - i));
+		m += skip - i;
+		i = skip;
+		cmp = i == rows->nrows ? 1 :
+			group_row_image_cmp(DatumGetPointer(rows->rows[i].row),
+								DatumGetPointer(updates[u].row));
 		image = updates[u].row;
 		row.row = image;
 		row.count = 0;
@@ -118,6 +154,9 @@ groups_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 		else if (cmp == 0)
 			pfree(DatumGetPointer(row.row));
 	}
+	if (rows->nrows > i)
+		memcpy(merged + m, rows->rows + i, sizeof(GroupRow) * (rows->nrows - i));
+	m += rows->nrows - i;
 	if (rows->rows != NULL)
 		pfree(rows->rows);
 	rows->rows = merged;

@@ -265,6 +265,22 @@ extern bool accums_update(ReduceRound *r, ViewGroup *group, int first, int last)
 extern void accums_output(ReduceRound *r, ViewGroup *group);
 extern void accums_forget(ReduceState *state, ViewGroup *group);
 
+/* The functions a group keeps an aggregate's states with (accums_functions.c) */
+typedef struct AccumFunctions
+{
+	Oid			transfn;
+	Oid			invfn;			/* its moving states' inverse transition, or */
+	Oid			sortop;			/* min's <, max's >: it keeps the first value */
+	Oid			finalfn;
+	Oid			combinefn;		/* InvalidOid: none */
+	Oid			transtype;
+	bool		initnull;
+	char	   *initval;		/* its text, if not initnull */
+} AccumFunctions;
+
+/* accums_functions.c */
+extern bool accums_functions(Aggref *aggref, AccumFunctions *fns);
+
 /* accums_keys.c */
 extern bool accums_keys_in_any_row(ViewPlan *plan, List *columns, Node *having);
 

@@ -181,9 +181,13 @@ refuse_subquery(RangeTblEntry *rte, const char *construct, bool advice)
 							 " (make the subquery a maintained view of its own and read it by name)"));
 }
 
-/* Refuse a subquery that PostgreSQL's planner would not pull up either. */
-static void
-refuse_unless_simple(RangeTblEntry *rte, Query *sub)
+/*
+ * What a subquery has that makes its rows other than its input's rows
+ * filtered and mapped ("with GROUP BY..."), which neither a subquery in
+ * FROM nor one in EXISTS or IN (semijoins.c) may have; NULL: nothing.
+ */
+const char *
+dataflow_subquery_not_plain(Query *sub)
 {
 	const struct
 	{
@@ -193,15 +197,28 @@ refuse_unless_simple(RangeTblEntry *rte, Query *sub)
 		{sub->setOperations != NULL, "with UNION ALL, UNION, INTERSECT or EXCEPT"},
 		{sub->hasAggs || sub->groupClause != NIL || sub->groupingSets != NIL ||
 			sub->havingQual != NULL, "with GROUP BY, aggregates or HAVING"},
-		{sub->distinctClause != NIL, "with DISTINCT"},
 		{sub->hasWindowFuncs, "with window functions"},
+		{sub->hasDistinctOn, "with DISTINCT ON"},
 		{sub->limitCount != NULL || sub->limitOffset != NULL, "with LIMIT, OFFSET or FETCH"},
 		{sub->hasTargetSRFs, "with set-returning functions in the select list"},
 	};
 
 	for (int i = 0; i < lengthof(refused); i++)
 		if (refused[i].has)
-			refuse_subquery(rte, refused[i].construct, true);
+			return refused[i].construct;
+	return NULL;
+}
+
+/* Refuse a subquery that PostgreSQL's planner would not pull up either. */
+static void
+refuse_unless_simple(RangeTblEntry *rte, Query *sub)
+{
+	const char *construct = dataflow_subquery_not_plain(sub);
+
+	if (construct != NULL)
+		refuse_subquery(rte, construct, true);
+	if (sub->distinctClause != NIL)
+		refuse_subquery(rte, "with DISTINCT", true);
 	if (sub->hasForUpdate || sub->rowMarks != NIL)
 		refuse_subquery(rte, "with FOR UPDATE or FOR SHARE", false);
 	if (rte->lateral)

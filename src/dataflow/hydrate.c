@@ -521,6 +521,7 @@ rows_at(const char *text, ViewPlan *branch, CatalogObject *v, CatalogObject **in
 	/* (the rows read passed WHERE) */
 	if (branch->qual != NULL)
 		query->jointree->quals = NULL;
+	query = dataflow_semijoins_as_sublinks(query);
 
 	q.pub.receiveSlot = query_row;
 	q.pub.rStartup = query_startup;

@@ -3,15 +3,16 @@
 -- the outer input's column or an expression, grouped by the correlation
 -- key or by another one, DISTINCT, beside an inner and a left join on
 -- another key (grouped too), two of them on different keys, over a WITH
--- query, in UNION ALL branches, over maintained views by name.  Each
--- view, read through its PostgreSQL view and its persist peek, equals
--- PostgreSQL's evaluation of the same query text over the tables
--- (EXCEPT ALL both ways: multiplicities included; the outer table holds
--- copies of rows, the inner one copies of keys, which EXISTS must not
--- multiply) after inserts, updates of the correlation key on both sides,
--- deletes, NULL keys on both sides, rows that make a key's EXISTS flip
--- both ways, a rolled-back transaction and a TRUNCATE, and at each step's
--- time.  What is not supported is refused
+-- query, in UNION ALL branches, over maintained views by name, reading
+-- the outer input itself, correlated by more than its key, on the key of
+-- a left join's nullable side.  Each view, read through its PostgreSQL
+-- view and its persist peek, equals PostgreSQL's evaluation of the same
+-- query text over the tables (EXCEPT ALL both ways: multiplicities
+-- included; the outer table holds copies of rows, the inner one copies of
+-- keys, which EXISTS must not multiply) after inserts, updates of the
+-- correlation key on both sides, deletes, NULL keys on both sides, rows
+-- that make a key's EXISTS flip both ways, a rolled-back transaction and
+-- a TRUNCATE, and at each step's time.  What is not supported is refused
 -- (0A000) naming it; the subquery's input cannot be dropped (2BP01); a
 -- subquery reading a table the role may not read is 42501.
 SET client_min_messages = warning;
@@ -57,6 +58,10 @@ INSERT INTO sq VALUES
                   AND NOT EXISTS (SELECT FROM sl l WHERE l.ord = o.id AND l.n > 0)$$),
   ('s_left', $$SELECT o.id, c.region FROM so o LEFT JOIN sc c ON c.id = o.cust AND c.active
                 WHERE o.id IN (SELECT ord FROM sl WHERE n < 2)$$),
+  ('s_in_correlated', $$SELECT id, qty FROM so o WHERE cust IN (SELECT c.id FROM sc c WHERE c.region > o.qty)$$),
+  ('s_self', $$SELECT o.id, o.cust FROM so o WHERE NOT EXISTS (SELECT FROM so p WHERE p.cust = o.id)$$),
+  ('s_left_key', $$SELECT o.id, c.region FROM so o LEFT JOIN sc c ON c.id = o.cust
+                    WHERE EXISTS (SELECT FROM sl l WHERE l.ord = c.id)$$),
   ('s_join_grouped', $$SELECT c.region, count(*) AS n, sum(o.qty) AS total FROM so o JOIN sc c ON c.id = o.cust
                         WHERE NOT EXISTS (SELECT FROM sl l WHERE l.ord = o.id) GROUP BY c.region$$),
   ('s_with', $$WITH big AS (SELECT id, cust, qty FROM so WHERE qty > 2)
@@ -190,6 +195,9 @@ SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE EXISTS (SE
 SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE EXISTS (SELECT FROM sc c WHERE c.id = o.cust AND c.region > random())')$$);
 SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE EXISTS (SELECT FROM sq WHERE sq.name = o.id::text)')$$);
 SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE o.id::text IN (SELECT name FROM sq)')$$);
+-- (a subquery's column that EXISTS reads on a left join's nullable side
+-- must be NULL where the join adds NULLs, as one the query reads)
+SELECT try($$SELECT peek.create_view('sx', 'SELECT o.id FROM so o LEFT JOIN (SELECT id, 1 AS one FROM sc) s ON s.id = o.cust WHERE EXISTS (SELECT FROM sl WHERE sl.ord = s.one)')$$);
 SELECT count(*) AS made FROM peek.views WHERE name = 'sx';
 
 -- a subquery reading a table the role may not read: 42501, nothing made

@@ -235,20 +235,31 @@ refuse_unless_simple(RangeTblEntry *rte, Query *sub)
 typedef struct ColumnsRead
 {
 	int			rtindex;
+	int			levelsup;		/* the levels walked down */
 	Bitmapset  *columns;		/* attribute numbers (0: the whole row) */
 } ColumnsRead;
 
-/* The columns an expression reads of one range table entry of its level. */
+/*
+ * The columns an expression reads of one range table entry of its level,
+ * in its subqueries too (EXISTS, IN: semijoins.c).
+ */
 static bool
 columns_read(Node *node, ColumnsRead *read)
 {
 	if (node == NULL)
 		return false;
 	if (IsA(node, Var) && ((Var *) node)->varno == read->rtindex &&
-		((Var *) node)->varlevelsup == 0 && ((Var *) node)->varattno >= 0)
+		((Var *) node)->varlevelsup == read->levelsup && ((Var *) node)->varattno >= 0)
 		read->columns = bms_add_member(read->columns, ((Var *) node)->varattno);
 	if (IsA(node, Query))
-		return false;			/* a subquery in an expression: plan.c refuses it */
+	{
+		bool		found;
+
+		read->levelsup++;
+		found = query_tree_walker((Query *) node, columns_read, read, 0);
+		read->levelsup--;
+		return found;
+	}
 	return expression_tree_walker(node, columns_read, read);
 }
 
@@ -262,7 +273,7 @@ static void
 check_columns_read(Query *query, int rtindex, Query *sub, bool nullable)
 {
 	RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
-	ColumnsRead read = {rtindex, NULL};
+	ColumnsRead read = {rtindex, 0, NULL};
 	int			column = -1;
 
 	(void) columns_read(flatten_join_alias_vars(query,

@@ -186,6 +186,8 @@ SELECT try($$SELECT peek.create_view('sx', 'SELECT o.id FROM so o JOIN sl l ON l
 SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE EXISTS (SELECT FROM sc c WHERE c.id = o.cust GROUP BY c.id)')$$);
 SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE EXISTS (SELECT count(*) FROM sc c WHERE c.id = o.cust)')$$);
 SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE EXISTS (SELECT FROM sc c WHERE c.id = o.cust LIMIT 1)')$$);
+SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE EXISTS (SELECT WHERE o.cust > 1)')$$);
+SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE EXISTS (SELECT FROM sc c, sl l WHERE c.id = o.cust AND l.ord = c.id)')$$);
 SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE EXISTS (SELECT FROM sc c JOIN sl l ON l.ord = c.id WHERE c.id = o.cust)')$$);
 SELECT try($$SELECT peek.create_view('sx', 'SELECT id FROM so o WHERE EXISTS (SELECT FROM (SELECT id FROM sc) c WHERE c.id = o.cust)')$$);
 SELECT try($$SELECT peek.create_view('sx', 'WITH s AS (SELECT id FROM sc) SELECT id FROM so o WHERE EXISTS (SELECT FROM s WHERE s.id = o.cust)')$$);

@@ -226,7 +226,8 @@ refuse_unless_simple(RangeTblEntry *rte, Query *sub)
 	if (sub->jointree->fromlist == NIL)
 		refuse_subquery(rte, "without FROM", false);
 	if (sub->hasSubLinks)
-		dataflow_refuse("subqueries");
+		refuse_subquery(rte, "with subqueries in their expressions (write EXISTS, NOT EXISTS or IN (SELECT ...) in the view's own WHERE)",
+						false);
 	/* every column as the view's own, even those the query does not read */
 	dataflow_check_expressions((Node *) sub->targetList);
 }

@@ -81,15 +81,16 @@ check_subquery(SubLink *sublink, Query *sub)
 		{sub->cteList != NIL, "with WITH queries of their own"},
 		{sub->hasSubLinks, "with subqueries in them"},
 		{sub->jointree->fromlist == NIL, "without FROM"},
-		{list_length(sub->jointree->fromlist) > 1 ||
-			!IsA(linitial(sub->jointree->fromlist), RangeTblRef),
-		"reading more than one input (make the join a maintained view of its own and read it by name)"},
 	};
 	RangeTblEntry *rte;
 
 	for (int i = 0; i < lengthof(refused); i++)
 		if (refused[i].has)
 			dataflow_refuse(psprintf("%s %s", noun, refused[i].construct));
+	if (list_length(sub->jointree->fromlist) > 1 ||
+		!IsA(linitial(sub->jointree->fromlist), RangeTblRef))
+		dataflow_refuse(psprintf("%s reading more than one input (make the join a maintained view of its own and read it by name)",
+								 noun));
 	rte = rt_fetch(linitial_node(RangeTblRef, sub->jointree->fromlist)->rtindex, sub->rtable);
 	if (rte->rtekind == RTE_SUBQUERY || rte->rtekind == RTE_CTE)
 		dataflow_refuse(psprintf("%s reading a subquery or a WITH query (read an input: a table, a maintained view or a collection)",

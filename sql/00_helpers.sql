@@ -87,6 +87,23 @@ BEGIN
                                WHERE inputs @> ARRAY[%L]$q$, t, src));
 END $$;
 
+-- views_bad_times_at(names, objects, times): each maintained view whose
+-- name is LIKE names, with the times recorded in the table times (src
+-- text, t bigint: views_past_wal's) at which it is not its kept query over
+-- its inputs, each object of the regular expression objects that the
+-- query names read as of that time
+CREATE FUNCTION views_bad_times_at(names text, objects text, times regclass)
+RETURNS TABLE (name text, bad_times text) LANGUAGE plpgsql AS $$
+DECLARE at bigint[];
+BEGIN
+    EXECUTE format('SELECT array_agg(t ORDER BY t) FROM %s', times) INTO at;
+    RETURN QUERY
+    SELECT v.name::text, view_mismatches(
+               format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', v.name, v.name),
+               regexp_replace(v.query, format('(''(%s)''::text)', objects), '\1, as_of => @T@', 'g'), at)
+      FROM peek.views v WHERE v.name LIKE names ORDER BY v.name;
+END $$;
+
 -- restart_maintenance(): kill the maintenance runtime (or the solo one) and
 -- wait until its replacement runs
 CREATE FUNCTION restart_maintenance() RETURNS boolean LANGUAGE plpgsql AS $$

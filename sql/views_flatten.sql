@@ -123,10 +123,7 @@ SELECT count(*) AS rolled_back_rows FROM ft WHERE id >= 100;
 -- and at each step's time, each view as of it equals its kept query (WITH
 -- queries and subqueries as written) over its inputs as of it
 SELECT wait_for(format('SELECT bool_and(upper > %s) FROM peek.views', (SELECT max(t) FROM ftimes)));
-SELECT name, view_mismatches(format('SELECT * FROM peek.persist_peek(NULL::%I, %L, as_of => @T@)', name, name),
-                             regexp_replace(query, '(''(ft_src|fd_src|f_grouped)''::text)', '\1, as_of => @T@', 'g'),
-                             (SELECT array_agg(t ORDER BY t) FROM ftimes)) AS bad_times
-  FROM peek.views WHERE name LIKE 'f\_%' ORDER BY name;
+SELECT * FROM views_bad_times_at('f\_%', 'ft_src|fd_src|f_grouped', 'ftimes');
 
 -- what the WITH queries and subqueries read cannot be dropped (the
 -- function of a column the outer query does not read; a column only a WITH

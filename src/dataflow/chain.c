@@ -9,7 +9,8 @@
  *	  before (stages.c) and the next input, each on its own key (every
  *	  hashable equality between the input and the inputs before it), each
  *	  projecting the columns that later stages and the outputs read.  A
- *	  left join's nullable side is one input, its ON its stage's; any other
+ *	  left join's nullable side is one input, its ON its stage's (so is a
+ *	  semi-join's or anti-join's inner input: semijoins.c); any other
  *	  condition (WHERE, an inner join's ON) applies after the join of the
  *	  first stage that has every input it reads: an inner join's condition
  *	  filters a product, and a left join only adds columns to the rows it
@@ -49,7 +50,9 @@ typedef struct Chain
 	List	   *conditions;		/* WHERE and inner joins' conditions */
 	List	  **filters;		/* those, by place */
 	List	  **on;				/* a left join's ON, by input */
-	bool	   *left;			/* the input is a left join's nullable side */
+	bool	   *left;			/* the input is a left join's nullable side
+								 * (or a semi-join's or anti-join's inner) */
+	JoinType   *jointypes;		/* by input: that join's type */
 } Chain;
 
 /* How a stage reads the query's columns (stage_column). */
@@ -183,7 +186,8 @@ collect_conditions(Chain *chain, Node *node)
 
 		collect_conditions(chain, join->larg);
 		collect_conditions(chain, join->rarg);
-		if (join->jointype != JOIN_LEFT)
+		if (join->jointype != JOIN_LEFT && join->jointype != JOIN_SEMI &&
+			join->jointype != JOIN_ANTI)
 		{
 			chain->conditions = list_concat(chain->conditions,
 											make_ands_implicit((Expr *) flatten_join_alias_vars(chain->query, join->quals)));
@@ -193,6 +197,7 @@ collect_conditions(Chain *chain, Node *node)
 			dataflow_refuse("a left join whose nullable side is a join of inputs on different keys (left join one input at a time)");
 		nullable = input_of(chain->plan, ((RangeTblRef *) join->rarg)->rtindex);
 		chain->left[nullable] = true;
+		chain->jointypes[nullable] = join->jointype;
 		chain->on[nullable] =
 			make_ands_implicit((Expr *) flatten_join_alias_vars(chain->query, join->quals));
 	}
@@ -265,6 +270,9 @@ stage_key(Chain *chain, StageColumns *columns, List *conditions, ViewPlan *stage
 		return;
 	if (mismatch != NULL)
 		dataflow_refuse(mismatch);
+	if (chain->left[chain->order[columns->stage]] &&
+		chain->jointypes[chain->order[columns->stage]] != JOIN_LEFT)
+		dataflow_refuse("EXISTS, NOT EXISTS or IN (SELECT ...) without an equality between its input's columns and the outer query's (conditions other than =)");
 	dataflow_refuse(chain->left[chain->order[columns->stage]] ?
 					"a left join without an equality between its nullable input and the inputs before it (conditions other than =)" :
 					"joins without an equality between an input and the inputs before it in FROM (cross joins, conditions other than =)");
@@ -310,6 +318,7 @@ dataflow_plan_chain(Query *query, ViewPlan *plan, List *outputs)
 	chain.filters = palloc0(sizeof(List *) * ninputs);
 	chain.on = palloc0(sizeof(List *) * ninputs);
 	chain.left = palloc0(sizeof(bool) * ninputs);
+	chain.jointypes = palloc0(sizeof(JoinType) * ninputs);
 	outputs = (List *) flatten_join_alias_vars(query, (Node *) outputs);
 	collect_conditions(&chain, (Node *) query->jointree);
 	for (int i = 0; i < ninputs; i++)
@@ -369,7 +378,7 @@ dataflow_plan_chain(Query *query, ViewPlan *plan, List *outputs)
 		{
 			JoinExpr   *join = makeNode(JoinExpr);
 
-			join->jointype = JOIN_LEFT;
+			join->jointype = chain.jointypes[chain.order[k]];
 			join->larg = (Node *) refs[0];
 			join->rarg = (Node *) refs[1];
 			join->quals = stage_column(conjunction(on), &columns);

@@ -184,6 +184,11 @@ extern void dataflow_check_expressions(Node *exprs);
 
 /* flatten.c */
 extern Query *dataflow_flatten(Query *query);
+extern const char *dataflow_subquery_not_plain(Query *sub);
+
+/* semijoins.c */
+extern Query *dataflow_semijoins(Query *query);
+extern Query *dataflow_semijoins_as_sublinks(Query *query);
 
 /* stages.c */
 extern List *dataflow_plan_columns(List *targetlist);

@@ -181,9 +181,13 @@ refuse_subquery(RangeTblEntry *rte, const char *construct, bool advice)
 							 " (make the subquery a maintained view of its own and read it by name)"));
 }
 
-/* Refuse a subquery that PostgreSQL's planner would not pull up either. */
-static void
-refuse_unless_simple(RangeTblEntry *rte, Query *sub)
+/*
+ * What a subquery has that makes its rows other than its input's rows
+ * filtered and mapped ("with GROUP BY..."), which neither a subquery in
+ * FROM nor one in EXISTS or IN (semijoins.c) may have; NULL: nothing.
+ */
+const char *
+dataflow_subquery_not_plain(Query *sub)
 {
 	const struct
 	{
@@ -193,15 +197,28 @@ refuse_unless_simple(RangeTblEntry *rte, Query *sub)
 		{sub->setOperations != NULL, "with UNION ALL, UNION, INTERSECT or EXCEPT"},
 		{sub->hasAggs || sub->groupClause != NIL || sub->groupingSets != NIL ||
 			sub->havingQual != NULL, "with GROUP BY, aggregates or HAVING"},
-		{sub->distinctClause != NIL, "with DISTINCT"},
 		{sub->hasWindowFuncs, "with window functions"},
+		{sub->hasDistinctOn, "with DISTINCT ON"},
 		{sub->limitCount != NULL || sub->limitOffset != NULL, "with LIMIT, OFFSET or FETCH"},
 		{sub->hasTargetSRFs, "with set-returning functions in the select list"},
 	};
 
 	for (int i = 0; i < lengthof(refused); i++)
 		if (refused[i].has)
-			refuse_subquery(rte, refused[i].construct, true);
+			return refused[i].construct;
+	return NULL;
+}
+
+/* Refuse a subquery that PostgreSQL's planner would not pull up either. */
+static void
+refuse_unless_simple(RangeTblEntry *rte, Query *sub)
+{
+	const char *construct = dataflow_subquery_not_plain(sub);
+
+	if (construct != NULL)
+		refuse_subquery(rte, construct, true);
+	if (sub->distinctClause != NIL)
+		refuse_subquery(rte, "with DISTINCT", true);
 	if (sub->hasForUpdate || sub->rowMarks != NIL)
 		refuse_subquery(rte, "with FOR UPDATE or FOR SHARE", false);
 	if (rte->lateral)
@@ -209,7 +226,8 @@ refuse_unless_simple(RangeTblEntry *rte, Query *sub)
 	if (sub->jointree->fromlist == NIL)
 		refuse_subquery(rte, "without FROM", false);
 	if (sub->hasSubLinks)
-		dataflow_refuse("subqueries");
+		refuse_subquery(rte, "with subqueries in their expressions (write EXISTS, NOT EXISTS or IN (SELECT ...) in the view's own WHERE)",
+						false);
 	/* every column as the view's own, even those the query does not read */
 	dataflow_check_expressions((Node *) sub->targetList);
 }
@@ -218,20 +236,31 @@ refuse_unless_simple(RangeTblEntry *rte, Query *sub)
 typedef struct ColumnsRead
 {
 	int			rtindex;
+	int			levelsup;		/* the levels walked down */
 	Bitmapset  *columns;		/* attribute numbers (0: the whole row) */
 } ColumnsRead;
 
-/* The columns an expression reads of one range table entry of its level. */
+/*
+ * The columns an expression reads of one range table entry of its level,
+ * in its subqueries too (EXISTS, IN: semijoins.c).
+ */
 static bool
 columns_read(Node *node, ColumnsRead *read)
 {
 	if (node == NULL)
 		return false;
 	if (IsA(node, Var) && ((Var *) node)->varno == read->rtindex &&
-		((Var *) node)->varlevelsup == 0 && ((Var *) node)->varattno >= 0)
+		((Var *) node)->varlevelsup == read->levelsup && ((Var *) node)->varattno >= 0)
 		read->columns = bms_add_member(read->columns, ((Var *) node)->varattno);
 	if (IsA(node, Query))
-		return false;			/* a subquery in an expression: plan.c refuses it */
+	{
+		bool		found;
+
+		read->levelsup++;
+		found = query_tree_walker((Query *) node, columns_read, read, 0);
+		read->levelsup--;
+		return found;
+	}
 	return expression_tree_walker(node, columns_read, read);
 }
 
@@ -245,7 +274,7 @@ static void
 check_columns_read(Query *query, int rtindex, Query *sub, bool nullable)
 {
 	RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
-	ColumnsRead read = {rtindex, NULL};
+	ColumnsRead read = {rtindex, 0, NULL};
 	int			column = -1;
 
 	(void) columns_read(flatten_join_alias_vars(query,

@@ -521,6 +521,8 @@ rows_at(const char *text, ViewPlan *branch, CatalogObject *v, CatalogObject **in
 	/* (the rows read passed WHERE) */
 	if (branch->qual != NULL)
 		query->jointree->quals = NULL;
+	/* (a semi-join or anti-join as EXISTS for the planner: semijoins.c) */
+	query = dataflow_semijoins_as_sublinks(query);
 
 	q.pub.receiveSlot = query_row;
 	q.pub.rStartup = query_startup;

@@ -8,7 +8,9 @@
  *	  sources.c; WITH queries and simple subqueries in FROM pulled up into
  *	  the query first: flatten.c), one or several joined by inner and left joins on one
  *	  equality key across all of them (or on different keys: chain.c),
- *	  filtered by WHERE, mapped and
+ *	  and semi-joins and anti-joins of one input each (EXISTS, NOT EXISTS
+ *	  and IN (SELECT ...) ANDed in WHERE: semijoins.c), filtered by WHERE,
+ *	  mapped and
  *	  projected by the select list, and either grouped (GROUP BY, the
  *	  aggregates count, sum, avg, min, max, bool_and, bool_or and every,
  *	  HAVING) or made DISTINCT; or a UNION ALL of such queries; with
@@ -213,7 +215,22 @@ inputs_under(Node *node)
 	return inputs;
 }
 
-/* The range table indexes of the inputs a left join under a FROM item may NULL-extend. */
+/*
+ * A left join, or a semi-join or anti-join (whose inner input's columns no
+ * row has): its ON's equalities key its right input to its left, never
+ * two inputs of its left side to each other.
+ */
+static bool
+outer_like(JoinExpr *join)
+{
+	return join->jointype == JOIN_LEFT || join->jointype == JOIN_SEMI ||
+		join->jointype == JOIN_ANTI;
+}
+
+/*
+ * The range table indexes of the inputs a left join under a FROM item may
+ * NULL-extend (or that a semi-join's or anti-join's rows do not have).
+ */
 static Relids
 nullable_under(Node *node)
 {
@@ -227,7 +244,7 @@ nullable_under(Node *node)
 		JoinExpr   *join = (JoinExpr *) node;
 
 		return bms_union(nullable_under(join->larg),
-						 join->jointype == JOIN_LEFT ? inputs_under(join->rarg) :
+						 outer_like(join) ? inputs_under(join->rarg) :
 						 nullable_under(join->rarg));
 	}
 	foreach(lc, castNode(FromExpr, node)->fromlist)
@@ -261,11 +278,12 @@ walk_from(Query *query, Node *node, ViewPlan *plan, List **equalities)
 			dataflow_refuse("FULL JOIN");
 		if (join->jointype == JOIN_RIGHT)
 			dataflow_refuse("RIGHT JOIN (write it as a LEFT JOIN)");
-		if (join->jointype != JOIN_INNER && join->jointype != JOIN_LEFT)
+		/* (a semi-join or anti-join: EXISTS, IN or NOT EXISTS, semijoins.c) */
+		if (join->jointype != JOIN_INNER && !outer_like(join))
 			dataflow_refuse("this kind of join");
 		walk_from(query, join->larg, plan, equalities);
 		walk_from(query, join->rarg, plan, equalities);
-		walk_quals(join->quals, join->jointype == JOIN_LEFT ? inputs_under(join->larg) : NULL,
+		walk_quals(join->quals, outer_like(join) ? inputs_under(join->larg) : NULL,
 				   equalities);
 	}
 	else if (IsA(node, FromExpr))
@@ -569,6 +587,7 @@ plan_query(Query *query)
 {
 	ViewPlan   *plan = palloc0(sizeof(ViewPlan));
 
+	query = dataflow_semijoins(query);
 	{
 		/* what the query has that no operator supports yet, in order */
 		const struct

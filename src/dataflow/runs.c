@@ -34,7 +34,8 @@
  * The view's query planned over the rows of parameters, one an array of
  * each input's type, instead of its inputs: FROM unnest($1) (, unnest($2)
  * ...), without WHERE over one input (the groups hold only the rows that
- * pass it).
+ * pass it); a semi-join's input, unnest($n) too, read by EXISTS
+ * (semijoins.c).
  */
 static PlannedStmt *
 plan_over_params(ViewPlan *plan, const char *text, ParamListInfo params)
@@ -66,6 +67,7 @@ plan_over_params(ViewPlan *plan, const char *text, ParamListInfo params)
 	if (plan->qual != NULL)
 		query->jointree->quals = NULL;
 	outputs_key_columns(query, plan);
+	query = dataflow_semijoins_as_sublinks(query);
 
 	/*
 	 * Hashed, not sorted, grouping and DISTINCT where the planner can: a

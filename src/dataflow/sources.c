@@ -12,7 +12,8 @@
  *	  (a column renamed since keeps its place), so the query's references
  *	  to the table's columns are renumbered for it by position (its Vars,
  *	  and the columns a join of it lists), in a UNION ALL's branches, its
- *	  subqueries in FROM and its WITH queries too (flatten.c pulls them up after),
+ *	  subqueries in FROM and its WITH queries too (flatten.c pulls them up after)
+ *	  and in its expressions (EXISTS, IN (SELECT ...): semijoins.c),
  *	  and refused (42804) if the types no longer match.
  *	  A table that no source
  *	  captures, or that more than one does, is refused (0A000, naming it),
@@ -47,6 +48,7 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
@@ -384,6 +386,46 @@ read_in_with_queries(Query *query, Query *(*read) (Query *))
 	return query;
 }
 
+/* read_in_sublinks's context */
+typedef struct SublinkReader
+{
+	Query	   *(*read) (Query *);
+} SublinkReader;
+
+/* A sublink's subquery read (its own sublinks when it is read). */
+static Node *
+read_sublink(Node *node, SublinkReader *reader)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, SubLink))
+	{
+		SubLink    *sublink = makeNode(SubLink);
+
+		memcpy(sublink, node, sizeof(SubLink));
+		sublink->testexpr = read_sublink(sublink->testexpr, reader);
+		sublink->subselect = (Node *) reader->read(castNode(Query, sublink->subselect));
+		return (Node *) sublink;
+	}
+	return expression_tree_mutator(node, read_sublink, reader);
+}
+
+/*
+ * The query with read applied to the subqueries of its expressions (EXISTS,
+ * IN (SELECT ...): semijoins.c takes some; plan.c refuses the others): a
+ * copy when it has some, else the query itself.  (Its FROM's subqueries
+ * are read where their range table entries are.)
+ */
+static Query *
+read_in_sublinks(Query *query, Query *(*read) (Query *))
+{
+	SublinkReader reader = {read};
+
+	if (!query->hasSubLinks)
+		return query;
+	return query_tree_mutator(query, read_sublink, &reader, QTW_IGNORE_RANGE_TABLE);
+}
+
 /*
  * The query with each table in its FROM that a source captures read as
  * that source, each persist peek of a source as its table's row type
@@ -424,7 +466,7 @@ dataflow_read_sources(Query *query)
 		else if ((src = peeked_source(rte)) != NULL)
 			query = read_as_source(query, rtindex, get_rel_type_id(src->source), src);
 	}
-	return query;
+	return read_in_sublinks(query, dataflow_read_sources);
 }
 
 /*
@@ -504,5 +546,5 @@ dataflow_read_tables(Query *query)
 				 OidIsValid(get_rel_type_id(src->source)))
 			query = read_as_table(query, rtindex, src);
 	}
-	return query;
+	return read_in_sublinks(query, dataflow_read_tables);
 }

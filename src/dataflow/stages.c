@@ -38,7 +38,8 @@ dataflow_refuse(const char *construct)
 			 errdetail("A maintained view reads inputs in FROM (tables that sources capture, maintained views, "
 					   "collections as peek.persist_peek(NULL::t, 'name')), "
 					   "joined by inner joins and left joins of one input on equalities (each input to the inputs before it in FROM), "
-					   "filters (WHERE), maps and projects its rows with immutable expressions, "
+					   "filters (WHERE, with EXISTS, NOT EXISTS and IN (SELECT ...) over one input ANDed in it), "
+					   "maps and projects its rows with immutable expressions, "
 					   "and may group them (GROUP BY, count, sum, avg, min, max, bool_and, bool_or, every, HAVING) "
 					   "or make them DISTINCT; or is a UNION ALL of such queries; "
 					   "WITH queries and subqueries in FROM are read as part of the query when they are plain SELECTs.")));

@@ -63,6 +63,11 @@ sql($old, q{
 	INSERT INTO vsrc SELECT g, g % 3, g FROM generate_series(1, 9) g;
 	SELECT peek.create_source('vs', 'vsrc');
 	GRANT SELECT ON vsrc TO vowner;
+	CREATE TABLE vcust (id int, active boolean);
+	ALTER TABLE vcust REPLICA IDENTITY FULL;
+	INSERT INTO vcust VALUES (0, true), (1, false), (1, true), (2, false);
+	SELECT peek.create_source('vcs', 'vcust');
+	GRANT SELECT ON vcust TO vowner;
 	CREATE FUNCTION vdouble(int) RETURNS int IMMUTABLE LANGUAGE sql AS 'SELECT $1 * 2';
 	CREATE FUNCTION vlabel(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT upper($1)';
 	SELECT peek.create_view('vc', 'SELECT k, label FROM (SELECT k, public.vlabel(v) AS label FROM peek.persist_peek(NULL::kv, ''c'')) s');
@@ -77,6 +82,7 @@ sql($old, q{
 	SET ROLE vowner;
 	SET search_path = vowner;
 	SELECT peek.create_view('vt', 'WITH o AS (SELECT cust, amount FROM public.vsrc) SELECT cust, sum(public.vdouble(amount)) AS total FROM o GROUP BY cust');
+	SELECT peek.create_view('vx', 'SELECT id, amount FROM public.vsrc o WHERE EXISTS (SELECT FROM public.vcust c WHERE c.id = o.cust AND c.active)');
 });
 ok(poll_until($old, "SELECT bool_and(state = 'ready') FROM peek.views"), 'the views are ready');
 
@@ -90,7 +96,9 @@ my @ddl = (
 	'ALTER TABLE vsrc DROP COLUMN cust',
 	'ALTER TABLE vsrc ALTER COLUMN amount TYPE bigint',
 	q{CREATE OR REPLACE FUNCTION vlabel(text) RETURNS text IMMUTABLE LANGUAGE sql AS 'SELECT lower($1)'},
-	'ALTER FUNCTION vlabel(text) RENAME TO vlabel_old');
+	'ALTER FUNCTION vlabel(text) RENAME TO vlabel_old',
+	'DROP TABLE vcust',
+	'ALTER TABLE vcust DROP COLUMN active');
 sub ddl_error
 {
 	my ($node, $stmt) = @_;
@@ -102,14 +110,21 @@ like($ddl_before{ $ddl[0] }, qr/view vowner\.vt depends on function vdouble/,
 	'before the dump, a function the view over the table calls cannot be dropped');
 like($ddl_before{ $ddl[2] }, qr/view vowner\.vt depends on (table|column \w+ of table) vsrc/,
 	'... nor the table it reads');
+like($ddl_before{ $ddl[8] }, qr/view vowner\.vx depends on (table|column \w+ of table) vcust/,
+	'... nor a table only an EXISTS subquery reads');
+like($ddl_before{ $ddl[9] }, qr/view vowner\.vx depends on column active of table vcust/,
+	'... nor its column');
 my $views_sql = "SELECT string_agg(format('%s %s %s', o.name, o.owner, c.relowner::regrole), ', ' ORDER BY o.name) "
   . "FROM peek.objects o JOIN pg_class c ON c.reltype = o.row_type WHERE o.kind = 'v'";
 my $views_before = sql($old, $views_sql);
-is($views_before, 'vc postgres postgres, vt vowner vowner', 'the views and their owners');
+is($views_before, 'vc postgres postgres, vt vowner vowner, vx vowner vowner',
+	'the views and their owners');
+is(sql($old, 'SELECT count(*) FROM vowner.vx'), sql($old, 'SELECT count(*) FROM vsrc o WHERE EXISTS (SELECT FROM vcust c WHERE c.id = o.cust AND c.active)'),
+	'the view with EXISTS has its query\'s rows');
 my $vc_before = sql($old, 'SELECT * FROM vc ORDER BY k, label');
 my $queries_sql = "SELECT string_agg(query, ' / ' ORDER BY name) FROM peek.views";
 my $queries_before = sql($old, $queries_sql);
-like($queries_before, qr/FROM \( SELECT .*WITH o AS/s, 'the kept queries are as written');
+like($queries_before, qr/FROM \( SELECT .*WITH o AS.*WHERE \(EXISTS \( SELECT/s, 'the kept queries are as written');
 
 my @peeks = (
 	(map { "SELECT * FROM peek.persist_peek(NULL::kv, 'c', as_of => $_)" } 1 .. 5),
@@ -166,6 +181,7 @@ is((sql_error($new, "BEGIN; $ddl[3]; ROLLBACK"))[0], '2BP01', 'DROP COLUMN: 2BP0
 is((sql_error($new, "BEGIN; $ddl[5]; ROLLBACK"))[0], '0A000', 'ALTER COLUMN TYPE: 0A000');
 is((sql_error($new, "BEGIN; $ddl[6]; ROLLBACK"))[0], '2BP01', 'CREATE OR REPLACE FUNCTION: 2BP01');
 is((sql_error($new, "BEGIN; $ddl[7]; ROLLBACK"))[0], '2BP01', 'ALTER FUNCTION RENAME: 2BP01');
+is((sql_error($new, "BEGIN; $ddl[8]; ROLLBACK"))[0], '2BP01', 'DROP TABLE read in EXISTS: 2BP01');
 
 my $ext_oid = "SELECT oid FROM pg_extension WHERE extname = 'pg_peek'";
 isnt(sql($new, $ext_oid), sql($old, $ext_oid), 'the new extension has another OID');
@@ -180,7 +196,7 @@ is( sql(
 		  ON d.classid = 'pg_class'::regclass AND d.objid = o.shard AND d.objsubid = 0
 		 AND d.refclassid = 'pg_type'::regclass AND d.refobjid = o.row_type
 		 WHERE o.kind = 'c'}),
-	'4',
+	'5',
 	'every restored shard depends on its row type');
 my $type_acls = q{SELECT string_agg(format('%s %s', t.typname, t.typacl), ', ' ORDER BY t.typname)
 	  FROM pg_type t WHERE t.typnamespace = 'peek'::regnamespace AND t.typname ~ '^(shard|source)_'};
@@ -204,7 +220,7 @@ ok(poll_until($new, "SELECT count(*) = 3 FROM peek.index_peek(NULL::kv, 'w_by_k'
 	'a write after the restore is peekable');
 ok(poll_until($new, "SELECT count(*) = 1 FROM peek.index_peek(NULL::kv, 'n_by_k', ROW(7))"),
 	'a new collection and index serve peeks');
-is(sql($new, "SELECT count(DISTINCT id) FROM peek.objects"), '12', 'new objects get fresh ids');
+is(sql($new, "SELECT count(DISTINCT id) FROM peek.objects"), '14', 'new objects get fresh ids');
 
 # The source: failed, with the remedy.
 my $reason = 'restored from a dump without its replication slot: drop the source and create it again';
@@ -243,7 +259,7 @@ my ($restore_out, $restore_err) =
   run_command([ 'pg_restore', '--verbose', '-L', $list_file, '-d', $partial->connstr('postgres'), $dump ]);
 like($restore_err, qr/WARNING:  the query of maintained view "vc" no longer plans: function public\.vlabel\(text\) does not exist/,
 	'a view whose function was not restored: a WARNING');
-is(sql($partial, "SELECT count(*) FROM peek.views"), '2', 'the restore went on');
+is(sql($partial, "SELECT count(*) FROM peek.views"), '3', 'the restore went on');
 $partial->restart;
 ok(poll_until($partial, "SELECT state FROM peek.views WHERE name = 'vc'", 'ready'),
 	'until its input moves on, the view serves its restored rows');

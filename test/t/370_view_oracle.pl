@@ -5,7 +5,9 @@
 # other columns (two stages) or by none, DISTINCT or not; UNION ALL), kept
 # current by the maintenance runtime under random inserts, retractions,
 # updates of the join key and of other columns and rolled-back writes at
-# many times (c and d written at the same times); and over c, d and a
+# many times (c and d written at the same times); with EXISTS, NOT EXISTS
+# and IN (SELECT ...) of d or e in WHERE (semi- and anti-joins, grouped or
+# not, beside a join, two on different keys); and over c, d and a
 # third collection e joined on different keys (a chain of join stages:
 # c and d on k, then e on a column of d, of c, or of both; or c and e
 # first; or inner joins written in an order their equalities do not allow),
@@ -236,6 +238,74 @@ sub random_query
 	  . $having;
 }
 
+# the shapes with EXISTS, NOT EXISTS and IN (SELECT ...) in WHERE (semi-
+# and anti-joins): over c with a subquery of d or e correlated by a key
+# (or an expression of it), not grouped, grouped by the correlation key or
+# by another column, DISTINCT; over c joined to d with a subquery of e on
+# another key; two subqueries on different keys
+my @scols = ('a.k', 'a.v', 'a.n', 'a.k * 2', "coalesce(a.v, 'none')", 'a.k + a.n');
+my @saggs = ('count(*)', 'sum(a.n)', 'max(a.v)', 'min(a.k)', 'count(a.v)');
+
+sub random_semi_query
+{
+	my $shape = shift // pick('exists', 'notexists', 'in', 'semigroup', 'semiby', 'semidistinct',
+		'semijoin', 'semitwo');
+	my $c = "peek.persist_peek(NULL::orow, 'c'\@AS\@)";
+	my $d = "peek.persist_peek(NULL::drow, 'd'\@AS\@)";
+	my $e = "peek.persist_peek(NULL::erow, 'e'\@AS\@)";
+	my $not = sub { pick('', 'NOT ') };
+	my $sub = sub {
+		my $kind = shift // pick('d', 'e', 'in');
+		return "EXISTS (SELECT FROM $d b WHERE "
+		  . pick('b.k = a.k', 'b.k = a.k % 3', 'a.k = b.k') . pick('', " AND b.w <> 'y'") . ')'
+		  if $kind eq 'd';
+		return "EXISTS (SELECT 1 FROM $e x WHERE "
+		  . pick('x.t = a.k % 4', 'x.m = a.n', 'x.t = a.k') . pick('', ' AND x.m > 1') . ')'
+		  if $kind eq 'e';
+		return pick("a.k IN (SELECT k FROM $d WHERE w <> 'x')", "a.k % 4 IN (SELECT t FROM $e)",
+			"a.n = ANY (SELECT m FROM $e WHERE w <> 'z')");
+	};
+	my @cols;
+	my $from = "$c a";
+	my $where;
+	my $group = '';
+	if ($shape eq 'semijoin')
+	{
+		$from .= ' ' . pick('JOIN', 'LEFT JOIN') . " $d b ON b.k = a.k";
+		$where = $not->() . "EXISTS (SELECT FROM $e x WHERE " . pick('x.w = b.w', 'x.t = a.k % 4') . ')';
+		push @cols, pick(@scols, 'b.w') for 1 .. 1 + int(rand(3));
+	}
+	elsif ($shape eq 'semitwo')
+	{
+		$where = $not->() . $sub->('d') . ' AND ' . $not->() . $sub->('e');
+		push @cols, pick(@scols) for 1 .. 1 + int(rand(3));
+	}
+	else
+	{
+		my $kind = $shape eq 'in' ? 'in' : $shape =~ /exists/ ? pick('d', 'e') : pick('d', 'e', 'in');
+		# (NOT IN is refused)
+		my $neg = $kind eq 'in' || $shape eq 'exists' ? '' : $shape eq 'notexists' ? 'NOT ' : $not->();
+		$where = $neg . $sub->($kind);
+		if ($shape eq 'semigroup' || $shape eq 'semiby')
+		{
+			my $key = $shape eq 'semigroup' ? 'a.k' : pick('a.v', 'a.n', 'a.k % 2');
+			push @cols, $key;
+			push @cols, pick(@saggs) for 1 .. 1 + int(rand(2));
+			$group = " GROUP BY $key";
+		}
+		else
+		{
+			push @cols, pick(@scols) for 1 .. 1 + int(rand(3));
+		}
+	}
+	(my $p = pick('a.k > @', 'a.n < @', "a.v <> 'b'")) =~ s/@/int(rand(6))/ge;
+	$where .= " AND $p" if rand() < 0.3;
+	my $i = 0;
+	@cols = map { $_ . ' AS c' . ++$i } @cols;
+	return 'SELECT ' . ($shape eq 'semidistinct' ? 'DISTINCT ' : '') . join(', ', @cols)
+	  . " FROM $from WHERE $where$group";
+}
+
 # name => { query => text with @AS@, input_oracle => text with @T@ }
 my %views;
 
@@ -376,6 +446,10 @@ create_view("j$_", random_join_query($jshapes[ $_ - 1 ])) for 1 .. @jshapes;
 my @cshapes = ('chain', 'chain', 'chainmid', 'chaincomma', 'chaingroup', 'chainwhole',
 	'chaindistinct', undef);
 create_view("k$_", random_chain_query($cshapes[ $_ - 1 ])) for 1 .. @cshapes;
+# each semi-join shape at least once
+my @sshapes = ('exists', 'notexists', 'in', 'semigroup', 'semiby', 'semidistinct', 'semijoin',
+	'semitwo', undef, undef);
+create_view("s$_", random_semi_query($sshapes[ $_ - 1 ])) for 1 .. @sshapes;
 $node->safe_psql('postgres',
 	"SELECT peek.create_view('vv', 'SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, ''v1'') WHERE c1 IS NOT NULL')");
 $views{vv} = { oracle => "SELECT c1 AS d1 FROM peek.persist_peek(NULL::v1, 'v1', as_of => \@T\@) WHERE c1 IS NOT NULL" };
@@ -399,6 +473,7 @@ for my $step (1 .. $STEPS)
 		create_view('vlate', random_query());
 		create_view('jlate', random_join_query());
 		create_view('klate', random_chain_query());
+		create_view('slate', random_semi_query());
 	}
 	if ($step == int(2 * $STEPS / 3))
 	{
@@ -418,6 +493,8 @@ is($node->safe_psql('postgres', "SELECT since > 0 FROM peek.views WHERE name = '
 	't', 'the late join was hydrated from a compacted since');
 is($node->safe_psql('postgres', "SELECT since > 0 FROM peek.views WHERE name = 'klate'"),
 	't', 'the late chained join was hydrated from a compacted since');
+is($node->safe_psql('postgres', "SELECT since > 0 FROM peek.views WHERE name = 'slate'"),
+	't', 'the late semi-join was hydrated from a compacted since');
 isnt($node->safe_psql('postgres',
 	"SELECT sum(rows) FROM peek.views"), '0', 'the views are not all empty');
 

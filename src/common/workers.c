@@ -74,7 +74,9 @@ worker_start(const char *function, const char *name, const char *type,
  * view's kept query and its XML expressions read: its constants are
  * written in ISO dates, postgres-style intervals and standard-conforming
  * strings (dataflow_plan_text), which the database's
- * standard_conforming_strings = off read otherwise; xmlelement() (which
+ * standard_conforming_strings = off read otherwise (and its array_nulls =
+ * off an array constant's NULL as the string, its xmloption = document an
+ * XML fragment as an error); xmlelement() (which
  * PostgreSQL deems immutable) writes a value by DateStyle, IntervalStyle,
  * TimeZone and xmlbinary, so a view's XML text made under one setting was
  * retracted in another after a restart, as a float's was.
@@ -93,4 +95,6 @@ worker_pin_settings(void)
 	SetConfigOption("TimeZone", "UTC", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("xmlbinary", "base64", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("standard_conforming_strings", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("array_nulls", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("xmloption", "content", PGC_SUSET, PGC_S_OVERRIDE);
 }

@@ -20,7 +20,7 @@ my $node = new_node('views_kept_settings');
 
 # the test's own sessions read as the workers do
 $ENV{PGOPTIONS} = '-c DateStyle=ISO -c IntervalStyle=postgres -c TimeZone=UTC -c xmlbinary=base64 '
-  . '-c standard_conforming_strings=on -c extra_float_digits=1 -c bytea_output=hex -c statement_timeout=60s';
+  . '-c standard_conforming_strings=on -c array_nulls=on -c xmloption=content -c extra_float_digits=1 -c bytea_output=hex -c statement_timeout=60s';
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
@@ -35,7 +35,9 @@ my %views = (
 	xml_rows => q{SELECT id, xmlelement(name x, i)::text AS xi, xmlelement(name y, ts)::text AS xt,
 	                     xmlelement(name z, b)::text AS xb, xmlelement(name w, ROW(d, i))::text AS xr FROM g},
 	xml_groups => q{SELECT xmlelement(name x, i)::text AS xi, count(*) AS n FROM g GROUP BY 1},
-	escaped    => q{SELECT id, replace(s, 'x', 'y\n') AS t FROM g WHERE s <> 'a\b'});
+	escaped    => q{SELECT id, replace(s, 'x', 'y\n') AS t FROM g WHERE s <> 'a\b'},
+	arrays     => q{SELECT id, '{NULL,"NULL"}'::text[] || s AS a,
+	                       xmlconcat(xmlelement(name s, s), '<t/>'::xml)::text AS x FROM g});
 sql("SELECT peek.create_view('$_', \$q\$$views{$_}\$q\$)") for sort keys %views;
 
 my $caught_up = caught_up_sql();
@@ -48,7 +50,9 @@ sql(q{ALTER DATABASE postgres SET DateStyle = 'SQL, DMY';
 	ALTER DATABASE postgres SET IntervalStyle = 'sql_standard';
 	ALTER DATABASE postgres SET TimeZone = 'Asia/Tokyo';
 	ALTER DATABASE postgres SET xmlbinary = 'hex';
-	ALTER DATABASE postgres SET standard_conforming_strings = off});
+	ALTER DATABASE postgres SET standard_conforming_strings = off;
+	ALTER DATABASE postgres SET array_nulls = off;
+	ALTER DATABASE postgres SET xmloption = document});
 my (undef, $back) = restart_runtime($node, maintenance_role());
 ok($back, 'the runtime that maintains the views started again');
 

@@ -96,9 +96,27 @@ SELECT v, va6_compare(v, q, setting, value) AS bad_times FROM va6_views WHERE v 
 SELECT v, va6_compare(v, q, setting, value) AS bad_times FROM va6_views WHERE v = 'va6_flt';
 SELECT v, va6_compare(v, q, setting, value) AS bad_times FROM va6_views WHERE v = 'va6_str';
 
+-- The kept query read again where a session replaces the PostgreSQL
+-- view's body by its own (as pg_restore does) to record what it uses:
+-- read in that session's standard_conforming_strings = off, a constant
+-- ending in a backslash no longer parsed, the view was left depending on
+-- nothing (a WARNING) and the function it calls could be dropped.
+CREATE FUNCTION va6_f(text) RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT $1 || '!'$$;
+SELECT peek.create_view('va6_dep', $$
+    SELECT k, va6_f(s || '\') AS t FROM peek.persist_peek(NULL::va6_r, 'va6_c')$$);
+SET standard_conforming_strings = off;
+SET escape_string_warning = off;
+CREATE OR REPLACE VIEW va6_dep AS SELECT * FROM peek.persist_peek(NULL::va6_dep, 'va6_dep');
+RESET standard_conforming_strings;
+RESET escape_string_warning;
+SELECT try('DROP FUNCTION va6_f(text)');
+SELECT wait_for($$SELECT state = 'ready' AND lag = 0 FROM peek.views WHERE name = 'va6_dep'$$);
+SELECT * FROM va6_dep ORDER BY k;
+
 SET client_min_messages = warning;
 DROP EXTENSION pg_peek CASCADE;
 RESET client_min_messages;
 DROP FUNCTION va6_compare(text, text, text, text);
+DROP FUNCTION va6_f(text);
 DROP TABLE va6_views;
 DROP TYPE va6_r;

@@ -70,7 +70,16 @@ worker_start(const char *function, const char *name, const char *type,
  * extra_float_digits changed, and every peek at it failed).  Read
  * committed: the workers' short transactions each see what committed
  * before their statements; under the database's serializable they took
- * part in serializable conflicts and fold workers gave way.
+ * part in serializable conflicts and fold workers gave way.  What a
+ * view's kept query and its XML expressions read: its constants are
+ * written in ISO dates, postgres-style intervals and standard-conforming
+ * strings (dataflow_plan_text), which the database's
+ * standard_conforming_strings = off read otherwise (and its array_nulls =
+ * off an array constant's NULL as the string, its xmloption = document an
+ * XML fragment as an error); xmlelement() (which
+ * PostgreSQL deems immutable) writes a value by DateStyle, IntervalStyle,
+ * TimeZone and xmlbinary, so a view's XML text made under one setting was
+ * retracted in another after a restart, as a float's was.
  */
 void
 worker_pin_settings(void)
@@ -81,4 +90,11 @@ worker_pin_settings(void)
 	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("bytea_output", "hex", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("DateStyle", "ISO, MDY", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("IntervalStyle", "postgres", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("TimeZone", "UTC", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("xmlbinary", "base64", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("standard_conforming_strings", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("array_nulls", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("xmloption", "content", PGC_SUSET, PGC_S_OVERRIDE);
 }

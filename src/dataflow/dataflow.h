@@ -174,6 +174,7 @@ typedef struct DataflowView
 
 /* plan.c */
 extern ViewPlan *dataflow_plan(const char *text);
+extern int	dataflow_kept_text_settings(const char *search_path);
 extern char *dataflow_plan_text(ViewPlan *plan);
 extern List *dataflow_plan_branches(ViewPlan *plan);
 extern List *dataflow_plan_input_names(ViewPlan *plan);

@@ -62,11 +62,11 @@ dataflow_record_dependencies(Oid relid, ViewPlan *plan)
 /*
  * Again from the kept query, planned as the current user (the one replacing
  * the body: during a restore, the view's owner has its rights only once the
- * restore's privileges are) in the search_path the rounds plan it in.  A
- * query that no longer plans (a function it calls was not restored) leaves
- * it depending on nothing with a WARNING, so that a restore goes on; its
- * rows stay, and its next round (once an input moves on) fails it with
- * that reason.
+ * restore's privileges are) in the search_path and settings the rounds
+ * plan it in.  A query that no longer plans (a function it calls was not
+ * restored) leaves it depending on nothing with a WARNING, so that a
+ * restore goes on; its rows stay, and its next round (once an input moves
+ * on) fails it with that reason.
  */
 void
 dataflow_record_dependencies_again(CatalogObject *view, Oid relid)
@@ -82,10 +82,8 @@ dataflow_record_dependencies_again(CatalogObject *view, Oid relid)
 	MemoryContextSwitchTo(caller);
 	PG_TRY();
 	{
-		int			level = NewGUCNestLevel();
+		int			level = dataflow_kept_text_settings(PEEK_SAFE_SEARCH_PATH);
 
-		(void) set_config_option("search_path", PEEK_SAFE_SEARCH_PATH, PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 		dataflow_record_dependencies(relid, dataflow_plan(query));
 		AtEOXact_GUC(true, level);
 		ReleaseCurrentSubTransaction();

@@ -756,19 +756,55 @@ dataflow_plan_expressions(ViewPlan *plan)
 }
 
 /*
+ * Set, in a new GUC nest level (returned, for AtEOXact_GUC), search_path
+ * and the settings that a view's kept query is written and read under,
+ * whatever the session's or the database's say: its constants written as
+ * pg_dump writes them (ISO dates, read alike in every DateStyle; intervals
+ * in postgres style; floats exactly) and read with standard-conforming
+ * strings, NULL in array constants and XML content, as the workers read
+ * them (common/workers.c pins the same).  Written in the creator's
+ * 'SQL, DMY', '01/02/2020' (1 February) was read back as 2 January; an
+ * sql_standard interval '-1 2:00:00' as -1 day +2 hours; a float8 at
+ * extra_float_digits 0 rounded to 15 digits; a\b, written 'a\\b'
+ * without standard_conforming_strings, with two backslashes: the view
+ * filtered other rows than its query.  And a session without them, whose
+ * CREATE OR REPLACE VIEW recorded the view's dependencies from its kept
+ * query, read a constant ending in a backslash as a syntax error.
+ */
+int
+dataflow_kept_text_settings(const char *search_path)
+{
+	static const char *const settings[][2] = {
+		{"DateStyle", "ISO, MDY"},
+		{"IntervalStyle", "postgres"},
+		{"extra_float_digits", "3"},
+		{"standard_conforming_strings", "on"},
+		{"array_nulls", "on"},
+		{"xmloption", "content"},
+	};
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	for (int i = 0; i < lengthof(settings); i++)
+		(void) set_config_option(settings[i][0], settings[i][1], PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+/*
  * The plan's query as written (its WITH queries and subqueries not pulled
  * up: flatten.c pulls them up each time it is planned) written out with
  * every name qualified that is not in pg_catalog: it reads the same under
- * any search_path (the runtime's, a restored database's).
+ * any search_path (the runtime's, a restored database's), and its
+ * constants alike under any settings (dataflow_kept_text_settings).
  */
 char *
 dataflow_plan_text(ViewPlan *plan)
 {
-	int			level = NewGUCNestLevel();
+	int			level = dataflow_kept_text_settings("pg_catalog");
 	char	   *text;
 
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
 	text = pg_get_querydef(plan->written, false);
 	AtEOXact_GUC(true, level);
 	return text;

@@ -138,7 +138,9 @@ check_not_sealed_here(CatalogObject *obj, PeekObjectId collection, int64 as_of)
 /*
  * A peek's time (as_of, or PEEK_TIME_LATEST) and *floor, the least time
  * as_of NULL resolves to: the session's own last write, and for a source
- * under strict serializable the current WAL position.  The latter is a
+ * (or a view whose times are its sources' commit LSNs) under strict
+ * serializable the current WAL position: a view read right after the
+ * session's commit to its table missed it, where its source showed it.  The latter is a
  * floor, not a time: a source loaded again (capture/loader.c) may be compacted
  * past it by the time it is ingested, and a later time sees its
  * transactions too.  A peek that will wait for ingestion nudges the
@@ -159,7 +161,9 @@ peek_time(FunctionCallInfo fcinfo, int n, CatalogObject *obj, PeekObjectId colle
 						   PG_INT64_MAX)));
 	*floor = notify_last_session_upper(collection) - 1;
 	check_not_sealed_here(obj, collection, as_of);
-	if (!OidIsValid(obj->source))
+	if (!OidIsValid(obj->source) &&
+		!(obj->kind == PEEK_KIND_VIEW && setting_isolation == PEEK_ISOLATION_STRICT_SERIALIZABLE &&
+		  as_of == PEEK_TIME_LATEST && catalog_times_are_lsns(obj)))
 		return as_of;
 	if (as_of == PEEK_TIME_LATEST && setting_isolation == PEEK_ISOLATION_STRICT_SERIALIZABLE)
 		*floor = Max(*floor, capture_strict_time());

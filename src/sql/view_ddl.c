@@ -91,25 +91,6 @@ create_pg_view(const char *name, const char *query, ViewPlan *plan)
 }
 
 /*
- * Whether an object's times are commit LSNs: a source's, or a view's whose
- * inputs are sources (or views of them); else logical times.
- */
-static bool
-times_are_lsns(CatalogObject *obj)
-{
-	char	   *query;
-	List	   *inputs;
-	CatalogObject *input;
-
-	if (OidIsValid(obj->source))
-		return true;
-	if (obj->kind != PEEK_KIND_VIEW || !catalog_view_definition(obj->id, &query, &inputs) ||
-		inputs == NIL || (input = catalog_find(linitial(inputs))) == NULL)
-		return false;
-	return times_are_lsns(input);
-}
-
-/*
  * A view's inputs, each checked (it exists, the user may read it, the
  * query reads it as its row type) and row-locked against drops (a drop of
  * it waits for this transaction, or it for the drop), not against writers:
@@ -137,12 +118,12 @@ check_inputs(ViewPlan *plan, List *names)
 		catalog_check_reader(input);
 		if (first == NULL)
 			first = input;
-		else if (times_are_lsns(first) != times_are_lsns(input))
+		else if (catalog_times_are_lsns(first) != catalog_times_are_lsns(input))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("maintained views do not support inputs on different time lines: \"%s\" (%s) and \"%s\" (%s)",
-							first->name, times_are_lsns(first) ? "commit LSNs" : "logical times",
-							input->name, times_are_lsns(input) ? "commit LSNs" : "logical times"),
+							first->name, catalog_times_are_lsns(first) ? "commit LSNs" : "logical times",
+							input->name, catalog_times_are_lsns(input) ? "commit LSNs" : "logical times"),
 					 errdetail("A view's inputs are all sources (and views of sources), or all collections (and views of collections).")));
 		foreach(lb, dataflow_plan_branches(plan))
 		{

@@ -31,7 +31,9 @@
  *	  * ALTER TEXT SEARCH CONFIGURATION of its mappings, or ALTER TEXT
  *	    SEARCH DICTIONARY of its options, for such a configuration or
  *	    dictionary (or a configuration's dictionary) is refused the same
- *	    way: a row retracted would not be the one the view holds;
+ *	    way: a row retracted would not be the one the view holds; so is
+ *	    ALTER DOMAIN ... ADD CONSTRAINT or SET NOT NULL of a domain it
+ *	    casts to: the cast of a row made before would fail at its retraction;
  *	  * a captured table a view reads given its first inheritance child is
  *	    refused the same way: the view's query would read the child's rows
  *	    too, which the table's source does not capture (any parent is
@@ -829,21 +831,21 @@ view_uses_guard_before(Node *stmt)
 		if (OidIsValid(objid))
 			guard_object("rename a value of", class, objid, false);
 	}
-	else if (IsA(stmt, AlterTSConfigurationStmt))
+	else if (IsA(stmt, AlterTSConfigurationStmt) || IsA(stmt, AlterTSDictionaryStmt))
 	{
-		/* its mappings: what it computes */
-		objid = named_object(OBJECT_TSCONFIGURATION,
-							 (Node *) ((AlterTSConfigurationStmt *) stmt)->cfgname, &class);
+		/* a configuration's mappings, a dictionary's options (also in a view's configuration) */
+		objid = IsA(stmt, AlterTSConfigurationStmt) ?
+			named_object(OBJECT_TSCONFIGURATION, (Node *) ((AlterTSConfigurationStmt *) stmt)->cfgname, &class) :
+			named_object(OBJECT_TSDICTIONARY, (Node *) ((AlterTSDictionaryStmt *) stmt)->dictname, &class);
 		if (OidIsValid(objid))
 			guard_object("change", class, objid, true);
 	}
-	else if (IsA(stmt, AlterTSDictionaryStmt))
+	else if (IsA(stmt, AlterDomainStmt) && strchr("CO", ((AlterDomainStmt *) stmt)->subtype) != NULL)
 	{
-		/* its options (stop words, ...), in a view's configuration too */
-		objid = named_object(OBJECT_TSDICTIONARY,
-							 (Node *) ((AlterTSDictionaryStmt *) stmt)->dictname, &class);
+		/* a new constraint (or NOT NULL) fails a cast a view's old row passed, at its retraction */
+		objid = named_object(OBJECT_DOMAIN, (Node *) ((AlterDomainStmt *) stmt)->typeName, &class);
 		if (OidIsValid(objid))
-			guard_object("change", class, objid, true);
+			guard_object("constrain", class, objid, false);
 	}
 	objid = function_changed_by(stmt);
 	if (OidIsValid(objid) && view_using(ProcedureRelationId, objid, true) != NULL)

@@ -6,8 +6,9 @@
  *	  the same under any search_path, in a dump too) and the names of its
  *	  inputs (names, not ids: a restore keeps them), which views read an
  *	  object (its drop is refused while one does), and which sources
- *	  capture a table (a view's query reads them for it).  Through SPI as the
- *	  extension's owner, in the caller's transaction.
+ *	  capture a table (a view's query reads them for it), and whose times
+ *	  are commit LSNs (a view of sources).  Through SPI as the extension's
+ *	  owner, in the caller's transaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -221,4 +222,23 @@ catalog_set_view_owner(PeekObjectId id, Oid owner)
 	catalog_exec("UPDATE peek.objects SET owner = $2 "
 				 "WHERE id OPERATOR(pg_catalog.=) $1 OR collection OPERATOR(pg_catalog.=) $1",
 				 2, argtypes, args, SPI_OK_UPDATE);
+}
+
+/*
+ * Whether an object's times are commit LSNs: a source's, or a view's whose
+ * inputs are sources (or views of them); else logical times.
+ */
+bool
+catalog_times_are_lsns(CatalogObject *obj)
+{
+	char	   *query;
+	List	   *inputs;
+	CatalogObject *input;
+
+	if (OidIsValid(obj->source))
+		return true;
+	if (obj->kind != PEEK_KIND_VIEW || !catalog_view_definition(obj->id, &query, &inputs) ||
+		inputs == NIL || (input = catalog_find(linitial(inputs))) == NULL)
+		return false;
+	return catalog_times_are_lsns(input);
 }

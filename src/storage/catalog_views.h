@@ -15,6 +15,7 @@
 
 extern void catalog_set_view(PeekObjectId id, const char *query, List *inputs);
 extern bool catalog_view_definition(PeekObjectId id, char **query, List **inputs);
+extern bool catalog_times_are_lsns(CatalogObject *obj);
 extern char *catalog_view_reading(const char *name);
 extern List *catalog_sources_of(Oid table);
 extern CatalogObject *catalog_view_of_row_type(Oid row_type);

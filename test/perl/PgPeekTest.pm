@@ -28,6 +28,7 @@ our @EXPORT = qw(
   sql_error stop_runtime item_setup base_reaches commit_to_visible_ms
   steady_procedure maintenance_role new_standby standby_publisher_pid
   log_is_clean sorted_in_temp_files caught_up_sql restart_runtime
+  views_equal_queries
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -394,6 +395,22 @@ sub caught_up_sql
 	return q{SELECT NOT EXISTS (SELECT 1 FROM peek.views WHERE state <> 'ready' OR lag > 0)
 	   AND NOT EXISTS (SELECT 1 FROM peek.collections
 	                    WHERE source IS NOT NULL AND upper < pg_current_wal_insert_lsn() - '0/0')};
+}
+
+# views_equal_queries($node, \%views, $what): a test per view (name =>
+# query) that its latest contents, as text, are its query's in a session
+# of the test (one that reads as pg_peek's workers do).
+sub views_equal_queries
+{
+	my ($node, $views, $what) = @_;
+	for my $view (sort keys %$views)
+	{
+		my ($rc, $out, $err) = $node->psql('postgres',
+			"SELECT (SELECT array_agg(r ORDER BY r) FROM (SELECT ($view.*)::text AS r FROM $view) a)
+			 IS NOT DISTINCT FROM (SELECT array_agg(r ORDER BY r) FROM (SELECT (q.*)::text AS r FROM ($views->{$view}) q) b)");
+		is("$rc $out $err", '0 t ', "$view equals its query, $what");
+	}
+	return;
 }
 
 # log_is_clean($node, $what): a test that the node's server log has no

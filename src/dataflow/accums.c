@@ -11,7 +11,8 @@
  *	  (accums_functions.c), each group keeps each aggregate's transition
  *	  state, as a window's moving frame does.  A time's updates of a group
  *	  go through the inverse transition (retractions first; a min's or
- *	  max's retraction changes nothing but of the value it keeps) and the
+ *	  max's keeps its value's copies, and a retraction changes nothing but
+ *	  of the last of them) and the
  *	  forward one, each as many times as its diff says, or, for more than a few
  *	  copies, at once: added through the combine function of the
  *	  aggregate's states by doubling (log2 of the copies combines), taken
@@ -354,6 +355,7 @@ state_init(ReduceRound *r, LinearAgg *agg, AccumValue *acc)
 	acc->isnull = agg->initnull;
 	acc->owned = !agg->statebyval;
 	acc->count = 0;
+	acc->ties = 0;
 	MemoryContextSwitchTo(old);
 }
 
@@ -518,18 +520,57 @@ state_add_copies(ReduceRound *r, LinearAgg *agg, AccumValue *acc, int64 n)
 	acc->count = count;
 }
 
+/* Does a come before b in a min's or max's order (the row's value in call's)? */
+static bool
+extreme_first(ReduceRound *r, LinearAgg *agg, Datum a, Datum b)
+{
+	MemoryContext old = MemoryContextSwitchTo(r->inputs[0].input.econtext->ecxt_per_tuple_memory);
+	bool		first = DatumGetBool(FunctionCall2Coll(&agg->sortfn, agg->collation, a, b));
+
+	MemoryContextSwitchTo(old);
+	return first;
+}
+
+/*
+ * copies of the input row (in the input's slot) added to a min's or max's
+ * state at once: its value replaces the kept one when it comes first, or
+ * adds to the kept one's copies when equal.
+ */
+static void
+extreme_add(ReduceRound *r, LinearAgg *agg, AccumValue *acc, int64 copies)
+{
+	FunctionCallInfo call = agg->trans_call;
+	Datum		value;
+	MemoryContext old;
+
+	if (!row_enters(r, agg, call))
+		return;
+	if (pg_add_s64_overflow(acc->count, copies, &acc->count))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("a group's count of rows in an aggregate is out of range")));
+	value = call->args[1].value;
+	if (acc->isnull || extreme_first(r, agg, value, acc->value))
+	{
+		old = MemoryContextSwitchTo(r->state->cxt);
+		state_set(agg, acc, value, false);
+		MemoryContextSwitchTo(old);
+		acc->ties = copies;
+	}
+	else if (!extreme_first(r, agg, acc->value, value))
+		acc->ties += copies;
+}
+
 /*
  * copies of the input row (in the input's slot) taken out of a min's or
- * max's state: it stays as it was unless the row's value is the one it
- * keeps, which only the group's other rows can replace (false: the
- * states are computed again from them).
+ * max's state: it stays as it was unless they are the last copies of the
+ * value it keeps, which only the group's other rows can replace (false:
+ * the states are computed again from them).
  */
 static bool
 extreme_remove(ReduceRound *r, LinearAgg *agg, AccumValue *acc, int64 copies)
 {
 	FunctionCallInfo call = agg->trans_call;
-	MemoryContext old;
-	bool		kept_first;
 
 	if (!row_enters(r, agg, call))
 		return true;
@@ -540,12 +581,13 @@ extreme_remove(ReduceRound *r, LinearAgg *agg, AccumValue *acc, int64 copies)
 		state_init(r, agg, acc);
 		return true;
 	}
-	old = MemoryContextSwitchTo(r->inputs[0].input.econtext->ecxt_per_tuple_memory);
-	kept_first = DatumGetBool(FunctionCall2Coll(&agg->sortfn, agg->collation,
-												acc->value, call->args[1].value));
-	MemoryContextSwitchTo(old);
-	if (!kept_first)
-		return false;
+	if (!extreme_first(r, agg, acc->value, call->args[1].value))
+	{
+		/* (equal: one of the kept value's copies) */
+		if (acc->ties <= copies)
+			return false;
+		acc->ties -= copies;
+	}
 	acc->count -= copies;
 	return true;
 }
@@ -571,6 +613,8 @@ states_add(ReduceRound *r, ViewGroup *group, Datum row, int64 diff)
 
 		if (OidIsValid(agg->sortfn.fn_oid) && diff < 0)
 			done = extreme_remove(r, agg, &group->accums[a], copies);
+		else if (OidIsValid(agg->sortfn.fn_oid))
+			extreme_add(r, agg, &group->accums[a], copies);
 		else if (copies > COPIES_STEPPED && diff < 0)
 			done = false;
 		else if (copies > COPIES_STEPPED && OidIsValid(agg->combinefn.fn_oid))

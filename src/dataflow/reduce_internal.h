@@ -38,6 +38,7 @@ typedef struct AccumValue
 	bool		isnull;
 	bool		owned;			/* a by-reference value in the groups' memory */
 	int64		count;			/* the rows it aggregates */
+	int64		ties;			/* a min's or max's: the copies of its value */
 } AccumValue;
 
 /* One input's rows in a group. */

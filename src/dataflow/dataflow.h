@@ -190,6 +190,7 @@ extern const char *dataflow_subquery_not_plain(Query *sub);
 /* semijoins.c */
 extern Query *dataflow_semijoins(Query *query);
 extern Query *dataflow_semijoins_as_sublinks(Query *query);
+extern bool dataflow_semijoin_inner(Node *jointree, Index rtindex);
 
 /* stages.c */
 extern List *dataflow_plan_columns(List *targetlist);

@@ -157,6 +157,10 @@ typedef struct ReduceInput
 								 * once (arranged.c), or NULL: from its shard */
 	bool		never_negative; /* a source's: no row's count is ever below
 								 * 0, so a row's change is its diffs' sum */
+	bool		exists_only;	/* a semi-join's or anti-join's inner input:
+								 * only EXISTS reads its rows, so the query
+								 * over them takes each row once whatever its
+								 * copies (runs.c) */
 } ReduceInput;
 
 /* A round's work in one of the view's stages. */

@@ -4,7 +4,8 @@
  *	  The query of a grouped or joined view's stage run by PostgreSQL's
  *	  executor over rows its groups hold: planned once a round with each
  *	  input replaced by unnest of an array parameter of its row type, and
- *	  run over the rows of given groups, each copy of a row once, its output
+ *	  run over the rows of given groups, each copy of a row once (a
+ *	  semi-join's or anti-join's inner row once whatever its copies), its output
  *	  rows attributed to their groups (outputs.c).  reduce.c runs it over
  *	  the groups' rows (hydration, a rebuild's next stage, a wave of the
  *	  queries that are not linear), and over a join's differences with
@@ -104,6 +105,8 @@ runs_plan(ReduceRound *r, ViewPlan *plan)
 		ViewPlanInput *input = lfirst(lc);
 		ParamExternData *param = &r->params->params[foreach_current_index(lc)];
 
+		r->inputs[foreach_current_index(lc)].exists_only =
+			dataflow_semijoin_inner((Node *) plan->query->jointree, input->rtindex);
 		param->ptype = get_array_type(input->row_type);
 		param->pflags = PARAM_FLAG_CONST;
 		if (!OidIsValid(param->ptype))
@@ -120,6 +123,17 @@ runs_plan(ReduceRound *r, ViewPlan *plan)
 		MemoryContextSwitchTo(old);
 	}
 	r->stmt = plan->runs_stmt;
+}
+
+/*
+ * How many copies of a row of count copies the query reads: one of a
+ * semi-join's or anti-join's inner input's rows, whose copies EXISTS does
+ * not count (a row of more copies than a run takes, too).
+ */
+static inline int64
+row_copies(ReduceRound *r, int in, int64 copies)
+{
+	return r->inputs[in].exists_only ? (copies > 0 ? 1 : 0) : copies;
 }
 
 /*
@@ -140,7 +154,7 @@ runs_over(ReduceRound *r, ViewGroup **groups, int ngroups)
 		for (int g = 0; g < ngroups; g++)
 			for (int i = 0; i < groups[g]->inputs[in].nrows; i++)
 			{
-				int64		copies = groups[g]->inputs[in].rows[i].count;
+				int64		copies = row_copies(r, in, groups[g]->inputs[in].rows[i].count);
 
 				if (copies > DATAFLOW_MAX_ROW_COPIES)
 					ereport(ERROR,
@@ -157,7 +171,7 @@ runs_over(ReduceRound *r, ViewGroup **groups, int ngroups)
 		elems = palloc(sizeof(Datum) * Max(nrows, 1));
 		for (int g = 0; g < ngroups; g++)
 			for (int i = 0; i < groups[g]->inputs[in].nrows; i++)
-				for (int64 c = 0; c < groups[g]->inputs[in].rows[i].count; c++)
+				for (int64 c = 0; c < row_copies(r, in, groups[g]->inputs[in].rows[i].count); c++)
 					elems[n++] = groups[g]->inputs[in].rows[i].row;
 		r->params->params[in].value =
 			PointerGetDatum(construct_array(elems, n, r->inputs[in].row_type, -1, false,

@@ -27,6 +27,8 @@
  *	  (runs.c, hydrate.c: its inputs' entries already replaced by their
  *	  rows) has each one written back as EXISTS (or NOT EXISTS) over a copy
  *	  of its input's entry, in WHERE; the planner pulls it up again.
+ *	  dataflow_semijoin_inner: whether an input is such an inner input, whose
+ *	  rows runs.c passes once each, whatever their copies.
  *
  *	  The catalog keeps the query as written (plan.c), sublinks in place.
  *	  Must not read tables nor check expressions (plan.c does).
@@ -313,4 +315,32 @@ dataflow_semijoins_as_sublinks(Query *query)
 	query->jointree->fromlist = fromlist;
 	query->jointree->quals = where == NIL ? NULL : (Node *) make_ands_explicit(where);
 	return query;
+}
+
+/*
+ * Whether the input at rtindex is the inner input of a semi-join or
+ * anti-join under a query's FROM (dataflow_semijoins, chain.c's stages):
+ * only EXISTS reads its rows, which holds whatever their copies.
+ */
+bool
+dataflow_semijoin_inner(Node *jointree, Index rtindex)
+{
+	ListCell   *lc;
+
+	if (IsA(jointree, JoinExpr))
+	{
+		JoinExpr   *join = (JoinExpr *) jointree;
+
+		if ((join->jointype == JOIN_SEMI || join->jointype == JOIN_ANTI) &&
+			IsA(join->rarg, RangeTblRef) &&
+			((RangeTblRef *) join->rarg)->rtindex == rtindex)
+			return true;
+		return dataflow_semijoin_inner(join->larg, rtindex) ||
+			dataflow_semijoin_inner(join->rarg, rtindex);
+	}
+	if (IsA(jointree, FromExpr))
+		foreach(lc, ((FromExpr *) jointree)->fromlist)
+			if (dataflow_semijoin_inner(lfirst(lc), rtindex))
+				return true;
+	return false;
 }

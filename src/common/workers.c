@@ -84,17 +84,22 @@ worker_start(const char *function, const char *name, const char *type,
 void
 worker_pin_settings(void)
 {
-	SetConfigOption("search_path", PEEK_SAFE_SEARCH_PATH, PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("bytea_output", "hex", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("DateStyle", "ISO, MDY", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("IntervalStyle", "postgres", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("TimeZone", "UTC", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("xmlbinary", "base64", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("standard_conforming_strings", "on", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("array_nulls", "on", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("xmloption", "content", PGC_SUSET, PGC_S_OVERRIDE);
+	static const char *const settings[][2] = {
+		{"search_path", PEEK_SAFE_SEARCH_PATH},
+		{"default_transaction_read_only", "off"},
+		{"default_transaction_isolation", "read committed"},
+		{"jit", "off"},
+		{"extra_float_digits", "1"},
+		{"bytea_output", "hex"},
+		{"DateStyle", "ISO, MDY"},
+		{"IntervalStyle", "postgres"},
+		{"TimeZone", "UTC"},
+		{"xmlbinary", "base64"},
+		{"standard_conforming_strings", "on"},
+		{"array_nulls", "on"},
+		{"xmloption", "content"},
+	};
+
+	for (int i = 0; i < lengthof(settings); i++)
+		SetConfigOption(settings[i][0], settings[i][1], PGC_SUSET, PGC_S_OVERRIDE);
 }

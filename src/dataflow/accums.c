@@ -462,6 +462,17 @@ states_combined(LinearAgg *agg, Datum first, bool first_null, Datum second)
 	return value;
 }
 
+/* An aggregate's count of rows in a group, plus n more. */
+static int64
+aggregated_plus(int64 count, int64 n)
+{
+	if (pg_add_s64_overflow(count, n, &count))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("a group's count of rows in an aggregate is out of range")));
+	return count;
+}
+
 /*
  * n copies of the input row (in the input's slot) added to an aggregate's
  * state at once: the state of one copy, doubled by the combine function
@@ -478,10 +489,7 @@ state_add_copies(ReduceRound *r, LinearAgg *agg, AccumValue *acc, int64 n)
 
 	if (!row_enters(r, agg, trans))
 		return;
-	if (pg_add_s64_overflow(acc->count, n, &count))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("a group's count of rows in an aggregate is out of range")));
+	count = aggregated_plus(acc->count, n);
 	old = MemoryContextSwitchTo(r->inputs[0].input.econtext->ecxt_per_tuple_memory);
 	if (agg->initnull && trans->flinfo->fn_strict)
 		copies = trans->args[1].value;
@@ -545,10 +553,7 @@ extreme_add(ReduceRound *r, LinearAgg *agg, AccumValue *acc, int64 copies)
 
 	if (!row_enters(r, agg, call))
 		return;
-	if (pg_add_s64_overflow(acc->count, copies, &acc->count))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("a group's count of rows in an aggregate is out of range")));
+	acc->count = aggregated_plus(acc->count, copies);
 	value = call->args[1].value;
 	if (acc->isnull || extreme_first(r, agg, value, acc->value))
 	{

@@ -393,12 +393,27 @@ read_input(InputRows *in, Oid shard, int64 at)
 }
 
 /* The query's rows, as rows of the view's type, in the caller's memory. */
+/*
+ * A row the query gave, canonical (rows.c), with its hash as the shard's
+ * rows index has it (peek.row_hash).  The rows are written in the order
+ * of (hash, image): equal rows next to each other, and a first
+ * hydration's base rows reach that index in its order, each at its right
+ * edge, instead of one random descent of the btree per row.
+ */
+typedef struct HydratedRow
+{
+	int32		hash;
+	void	   *image;
+} HydratedRow;
+
 typedef struct QueryRows
 {
 	DestReceiver pub;
 	TupleTableSlot *out;
 	MemoryContext cxt;
-	List	   *rows;
+	HydratedRow *rows;
+	int64		nrows;
+	int64		size;
 } QueryRows;
 
 static bool
@@ -408,6 +423,7 @@ query_row(TupleTableSlot *slot, DestReceiver *self)
 	int			natts = q->out->tts_tupleDescriptor->natts;
 	MemoryContext old;
 	Datum		formed;
+	void	   *image;
 
 	if (slot->tts_tupleDescriptor->natts != natts)
 		elog(ERROR, "a view's query gives %d columns for its %d",
@@ -418,9 +434,15 @@ query_row(TupleTableSlot *slot, DestReceiver *self)
 	memcpy(q->out->tts_isnull, slot->tts_isnull, sizeof(bool) * natts);
 	ExecStoreVirtualTuple(q->out);
 	old = MemoryContextSwitchTo(q->cxt);
+	if (q->nrows == q->size)
+	{
+		q->size *= 2;
+		q->rows = repalloc_huge(q->rows, sizeof(HydratedRow) * q->size);
+	}
 	formed = ExecFetchSlotHeapTupleDatum(q->out);
-	/* canonical (rows.c): equal rows sort next to each other as equal images */
-	q->rows = lappend(q->rows, DatumGetPointer(row_normalize(q->out->tts_tupleDescriptor, formed)));
+	image = DatumGetPointer(row_normalize(q->out->tts_tupleDescriptor, formed));
+	q->rows[q->nrows].hash = (int32) row_hash(q->out->tts_tupleDescriptor, PointerGetDatum(image));
+	q->rows[q->nrows++].image = image;
 	pfree(DatumGetPointer(formed));
 	MemoryContextSwitchTo(old);
 	return true;
@@ -441,6 +463,22 @@ query_destroy(DestReceiver *self)
 {
 }
 
+/* The order of hydrated rows: hash (as a signed int4, the index's), length, then bytes. */
+static int
+hydrated_order(const void *a, const void *b)
+{
+	const HydratedRow *ra = a;
+	const HydratedRow *rb = b;
+	Size		la = VARSIZE(ra->image);
+	Size		lb = VARSIZE(rb->image);
+
+	if (ra->hash != rb->hash)
+		return ra->hash < rb->hash ? -1 : 1;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return memcmp(ra->image, rb->image, la);
+}
+
 /* The inputs [0, n) read, let go. */
 static void
 inputs_end(InputRows *inputs, int n)
@@ -457,12 +495,12 @@ inputs_end(InputRows *inputs, int n)
 /*
  * The branch's query (text: the view's) run once over its inputs'
  * contents at a time (in: its inputs' objects in its order): *rows gets its
- * rows, of out_desc.  Returns false when an input's contents hold a row
- * a negative number of times.
+ * *nrows rows, of out_desc, sorted (hydrated_order).  Returns false when an
+ * input's contents hold a row a negative number of times.
  */
 static bool
 rows_at(const char *text, ViewPlan *branch, CatalogObject *v, CatalogObject **in,
-		TupleDesc out_desc, int64 at, bool arrange, List **rows)
+		TupleDesc out_desc, int64 at, bool arrange, HydratedRow **rows, int64 *nrows)
 {
 	Query	   *query = copyObject(branch->query);
 	int			ninputs = list_length(branch->inputs);
@@ -531,7 +569,9 @@ rows_at(const char *text, ViewPlan *branch, CatalogObject *v, CatalogObject **in
 	q.pub.mydest = DestNone;
 	q.out = MakeSingleTupleTableSlot(out_desc, &TTSOpsVirtual);
 	q.cxt = CurrentMemoryContext;
-	q.rows = NIL;
+	q.size = 1024;
+	q.nrows = 0;
+	q.rows = palloc(sizeof(HydratedRow) * q.size);
 	qd = CreateQueryDesc(pg_plan_query(query, text, 0, NULL), text, GetActiveSnapshot(),
 						 InvalidSnapshot, &q.pub, NULL, env, 0);
 	ExecutorStart(qd, 0);
@@ -541,28 +581,12 @@ rows_at(const char *text, ViewPlan *branch, CatalogObject *v, CatalogObject **in
 	FreeQueryDesc(qd);
 	ExecDropSingleTupleTableSlot(q.out);
 	inputs_end(inputs, ninputs);
+	qsort(q.rows, q.nrows, sizeof(HydratedRow), hydrated_order);
 	*rows = q.rows;
+	*nrows = q.nrows;
 	return true;
 }
 
-/* The order of row images: length, then bytes. */
-static int
-image_order(const void *a, const void *b)
-{
-	Size		la = VARSIZE(a);
-	Size		lb = VARSIZE(b);
-
-	if (la != lb)
-		return la < lb ? -1 : 1;
-	return memcmp(a, b, la);
-}
-
-/* list_sort's comparator of image_order */
-static int
-image_cmp(const ListCell *a, const ListCell *b)
-{
-	return image_order(lfirst(a), lfirst(b));
-}
 
 /*
  * The branch's query (text: the view's) run once over its inputs' contents
@@ -581,45 +605,45 @@ dataflow_hydrate_at_once(const char *text, ViewPlan *branch, CatalogObject *v,
 						 CatalogObject **in, TupleDesc out_desc, int64 since, int64 next,
 						 bool as_base)
 {
-	List	   *before;
-	List	   *after = NIL;
+	HydratedRow *before;
+	HydratedRow *after = NULL;
+	int64		nbefore;
+	int64		nafter = 0;
 	ShardWriter *writer;
 	instr_time	work;
-	int			b = 0;
-	int			a = 0;
+	int64		b = 0;
+	int64		a = 0;
 	void	   *base_row = NULL;
 	int64		base_count = 0;
 
 	dataflow_count_stage(list_length(branch->stages != NIL ? branch->stages : list_make1(branch)) - 1);
 	INSTR_TIME_SET_CURRENT(work);
-	if (!rows_at(text, branch, v, in, out_desc, since, next < 0, &before) ||
-		(next >= 0 && !rows_at(text, branch, v, in, out_desc, next, true, &after)))
+	if (!rows_at(text, branch, v, in, out_desc, since, next < 0, &before, &nbefore) ||
+		(next >= 0 && !rows_at(text, branch, v, in, out_desc, next, true, &after, &nafter)))
 		return false;
 	writer = persist_writer_open(v->shard);
-	list_sort(before, image_cmp);
-	list_sort(after, image_cmp);
-	while (b < list_length(before) || (next >= 0 && a < list_length(after)))
+	while (b < nbefore || a < nafter)
 	{
-		int			cmp = next < 0 ? -1 : b == list_length(before) ? 1 :
-			a == list_length(after) ? -1 :
-			image_cmp(list_nth_cell(before, b), list_nth_cell(after, a));
+		int			cmp = next < 0 ? -1 : b == nbefore ? 1 : a == nafter ? -1 :
+			hydrated_order(&before[b], &after[a]);
 
 		/* at the since (equal rows counted into one base row); retracted at next unless it stays */
-		if (cmp <= 0 && as_base && base_count > 0 && image_order(base_row, list_nth(before, b)) == 0)
+		if (cmp <= 0 && as_base && base_count > 0 &&
+			hydrated_order(&before[b - 1], &before[b]) == 0)
 			base_count++;
 		else if (cmp <= 0 && as_base)
 		{
 			if (base_count > 0)
 				persist_writer_add_base(writer, PointerGetDatum(base_row), base_count);
-			base_row = list_nth(before, b);
+			base_row = before[b].image;
 			base_count = 1;
 		}
 		else if (cmp <= 0)
-			persist_writer_add(writer, since, 1, PointerGetDatum(list_nth(before, b)));
+			persist_writer_add(writer, since, 1, PointerGetDatum(before[b].image));
 		if (cmp < 0 && next >= 0)
-			persist_writer_add(writer, next, -1, PointerGetDatum(list_nth(before, b)));
+			persist_writer_add(writer, next, -1, PointerGetDatum(before[b].image));
 		if (cmp > 0)
-			persist_writer_add(writer, next, 1, PointerGetDatum(list_nth(after, a)));
+			persist_writer_add(writer, next, 1, PointerGetDatum(after[a].image));
 		dataflow_count_output(cmp == 0 ? 1 : cmp < 0 && next >= 0 ? 2 : 1);
 		b += cmp <= 0;
 		a += cmp >= 0;

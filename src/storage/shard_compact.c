@@ -67,17 +67,15 @@ write_base_row(ShardWriter *w, Datum row, int128 count)
 /*
  * Write a row's count straight into the base of a shard that has no base
  * yet (a view's first hydration, in the transaction that then folds at its
- * since, which sets the base's time): the row normalized, each distinct row
- * once.  Spares the fold's update rows written, read back and deleted.
+ * since, which sets the base's time): each distinct row once, with the
+ * pending appends (one multi-insert a batch).  Spares the fold's update
+ * rows written, read back and deleted.
  */
 void
 persist_writer_add_base(ShardWriter *w, Datum row, int64 count)
 {
-	MemoryContext old = MemoryContextSwitchTo(w->per_row);
-
-	(void) write_base_row(w, row_normalize(w->row_desc, row), count);
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(w->per_row);
+	if (count != 0)
+		persist_writer_add(w, BASE_TIME, count, row);
 }
 
 /*

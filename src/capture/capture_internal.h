@@ -72,6 +72,8 @@ typedef struct CaptureStream
 	XLogRecPtr	confirm_after;	/* ... the WAL is flushed to here */
 	XLogRecPtr	confirmed;		/* the slot's confirmed position, as we left it */
 	LogicalDecodingContext *ctx;	/* kept across rounds, like a walsender's */
+	HTAB	   *own_xids;		/* pg_peek's own transactions its reader met (ctx's) */
+	TransactionId own_last;		/* ... the last one entered */
 	DecodedChanges changes;		/* the last round's, kept for capture_feed */
 	TransactionId held_xid;		/* a decoded commit not visible yet, or invalid */
 	int64		held_at;		/* ... its commit LSN, where the upper stays */

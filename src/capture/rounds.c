@@ -15,6 +15,7 @@
 #include "access/xlogutils.h"
 #include "miscadmin.h"
 #include "replication/decode.h"
+#include "replication/origin.h"
 #include "storage/procarray.h"
 #include "utils/guc.h"
 #include "utils/wait_event.h"
@@ -326,6 +327,93 @@ capture_release_rounds(void)
 }
 
 /*
+ * Note a record's transaction as pg_peek's own (origin DoNotReplicateId,
+ * capture_skip_own_writes): decoding skips its changes and forgets it at
+ * its commit, so it never replays.
+ */
+static void
+note_own(CaptureStream *s, TransactionId xid)
+{
+	if (s->own_xids == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = ctl.entrysize = sizeof(TransactionId);
+		ctl.hcxt = s->ctx->context;
+		s->own_xids = hash_create("pg_peek own transactions decoded", 64, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	(void) hash_search(s->own_xids, &xid, HASH_ENTER, NULL);
+}
+
+static void
+note_own_record(CaptureStream *s, XLogReaderState *reader)
+{
+	TransactionId xid = XLogRecGetXid(reader);
+
+	if (XLogRecGetOrigin(reader) != DoNotReplicateId || !TransactionIdIsValid(xid) ||
+		xid == s->own_last)
+		return;
+	note_own(s, xid);
+	s->own_last = xid;
+}
+
+static bool
+is_own(CaptureStream *s, TransactionId xid)
+{
+	return s->own_xids != NULL && hash_search(s->own_xids, &xid, HASH_FIND, NULL) != NULL;
+}
+
+/*
+ * The oldest position the round may replay a transaction from: the first
+ * record of the oldest transaction in the reorder buffer that is not
+ * pg_peek's own, or the round's start.  pg_peek's own transactions never
+ * replay (decoder.c filters their origin; a commit forgets them), so a
+ * long one (a fold, a view's hydration) does not hold it back: the
+ * invalidations learned meanwhile (an autovacuum's of the shards, a view's
+ * creation) are not executed again around every round until it ends.
+ * The own transactions that ended are let go of.
+ */
+static XLogRecPtr
+oldest_replay(CaptureStream *s, XLogRecPtr start)
+{
+	ReorderBuffer *rb = s->ctx->reorder;
+	XLogRecPtr	from = start;
+	long		nown = s->own_xids != NULL ? hash_get_num_entries(s->own_xids) : 0;
+	TransactionId *running = palloc(sizeof(TransactionId) * Max(nown, 1));
+	long		nrunning = 0;
+	dlist_iter	iter;
+
+	dlist_foreach(iter, &rb->toplevel_by_lsn)
+	{
+		ReorderBufferTXN *txn = dlist_container(ReorderBufferTXN, node, iter.cur);
+		dlist_iter	sub;
+
+		if (is_own(s, txn->xid))
+			running[nrunning++] = txn->xid;
+		else if (txn->first_lsn < from)
+			from = txn->first_lsn;
+		dlist_foreach(sub, &txn->subtxns)
+		{
+			TransactionId xid = dlist_container(ReorderBufferTXN, node, sub.cur)->xid;
+
+			if (is_own(s, xid))
+				running[nrunning++] = xid;
+		}
+	}
+	if (nrunning < nown)
+	{
+		hash_destroy(s->own_xids);
+		s->own_xids = NULL;
+		s->own_last = InvalidTransactionId;
+		for (long i = 0; i < nrunning; i++)
+			note_own(s, running[i]);
+	}
+	pfree(running);
+	return from;
+}
+
+/*
  * Decode the slot's WAL up to end_of_wal (or a round's worth) into the
  * stream's changes.  Returns why the slot cannot be read, or NULL.
  */
@@ -335,7 +423,6 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 	const char *failure = NULL;
 	MemoryContext old;
 	XLogRecPtr	start;
-	ReorderBufferTXN *oldest;
 
 	/*
 	 * The reader keeps what it allocates across rounds (it frees an
@@ -368,8 +455,7 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 	s->held_xid = InvalidTransactionId;
 	written_end_reached = false;
 	start = s->ctx->reader->EndRecPtr;
-	oldest = ReorderBufferGetOldestTXN(s->ctx->reorder);
-	historic_caches_enter(oldest != NULL ? Min(oldest->first_lsn, start) : start);
+	historic_caches_enter(oldest_replay(s, start));
 	while (decoded_upper(s->ctx->reader->EndRecPtr) < (int64) end_of_wal &&
 		   s->changes.bytes < CAPTURE_ROUND_BYTES && s->changes.failure == NULL &&
 		   s->ctx->reader->EndRecPtr - start < CAPTURE_ROUND_WAL)
@@ -390,6 +476,7 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 							s->table, errm)));
 		if (record != NULL)
 		{
+			note_own_record(s, s->ctx->reader);
 			LogicalDecodingProcessRecord(s->ctx, s->ctx->reader);
 			if (hold_if_invisible(s))
 				break;

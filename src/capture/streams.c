@@ -133,6 +133,8 @@ discard_decoding(CaptureStream *s, bool whole)
 		MemoryContextDelete(s->ctx->context);
 	}
 	s->ctx = NULL;
+	s->own_xids = NULL;			/* (in its memory) */
+	s->own_last = InvalidTransactionId;
 	/* a new context decodes a held commit again: the slot was not told past it */
 	s->held_xid = InvalidTransactionId;
 }
@@ -232,6 +234,8 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	s->feed_lower = s->feed_upper = 0;
 	s->held_xid = InvalidTransactionId;
 	s->ctx = NULL;
+	s->own_xids = NULL;
+	s->own_last = InvalidTransactionId;
 	s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek capture stream",
 								   ALLOCSET_DEFAULT_SIZES);
 	memset(&s->changes, 0, sizeof(DecodedChanges));

@@ -79,8 +79,8 @@ RESET ROLE;
 SELECT try($$ALTER SCHEMA vf_alice RENAME TO vf_alice_old$$);
 SET ROLE peek_vf_alice;
 SELECT p.oid::regprocedure, prosrc, provolatile, proisstrict, prosecdef, proconfig
-  FROM pg_proc p WHERE pronamespace = 'vf_alice'::regnamespace ORDER BY 1::text;
-SELECT oid::regtype FROM pg_type WHERE typnamespace = 'vf_alice'::regnamespace AND typname LIKE 'vf%' ORDER BY 1::text;
+  FROM pg_proc p WHERE pronamespace = 'vf_alice'::regnamespace ORDER BY p.oid::regprocedure::text;
+SELECT oid::regtype FROM pg_type WHERE typnamespace = 'vf_alice'::regnamespace AND typname LIKE 'vf%' ORDER BY oid::regtype::text;
 
 -- what does not change a row goes through: an identical body, cost,
 -- parallel safety, an overload the views do not call, the owner

@@ -4,7 +4,8 @@
 # loaders') never replay and do not hold that bound back (rounds.c,
 # oldest_replay).  Attacked here: DDL on captured tables that keeps their
 # sources (a rewrite keeping the row type, a RENAME, VACUUM FULL, a new
-# source's REPLICA IDENTITY FULL) committed while long own transactions run
+# source's REPLICA IDENTITY FULL, an attribute added to a composite
+# column's type) or fails one by design (a column added) committed while long own transactions run
 # -- a view's hydration over a big source, a fold of its shard -- and while
 # users' transactions that began before it (with savepoints, one rolled
 # back) are open and write the tables after it, one doing DDL after its
@@ -44,11 +45,18 @@ sql(q{
 	INSERT INTO t2 SELECT i, i FROM generate_series(1, 100) i;
 	INSERT INTO t3 SELECT i, 'c' || i FROM generate_series(1, 100) i;
 	INSERT INTO t4 SELECT i, i FROM generate_series(1, 100) i;
+	CREATE TYPE comp AS (a int, b text);
+	CREATE TABLE t5 (k int, c comp);
+	INSERT INTO t5 SELECT i, ROW(i, 'x' || i)::comp FROM generate_series(1, 100) i;
+	CREATE TABLE t6 (k int, v int);
+	INSERT INTO t6 SELECT i, i FROM generate_series(1, 100) i;
 	SELECT peek.create_source('big_src', 'big');
 	SELECT peek.create_source('names_src', 'names');
 	SELECT peek.create_source('t1_src', 't1');
 	SELECT peek.create_source('t2_src', 't2');
 	SELECT peek.create_source('t3_src', 't3');
+	SELECT peek.create_source('t5_src', 't5');
+	SELECT peek.create_source('t6_src', 't6');
 	-- each table's contents at a time recorded after a commit, as text
 	CREATE TABLE snaps (src text, t bigint, r text);
 	CREATE FUNCTION snap(tbl regclass, src text) RETURNS bigint LANGUAGE plpgsql AS $$
@@ -59,12 +67,12 @@ sql(q{
 	END $$;
 });
 ok(poll_until($node, "SELECT count(*) FROM peek.collections WHERE source IS NOT NULL AND state = 'ready'",
-		'5', 120),
+		'7', 120),
 	'the sources are loaded');
 
 # record every source's table now (each table of a source under its current name)
 my %source_of = (big => 'big_src', names => 'names_src', t1 => 't1_src', t2 => 't2_src',
-	t3 => 't3_src');
+	t3 => 't3_src', t5 => 't5_src', t6 => 't6_src');
 sub snap_all
 {
 	for my $tbl (sort keys %source_of)
@@ -100,6 +108,23 @@ sql("ALTER TABLE names RENAME TO names2");
 delete $source_of{names};
 $source_of{names2} = 'names_src';
 sql("INSERT INTO names2 VALUES (1000, 'renamed')");
+snap_all();
+# a composite column's type gains an attribute in a user's transaction that
+# wrote the table before and after it; a column added to t6, which fails its
+# source by design (its row type changed) and no other
+sql(q{BEGIN;
+	INSERT INTO t5 VALUES (1001, ROW(1001, 'before'));
+	ALTER TYPE comp ADD ATTRIBUTE z int;
+	INSERT INTO t5 VALUES (1002, ROW(1002, 'after', 7));
+	COMMIT});
+# (the rows before read with the new attribute NULL: compared from here on)
+sql("DELETE FROM snaps WHERE src = 't5_src'");
+sql("UPDATE t5 SET c = ROW((c).a, (c).b, -(c).a) WHERE k <= 3");
+sql("INSERT INTO t6 VALUES (1001, 1)");
+snap_all();
+delete $source_of{t6};
+sql("ALTER TABLE t6 ADD COLUMN w int");
+sql("INSERT INTO t6 VALUES (1002, 2, 2)");
 snap_all();
 sql("VACUUM FULL t3");
 sql("INSERT INTO t3 VALUES (1001, 'after vacuum full')");
@@ -155,15 +180,21 @@ $u2->quit;
 $u3->quit;
 $u4->quit;
 
-ok(poll_until($node, caught_up_sql(), 't', 600), 'the sources and the view caught up');
+ok(poll_until($node, q{SELECT NOT EXISTS (SELECT 1 FROM peek.views WHERE state <> 'ready' OR lag > 0)
+	   AND NOT EXISTS (SELECT 1 FROM peek.collections
+	                    WHERE source IS NOT NULL AND state <> 'failed'
+	                      AND upper < pg_current_wal_insert_lsn() - '0/0')}, 't', 300),
+	'the sources and the view caught up');
 is(sql(q{SELECT string_agg(name || ': ' || coalesce(failure, state), ', ' ORDER BY name)
 	FROM peek.collections WHERE source IS NOT NULL AND state <> 'ready'}),
-	'', 'no source failed');
+	't6_src: the row type of table "t6" changed: it no longer matches the source\'s row type '
+	  . sql("SELECT row_type::regtype FROM peek.objects WHERE name = 't6_src'"),
+	'no source failed but t6_src, whose row type changed');
 is(sql("SELECT state FROM peek.views WHERE name = 'bigv'"), 'ready', 'the view is ready');
 
 # every source at every recorded time (each at or after its since) as its table was
 my %type_of = (big_src => 'big', names_src => 'names2', t1_src => 't1', t2_src => 't2',
-	t3_src => 't3', t4_src => 't4');
+	t3_src => 't3', t4_src => 't4', t5_src => 't5');
 for my $src (sort keys %type_of)
 {
 	my $type = $type_of{$src};

@@ -9,7 +9,8 @@
  *	  taken out of the tuplestore after the read, by their fields,
  *	  the branch's query planned over them as named tuplestores, and its
  *	  rows appended to the view's shard at that time (or, at a view's first
- *	  hydration, written as its base).  No group is built:
+ *	  hydration, written as its base), in the order of the shard's rows
+ *	  index (row hash, then image).  No group is built:
  *	  the view is ready sooner, and reduce.c builds its groups from its
  *	  inputs' contents in its next round (as after a restart), learning
  *	  every group's output in one run of the query over the groups' rows in
@@ -392,7 +393,6 @@ read_input(InputRows *in, Oid shard, int64 at)
 	return in->retracted == NULL || take_out_retracted(in);
 }
 
-/* The query's rows, as rows of the view's type, in the caller's memory. */
 /*
  * A row the query gave, canonical (rows.c), with its hash as the shard's
  * rows index has it (peek.row_hash).  The rows are written in the order
@@ -406,6 +406,7 @@ typedef struct HydratedRow
 	void	   *image;
 } HydratedRow;
 
+/* The query's rows, as rows of the view's type, in the caller's memory. */
 typedef struct QueryRows
 {
 	DestReceiver pub;
@@ -586,7 +587,6 @@ rows_at(const char *text, ViewPlan *branch, CatalogObject *v, CatalogObject **in
 	*nrows = q.nrows;
 	return true;
 }
-
 
 /*
  * The branch's query (text: the view's) run once over its inputs' contents

@@ -110,6 +110,7 @@ extern bool loader_step(CaptureStream *s);
 extern XLogRecPtr write_inserted_wal(bool at_once);
 
 /* the catalog caches around a round's decoding (historic_caches.c) */
+extern uint64 capture_relcache_generation;
 extern void historic_caches_enter(XLogRecPtr from);
 extern void historic_caches_leave(void);
 

@@ -272,6 +272,20 @@ add_rewritten_row(DecodedChanges *changes, ReorderBufferTXN *txn, Relation heap,
 		fail_at(changes, txn, failure);
 }
 
+/*
+ * A change of another ordinary table, replayed under the snapshot of its
+ * time: its relfilenode is that table's, whose later records the stream
+ * need not decode (rounds.c).  A rewrite's transient heap is not noted.
+ */
+static void
+note_other_table(DecodedChanges *changes, Relation relation, RelFileNode *node)
+{
+	if (changes->other_tables == NULL || relation->rd_rel->relkind != RELKIND_RELATION ||
+		OidIsValid(relation->rd_rel->relrewrite))
+		return;
+	(void) hash_search(changes->other_tables, node, HASH_ENTER, NULL);
+}
+
 static void
 decoder_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			   Relation relation, ReorderBufferChange *change)
@@ -292,7 +306,10 @@ decoder_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		return;
 	}
 	if (RelationGetRelid(relation) != changes->relid)
+	{
+		note_other_table(changes, relation, &change->data.tp.relnode);
 		return;
+	}
 
 	if (change->data.tp.oldtuple != NULL)
 		old_tuple = &change->data.tp.oldtuple->tuple;

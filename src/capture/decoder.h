@@ -46,6 +46,15 @@ typedef struct DecodedChanges
 	TransactionId commit_xid;
 	int64		commit_at;		/* its commit LSN */
 	int64		commit_from;	/* its first update */
+
+	/*
+	 * The relfilenodes whose changes a replay showed to be another table's
+	 * (rounds.c skips their records unread), valid while no relcache
+	 * invalidation came since capture_relcache_generation was
+	 * other_tables_generation; NULL: none kept (a loader's).
+	 */
+	HTAB	   *other_tables;
+	uint64		other_tables_generation;
 } DecodedChanges;
 
 /* a source reads its table as a superuser: row-level security fails it */

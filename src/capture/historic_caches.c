@@ -157,9 +157,13 @@ note_catalog_change(bool type, uint32 key, bool everything)
 	nlearned++;
 }
 
+/* Bumped at each relcache invalidation this process executes (rounds.c). */
+uint64		capture_relcache_generation = 0;
+
 static void
 relcache_changed(Datum arg, Oid relid)
 {
+	capture_relcache_generation++;
 	note_catalog_change(false, relid, !OidIsValid(relid));
 }
 

@@ -11,6 +11,7 @@
  */
 #include "postgres.h"
 
+#include "access/heapam_xlog.h"
 #include "access/xlog_internal.h"
 #include "access/xlogutils.h"
 #include "miscadmin.h"
@@ -365,6 +366,61 @@ is_own(CaptureStream *s, TransactionId xid)
 }
 
 /*
+ * Is the record a change of a table that a replay showed is not the
+ * source's (decoder.c notes their relfilenodes): a heap insert, update,
+ * delete or multi-insert of one?  Not a speculative insertion's records
+ * (its insert, confirmation or abort): the reorder buffer replays them as
+ * a pair, and one of them skipped without the other (the table noted, or
+ * forgotten, in between) would fail the replay.
+ * The stream then skips it unread: the reorder buffer would queue it
+ * (spilled to disk past logical_decoding_work_mem) and replay it at its
+ * commit for the plugin to drop, and every source reads every table's
+ * WAL.  A relcache invalidation forgets them all first: a relfilenode
+ * changes tables only through the catalog (a table's files swapped with
+ * another's), whose invalidation this process executes when decoding
+ * reaches that commit, before it reads a record after it.  Its other
+ * records (locks, TOAST, its transaction's commit) are decoded as before;
+ * a transaction left with no change of the source replays nothing.
+ */
+static bool
+other_tables_change(CaptureStream *s, XLogReaderState *reader)
+{
+	DecodedChanges *changes = &s->changes;
+	uint8		info = XLogRecGetInfo(reader) & XLOG_HEAP_OPMASK;
+	RelFileNode node;
+
+	if (XLogRecGetRmid(reader) == RM_HEAP_ID)
+	{
+		if (info == XLOG_HEAP_INSERT &&
+			(((xl_heap_insert *) XLogRecGetData(reader))->flags & XLH_INSERT_IS_SPECULATIVE))
+			return false;
+		if (info == XLOG_HEAP_DELETE &&
+			(((xl_heap_delete *) XLogRecGetData(reader))->flags & XLH_DELETE_IS_SUPER))
+			return false;
+		if (info != XLOG_HEAP_INSERT && info != XLOG_HEAP_DELETE && info != XLOG_HEAP_UPDATE &&
+			info != XLOG_HEAP_HOT_UPDATE)
+			return false;
+	}
+	else if (XLogRecGetRmid(reader) != RM_HEAP2_ID || info != XLOG_HEAP2_MULTI_INSERT)
+		return false;
+	if (changes->other_tables_generation != capture_relcache_generation)
+	{
+		HASH_SEQ_STATUS status;
+		RelFileNode *known;
+
+		hash_seq_init(&status, changes->other_tables);
+		while ((known = hash_seq_search(&status)) != NULL)
+			(void) hash_search(changes->other_tables, known, HASH_REMOVE, NULL);
+		changes->other_tables_generation = capture_relcache_generation;
+		return false;
+	}
+	if (hash_get_num_entries(changes->other_tables) == 0 ||
+		!XLogRecGetBlockTagExtended(reader, 0, &node, NULL, NULL, NULL))
+		return false;
+	return hash_search(changes->other_tables, &node, HASH_FIND, NULL) != NULL;
+}
+
+/*
  * The oldest position the round may replay a transaction from: the first
  * record of the oldest transaction in the reorder buffer that is not
  * pg_peek's own, or the round's start.  pg_peek's own transactions never
@@ -474,7 +530,7 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("could not read WAL for the source of table \"%s\": %s",
 							s->table, errm)));
-		if (record != NULL)
+		if (record != NULL && !other_tables_change(s, s->ctx->reader))
 		{
 			note_own_record(s, s->ctx->reader);
 			LogicalDecodingProcessRecord(s->ctx, s->ctx->reader);

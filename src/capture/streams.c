@@ -210,6 +210,7 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	TupleDesc	desc = lookup_rowtype_tupdesc(source->row_type, -1);
 	MemoryContext old;
 	char	   *table;
+	HASHCTL		ctl;
 
 	s->id = source->id;
 	s->relid = source->source;
@@ -245,6 +246,11 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	old = MemoryContextSwitchTo(s->cxt);
 	s->changes.row_desc = CreateTupleDescCopy(desc);
 	MemoryContextSwitchTo(old);
+	ctl.keysize = ctl.entrysize = sizeof(RelFileNode);
+	ctl.hcxt = s->cxt;
+	s->changes.other_tables = hash_create("pg_peek other tables' relfilenodes", 64, &ctl,
+										  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	s->changes.other_tables_generation = capture_relcache_generation;
 	ReleaseTupleDesc(desc);
 	decoder_reset(&s->changes);
 }

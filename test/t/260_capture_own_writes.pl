@@ -72,13 +72,18 @@ sql(q{
 });
 my ($src0, $other0) = split / /, sql($txns);
 sql("CALL insert_awaited(30)");
-# the other slot decodes the same transactions within a round or two
-ok(poll_until($node, "SELECT split_part(($txns), ' ', 2)::bigint - $other0 >= 30"),
-	'the other source has decoded them too');
+# the other slot decodes past the same transactions within a round or two
+my $inserted = sql("SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint");
+ok(poll_until($node, "SELECT upper > $inserted FROM peek.collections WHERE name = 'other_src'"),
+	'the other source has decoded past them too');
+sql("SELECT pg_stat_force_next_flush()");
 my ($src1, $other1) = split / /, sql($txns);
 note("total_txns src $src0 -> $src1, other_src $other0 -> $other1");
 is($src1 - $src0, 30, "the source's slot decoded the 30 user transactions and none of the runtime's");
-is($other1 - $other0, 30, "the other source's slot too: the first source's appends were skipped");
+# (once a replay showed t is not its table, it skips t's changes unread:
+# capture/rounds.c other_tables_change; never more than the user's 30)
+cmp_ok($other1 - $other0, '<=', 30,
+	"the other source's slot replayed no more: the first source's appends were skipped");
 
 my $want = join(',', map { "v$_" } 1 .. 30);
 is(sql("SELECT string_agg(v, ',' ORDER BY k) FROM peek.persist_peek(NULL::t, 'src')"),

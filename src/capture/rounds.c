@@ -370,13 +370,13 @@ is_own(CaptureStream *s, TransactionId xid)
 /*
  * Note, or forget, a transaction the reader met changing the catalog (a
  * catalog tuple's command id, or its invalidations), until its commit or
- * abort record, or a running-transactions record saying it is gone (it
- * crashed): other_tables_change skips nothing meanwhile.  Such a
- * transaction's invalidations are executed only at its commit, but its own
- * later records already write the files it gave another table (a swap of
- * the source's files with another table's, then the source written, in one
- * transaction): a relfilenode noted as another table's may be the source's
- * in them.
+ * abort record (its subtransactions' too), or a running-transactions
+ * record saying it is gone (it crashed): other_tables_change skips nothing
+ * meanwhile.  Such a transaction's invalidations are executed only at its
+ * commit, but its own later records already write the files it gave
+ * another table (the source's files swapped with another table's, then
+ * the source written, in one transaction): a relfilenode noted as another
+ * table's may be the source's in them.
  */
 static void
 note_catalog_xact(CaptureStream *s, XLogReaderState *reader)
@@ -402,6 +402,8 @@ note_catalog_xact(CaptureStream *s, XLogReaderState *reader)
 
 			ParseCommitRecord(info, (xl_xact_commit *) XLogRecGetData(reader), &parsed);
 			xid = op == XLOG_XACT_COMMIT ? XLogRecGetXid(reader) : parsed.twophase_xid;
+			for (int i = 0; i < parsed.nsubxacts; i++)
+				(void) hash_search(s->catalog_xids, &parsed.subxacts[i], HASH_REMOVE, NULL);
 		}
 		else if (op == XLOG_XACT_ABORT || op == XLOG_XACT_ABORT_PREPARED)
 		{
@@ -409,6 +411,8 @@ note_catalog_xact(CaptureStream *s, XLogReaderState *reader)
 
 			ParseAbortRecord(info, (xl_xact_abort *) XLogRecGetData(reader), &parsed);
 			xid = op == XLOG_XACT_ABORT ? XLogRecGetXid(reader) : parsed.twophase_xid;
+			for (int i = 0; i < parsed.nsubxacts; i++)
+				(void) hash_search(s->catalog_xids, &parsed.subxacts[i], HASH_REMOVE, NULL);
 		}
 	}
 	else if (rmid == RM_STANDBY_ID && (info & ~XLR_INFO_MASK) == XLOG_RUNNING_XACTS &&
@@ -456,7 +460,8 @@ note_catalog_xact(CaptureStream *s, XLogReaderState *reader)
  * WAL.  A relcache invalidation forgets them all first: a relfilenode
  * changes tables only through the catalog (a table's files swapped with
  * another's), whose invalidation this process executes when decoding
- * reaches that commit, before it reads a record after it.  Its other
+ * reaches that commit; until then nothing is skipped (note_catalog_xact:
+ * that transaction writes the new files before it).  Its other
  * records (locks, TOAST, its transaction's commit) are decoded as before;
  * a transaction left with no change of the source replays nothing.
  */

@@ -74,6 +74,8 @@ typedef struct CaptureStream
 	LogicalDecodingContext *ctx;	/* kept across rounds, like a walsender's */
 	HTAB	   *own_xids;		/* pg_peek's own transactions its reader met (ctx's) */
 	TransactionId own_last;		/* ... the last one entered */
+	HTAB	   *catalog_xids;	/* transactions changing the catalog it met, not
+								 * ended (ctx's): rounds.c skips nothing */
 	DecodedChanges changes;		/* the last round's, kept for capture_feed */
 	TransactionId held_xid;		/* a decoded commit not visible yet, or invalid */
 	int64		held_at;		/* ... its commit LSN, where the upper stays */

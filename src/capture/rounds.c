@@ -12,11 +12,13 @@
 #include "postgres.h"
 
 #include "access/heapam_xlog.h"
+#include "access/xact.h"
 #include "access/xlog_internal.h"
 #include "access/xlogutils.h"
 #include "miscadmin.h"
 #include "replication/decode.h"
 #include "replication/origin.h"
+#include "storage/standby.h"
 #include "storage/procarray.h"
 #include "utils/guc.h"
 #include "utils/wait_event.h"
@@ -366,6 +368,86 @@ is_own(CaptureStream *s, TransactionId xid)
 }
 
 /*
+ * Note, or forget, a transaction the reader met changing the catalog (a
+ * catalog tuple's command id, or its invalidations), until its commit or
+ * abort record (its subtransactions' too), or a running-transactions
+ * record saying it is gone (it crashed): other_tables_change skips nothing
+ * meanwhile.  Such a transaction's invalidations are executed only at its
+ * commit, but its own later records already write the files it gave
+ * another table (the source's files swapped with another table's, then
+ * the source written, in one transaction): a relfilenode noted as another
+ * table's may be the source's in them.
+ */
+static void
+note_catalog_xact(CaptureStream *s, XLogReaderState *reader)
+{
+	uint8		rmid = XLogRecGetRmid(reader);
+	uint8		info = XLogRecGetInfo(reader);
+	TransactionId xid = InvalidTransactionId;
+	bool		ends = false;
+
+	if (rmid == RM_HEAP2_ID && (info & XLOG_HEAP_OPMASK) == XLOG_HEAP2_NEW_CID)
+		xid = ((xl_heap_new_cid *) XLogRecGetData(reader))->top_xid;
+	else if (rmid == RM_XACT_ID && (info & XLOG_XACT_OPMASK) == XLOG_XACT_INVALIDATIONS)
+		xid = XLogRecGetXid(reader);
+	else if (rmid == RM_XACT_ID && s->catalog_xids != NULL &&
+			 hash_get_num_entries(s->catalog_xids) > 0)
+	{
+		uint8		op = info & XLOG_XACT_OPMASK;
+
+		ends = true;
+		if (op == XLOG_XACT_COMMIT || op == XLOG_XACT_COMMIT_PREPARED)
+		{
+			xl_xact_parsed_commit parsed;
+
+			ParseCommitRecord(info, (xl_xact_commit *) XLogRecGetData(reader), &parsed);
+			xid = op == XLOG_XACT_COMMIT ? XLogRecGetXid(reader) : parsed.twophase_xid;
+			for (int i = 0; i < parsed.nsubxacts; i++)
+				(void) hash_search(s->catalog_xids, &parsed.subxacts[i], HASH_REMOVE, NULL);
+		}
+		else if (op == XLOG_XACT_ABORT || op == XLOG_XACT_ABORT_PREPARED)
+		{
+			xl_xact_parsed_abort parsed;
+
+			ParseAbortRecord(info, (xl_xact_abort *) XLogRecGetData(reader), &parsed);
+			xid = op == XLOG_XACT_ABORT ? XLogRecGetXid(reader) : parsed.twophase_xid;
+			for (int i = 0; i < parsed.nsubxacts; i++)
+				(void) hash_search(s->catalog_xids, &parsed.subxacts[i], HASH_REMOVE, NULL);
+		}
+	}
+	else if (rmid == RM_STANDBY_ID && (info & ~XLR_INFO_MASK) == XLOG_RUNNING_XACTS &&
+			 s->catalog_xids != NULL && hash_get_num_entries(s->catalog_xids) > 0)
+	{
+		TransactionId oldest = ((xl_running_xacts *) XLogRecGetData(reader))->oldestRunningXid;
+		HASH_SEQ_STATUS status;
+		TransactionId *known;
+
+		hash_seq_init(&status, s->catalog_xids);
+		while ((known = hash_seq_search(&status)) != NULL)
+			if (TransactionIdPrecedes(*known, oldest))
+				(void) hash_search(s->catalog_xids, known, HASH_REMOVE, NULL);
+		return;
+	}
+	if (!TransactionIdIsValid(xid))
+		return;
+	if (ends)
+	{
+		(void) hash_search(s->catalog_xids, &xid, HASH_REMOVE, NULL);
+		return;
+	}
+	if (s->catalog_xids == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = ctl.entrysize = sizeof(TransactionId);
+		ctl.hcxt = s->ctx->context;
+		s->catalog_xids = hash_create("pg_peek catalog-changing transactions decoded", 16, &ctl,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	(void) hash_search(s->catalog_xids, &xid, HASH_ENTER, NULL);
+}
+
+/*
  * Is the record a change of a table that a replay showed is not the
  * source's (decoder.c notes their relfilenodes): a heap insert, update,
  * delete or multi-insert of one?  Not a speculative insertion's records
@@ -378,7 +460,8 @@ is_own(CaptureStream *s, TransactionId xid)
  * WAL.  A relcache invalidation forgets them all first: a relfilenode
  * changes tables only through the catalog (a table's files swapped with
  * another's), whose invalidation this process executes when decoding
- * reaches that commit, before it reads a record after it.  Its other
+ * reaches that commit; until then nothing is skipped (note_catalog_xact:
+ * that transaction writes the new files before it).  Its other
  * records (locks, TOAST, its transaction's commit) are decoded as before;
  * a transaction left with no change of the source replays nothing.
  */
@@ -402,6 +485,8 @@ other_tables_change(CaptureStream *s, XLogReaderState *reader)
 			return false;
 	}
 	else if (XLogRecGetRmid(reader) != RM_HEAP2_ID || info != XLOG_HEAP2_MULTI_INSERT)
+		return false;
+	if (s->catalog_xids != NULL && hash_get_num_entries(s->catalog_xids) > 0)
 		return false;
 	if (changes->other_tables_generation != capture_relcache_generation)
 	{
@@ -530,6 +615,8 @@ decode_changes(CaptureStream *s, XLogRecPtr end_of_wal)
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("could not read WAL for the source of table \"%s\": %s",
 							s->table, errm)));
+		if (record != NULL)
+			note_catalog_xact(s, s->ctx->reader);
 		if (record != NULL && !other_tables_change(s, s->ctx->reader))
 		{
 			note_own_record(s, s->ctx->reader);

@@ -135,6 +135,10 @@ discard_decoding(CaptureStream *s, bool whole)
 	s->ctx = NULL;
 	s->own_xids = NULL;			/* (in its memory) */
 	s->own_last = InvalidTransactionId;
+	s->catalog_xids = NULL;
+	/* the next one reads from the slot's restart point: older records */
+	if (s->changes.other_tables != NULL)
+		s->changes.other_tables_generation = capture_relcache_generation - 1;
 	/* a new context decodes a held commit again: the slot was not told past it */
 	s->held_xid = InvalidTransactionId;
 }
@@ -237,6 +241,7 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	s->ctx = NULL;
 	s->own_xids = NULL;
 	s->own_last = InvalidTransactionId;
+	s->catalog_xids = NULL;
 	s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek capture stream",
 								   ALLOCSET_DEFAULT_SIZES);
 	memset(&s->changes, 0, sizeof(DecodedChanges));

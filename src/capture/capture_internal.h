@@ -111,6 +111,12 @@ extern void fail_stream(CaptureStream *s, const char *failure, bool table_first)
 extern bool loader_step(CaptureStream *s);
 extern XLogRecPtr write_inserted_wal(bool at_once);
 
+/* what a round notes of each record, and skips (record_filters.c) */
+extern void capture_note_own_record(CaptureStream *s, XLogReaderState *reader);
+extern void capture_note_catalog_xact(CaptureStream *s, XLogReaderState *reader);
+extern bool capture_other_tables_change(CaptureStream *s, XLogReaderState *reader);
+extern XLogRecPtr capture_oldest_replay(CaptureStream *s, XLogRecPtr start);
+
 /* the catalog caches around a round's decoding (historic_caches.c) */
 extern uint64 capture_relcache_generation;
 extern void historic_caches_enter(XLogRecPtr from);

@@ -73,8 +73,8 @@ is_own(CaptureStream *s, TransactionId xid)
  * Note, or forget, a transaction the reader met changing the catalog (a
  * catalog tuple's command id, or its invalidations), until its commit or
  * abort record (its subtransactions' too), or a running-transactions
- * record saying it is gone (it crashed): capture_other_tables_change skips nothing
- * meanwhile.  Such a transaction's invalidations are executed only at its
+ * record saying it is gone (it crashed): capture_other_tables_change skips
+ * nothing meanwhile.  Such a transaction's invalidations are executed only at its
  * commit, but its own later records already write the files it gave
  * another table (the source's files swapped with another table's, then
  * the source written, in one transaction): a relfilenode noted as another

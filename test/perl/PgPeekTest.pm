@@ -28,7 +28,7 @@ our @EXPORT = qw(
   sql_error stop_runtime item_setup base_reaches commit_to_visible_ms
   steady_procedure maintenance_role new_standby standby_publisher_pid
   log_is_clean sorted_in_temp_files caught_up_sql restart_runtime
-  views_equal_queries
+  views_equal_queries sources_caught_up source_off
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -400,6 +400,25 @@ sub caught_up_sql
 # views_equal_queries($node, \%views, $what): a test per view (name =>
 # query) that its latest contents, as text, are its query's in a session
 # of the test (one that reads as pg_peek's workers do).
+# Wait until every source decoded what is committed now (or failed).
+sub sources_caught_up
+{
+	my ($node) = @_;
+	my $lsn = $node->safe_psql('postgres', "SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint");
+	return poll_until($node, qq{
+		SELECT bool_and(upper > $lsn OR state = 'failed') FROM peek.collections
+		 WHERE source IS NOT NULL}, 't', 120);
+}
+
+# A source's rows against its table's, both ways: the rows that differ (0: equal).
+sub source_off
+{
+	my ($node, $table, $source) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT count(*) FROM ((TABLE $table EXCEPT ALL SELECT * FROM peek.persist_peek(NULL::$table, '$source'))
+		  UNION ALL (SELECT * FROM peek.persist_peek(NULL::$table, '$source') EXCEPT ALL TABLE $table)) d});
+}
+
 sub views_equal_queries
 {
 	my ($node, $views, $what) = @_;

@@ -22,23 +22,7 @@ my $node = new_node('capture_other_tables',
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
-# wait until every source decoded what is committed now
-sub sources_caught_up
-{
-	my $lsn = sql("SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint");
-	return poll_until($node, qq{
-		SELECT bool_and(upper > $lsn OR state = 'failed') FROM peek.collections
-		 WHERE source IS NOT NULL}, 't', 120);
-}
 
-# the source's rows against its table's, both ways (0: equal)
-sub source_off
-{
-	my ($table, $source) = @_;
-	return sql(qq{
-		SELECT count(*) FROM ((TABLE $table EXCEPT ALL SELECT * FROM peek.persist_peek(NULL::$table, '$source'))
-		  UNION ALL (SELECT * FROM peek.persist_peek(NULL::$table, '$source') EXCEPT ALL TABLE $table)) d});
-}
 
 sub spilled
 {
@@ -66,7 +50,7 @@ ok(poll_until($node, "SELECT bool_and(state = 'ready') FROM peek.collections WHE
 # the other tables' changes replayed once: their relfilenodes noted
 sql("INSERT INTO x SELECT i, i, NULL FROM generate_series(1, 100) i");
 sql("INSERT INTO s2copy SELECT * FROM s2");
-ok(sources_caught_up(), 'the sources decoded the other tables\' first writes');
+ok(sources_caught_up($node), 'the sources decoded the other tables\' first writes');
 
 # transactions interleaving the source's changes with the other table's
 my $big = q{(SELECT string_agg(md5(g::text || random()::text), '') FROM generate_series(1, 300) g)};
@@ -99,15 +83,15 @@ sql(qq{
 	UPDATE x SET v = 0 WHERE k >= 1000;
 	COMMIT;
 });
-ok(sources_caught_up(), 'the sources decoded the interleaved transactions');
-is(source_off('s', 's_src'), '0', 's_src holds exactly s\'s rows');
+ok(sources_caught_up($node), 'the sources decoded the interleaved transactions');
+is(source_off($node, 's', 's_src'), '0', 's_src holds exactly s\'s rows');
 is(sql("SELECT count(*) FROM peek.persist_peek(NULL::s, 's_src') WHERE length(t) > 9000"), '15',
 	's_src has the TOASTed values (20 inserted, 5 deleted)');
 
 # a big transaction of the other table alone spills nowhere now
 my $spilled = spilled();
 sql("INSERT INTO x SELECT i, i, repeat('y', 200) FROM generate_series(10000, 40000) i");
-ok(sources_caught_up(), 'the sources decoded the other table\'s big transaction');
+ok(sources_caught_up($node), 'the sources decoded the other table\'s big transaction');
 sql("SELECT pg_stat_force_next_flush()");
 is(spilled(), $spilled, 'no slot spilled the other table\'s 30,000 rows');
 
@@ -128,8 +112,8 @@ sql(q{
 	DELETE FROM s2 WHERE k BETWEEN 11 AND 20;
 	INSERT INTO s2copy VALUES (7, 7);
 });
-ok(sources_caught_up(), 'the sources decoded the writes after the swap');
-is(source_off('s2', 's2_src'), '0', 's2_src holds exactly s2\'s rows after its files were swapped');
+ok(sources_caught_up($node), 'the sources decoded the writes after the swap');
+is(source_off($node, 's2', 's2_src'), '0', 's2_src holds exactly s2\'s rows after its files were swapped');
 is(sql("SELECT string_agg(state, ',') FROM peek.collections WHERE source IS NOT NULL"),
 	'ready,ready', 'no source failed');
 log_is_clean($node, 'capture of other tables');

@@ -19,23 +19,7 @@ my $node = new_node('capture_other_tables_swap',
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
-# wait until every source decoded what is committed now
-sub sources_caught_up
-{
-	my $lsn = sql("SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint");
-	return poll_until($node, qq{
-		SELECT bool_and(upper > $lsn OR state = 'failed') FROM peek.collections
-		 WHERE source IS NOT NULL}, 't', 120);
-}
 
-# the source's rows against its table's, both ways (0: equal)
-sub source_off
-{
-	my ($table, $source) = @_;
-	return sql(qq{
-		SELECT count(*) FROM ((TABLE $table EXCEPT ALL SELECT * FROM peek.persist_peek(NULL::$table, '$source'))
-		  UNION ALL (SELECT * FROM peek.persist_peek(NULL::$table, '$source') EXCEPT ALL TABLE $table)) d});
-}
 
 sql(q{
 	CREATE EXTENSION pg_peek;
@@ -51,7 +35,7 @@ ok(poll_until($node, "SELECT bool_and(state = 'ready') FROM peek.collections WHE
 
 # the copy's changes replayed once: its relfilenode noted
 sql("INSERT INTO acopy SELECT * FROM a");
-ok(sources_caught_up(), 'the source decoded the copy\'s writes');
+ok(sources_caught_up($node), 'the source decoded the copy\'s writes');
 
 # the files swapped and the source written in the same transaction, whose
 # records the source reads before its commit (other commits go on meanwhile)
@@ -75,8 +59,8 @@ for my $i (1 .. 3)
 }
 $swap->query_safe('COMMIT');
 $swap->quit;
-ok(sources_caught_up(), 'the source decoded the swapping transaction');
-is(source_off('a', 'a_src'), '0', 'a_src holds exactly a\'s rows: its writes after the swap in the same transaction');
+ok(sources_caught_up($node), 'the source decoded the swapping transaction');
+is(source_off($node, 'a', 'a_src'), '0', 'a_src holds exactly a\'s rows: its writes after the swap in the same transaction');
 is(sql("SELECT count(*) FROM peek.persist_peek(NULL::a, 'a_src') WHERE k = 1000"), '1',
 	'a_src has the row inserted after the swap');
 
@@ -86,8 +70,8 @@ sql(q{
 	DELETE FROM a WHERE k BETWEEN 21 AND 25;
 	INSERT INTO acopy VALUES (8, 8);
 });
-ok(sources_caught_up(), 'the source decoded the writes after the swap');
-is(source_off('a', 'a_src'), '0', 'a_src holds exactly a\'s rows after the swap');
+ok(sources_caught_up($node), 'the source decoded the writes after the swap');
+is(source_off($node, 'a', 'a_src'), '0', 'a_src holds exactly a\'s rows after the swap');
 is(sql("SELECT string_agg(state, ',') FROM peek.collections WHERE source IS NOT NULL"),
 	'ready', 'no source failed');
 log_is_clean($node, 'capture swapped in a transaction');

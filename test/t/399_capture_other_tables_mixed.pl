@@ -22,30 +22,14 @@ my $node = new_node('capture_other_tables_mixed',
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
-sub sources_caught_up
-{
-	my $lsn = sql("SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint");
-	return poll_until($node, qq{
-		SELECT bool_and(upper > $lsn OR state = 'failed') FROM peek.collections
-		 WHERE source IS NOT NULL}, 't', 120);
-}
-
-sub source_off
-{
-	my ($table, $source) = @_;
-	return sql(qq{
-		SELECT count(*) FROM ((TABLE $table EXCEPT ALL SELECT * FROM peek.persist_peek(NULL::$table, '$source'))
-		  UNION ALL (SELECT * FROM peek.persist_peek(NULL::$table, '$source') EXCEPT ALL TABLE $table)) d});
-}
-
 # both sources against their tables after a scenario
 sub both_exact
 {
 	my ($what) = @_;
-	ok(sources_caught_up(), "$what: decoded");
-	is(source_off('s', 's_src'), '0', "$what: s_src holds exactly s's rows");
-	is(source_off('x', 'x_src'), '0', "$what: x_src holds exactly x's rows");
-	is(source_off('y', 'y_src'), '0', "$what: y_src holds exactly y's rows");
+	ok(sources_caught_up($node), "$what: decoded");
+	is(source_off($node, 's', 's_src'), '0', "$what: s_src holds exactly s's rows");
+	is(source_off($node, 'x', 'x_src'), '0', "$what: x_src holds exactly x's rows");
+	is(source_off($node, 'y', 'y_src'), '0', "$what: y_src holds exactly y's rows");
 }
 
 # x and y are sources too: each is the others' other table; o is no source's

@@ -59,8 +59,9 @@ decoder_reset(DecodedChanges *changes)
 }
 
 /*
- * A table row as a row of the source's type: the table's live columns, in
- * order, must have the copy's types.  In a row from the WAL (from_wal), a
+ * A table row as a row of the source's type: the table's first live
+ * columns, in order, must have the copy's types; columns added to the table
+ * since the source was made are left out.  In a row from the WAL (from_wal), a
  * field that is only a pointer into the TOAST table (an UPDATE left it
  * unchanged) is taken from old_tuple, which REPLICA IDENTITY FULL logs in
  * full: decoding must not read the TOAST table.  Returns the row, or
@@ -80,7 +81,7 @@ decoder_table_row(TupleDesc table_desc, HeapTuple tuple, HeapTuple old_tuple,
 	HeapTuple	formed;
 	Datum		row;
 
-	if (!rows_match_table(table_desc, row_desc))
+	if (!rows_match_table(table_desc, row_desc, NULL))
 	{
 		*failure = psprintf("the row type of table \"%s\" changed: it no longer matches the source's row type %s",
 							table, format_type_be(row_desc->tdtypeid));
@@ -93,7 +94,7 @@ decoder_table_row(TupleDesc table_desc, HeapTuple tuple, HeapTuple old_tuple,
 		onulls = palloc(sizeof(bool) * table_desc->natts);
 		heap_deform_tuple(old_tuple, table_desc, ovalues, onulls);
 	}
-	for (int i = 0; i < table_desc->natts; i++)
+	for (int i = 0; i < table_desc->natts && j < row_desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(table_desc, i);
 
@@ -296,7 +297,8 @@ decoder_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	const char *table = RelationGetRelationName(relation);
 	char	   *failure = NULL;
 	MemoryContext old;
-	Datum		row;
+	Datum		old_row = (Datum) 0;
+	Datum		row = (Datum) 0;
 
 	if (changes->failure != NULL)
 		return;
@@ -335,19 +337,24 @@ decoder_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 
 	old = MemoryContextSwitchTo(changes->cxt);
 	if (old_tuple != NULL)
-	{
-		row = decoder_table_row(RelationGetDescr(relation), old_tuple, NULL, true,
-								changes->row_desc, table, &failure);
-		if (failure == NULL)
-			add_update(changes, (int64) txn->final_lsn, -1, row, false);
-	}
+		old_row = decoder_table_row(RelationGetDescr(relation), old_tuple, NULL, true,
+									changes->row_desc, table, &failure);
 	if (new_tuple != NULL && failure == NULL)
-	{
 		row = decoder_table_row(RelationGetDescr(relation), new_tuple, old_tuple, true,
 								changes->row_desc, table, &failure);
-		if (failure == NULL)
-			add_update(changes, (int64) txn->final_lsn, 1, row, false);
-	}
+	/*
+	 * An UPDATE that changed no captured column (only columns added since
+	 * the source was made, or none) changes nothing of the source.
+	 */
+	if (failure == NULL && old_row != (Datum) 0 && row != (Datum) 0 &&
+		VARSIZE(DatumGetPointer(old_row)) == VARSIZE(DatumGetPointer(row)) &&
+		memcmp(DatumGetPointer(old_row), DatumGetPointer(row),
+			   VARSIZE(DatumGetPointer(row))) == 0)
+		old_row = row = (Datum) 0;
+	if (failure == NULL && old_row != (Datum) 0)
+		add_update(changes, (int64) txn->final_lsn, -1, old_row, false);
+	if (failure == NULL && row != (Datum) 0)
+		add_update(changes, (int64) txn->final_lsn, 1, row, false);
 	MemoryContextSwitchTo(old);
 	if (failure != NULL)
 		fail_at(changes, txn, failure);

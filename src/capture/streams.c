@@ -402,7 +402,7 @@ check_table(CaptureStream *s, bool wait)
 	else if ((failure = decoder_undecodable(rel)) == NULL)
 	{
 		desc = lookup_rowtype_tupdesc(rel->reltype, -1);
-		if (!rows_match_table(desc, s->changes.row_desc))
+		if (!rows_match_table(desc, s->changes.row_desc, NULL))
 			failure = psprintf("the row type of table \"%s\" changed: it no longer matches the source's row type %s",
 							   s->table, format_type_be(s->changes.row_desc->tdtypeid));
 		ReleaseTupleDesc(desc);

@@ -588,24 +588,33 @@ row_to_text(Oid rowtype, Datum row)
 }
 
 /*
- * Does a table's row type have exactly the columns of a source's row type
- * (the copy made when the source was created): its live columns, in order,
- * of the same types?  An ALTER TABLE that adds, drops or retypes a column
- * breaks the match; renaming one does not.
+ * Does a table's row type still hold the columns of a source's row type
+ * (the copy made when the source was created): its first live columns, in
+ * order, of the same types?  Columns added since (ALTER TABLE ... ADD
+ * COLUMN) come after them and are not captured: *added, if not NULL, says
+ * whether there are any.  Dropping or retyping a captured column breaks the
+ * match; renaming one does not.
  */
 bool
-rows_match_table(TupleDesc table, TupleDesc row)
+rows_match_table(TupleDesc table, TupleDesc row, bool *added)
 {
 	int			j = 0;
 
+	if (added != NULL)
+		*added = false;
 	for (int i = 0; i < table->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(table, i);
 
 		if (att->attisdropped)
 			continue;
-		if (j >= row->natts ||
-			att->atttypid != TupleDescAttr(row, j)->atttypid ||
+		if (j == row->natts)
+		{
+			if (added != NULL)
+				*added = true;
+			return true;
+		}
+		if (att->atttypid != TupleDescAttr(row, j)->atttypid ||
 			att->atttypmod != TupleDescAttr(row, j)->atttypmod)
 			return false;
 		j++;

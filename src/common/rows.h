@@ -81,7 +81,7 @@ extern Size row_emit_bytes(Datum row);
 extern int64 row_emit_count(RowEmitter *e, const Datum *rows, const int64 *counts, int n);
 extern void row_emit(RowEmitter *e, Datum row, int64 count);
 extern char *row_to_text(Oid rowtype, Datum row);
-extern bool rows_match_table(TupleDesc table, TupleDesc row);
+extern bool rows_match_table(TupleDesc table, TupleDesc row, bool *added);
 
 /* A sum only shown (row counts in views): it stops at bigint's bounds. */
 static inline int64

@@ -14,7 +14,9 @@
  *	  and the columns a join of it lists), in a UNION ALL's branches, its
  *	  subqueries in FROM and its WITH queries too (flatten.c pulls them up after)
  *	  and in its expressions (EXISTS, IN (SELECT ...): semijoins.c),
- *	  and refused (42804) if the types no longer match.
+ *	  and refused (42804) if the types no longer match.  A column added to
+ *	  the table since the source was made is not in the source's rows: a
+ *	  query that reads it is refused (0A000, naming it).
  *	  A table that no source
  *	  captures, or that more than one does, is refused (0A000, naming it),
  *	  as are its inheritance children (its source has its own rows only),
@@ -169,11 +171,12 @@ renumber_join_columns(Query *query, Node *node, int rtindex, AttrMap *map)
 }
 
 /*
- * The map from the table's columns to the source's: its live columns in
- * order, as capture copies a row (decoder.c) and a peek reads the source as
- * the table's row type (by position: a column renamed since the source was
- * made keeps its place, not its name).  A table whose live columns no
- * longer have the source's types is refused, as such a peek is.
+ * The map from the table's columns to the source's: its first live columns
+ * in order, as capture copies a row (decoder.c) and a peek reads the source
+ * as the table's row type (by position: a column renamed since the source
+ * was made keeps its place, not its name); a column added since maps to
+ * none.  A table whose live columns no longer have the source's types is
+ * refused, as such a peek is.
  */
 static AttrMap *
 source_columns(TupleDesc table_desc, TupleDesc source_desc, Oid from, CatalogObject *src)
@@ -181,16 +184,92 @@ source_columns(TupleDesc table_desc, TupleDesc source_desc, Oid from, CatalogObj
 	AttrMap    *map = make_attrmap(table_desc->natts);
 	int			live = 0;
 
-	if (!rows_match_table(table_desc, source_desc))
+	if (!rows_match_table(table_desc, source_desc, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the row type of table %s no longer matches source \"%s\"",
 						format_type_be(from), src->name),
 				 errhint("Drop the source and create it again.")));
-	for (int i = 0; i < table_desc->natts; i++)
+	for (int i = 0; i < table_desc->natts && live < source_desc->natts; i++)
 		if (!TupleDescAttr(table_desc, i)->attisdropped)
 			map->attnums[i] = ++live;
 	return map;
+}
+
+typedef struct UncapturedColumns
+{
+	int			rtindex;
+	int			sublevels_up;
+	AttrMap    *map;
+	AttrNumber	found;			/* a column read that maps to none */
+} UncapturedColumns;
+
+static bool
+find_uncaptured(Node *node, UncapturedColumns *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		if (var->varno == context->rtindex && var->varlevelsup == context->sublevels_up &&
+			var->varattno > 0 && context->map->attnums[var->varattno - 1] == 0)
+			context->found = var->varattno;
+		return context->found != 0;
+	}
+	if (IsA(node, Query))
+	{
+		bool		found;
+
+		context->sublevels_up++;
+		found = query_tree_walker((Query *) node, find_uncaptured, context,
+								  QTW_IGNORE_JOINALIASES);
+		context->sublevels_up--;
+		return found;
+	}
+	return expression_tree_walker(node, find_uncaptured, context);
+}
+
+/*
+ * A column added to the table since its source was made is not in the
+ * source's rows: a query that reads one is refused (0A000, naming it).  The
+ * query's joins of the table list it among their columns (joinaliasvars):
+ * there it is left out, as the rewriter leaves out a dropped column.
+ */
+static void
+refuse_uncaptured_columns(Query *query, int rtindex, AttrMap *map, TupleDesc table_desc,
+						  CatalogObject *src)
+{
+	UncapturedColumns context = {rtindex, 0, map, 0};
+	ListCell   *lc;
+
+	(void) query_tree_walker(query, find_uncaptured, &context, QTW_IGNORE_JOINALIASES);
+	if (context.found != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("column \"%s\" of table \"%s\" is not captured by source \"%s\"",
+						NameStr(TupleDescAttr(table_desc, context.found - 1)->attname),
+						get_rel_name(src->source), src->name),
+				 errdetail("A source captures the columns its table had when it was created."),
+				 errhint("Drop the source and create it again to capture the new columns.")));
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		ListCell   *alias;
+
+		if (rte->rtekind != RTE_JOIN)
+			continue;
+		foreach(alias, rte->joinaliasvars)
+		{
+			Var		   *var = lfirst(alias);
+
+			if (var != NULL && IsA(var, Var) && var->varno == rtindex &&
+				var->varlevelsup == 0 && var->varattno > 0 &&
+				map->attnums[var->varattno - 1] == 0)
+				lfirst(alias) = NULL;
+		}
+	}
 }
 
 /* peek.persist_peek(NULL::<obj's row type>, '<obj's name>') */
@@ -251,6 +330,8 @@ read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
 	FuncExpr   *call;
 	List	   *names = NIL;
 
+	query = copyObject(query);
+	refuse_uncaptured_columns(query, rtindex, map, table_desc, src);
 	/* (a whole-row reference stays as it is: plan.c refuses it) */
 	query = (Query *) map_variable_attnos((Node *) query, rtindex, 0, map, InvalidOid,
 										  &whole_row);

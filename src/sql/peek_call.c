@@ -30,7 +30,8 @@
 
 /*
  * The row type a peek returns: the object's, or for a source (and its
- * indexes) also its table's, as long as the table still matches.  Returns
+ * indexes) also its table's, as long as the table still matches and has
+ * no column the source does not capture (one added since).  Returns
  * the map that converts walked rows into the table's row type when their
  * layouts differ (the table has dropped columns), else NULL.
  */
@@ -41,6 +42,7 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 	TupleDesc	row_desc;
 	TupleConversionMap *map = NULL;
 	bool		matches;
+	bool		added;
 
 	if (rowtype == obj->row_type)
 		return NULL;
@@ -57,14 +59,23 @@ check_peek_rowtype(CatalogObject *obj, Oid rowtype)
 						 format_type_be(get_rel_type_id(obj->source)) : format_type_be(obj->row_type))));
 	table_desc = lookup_rowtype_tupdesc(rowtype, -1);
 	row_desc = lookup_rowtype_tupdesc(obj->row_type, -1);
-	matches = rows_match_table(table_desc, row_desc);
+	matches = rows_match_table(table_desc, row_desc, &added);
 	/* the map outlives the type cache's pins: it keeps copies */
-	if (matches && table_desc->natts != row_desc->natts)
+	if (matches && !added && table_desc->natts != row_desc->natts)
 		map = convert_tuples_by_position(CreateTupleDescCopy(row_desc),
 										 CreateTupleDescCopy(table_desc),
 										 gettext_noop("could not convert a source's row to its table's row type"));
 	ReleaseTupleDesc(table_desc);
 	ReleaseTupleDesc(row_desc);
+	if (matches && added)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("table %s has columns that %s \"%s\" does not capture",
+						format_type_be(rowtype),
+						obj->kind == PEEK_KIND_INDEX ? "the source of index" : "source", obj->name),
+				 errdetail("A source captures the columns its table had when it was created."),
+				 errhint("Pass NULL::%s as the first argument, or drop the source and create it again to capture the new columns.",
+						 format_type_be(obj->row_type))));
 	if (!matches)
 	{
 		catalog_raise_if_failed(obj->id, obj->kind, obj->name);

@@ -96,6 +96,27 @@ SELECT views_past_wal('ac_src', 'ac_times'), views_past_wal('ac_src', 'late_time
 SELECT * FROM views_bad_times_at('ac%', 'ac_src|acg_src', 'ac_times');
 SELECT * FROM views_bad_times_at('late%', 'ac_src|acg_src', 'late_times');
 
+-- a captured column cannot be dropped, even once a column of its type was
+-- added after it (which would take its place): the source names itself
+CREATE TABLE ad (k int, v int);
+INSERT INTO ad VALUES (1, 10);
+SET client_min_messages = warning;
+SELECT peek.create_source('ad_src', 'ad');
+RESET client_min_messages;
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'ad_src'$$);
+ALTER TABLE ad ADD COLUMN v2 int;
+UPDATE ad SET v2 = v * 2;
+SELECT try($$ALTER TABLE ad DROP COLUMN v$$);
+SELECT try($$ALTER TABLE ad DROP COLUMN v CASCADE$$);
+ALTER TABLE ad DROP COLUMN v2;
+INSERT INTO ad VALUES (2, 20);
+SET pg_peek.isolation = 'strict serializable';
+SELECT a.* FROM peek.persist_peek(NULL::ad, 'ad_src') a ORDER BY k;
+RESET pg_peek.isolation;
+SELECT peek.drop_source('ad_src');
+ALTER TABLE ad DROP COLUMN v;
+DROP TABLE ad;
+
 -- retyping a captured column (that no view reads: their PostgreSQL views
 -- would refuse it) fails the source and its index
 SELECT peek.drop_view(name) FROM peek.views ORDER BY name;

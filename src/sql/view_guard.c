@@ -23,7 +23,9 @@
  *	    ALTER, another body by CREATE OR REPLACE VIEW or by its ON SELECT
  *	    rule, CREATE OR REPLACE RULE "_RETURN") is refused with 0A000, and
  *	    DROP VIEW without CASCADE with 2BP01, pointing to peek.drop_view.
- *	  DDL on what a maintained view uses is view_uses_guard.c's.  Both
+ *	  DDL on what a maintained view uses is view_uses_guard.c's, and
+ *	  ALTER TABLE ... DROP COLUMN of a column a source captures
+ *	  source_guard.c's.  Both
  *	  guard another extension's script too (ALTER EXTENSION ... UPDATE),
  *	  not pg_peek's own.  The same hook takes the locks of DROP EXTENSION
  *	  pg_peek (and of DROP OWNED BY its owner) in the runtimes' order, and
@@ -70,6 +72,7 @@
 #include "ipc/notify.h"
 #include "peek/peek.h"
 #include "peek/slots.h"
+#include "sql/source_guard.h"
 #include "sql/view_guard.h"
 #include "sql/view_uses_guard.h"
 #include "storage/catalog.h"
@@ -619,6 +622,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	CatalogObject *replaced = NULL;
 	bool		owners = false;
 	List	   *functions = NIL;
+	List	   *captured_drops = NIL;
 	Oid			relid = InvalidOid;
 	Oid			renamed = InvalidOid;
 	CatalogObject *view;
@@ -726,6 +730,8 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	}
 	if (!skips_guard())
 		functions = view_uses_guard_before(stmt);
+	if (!skips_guard() && IsA(stmt, AlterTableStmt))
+		captured_drops = source_guard_before((AlterTableStmt *) stmt);
 
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
@@ -733,6 +739,7 @@ view_guard(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 
 	view_uses_guard_after(functions);
+	source_guard_after(captured_drops);
 	if (updates_peek)
 		reread_after_update(version_before);
 	if (owners)

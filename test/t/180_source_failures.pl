@@ -4,7 +4,11 @@
 #    55000 naming the setting, and leaves nothing behind;
 #  * a source stays 'loading' while a transaction older than its slot runs,
 #    and then loads that transaction's rows;
-#  * ALTER TABLE dropping or retyping a captured column (with a column
+#  * ALTER TABLE dropping a captured column is refused (2BP01, naming the
+#    source; with CASCADE, with a column added in the same statement, from
+#    a parent whose child a source captures, not with ONLY) and leaves the
+#    source whole;
+#  * ALTER TABLE retyping a captured column (with a column
 #    added in the same statement), REPLICA IDENTITY
 #    DEFAULT and DROP TABLE each fail the source: peek.collections and
 #    peek.indexes say 'failed' with a reason naming the table, peeks of the
@@ -249,13 +253,50 @@ sub fail_case
 
 fail_case('s_addret', 'addret_t', 'ALTER TABLE addret_t ADD COLUMN extra int, ALTER COLUMN w TYPE bigint',
 	qr/row type .*changed/, 1);
-fail_case('s_dropcol', 'dropcol_t', 'ALTER TABLE dropcol_t DROP COLUMN w',
-	qr/row type .*changed/, 1);
 fail_case('s_retype', 'retype_t', 'ALTER TABLE retype_t ALTER COLUMN v TYPE varchar(20)',
 	qr/row type .*changed/, 1);
 fail_case('s_ident', 'ident_t', 'ALTER TABLE ident_t REPLICA IDENTITY DEFAULT',
 	qr/REPLICA IDENTITY FULL/, 1);
 fail_case('s_droptab', 'droptab_t', 'DROP TABLE droptab_t', qr/dropped/, 0);
+
+# ---- a captured column cannot be dropped ---------------------------------------------------
+
+# (the columns after it would take its place: w, say, captured as v)
+sql(q{
+	CREATE TABLE dropcol_t (k int, v int, w int);
+	INSERT INTO dropcol_t VALUES (1, 10, 100);
+	SELECT peek.create_source('s_dropcol', 'dropcol_t');
+	CREATE TABLE dropp_t (k int, v int);
+	CREATE TABLE dropc_t () INHERITS (dropp_t);
+	INSERT INTO dropc_t VALUES (1, 10);
+	SELECT peek.create_source('s_dropc', 'dropc_t');
+});
+ok(poll_until($node, "SELECT count(*) FROM peek.collections WHERE name IN ('s_dropcol', 's_dropc') AND state = 'ready'", '2'),
+	's_dropcol and s_dropc are ready');
+for my $ddl ('ALTER TABLE dropcol_t DROP COLUMN v', 'ALTER TABLE dropcol_t DROP COLUMN v CASCADE',
+	'ALTER TABLE dropcol_t ADD COLUMN v2 int, DROP COLUMN v')
+{
+	my ($st, $msg) = sql_error($node, $ddl);
+	is("$st $msg", '2BP01 cannot drop column v of table public.dropcol_t because source "s_dropcol" captures it',
+		"$ddl: refused, naming the source");
+}
+my ($inh_st, $inh_msg) = sql_error($node, 'ALTER TABLE dropp_t DROP COLUMN v');
+is("$inh_st $inh_msg", '2BP01 cannot drop column v of table public.dropc_t because source "s_dropc" captures it',
+	'a drop from a parent that goes down to a captured child: refused, naming its source');
+is((sql_error($node, 'ALTER TABLE ONLY dropp_t DROP COLUMN v'))[0], '',
+	'ALTER TABLE ONLY of the parent leaves the child its column: not refused');
+sql('ALTER TABLE dropcol_t ADD COLUMN extra int');
+is((sql_error($node, 'ALTER TABLE dropcol_t DROP COLUMN extra'))[0], '', 'an added column may be dropped');
+sql('INSERT INTO dropcol_t VALUES (2, 20, 200)');
+sql('INSERT INTO dropc_t VALUES (2, 20)');
+is(sql("SET pg_peek.isolation = 'strict serializable'; SELECT string_agg(r::text, ';' ORDER BY r::text) "
+		  . "FROM peek.persist_peek(NULL::dropcol_t, 's_dropcol') r"),
+	'(1,10,100);(2,20,200)', 'the source is whole after the refusals');
+is(sql("SET pg_peek.isolation = 'strict serializable'; SELECT string_agg(r::text, ';' ORDER BY r::text) "
+		  . "FROM peek.persist_peek(NULL::dropc_t, 's_dropc') r"),
+	'(1,10);(2,20)', 'and so is the child\'s');
+is(sql("SELECT string_agg(state, ',' ORDER BY name) FROM peek.collections WHERE name IN ('s_dropcol', 's_dropc')"),
+	'ready,ready', 'both sources are ready');
 
 # ---- changes that do not fail a source --------------------------------------------------
 

@@ -116,6 +116,21 @@ RESET pg_peek.isolation;
 SELECT peek.drop_source('ad_src');
 ALTER TABLE ad DROP COLUMN v;
 DROP TABLE ad;
+-- nor from the composite type of a typed table
+CREATE TYPE adt AS (k int, v int);
+CREATE TABLE adtyped OF adt;
+INSERT INTO adtyped VALUES (1, 10);
+SET client_min_messages = warning;
+SELECT peek.create_source('adtyped_src', 'adtyped');
+RESET client_min_messages;
+SELECT wait_for($$SELECT state = 'ready' FROM peek.collections WHERE name = 'adtyped_src'$$);
+SELECT try($$ALTER TYPE adt DROP ATTRIBUTE v CASCADE$$);
+SELECT try($$ALTER TYPE adt ADD ATTRIBUTE w int CASCADE$$);
+SELECT try($$ALTER TYPE adt DROP ATTRIBUTE w CASCADE$$);
+SELECT name, state FROM peek.collections WHERE name = 'adtyped_src';
+SELECT peek.drop_source('adtyped_src');
+DROP TABLE adtyped;
+DROP TYPE adt;
 
 -- retyping a captured column (that no view reads: their PostgreSQL views
 -- would refuse it) fails the source and its index

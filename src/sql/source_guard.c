@@ -7,7 +7,8 @@
  *	  (its row type is a copy of them: the table's first live columns,
  *	  common/rows.c), and columns added since are not captured.  Dropping a
  *	  captured column is refused (2BP01, naming the source), with or
- *	  without CASCADE: the columns after it would take its place, and one
+ *	  without CASCADE, from the table, a parent it inherits the column
+ *	  from or the composite type of a typed table: the columns after it would take its place, and one
  *	  of the same type would be captured in its stead without a word.  The
  *	  refusal comes after the statement, which it undoes, so that
  *	  PostgreSQL's own refusal (of a column a maintained view reads) comes
@@ -20,11 +21,17 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
 #include "access/tupdesc.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "commands/extension.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
@@ -88,6 +95,32 @@ captured_drop(List *drops, Oid relid, const char *column)
 	return drops;
 }
 
+/*
+ * The tables (and their inheritance children) whose rows are of the
+ * composite type relid's: ALTER TYPE ... DROP ATTRIBUTE ... CASCADE drops
+ * the column from them.
+ */
+static List *
+typed_tables(Oid relid)
+{
+	Oid			type = get_rel_type_id(relid);
+	Relation	pg_class = table_open(RelationRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *tables = NIL;
+
+	ScanKeyInit(&key, Anum_pg_class_reloftype, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(type));
+	scan = systable_beginscan(pg_class, InvalidOid, false, NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		tables = list_concat(tables, find_all_inheritors(((Form_pg_class) GETSTRUCT(tuple))->oid,
+														 NoLock, NULL));
+	systable_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+	return tables;
+}
+
 List *
 source_guard_before(AlterTableStmt *alter)
 {
@@ -96,7 +129,7 @@ source_guard_before(AlterTableStmt *alter)
 	List	   *drops = NIL;
 	ListCell   *lc;
 
-	if (alter->objtype != OBJECT_TABLE)
+	if (alter->objtype != OBJECT_TABLE && alter->objtype != OBJECT_TYPE)
 		return NIL;
 	foreach(lc, alter->cmds)
 	{
@@ -113,8 +146,11 @@ source_guard_before(AlterTableStmt *alter)
 			if (!OidIsValid(relid))
 				return NIL;
 			/* the drop goes down to the inheritance children (but for ONLY) */
-			tables = alter->relation->inh ? find_all_inheritors(relid, NoLock, NULL) :
-				list_make1_oid(relid);
+			if (alter->objtype == OBJECT_TYPE)
+				tables = typed_tables(relid);
+			else
+				tables = alter->relation->inh ? find_all_inheritors(relid, NoLock, NULL) :
+					list_make1_oid(relid);
 		}
 		foreach(table, tables)
 			drops = captured_drop(drops, lfirst_oid(table), cmd->name);

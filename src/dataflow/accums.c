@@ -12,35 +12,40 @@
  *	  state, as a window's moving frame does.  A time's updates of a group
  *	  go through the inverse transition (retractions first; a min's or
  *	  max's keeps its value's copies, and a retraction changes nothing but
- *	  of the last of them) and the
- *	  forward one, each as many times as its diff says, or, for more than a few
- *	  copies, at once: added through the combine function of the
- *	  aggregate's states by doubling (log2 of the copies combines), taken
- *	  out by computing the states again from the rows; an aggregate with
- *	  no combine function takes at most DATAFLOW_MAX_ROW_COPIES copies of a
- *	  row, more fail the view (55000).  The group's output row is
- *	  formed from the states by the aggregates' final functions, the select
- *	  list and HAVING (the aggregates as parameters, a grouping key read
- *	  from the group's first row, as a hash aggregation reads it, or from
- *	  any of its rows where that is the same, accums_keys.c), and the
- *	  difference against the group's kept output emitted at that time.  So
- *	  a time costs its updates, not the groups' rows.  A group with no rows
- *	  gives nothing (without GROUP BY, its one row over no input).  A group
- *	  counts its rows (their positive counts) with its states: a round
- *	  then reads of a group kept in a shared arrangement only the rows it
- *	  updates (a partial group, arranged.c), and one that does not know
- *	  its states learns them from the arrangement's rows as they are
- *	  walked (accums_start, accums_add_row), none of them kept.
+ *	  of the last of them) and the forward one, each as many times as its
+ *	  diff says, or, for more than a few copies, at once: added through
+ *	  the combine function of the aggregate's states by doubling (log2 of
+ *	  the copies combines), taken out by computing the states again from
+ *	  the rows; an aggregate with no combine function takes at most
+ *	  DATAFLOW_MAX_ROW_COPIES copies of a row, more fail the view (55000).
+ *	  The group's output row is formed from the states by the aggregates'
+ *	  final functions, the select list and HAVING (the aggregates as
+ *	  parameters, a grouping key read from the group's first row, as a
+ *	  hash aggregation reads it, or from any of its rows where that is the
+ *	  same, accums_keys.c), and the difference against the group's kept
+ *	  output emitted at that time.  So a time costs its updates, not the
+ *	  groups' rows.  A group with no rows gives nothing (without GROUP BY,
+ *	  its one row over no input).  A group counts its rows (their positive
+ *	  counts) with its states: a round then reads of a group kept in a
+ *	  shared arrangement only the rows it updates (a partial group,
+ *	  arranged.c), and one that does not know its states learns them from
+ *	  the arrangement's rows as they are walked (accums_start,
+ *	  accums_add_row), none of them kept; a rowless stage's groups keep
+ *	  none at all (rowless.c).
  *
  *	  An inverse transition that cannot (PostgreSQL's NULL result, a min's
- *	  or max's value retracted), and a group built again (a restart, a failed round), compute the states
- *	  forward from the group's rows, which reduce.c keeps as for any
- *	  grouping.  Internal states (of bigint and numeric sums, booleans) live
- *	  in one context of the stage's, which is reset, every group's states
- *	  to be computed again from its rows when next touched, once the
- *	  states let go in it (dropped groups, states started again) outnumber
- *	  the groups.  Anything else (min and max of other types, float sums,
- *	  DISTINCT) runs the query over the groups (reduce.c, waves.c).
+ *	  or max's value retracted), and a group built again (a restart, a
+ *	  failed round), compute the states forward from the group's rows,
+ *	  which reduce.c keeps as for any grouping, or, in a rowless stage
+ *	  (rowless.c: over a source, its groups partial for good, keeping no
+ *	  rows), from the input's contents at the time.  Internal states (of
+ *	  bigint and numeric sums, booleans) live in one context of the
+ *	  stage's, which is reset, every group's states to be computed again
+ *	  from its rows when next touched (a rowless stage's groups are built
+ *	  again), once the states let go in it (dropped groups, states started
+ *	  again) outnumber the groups.  Anything else (min and max of other
+ *	  types, float sums, DISTINCT) runs the query over the groups
+ *	  (reduce.c, waves.c).
  *
  *	  Must not change the groups' rows (reduce.c merges them) nor touch the
  *	  catalog's tables.
@@ -280,10 +285,7 @@ states_forget(ViewGroup *group)
 	group->accums = NULL;
 }
 
-/*
- * A group's states let go (the group is dropped, or they are computed
- * again); internal ones stay in the stage's states until their reset.
- */
+/* A group's states let go; internal ones stay in the stage's states until their reset. */
 void
 accums_forget(ReduceState *state, ViewGroup *group)
 {
@@ -292,20 +294,27 @@ accums_forget(ReduceState *state, ViewGroup *group)
 	states_forget(group);
 }
 
+/* Do the internal states let go outnumber the groups (and STATES_GARBAGE_MIN)? */
+bool
+accums_states_full(ReduceState *state)
+{
+	int64		ngroups = state->table != NULL ? state->table->hashtab->members : 1;
+
+	return state->states != NULL && state->states_garbage > Max(STATES_GARBAGE_MIN, ngroups);
+}
+
 /*
- * The stage's memory for internal states, reset first when the states let
- * go in it outnumber the groups: every group's states are forgotten, to
- * be computed again from its rows when next touched.
+ * The stage's memory for internal states, reset first when full: every
+ * group's states are forgotten, to be computed again from its rows when
+ * next touched (a rowless stage's groups are built again instead, reduce.c).
  */
 static MemoryContext
 states_memory(ReduceState *state)
 {
-	int64		ngroups = state->table != NULL ? state->table->hashtab->members : 1;
-
 	if (state->states == NULL)
 		state->states = AllocSetContextCreate(state->cxt, "pg_peek view aggregate states",
 											  ALLOCSET_DEFAULT_SIZES);
-	else if (state->states_garbage > Max(STATES_GARBAGE_MIN, ngroups))
+	else if (!state->rowless && accums_states_full(state))
 	{
 		if (state->table == NULL)
 			states_forget(state->whole);
@@ -853,7 +862,7 @@ row_change(ReduceRound *r, ViewGroup *group, int u, int end)
  * states (reduce.c then merges them into its rows); a group built again
  * first learns its output from its rows' states.  False when its states
  * are let go, to be computed again from its rows once merged (a partial
- * group's: all of them, arranged_reload).
+ * group's: all of them, arranged_reload; a rowless one's: rowless_rescan).
  */
 bool
 accums_update(ReduceRound *r, ViewGroup *group, int first, int last)

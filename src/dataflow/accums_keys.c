@@ -4,9 +4,10 @@
  *	  Whether a grouping of linear aggregates (accums.c) forms a group's
  *	  output row alike from any of the group's rows: its select list and
  *	  HAVING read, besides the aggregates, only grouping keys whose equal
- *	  values are the same bytes.  Then a round loads only the rows it
- *	  updates of a group that knows its states (arranged.c), and reads the
- *	  keys from any of them.  Decided once per round's plan.  And which
+ *	  values are the same bytes (columns, or expressions: GROUP BY
+ *	  date_trunc('day', ts)).  Then a round loads only the rows it updates
+ *	  of a group that knows its states (arranged.c), and reads the keys
+ *	  from any of them; a rowless stage keeps one (rowless.c).  Decided once per round's plan.  And which
  *	  types' equal values are the same bytes (hydrate.c asks too).
  *
  *	  Must not read rows or groups (accums.c, arranged.c do).
@@ -17,6 +18,7 @@
 
 #include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
@@ -48,24 +50,37 @@ dataflow_equal_is_same(Oid type, Oid collation)
 	}
 }
 
+/* What reads_other_columns looks for. */
+typedef struct KeyReads
+{
+	ViewPlan   *plan;
+	List	   *key_exprs;		/* GROUP BY expressions other than columns,
+								 * of the type's default equality, under
+								 * which equal values are the same bytes */
+} KeyReads;
+
 /*
  * Does the expression read a column (of the input's rows) that is not a
  * grouping key compared by its type's default equality, under which equal
- * values are the same bytes (dataflow_equal_is_same)?
- * The aggregates are parameters by now.
+ * values are the same bytes (dataflow_equal_is_same), nor within such a
+ * grouping expression (GROUP BY lower(v): every row of a group gives the
+ * same lower(v))?  The aggregates are parameters by now.
  */
 static bool
-reads_other_columns(Node *node, ViewPlan *plan)
+reads_other_columns(Node *node, KeyReads *kr)
 {
-	List	   *keys = linitial_node(ViewPlanInput, plan->inputs)->keys;
+	List	   *keys = linitial_node(ViewPlanInput, kr->plan->inputs)->keys;
 	ListCell   *lc;
 
 	if (node == NULL)
 		return false;
 	if (IsA(node, Query) || IsA(node, SubLink) || IsA(node, SubPlan))
 		return true;
+	foreach(lc, kr->key_exprs)
+		if (equal(node, lfirst(lc)))
+			return false;
 	if (!IsA(node, Var))
-		return expression_tree_walker(node, reads_other_columns, plan);
+		return expression_tree_walker(node, reads_other_columns, kr);
 	foreach(lc, keys)
 	{
 		Var		   *key = lfirst(lc);
@@ -74,8 +89,8 @@ reads_other_columns(Node *node, ViewPlan *plan)
 
 		if (IsA(key, Var) && var->varlevelsup == 0 && key->varno == var->varno &&
 			key->varattno == var->varattno && key->vartype == var->vartype &&
-			dataflow_equal_is_same(key->vartype, list_nth_oid(plan->key_collations, k)) &&
-			list_nth_oid(plan->key_eqops, k) ==
+			dataflow_equal_is_same(key->vartype, list_nth_oid(kr->plan->key_collations, k)) &&
+			list_nth_oid(kr->plan->key_eqops, k) ==
 			lookup_type_cache(key->vartype, TYPECACHE_EQ_OPR)->eq_opr)
 			return false;
 	}
@@ -87,18 +102,31 @@ reads_other_columns(Node *node, ViewPlan *plan)
  * and HAVING read their columns from?  When they read, besides the
  * aggregates, only grouping keys whose equal values are the same bytes.
  * Then a round needs only the rows it updates of a group that knows its
- * states (accums_partial); else (2.5 and 2.50 are equal numerics) a
- * group's first row, as a hash aggregation reads it, needs all of them.
+ * states (accums_partial), and a rowless stage keeps none (rowless.c);
+ * else (2.5 and 2.50 are equal numerics) a group's first row, as a hash
+ * aggregation reads it, needs all of them.
  */
 bool
 accums_keys_in_any_row(ViewPlan *plan, List *columns, Node *having)
 {
+	KeyReads	kr = {plan, NIL};
+	Query	   *query = plan->query;
 	ListCell   *lc;
 
-	if (reads_other_columns(having, plan))
+	foreach(lc, query->groupClause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		Node	   *expr = get_sortgroupclause_expr(sgc, query->targetList);
+
+		if (!IsA(expr, Var) &&
+			sgc->eqop == lookup_type_cache(exprType(expr), TYPECACHE_EQ_OPR)->eq_opr &&
+			dataflow_equal_is_same(exprType(expr), exprCollation(expr)))
+			kr.key_exprs = lappend(kr.key_exprs, expr);
+	}
+	if (reads_other_columns(having, &kr))
 		return false;
 	foreach(lc, columns)
-		if (reads_other_columns(lfirst(lc), plan))
+		if (reads_other_columns(lfirst(lc), &kr))
 			return false;
 	return true;
 }

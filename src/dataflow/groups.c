@@ -4,9 +4,10 @@
  *	  A grouped or joined view's groups as a round changes them: a row's
  *	  group found by its key (or made), a round's updates kept with their
  *	  groups, put together by group and merged into each group's rows in
- *	  their images' order, a stage's differences emitted (to the view's
- *	  shard, or to the next stage's updates), and the groups a round left
- *	  without rows forgotten.
+ *	  their images' order (a rowless stage's groups keep none, only one
+ *	  row for their key columns: rowless.c), a stage's differences
+ *	  emitted (to the view's shard, or to the next stage's updates), and
+ *	  the groups a round left without rows forgotten.
  *
  *	  Must not run the query (runs.c, steps.c do) nor touch the catalog.
  *
@@ -21,9 +22,13 @@
 
 #include "dataflow/reduce_internal.h"
 
-/* The group of the row in the current input's slot, made if it is new. */
-ViewGroup *
-groups_find(ReduceRound *r)
+/*
+ * The group of the row in the current input's slot, made if it is new
+ * (make) or NULL.  A rowless stage's new group is partial, its states
+ * those of no rows (rowless.c).
+ */
+static ViewGroup *
+find_group(ReduceRound *r, bool make)
 {
 	ReduceState *state = r->state;
 	TupleHashEntry entry;
@@ -32,8 +37,10 @@ groups_find(ReduceRound *r)
 	if (state->table == NULL)
 		return state->whole;
 	ExecProject(r->inputs[r->current].keys);
-	entry = LookupTupleHashEntry(state->table, state->key_slot, &isnew, NULL);
-	if (isnew)
+	entry = LookupTupleHashEntry(state->table, state->key_slot, make ? &isnew : NULL, NULL);
+	if (entry == NULL)
+		return NULL;
+	if (make && isnew)
 	{
 		ViewGroup  *group = MemoryContextAllocZero(state->cxt,
 												   offsetof(ViewGroup, inputs) +
@@ -43,13 +50,32 @@ groups_find(ReduceRound *r)
 		group->noutput = state->new_output;
 		group->loaded_at = -1;
 		entry->additional = group;
+		if (state->rowless)
+		{
+			group->partial = true;
+			accums_start(r, group);
+		}
 	}
 	return entry->additional;
 }
 
+/* The group of the row in the current input's slot, made if it is new. */
+ViewGroup *
+groups_find(ReduceRound *r)
+{
+	return find_group(r, true);
+}
+
+/* The group of the row in the current input's slot, or NULL: none has its key. */
+ViewGroup *
+groups_lookup(ReduceRound *r)
+{
+	return find_group(r, false);
+}
+
 /*
  * Whether a group has no rows of any input (a partial group's rows are
- * only those its round updates: its count of rows tells).
+ * only those its round updates, or none: its count of rows tells).
  */
 bool
 groups_empty(ReduceState *state, ViewGroup *group)
@@ -112,11 +138,18 @@ groups_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 	GroupRows  *rows = &group->inputs[updates[0].input];
 	/* (a shared input's rows live for the round only: arranged.c) */
 	MemoryContext cxt = r->inputs[updates[0].input].read != NULL ? r->rows_cxt : r->state->cxt;
-	GroupRow   *merged = MemoryContextAlloc(cxt, sizeof(GroupRow) * (rows->nrows + n));
+	GroupRow   *merged;
 	int			m = 0;
 	int			i = 0;
 	int			u = 0;
 
+	/* (a rowless stage's group keeps none: its states took them, accums.c) */
+	if (r->state->rowless)
+	{
+		groups_note_emptied(r, group);
+		return;
+	}
+	merged = MemoryContextAlloc(cxt, sizeof(GroupRow) * (rows->nrows + n));
 	while (u < n)
 	{
 		int			skip = rows_first_not_before(rows, i, DatumGetPointer(updates[u].row));
@@ -161,6 +194,13 @@ groups_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n)
 		pfree(rows->rows);
 	rows->rows = merged;
 	rows->nrows = m;
+	groups_note_emptied(r, group);
+}
+
+/* A keyed group left without rows, in the round's list of emptied groups. */
+void
+groups_note_emptied(ReduceRound *r, ViewGroup *group)
+{
 	if (group->key != NULL && !group->emptied && groups_empty(r->state, group))
 	{
 		MemoryContext old = MemoryContextSwitchTo(r->cxt);
@@ -225,6 +265,8 @@ groups_drop_emptied(ReduceRound *r)
 		pfree(group->key);
 		outputs_forget(group);
 		accums_forget(state, group);
+		if (state->rowless && group->some_row != (Datum) 0)
+			pfree(DatumGetPointer(group->some_row));
 		for (int i = 0; i < state->ninputs; i++)
 			if (group->inputs[i].rows != NULL)
 				pfree(group->inputs[i].rows);
@@ -256,6 +298,12 @@ groups_add_update(ReduceRound *r, int64 time, int64 diff, Datum row)
 	u->row = datumCopy(row, false, -1);
 	u->group = groups_find(r);
 	u->input = r->current;
+	/* (a rowless stage's group keeps one of its rows, for its key columns) */
+	if (r->state->rowless && u->group->some_row == (Datum) 0)
+	{
+		MemoryContextSwitchTo(r->state->cxt);
+		u->group->some_row = datumCopy(row, false, -1);
+	}
 	MemoryContextSwitchTo(old);
 }
 

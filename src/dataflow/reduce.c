@@ -6,7 +6,8 @@
  *	  left joins (grouped or not).  The inputs' rows are kept by key (a
  *	  grouping's keys; a join's key), in the maintenance runtime's memory
  *	  (an input read from a shared arrangement, arranged.c: only the rows
- *	  of the groups a round touches, for the round):
+ *	  of the groups a round touches, for the round; a source's in a stage
+ *	  of linear aggregates: none, rowless.c):
  *	  each group under its key as the key's own equality and hash tell keys
  *	  apart (PostgreSQL's hash aggregation's table), holding each input's
  *	  distinct rows with that key with their counts, in the order of the
@@ -30,6 +31,8 @@
  *	  those at the view's upper (a restart, a failed round, a hydration at
  *	  once), each stage's from what the stage before gives over its rebuilt
  *	  groups (kept as their output); the last's learn theirs in one run.
+ *	  A rowless stage's groups are built from one read of its input's
+ *	  contents, into their states (rowless.c).
  *	  A view of one stage whose inputs are all read from shared
  *	  arrangements is not built again but starts lazy: its table starts
  *	  empty, and a group it lacks is unknown, not new without rows: the
@@ -73,6 +76,7 @@ state_create(ViewPlan *plan)
 	{
 		state->whole = palloc0(offsetof(ViewGroup, inputs) + sizeof(GroupRows) * state->ninputs);
 		state->whole->noutput = -1;
+		state->whole->loaded_at = -1;
 	}
 	else
 	{
@@ -281,8 +285,10 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	instr_time	work;
 	ListCell   *lc;
 
+	/* (a rowless stage's states, which no rows give again, are read again) */
 	if (*groups != NULL &&
-		(since >= 0 || (*groups)->upper != start || (*groups)->shared != shared))
+		(since >= 0 || (*groups)->upper != start || (*groups)->shared != shared ||
+		 ((*groups)->rowless && accums_states_full(*groups))))
 	{
 		dataflow_reduce_free(*groups);
 		*groups = NULL;
@@ -317,9 +323,15 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 			{
 				rounds[i].inputs[j].read = reads[j];
 				rounds[i].inputs[j].updates = updates[j];
+				rounds[i].inputs[j].object_in = rounds[i].inputs[j].object >= 0 ?
+					in[rounds[i].inputs[j].object] : NULL;
 				rounds[i].inputs[j].never_negative = rounds[i].inputs[j].object >= 0 &&
 					OidIsValid(in[rounds[i].inputs[j].object]->source);
 			}
+			if (rebuild)
+				(*state)->rowless = nstages == 1 && rowless_possible(&rounds[i], stage);
+			else if ((*state)->rowless != (nstages == 1 && rowless_possible(&rounds[i], stage)))
+				elog(ERROR, "a view's stage changed whether it keeps its rows");
 		}
 		if (i > 0)
 			rounds[i - 1].next = &rounds[i];
@@ -332,7 +344,8 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 	{
 		for (int i = 0; i < nstages; i++)
 		{
-			read_inputs(&rounds[i], in, 0, start);
+			if (!rounds[i].state->rowless)
+				read_inputs(&rounds[i], in, 0, start);
 			if (i > 0)
 			{
 				/* (what the stage before gives is its output) */
@@ -343,7 +356,10 @@ dataflow_reduce(ReduceState **groups, const char *text, ViewPlan *plan, CatalogO
 			}
 			dataflow_count_stage(i);
 			INSTR_TIME_SET_CURRENT(work);
-			absorb_updates(&rounds[i]);
+			if (rounds[i].state->rowless)
+				rowless_build(&rounds[i], start - 1);
+			else
+				absorb_updates(&rounds[i]);
 			dataflow_count_work(work);
 		}
 	}

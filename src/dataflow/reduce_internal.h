@@ -7,8 +7,9 @@
  *	  (a round's touches of groups put in waves) and outputs.c (the query
  *	  run over groups, its rows attributed to their groups, each group's
  *	  kept output), accums.c (linear aggregates' states per group),
- *	  arranged.c (shared inputs' rows read from arrangements) and learn.c
- *	  (a lazy stage's groups learned between rounds) share: a
+ *	  arranged.c (shared inputs' rows read from arrangements), learn.c
+ *	  (a lazy stage's groups learned between rounds) and rowless.c (a
+ *	  stage over a source whose groups keep no rows) share: a
  *	  view's groups, a round's updates and its work in one stage; and
  *	  hydrate.c, which builds those arrangements from its reads.
  *
@@ -54,8 +55,8 @@ typedef struct ViewGroup
 	bool		emptied;		/* in its round's list of emptied groups */
 	bool		running;		/* among the groups the query runs over */
 	bool		partial;		/* its shared input's rows are only those its
-								 * round updates (arranged.c): held counts
-								 * them all */
+								 * round updates (arranged.c), or it keeps
+								 * none (rowless.c): held counts them all */
 	int			nupdates;		/* groups_sort_updates's count, then place */
 	int			touches;		/* its touches numbered so far (waves.c) */
 	int			noutput;		/* its kept output's rows; -1: not known */
@@ -66,10 +67,11 @@ typedef struct ViewGroup
 	int64		held;			/* its rows' positive counts summed, known
 								 * with its states (accums.c) */
 	Datum		some_row;		/* a partial group's: one of its rows, for
-								 * its key columns (accums.c) */
+								 * its key columns (accums.c); a rowless
+								 * stage's copy, in the groups' memory */
 	int			loaded_at;		/* its place in the round's loaded groups
-								 * (arranged.c) or a learning step's
-								 * (learn.c), or -1 */
+								 * (arranged.c), a learning step's (learn.c)
+								 * or a read's (rowless.c), or -1 */
 	GroupRows	inputs[FLEXIBLE_ARRAY_MEMBER];	/* each input's: a shared
 												 * input's in a round only */
 } ViewGroup;
@@ -99,6 +101,9 @@ struct ReduceState
 	int64		states_garbage; /* internal states let go in it since its reset */
 	uint32		shared;			/* the inputs whose rows are read from
 								 * arrangements (arranged.c), as a mask */
+	bool		rowless;		/* its groups keep no rows, their states
+								 * computed from the input's contents when
+								 * needed (rowless.c) */
 	ReduceState *next;			/* the next stage's, or NULL */
 };
 
@@ -157,6 +162,8 @@ typedef struct ReduceInput
 								 * once (arranged.c), or NULL: from its shard */
 	bool		never_negative; /* a source's: no row's count is ever below
 								 * 0, so a row's change is its diffs' sum */
+	CatalogObject *object_in;	/* a first stage's: its object, whose
+								 * contents a rowless stage reads (rowless.c) */
 	bool		exists_only;	/* a semi-join's or anti-join's inner input:
 								 * only EXISTS reads its rows, so the query
 								 * over them takes each row once whatever its
@@ -234,8 +241,15 @@ extern void arranged_release(ReduceRound *r);
 extern bool learn_possible(ReduceRound *r);
 extern bool learn_step(ReduceRound *r, SpineRead *read, int64 upper);
 
+/* rowless.c */
+extern bool rowless_possible(ReduceRound *r, ViewPlan *plan);
+extern void rowless_build(ReduceRound *r, int64 at);
+extern void rowless_rescan(ReduceRound *r, Touch *touches, int ntouches);
+
 /* groups.c */
 extern ViewGroup *groups_find(ReduceRound *r);
+extern ViewGroup *groups_lookup(ReduceRound *r);
+extern void groups_note_emptied(ReduceRound *r, ViewGroup *group);
 extern void groups_add_update(ReduceRound *r, int64 time, int64 diff, Datum row);
 extern void groups_merge(ReduceRound *r, ViewGroup *group, GroupUpdate *updates, int n);
 extern void groups_take_out_shared(ReduceRound *r, ViewGroup *group, int first, int last);
@@ -269,6 +283,7 @@ extern void accums_add_row(ReduceRound *r, ViewGroup *group, Datum row, int64 co
 extern bool accums_update(ReduceRound *r, ViewGroup *group, int first, int last);
 extern void accums_output(ReduceRound *r, ViewGroup *group);
 extern void accums_forget(ReduceState *state, ViewGroup *group);
+extern bool accums_states_full(ReduceState *state);
 
 /* The functions a group keeps an aggregate's states with (accums_functions.c) */
 typedef struct AccumFunctions

@@ -9,7 +9,8 @@
  *	  difference against what they kept emitted at each group's time; and
  *	  every group's output at once, for a hydration or after a rebuild.
  *	  The rows of groups read from a shared arrangement (arranged.c) come
- *	  in as they are after their first touch, which is taken out again.
+ *	  in as they are after their first touch, which is taken out again; a
+ *	  rowless stage's groups keep none (rowless.c).
  *
  *	  Must not build or drop groups (reduce.c does), nor touch the catalog.
  *
@@ -161,8 +162,12 @@ steps_emit_all(ReduceRound *r, int64 since)
 
 		CHECK_FOR_INTERRUPTS();
 		for (last = first; last < n && (last == first || rows < EMIT_ALL_ROWS); last++)
+		{
+			/* (a rowless stage's group gives one row from none) */
+			rows += groups[last]->partial;
 			for (int i = 0; i < r->ninputs; i++)
 				rows += groups[last]->inputs[i].nrows;
+		}
 		old = MemoryContextSwitchTo(r->per_step);
 		if (since >= 0)
 			emit_outputs(r, since, groups + first, last - first, NIL);
@@ -206,22 +211,39 @@ run_wave(ReduceRound *r, Touch *touches, int first, int last)
 /*
  * A wave of linear aggregates (accums.c): each touched group's updates
  * through its states and into its rows, its row formed again from the
- * states against what it kept, at its time.
+ * states against what it kept, at its time.  A group whose inverse
+ * transition could not computes its states again from its rows: a
+ * partial group's loaded whole (arranged.c), a rowless stage's groups'
+ * from the input's contents (rowless.c, one read for the wave's groups
+ * of a time).
  */
 static void
 run_wave_linear(ReduceRound *r, Touch *touches, int first, int last)
 {
+	bool		rescan = false;
+
 	for (int i = first; i < last; i++)
 	{
 		ViewGroup  *group = touches[i].group;
 
-		if (!accums_update(r, group, touches[i].first, touches[i].last) && group->partial)
+		if (accums_update(r, group, touches[i].first, touches[i].last))
+			;
+		else if (r->state->rowless)
+			rescan = true;
+		else if (group->partial)
 		{
 			/* (its states are computed again from all its rows) */
 			arranged_reload(r, group, touches[i].time);
 			groups_take_out_shared(r, group, touches[i].first, touches[i].last);
 		}
 		groups_merge_updates(r, touches[i].first, touches[i].last);
+	}
+	if (rescan)
+		rowless_rescan(r, touches + first, last - first);
+	for (int i = first; i < last; i++)
+	{
+		ViewGroup  *group = touches[i].group;
+
 		accums_output(r, group);
 		emit_difference(r, touches[i].time, outputs_kept(&group, 1), group->fresh);
 		outputs_keep(r->state, &group, 1);

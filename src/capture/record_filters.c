@@ -163,11 +163,12 @@ capture_note_catalog_xact(CaptureStream *s, XLogReaderState *reader)
  * insertion's records (its insert, confirmation or abort): the reorder
  * buffer replays them as a pair, and one of them skipped without the
  * other (the table noted, or forgotten, in between) would fail the
- * replay.  Not the change that follows a TOAST table's insertion in its
+ * replay.  Not the new row that follows a TOAST table's insertion in its
  * transaction either: the chunks of a TOASTed value come right before the
- * change that carries it, and decoding keeps them for the transaction's
- * next change, as that one's (a DELETE of the source next crashed the
- * runtime; a change of a table without a TOAST table failed the source).
+ * row that carries it (but for the deletes of the old value's chunks), and
+ * decoding keeps them for the transaction's next change, as that one's (a
+ * DELETE of the source next crashed the runtime; a change of a table
+ * without a TOAST table failed the source).
  * A relcache invalidation forgets them all first: a relfilenode
  * changes tables only through the catalog (a table's files swapped with
  * another's), whose invalidation this process executes when decoding
@@ -199,8 +200,12 @@ capture_other_tables_change(CaptureStream *s, XLogReaderState *reader)
 	}
 	else if (XLogRecGetRmid(reader) != RM_HEAP2_ID || info != XLOG_HEAP2_MULTI_INSERT)
 		return false;
-	/* the change that carries the chunks just decoded */
-	if (s->toast_xids != NULL && hash_get_num_entries(s->toast_xids) > 0 &&
+	/*
+	 * The new row that carries the chunks just decoded (the deletes of the
+	 * old value's chunks, an update's, come between them)
+	 */
+	if (!(XLogRecGetRmid(reader) == RM_HEAP_ID && info == XLOG_HEAP_DELETE) &&
+		s->toast_xids != NULL && hash_get_num_entries(s->toast_xids) > 0 &&
 		hash_search(s->toast_xids, &xid, HASH_REMOVE, NULL) != NULL)
 		return false;
 	if (info == XLOG_HEAP_INSERT &&

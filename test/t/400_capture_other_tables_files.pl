@@ -10,7 +10,9 @@
 # transaction, a TRUNCATE between the source's writes of one transaction
 # (and one rolled back to a savepoint), VACUUM FULL; then the noted table
 # dropped and tables made, the source dropped and made again on a new
-# table of the same name.  Each source must hold exactly its table's rows
+# table of the same name.  First, the other tables' TOASTed values (their
+# chunks decoded, the row that carries them skipped) followed by a
+# source's delete, by a write of a table without a TOAST table.  Each source must hold exactly its table's rows
 # at the latest time and at every time recorded (as_of).
 use strict;
 use warnings;
@@ -123,6 +125,19 @@ sql(qq{
 	COMMIT;
 });
 exact('writes after the other tables\' TOASTed rows', @both);
+# a TOASTed value replaced: the old value's chunks deleted between the new
+# one's and the row that carries them
+sql(qq{
+	BEGIN;
+	UPDATE o SET t = $big || 'w' WHERE k = 301;
+	DELETE FROM x WHERE k = 2;
+	UPDATE s SET t = $big || 'x' WHERE k = 302;
+	DELETE FROM t2 WHERE k = 12;
+	UPDATE o SET t = $big || 'y', v = 0 WHERE k = 301;
+	INSERT INTO t2 VALUES (302, 302);
+	COMMIT;
+});
+exact('writes after the other tables\' TOASTed values replaced', @both);
 
 # the other table moved to another tablespace in a transaction writing both
 sql(qq{

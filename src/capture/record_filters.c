@@ -164,10 +164,11 @@ capture_note_catalog_xact(CaptureStream *s, XLogReaderState *reader)
  * buffer replays them as a pair, and one of them skipped without the
  * other (the table noted, or forgotten, in between) would fail the
  * replay.  Not the new row that follows a TOAST table's insertion in its
- * transaction either: the chunks of a TOASTed value come right before the
- * row that carries it (but for the deletes of the old value's chunks), and
- * decoding keeps them for the transaction's next change, as that one's (a
- * DELETE of the source next crashed the runtime; a change of a table
+ * transaction either (nor the rest of its multi-insert): the chunks of a
+ * TOASTed value come right before the row that carries it (but for the
+ * deletes of the old value's chunks), and decoding keeps them until the
+ * transaction's next change, as that one's, or a multi-insert's last row
+ * (a DELETE of the source next crashed the runtime; a change of a table
  * without a TOAST table failed the source).
  * A relcache invalidation forgets them all first: a relfilenode
  * changes tables only through the catalog (a table's files swapped with
@@ -201,13 +202,19 @@ capture_other_tables_change(CaptureStream *s, XLogReaderState *reader)
 	else if (XLogRecGetRmid(reader) != RM_HEAP2_ID || info != XLOG_HEAP2_MULTI_INSERT)
 		return false;
 	/*
-	 * The new row that carries the chunks just decoded (the deletes of the
-	 * old value's chunks, an update's, come between them)
+	 * The new rows that carry the chunks just decoded (the deletes of the
+	 * old value's chunks, an update's, come between them): one record, or
+	 * a multi-insert's records up to its last page's
 	 */
 	if (!(XLogRecGetRmid(reader) == RM_HEAP_ID && info == XLOG_HEAP_DELETE) &&
 		s->toast_xids != NULL && hash_get_num_entries(s->toast_xids) > 0 &&
-		hash_search(s->toast_xids, &xid, HASH_REMOVE, NULL) != NULL)
+		hash_search(s->toast_xids, &xid, HASH_FIND, NULL) != NULL)
+	{
+		if (XLogRecGetRmid(reader) != RM_HEAP2_ID ||
+			(((xl_heap_multi_insert *) XLogRecGetData(reader))->flags & XLH_INSERT_LAST_IN_MULTI))
+			(void) hash_search(s->toast_xids, &xid, HASH_REMOVE, NULL);
 		return false;
+	}
 	if (info == XLOG_HEAP_INSERT &&
 		(((xl_heap_insert *) XLogRecGetData(reader))->flags & XLH_INSERT_IS_SPECULATIVE))
 		return false;

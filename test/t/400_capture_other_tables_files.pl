@@ -91,6 +91,9 @@ exact('the notes in place', @both);
 # toast relation with OID 0), an update of the other table's TOASTed value
 sql(q{
 	CREATE TABLE t2 (k int PRIMARY KEY, v int);
+	CREATE TABLE ow (k int, pad text, t text);
+	ALTER TABLE ow ALTER COLUMN pad SET STORAGE PLAIN;
+	ALTER TABLE ow ALTER COLUMN t SET STORAGE EXTERNAL;
 	SELECT peek.create_source('t2_src', 't2');
 });
 ok(poll_until($node, "SELECT bool_and(state = 'ready') FROM peek.collections WHERE source IS NOT NULL",
@@ -99,6 +102,7 @@ is(sql("SELECT reltoastrelid FROM pg_class WHERE oid = 't2'::regclass"), '0', 't
 # (the source's creation made every source forget its notes: noted again)
 sql(q{
 	INSERT INTO t2 SELECT i, i FROM generate_series(1, 100) i;
+	INSERT INTO ow VALUES (0, 'p', 't');
 	UPDATE s SET v = v + 1 WHERE k = 1;
 	UPDATE x SET v = v + 1 WHERE k = 1;
 	UPDATE o SET v = v + 1 WHERE k = 1;
@@ -138,6 +142,28 @@ sql(qq{
 	COMMIT;
 });
 exact('writes after the other tables\' TOASTed values replaced', @both);
+# a multi-insert (COPY) of TOASTed rows of a noted table, its rows wide
+# enough that one call writes a record per page: the chunks of all of
+# them first, kept until the last record's last row
+my $dir = PostgreSQL::Test::Utils::tempdir;
+open(my $fh, '>', "$dir/wide.csv") or die;
+print $fh "$_," . ('p' x 1200) . ',' . join('', map { sprintf('%08x', $_ * 7919 + $_) } 1 .. 400) . "\n"
+  for (1 .. 120);
+close($fh);
+chmod 0644, "$dir/wide.csv";
+chmod 0755, $dir;
+sql(qq{
+	BEGIN;
+	COPY ow FROM '$dir/wide.csv' WITH (FORMAT csv);
+	DELETE FROM x WHERE k = 3;
+	INSERT INTO t2 VALUES (303, 303);
+	COPY ow FROM '$dir/wide.csv' WITH (FORMAT csv);
+	INSERT INTO t2 VALUES (304, 304);
+	UPDATE s SET v = 0 WHERE k = 4;
+	COMMIT;
+});
+exact('writes after a multi-insert of TOASTed rows', @both);
+is(sql("SELECT count(*) FROM ow"), '241', 'the rows were copied');
 
 # the other table moved to another tablespace in a transaction writing both
 sql(qq{

@@ -76,6 +76,8 @@ typedef struct CaptureStream
 	TransactionId own_last;		/* ... the last one entered */
 	HTAB	   *catalog_xids;	/* transactions changing the catalog it met, not
 								 * ended (ctx's): rounds.c skips nothing */
+	HTAB	   *toast_xids;		/* transactions whose last record it met was a
+								 * TOAST table's insertion (ctx's) */
 	DecodedChanges changes;		/* the last round's, kept for capture_feed */
 	TransactionId held_xid;		/* a decoded commit not visible yet, or invalid */
 	int64		held_at;		/* ... its commit LSN, where the upper stays */

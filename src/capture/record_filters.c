@@ -6,8 +6,10 @@
  *	  transactions that are pg_peek's own (their origin), which never
  *	  replay and so do not bound the historic caches' replay position
  *	  (capture_oldest_replay); the transactions changing the catalog, while
- *	  which nothing is skipped; and the heap changes of tables a replay
- *	  showed are not the source's (decoder.c notes them), skipped unread.
+ *	  which nothing is skipped; the transactions whose last record was a
+ *	  TOAST table's insertion, whose next change carries it; and the heap
+ *	  changes of tables a replay showed are not the source's (decoder.c
+ *	  notes them), skipped unread.
  *
  *	  Per stream, in its decoding context's memory (streams.c forgets them
  *	  with it).  Must not decode (rounds.c does) nor write.
@@ -69,6 +71,21 @@ is_own(CaptureStream *s, TransactionId xid)
 	return s->own_xids != NULL && hash_search(s->own_xids, &xid, HASH_FIND, NULL) != NULL;
 }
 
+/* Forget the transactions of the set that a running-transactions record says ended. */
+static void
+forget_ended(HTAB *set, TransactionId oldest)
+{
+	HASH_SEQ_STATUS status;
+	TransactionId *known;
+
+	if (set == NULL || hash_get_num_entries(set) == 0)
+		return;
+	hash_seq_init(&status, set);
+	while ((known = hash_seq_search(&status)) != NULL)
+		if (TransactionIdPrecedes(*known, oldest))
+			(void) hash_search(set, known, HASH_REMOVE, NULL);
+}
+
 /*
  * Note, or forget, a transaction the reader met changing the catalog (a
  * catalog tuple's command id, or its invalidations), until its commit or
@@ -117,17 +134,13 @@ capture_note_catalog_xact(CaptureStream *s, XLogReaderState *reader)
 				(void) hash_search(s->catalog_xids, &parsed.subxacts[i], HASH_REMOVE, NULL);
 		}
 	}
-	else if (rmid == RM_STANDBY_ID && (info & ~XLR_INFO_MASK) == XLOG_RUNNING_XACTS &&
-			 s->catalog_xids != NULL && hash_get_num_entries(s->catalog_xids) > 0)
+	else if (rmid == RM_STANDBY_ID && (info & ~XLR_INFO_MASK) == XLOG_RUNNING_XACTS)
 	{
 		TransactionId oldest = ((xl_running_xacts *) XLogRecGetData(reader))->oldestRunningXid;
-		HASH_SEQ_STATUS status;
-		TransactionId *known;
 
-		hash_seq_init(&status, s->catalog_xids);
-		while ((known = hash_seq_search(&status)) != NULL)
-			if (TransactionIdPrecedes(*known, oldest))
-				(void) hash_search(s->catalog_xids, known, HASH_REMOVE, NULL);
+		forget_ended(s->catalog_xids, oldest);
+		/* one whose TOASTed change never came (an error in between) */
+		forget_ended(s->toast_xids, oldest);
 		return;
 	}
 	if (!TransactionIdIsValid(xid))
@@ -150,7 +163,14 @@ capture_note_catalog_xact(CaptureStream *s, XLogReaderState *reader)
  * insertion's records (its insert, confirmation or abort): the reorder
  * buffer replays them as a pair, and one of them skipped without the
  * other (the table noted, or forgotten, in between) would fail the
- * replay.  A relcache invalidation forgets them all first: a relfilenode
+ * replay.  Not the new row that follows a TOAST table's insertion in its
+ * transaction either (nor the rest of its multi-insert): the chunks of a
+ * TOASTed value come right before the row that carries it (but for the
+ * deletes of the old value's chunks), and decoding keeps them until the
+ * transaction's next change, as that one's, or a multi-insert's last row
+ * (a DELETE of the source next crashed the runtime; a change of a table
+ * without a TOAST table failed the source).
+ * A relcache invalidation forgets them all first: a relfilenode
  * changes tables only through the catalog (a table's files swapped with
  * another's), whose invalidation this process executes when decoding
  * reaches that commit; until then nothing is skipped
@@ -164,21 +184,42 @@ capture_other_tables_change(CaptureStream *s, XLogReaderState *reader)
 {
 	DecodedChanges *changes = &s->changes;
 	uint8		info = XLogRecGetInfo(reader) & XLOG_HEAP_OPMASK;
+	TransactionId xid = XLogRecGetXid(reader);
 	RelFileNode node;
 
 	if (XLogRecGetRmid(reader) == RM_HEAP_ID)
 	{
 		if (info == XLOG_HEAP_INSERT &&
-			(((xl_heap_insert *) XLogRecGetData(reader))->flags & XLH_INSERT_IS_SPECULATIVE))
+			(((xl_heap_insert *) XLogRecGetData(reader))->flags & XLH_INSERT_ON_TOAST_RELATION))
+		{
+			xid_set_add(s, &s->toast_xids, "pg_peek transactions with TOAST chunks decoded", xid);
 			return false;
-		if (info == XLOG_HEAP_DELETE &&
-			(((xl_heap_delete *) XLogRecGetData(reader))->flags & XLH_DELETE_IS_SUPER))
-			return false;
+		}
 		if (info != XLOG_HEAP_INSERT && info != XLOG_HEAP_DELETE && info != XLOG_HEAP_UPDATE &&
 			info != XLOG_HEAP_HOT_UPDATE)
 			return false;
 	}
 	else if (XLogRecGetRmid(reader) != RM_HEAP2_ID || info != XLOG_HEAP2_MULTI_INSERT)
+		return false;
+	/*
+	 * The new rows that carry the chunks just decoded (the deletes of the
+	 * old value's chunks, an update's, come between them): one record, or
+	 * a multi-insert's records up to its last page's
+	 */
+	if (!(XLogRecGetRmid(reader) == RM_HEAP_ID && info == XLOG_HEAP_DELETE) &&
+		s->toast_xids != NULL && hash_get_num_entries(s->toast_xids) > 0 &&
+		hash_search(s->toast_xids, &xid, HASH_FIND, NULL) != NULL)
+	{
+		if (XLogRecGetRmid(reader) != RM_HEAP2_ID ||
+			(((xl_heap_multi_insert *) XLogRecGetData(reader))->flags & XLH_INSERT_LAST_IN_MULTI))
+			(void) hash_search(s->toast_xids, &xid, HASH_REMOVE, NULL);
+		return false;
+	}
+	if (info == XLOG_HEAP_INSERT &&
+		(((xl_heap_insert *) XLogRecGetData(reader))->flags & XLH_INSERT_IS_SPECULATIVE))
+		return false;
+	if (info == XLOG_HEAP_DELETE &&
+		(((xl_heap_delete *) XLogRecGetData(reader))->flags & XLH_DELETE_IS_SUPER))
 		return false;
 	if (s->catalog_xids != NULL && hash_get_num_entries(s->catalog_xids) > 0)
 		return false;

@@ -136,6 +136,7 @@ discard_decoding(CaptureStream *s, bool whole)
 	s->own_xids = NULL;			/* (in its memory) */
 	s->own_last = InvalidTransactionId;
 	s->catalog_xids = NULL;
+	s->toast_xids = NULL;
 	/* the next one reads from the slot's restart point: older records */
 	if (s->changes.other_tables != NULL)
 		s->changes.other_tables_generation = capture_relcache_generation - 1;
@@ -242,6 +243,7 @@ stream_init(CaptureStream *s, CatalogObject *source)
 	s->own_xids = NULL;
 	s->own_last = InvalidTransactionId;
 	s->catalog_xids = NULL;
+	s->toast_xids = NULL;
 	s->cxt = AllocSetContextCreate(TopMemoryContext, "pg_peek capture stream",
 								   ALLOCSET_DEFAULT_SIZES);
 	memset(&s->changes, 0, sizeof(DecodedChanges));

@@ -28,7 +28,7 @@ our @EXPORT = qw(
   sql_error stop_runtime item_setup base_reaches commit_to_visible_ms
   steady_procedure maintenance_role new_standby standby_publisher_pid
   log_is_clean sorted_in_temp_files caught_up_sql restart_runtime
-  views_equal_queries sources_caught_up source_off
+  views_equal_queries sources_caught_up source_off source_at source_off_at
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -410,13 +410,50 @@ sub sources_caught_up
 		 WHERE source IS NOT NULL}, 't', 120);
 }
 
-# A source's rows against its table's, both ways: the rows that differ (0: equal).
+# A source's rows against its table's, both ways: the rows that differ (0:
+# equal).  $only: the table's own rows, not its inheritance children's
+# (a source captures only its table's).
 sub source_off
 {
-	my ($node, $table, $source) = @_;
+	my ($node, $table, $source, $only) = @_;
+	my $rel = ($only ? 'ONLY ' : '') . $table;
 	return $node->safe_psql('postgres', qq{
-		SELECT count(*) FROM ((TABLE $table EXCEPT ALL SELECT * FROM peek.persist_peek(NULL::$table, '$source'))
-		  UNION ALL (SELECT * FROM peek.persist_peek(NULL::$table, '$source') EXCEPT ALL TABLE $table)) d});
+		SELECT count(*) FROM ((TABLE $rel EXCEPT ALL SELECT * FROM peek.persist_peek(NULL::$table, '$source'))
+		  UNION ALL (SELECT * FROM peek.persist_peek(NULL::$table, '$source') EXCEPT ALL TABLE $rel)) d});
+}
+
+# A digest of a multiset of rows: sorted as text, duplicates kept.
+sub rows_digest
+{
+	my ($node, $from) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT md5(coalesce(string_agg(r::text, ',' ORDER BY r::text), '')) || ' ' || count(*) FROM $from r");
+}
+
+# source_at($node, $table, $source, $only): once the sources caught up
+# (nothing committing meanwhile), the source's latest complete time and a
+# digest of its table's rows now: what source_off_at compares the source
+# at that time with later.
+sub source_at
+{
+	my ($node, $table, $source, $only) = @_;
+	return {
+		table => $table,
+		source => $source,
+		time => $node->safe_psql('postgres',
+			"SELECT upper - 1 FROM peek.collections WHERE name = '$source'"),
+		rows => rows_digest($node, ($only ? 'ONLY ' : '') . $table),
+	};
+}
+
+# source_off_at($node, $at): a test that the source, read at the time
+# source_at recorded, holds the rows its table had then.
+sub source_off_at
+{
+	my ($node, $at, $what) = @_;
+	is(rows_digest($node, "peek.persist_peek(NULL::$at->{table}, '$at->{source}', as_of => $at->{time})"),
+		$at->{rows}, "$what: $at->{source} at time $at->{time} holds $at->{table}'s rows then");
+	return;
 }
 
 sub views_equal_queries

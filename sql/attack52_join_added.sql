@@ -3,7 +3,8 @@
 -- over a join, or with same-named columns on both sides, is kept as its
 -- query deparsed: the added columns left out of the join must not shift or
 -- rename the columns the view reads.  Each view equals its query at every
--- recorded time.  (Views over an aliased join that ruleutils must rename
+-- recorded time; also in a subquery in FROM, a WITH query and UNION ALL
+-- branches.  (Views over an aliased join that ruleutils must rename
 -- columns in, USING under a join alias, fail once made, added columns or
 -- not: not tried here.)
 SET client_min_messages = warning;
@@ -33,7 +34,10 @@ SELECT peek.create_view('j_left', $$SELECT j.g, j.id, j.label FROM (jb LEFT JOIN
 SELECT peek.create_view('j_nested', $$SELECT k.id, k.w, k.v FROM ((ja JOIN jb USING (g)) j JOIN jc ON jc.label = j.label) k WHERE k.id <= 12$$);
 SELECT peek.create_view('j_nested_plain', $$SELECT ja.id, jc.w, jb.note FROM ja JOIN jb USING (g) JOIN jc USING (label) WHERE ja.id <= 12$$);
 SELECT peek.create_view('j_exists', $$SELECT j.id FROM (ja JOIN jb USING (g)) j WHERE EXISTS (SELECT 1 FROM jc WHERE jc.label = j.label AND jc.w > 100)$$);
-SELECT wait_for($$SELECT count(*) = 7 FROM peek.views WHERE state <> 'hydrating' AND state <> 'waiting'$$);
+SELECT peek.create_view('j_sub', $$SELECT s.id, s.label FROM (SELECT j.id, j.label FROM (ja JOIN jb USING (g)) j WHERE j.id <= 12) s$$);
+SELECT peek.create_view('j_with', $$WITH w AS (SELECT j.id, j.label FROM (ja JOIN jb USING (g)) j) SELECT label, count(*) AS n FROM w GROUP BY label$$);
+SELECT peek.create_view('j_union', $$SELECT j.label FROM (ja JOIN jb USING (g)) j WHERE j.id <= 3 UNION ALL SELECT j.label FROM (jb JOIN ja USING (g)) j WHERE j.id > 38$$);
+SELECT wait_for($$SELECT count(*) = 10 FROM peek.views WHERE state <> 'hydrating' AND state <> 'waiting'$$);
 SELECT name, state, failure FROM peek.views ORDER BY name;
 SELECT name, query FROM peek.views ORDER BY name;
 CREATE TABLE j_times (src text, t bigint);

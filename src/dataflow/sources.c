@@ -16,7 +16,10 @@
  *	  and in its expressions (EXISTS, IN (SELECT ...): semijoins.c),
  *	  and refused (42804) if the types no longer match.  A column added to
  *	  the table since the source was made is not in the source's rows: a
- *	  query that reads it is refused (0A000, naming it).
+ *	  query that reads it is refused (0A000, naming it), and the joins of
+ *	  the table leave it out of their columns (their lists, names and
+ *	  aliases, and the references to their later columns renumbered), so
+ *	  that the kept text names the columns the query reads as it did.
  *	  A table that no source
  *	  captures, or that more than one does, is refused (0A000, naming it),
  *	  as are its inheritance children (its source has its own rows only),
@@ -272,6 +275,154 @@ refuse_uncaptured_columns(Query *query, int rtindex, AttrMap *map, TupleDesc tab
 	}
 }
 
+/* renumber_join_vars's context: each join's new column numbers by its old */
+typedef struct JoinColumnMaps
+{
+	int		  **maps;			/* by rtindex: NULL for a join that kept all */
+	int			nmaps;
+	int			sublevels_up;
+} JoinColumnMaps;
+
+static AttrNumber
+renumbered_join_column(JoinColumnMaps *context, int varno, AttrNumber attno)
+{
+	if (varno < 1 || varno > context->nmaps || context->maps[varno] == NULL || attno <= 0)
+		return attno;
+	if (context->maps[varno][attno - 1] == 0)
+		elog(ERROR, "a join column left out of the query is read");
+	return context->maps[varno][attno - 1];
+}
+
+/*
+ * References to a join's columns (varattno for a merged column, and
+ * varattnosyn, which ruleutils prints j.col by) renumbered for the columns
+ * drop_join_columns left.
+ */
+static bool
+renumber_join_vars(Node *node, JoinColumnMaps *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		if (var->varlevelsup == context->sublevels_up)
+		{
+			var->varattno = renumbered_join_column(context, var->varno, var->varattno);
+			var->varattnosyn = renumbered_join_column(context, var->varnosyn, var->varattnosyn);
+		}
+		return false;
+	}
+	if (IsA(node, Query))
+	{
+		bool		found;
+
+		context->sublevels_up++;
+		found = query_tree_walker((Query *) node, renumber_join_vars, context, 0);
+		context->sublevels_up--;
+		return found;
+	}
+	return expression_tree_walker(node, renumber_join_vars, context);
+}
+
+static List *
+renumbered_columns(List *cols, int *map)
+{
+	List	   *renumbered = NIL;
+	ListCell   *lc;
+
+	foreach(lc, cols)
+		renumbered = lappend_int(renumbered, lfirst_int(lc) > 0 ? map[lfirst_int(lc) - 1] : 0);
+	return renumbered;
+}
+
+/*
+ * The joins under node without the columns refuse_uncaptured_columns left
+ * out (their alias Vars NULL), inner joins first: gone from the join's
+ * column lists, names and alias, so that the kept text (ruleutils names a
+ * join's columns by what its inputs list) names the others as the query
+ * did.  A join of a join lists its columns by their new numbers.
+ */
+static void
+drop_join_columns_in(Query *query, Node *node, int **maps)
+{
+	JoinExpr   *join;
+	RangeTblEntry *rte;
+	int			nmerged;
+	int			nleft;
+	int			kept = 0;
+	int		   *map;
+	List	   *vars = NIL;
+	List	   *names = NIL;
+	List	   *aliases = NIL;
+	List	   *left = NIL;
+	List	   *right = NIL;
+
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+			drop_join_columns_in(query, lfirst(lc), maps);
+		return;
+	}
+	if (!IsA(node, JoinExpr))
+		return;
+	join = (JoinExpr *) node;
+	drop_join_columns_in(query, join->larg, maps);
+	drop_join_columns_in(query, join->rarg, maps);
+	rte = rt_fetch(join->rtindex, query->rtable);
+	if (IsA(join->larg, JoinExpr) && maps[((JoinExpr *) join->larg)->rtindex] != NULL)
+		rte->joinleftcols = renumbered_columns(rte->joinleftcols,
+											   maps[((JoinExpr *) join->larg)->rtindex]);
+	if (IsA(join->rarg, JoinExpr) && maps[((JoinExpr *) join->rarg)->rtindex] != NULL)
+		rte->joinrightcols = renumbered_columns(rte->joinrightcols,
+												maps[((JoinExpr *) join->rarg)->rtindex]);
+	if (!list_member(rte->joinaliasvars, NULL))
+		return;
+	map = palloc0(sizeof(int) * list_length(rte->joinaliasvars));
+	nmerged = rte->joinmergedcols;
+	nleft = list_length(rte->joinleftcols) - nmerged;
+	for (int i = 0; i < list_length(rte->joinaliasvars); i++)
+	{
+		if (list_nth(rte->joinaliasvars, i) == NULL)
+			continue;
+		map[i] = ++kept;
+		vars = lappend(vars, list_nth(rte->joinaliasvars, i));
+		names = lappend(names, list_nth(rte->eref->colnames, i));
+		if (rte->alias != NULL && i < list_length(rte->alias->colnames))
+			aliases = lappend(aliases, list_nth(rte->alias->colnames, i));
+		if (i < nmerged + nleft)
+			left = lappend_int(left, list_nth_int(rte->joinleftcols, i));
+		if (i < nmerged)
+			right = lappend_int(right, list_nth_int(rte->joinrightcols, i));
+		else if (i >= nmerged + nleft)
+			right = lappend_int(right, list_nth_int(rte->joinrightcols, i - nleft));
+	}
+	rte->joinaliasvars = vars;
+	rte->eref = makeAlias(rte->eref->aliasname, names);
+	if (rte->alias != NULL)
+	{
+		rte->alias = makeAlias(rte->alias->aliasname, aliases);
+		join->alias = rte->alias;
+	}
+	rte->joinleftcols = left;
+	rte->joinrightcols = right;
+	maps[join->rtindex] = map;
+}
+
+/* The query's joins without the columns left out, and what reads them. */
+static void
+drop_join_columns(Query *query)
+{
+	JoinColumnMaps context = {NULL, list_length(query->rtable), 0};
+
+	context.maps = palloc0(sizeof(int *) * (context.nmaps + 1));
+	drop_join_columns_in(query, (Node *) query->jointree, context.maps);
+	(void) query_tree_walker(query, renumber_join_vars, &context, 0);
+}
+
 /* peek.persist_peek(NULL::<obj's row type>, '<obj's name>') */
 static FuncExpr *
 persist_peek_call(CatalogObject *obj)
@@ -336,6 +487,7 @@ read_as_source(Query *query, int rtindex, Oid from, CatalogObject *src)
 	query = (Query *) map_variable_attnos((Node *) query, rtindex, 0, map, InvalidOid,
 										  &whole_row);
 	renumber_join_columns(query, (Node *) query->jointree, rtindex, map);
+	drop_join_columns(query);
 	rte = rt_fetch(rtindex, query->rtable);
 	rte->eref = copyObject(rte->eref);	/* (the copy shares it with the query) */
 

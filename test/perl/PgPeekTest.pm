@@ -29,6 +29,7 @@ our @EXPORT = qw(
   steady_procedure maintenance_role new_standby standby_publisher_pid
   log_is_clean sorted_in_temp_files caught_up_sql restart_runtime
   views_equal_queries sources_caught_up source_off source_at source_off_at
+  pgbench_start pgbench_finish
 );
 
 # 'on' or 'off': the pg_peek.interactive mode this run tests.
@@ -492,6 +493,29 @@ sub commit_to_visible_ms
 	my $at = [gettimeofday];
 	$s->query_safe("SELECT count(*) FROM peek.persist_peek(NULL::item, '$name', as_of => $t)");
 	return tv_interval($at) * 1000;
+}
+
+# pgbench_start($node, $secs, \@args): pgbench with two clients for $secs
+# seconds in the background on $node's database postgres, with more
+# arguments (its scripts: '-f', 'file@weight', ...); pgbench_finish($h)
+# waits for it (or kills it) and returns the transactions it committed.
+sub pgbench_start
+{
+	my ($node, $secs, $args) = @_;
+	my $h = { out => '', err => '' };
+	$h->{run} = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', '2', '-T', $secs, @$args, $node->connstr('postgres') ],
+		'<', \undef, '>', \$h->{out}, '2>', \$h->{err},
+		IPC::Run::timeout($secs + 120));
+	return $h;
+}
+
+sub pgbench_finish
+{
+	my ($h) = @_;
+	eval { $h->{run}->finish; 1 } or $h->{run}->kill_kill;
+	my ($tx) = $h->{out} =~ /number of transactions actually processed: (\d+)/;
+	return $tx // 0;
 }
 
 1;

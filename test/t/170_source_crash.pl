@@ -67,24 +67,8 @@ for my $f (sort keys %scripts)
 }
 
 # pgbench for $secs seconds in the background
-sub start_load
-{
-	my ($secs) = @_;
-	my $h = { out => '', err => '' };
-	$h->{run} = IPC::Run::start(
-		[ 'pgbench', '-n', '-c', '2', '-T', $secs, @files, $node->connstr('postgres') ],
-		'<', \undef, '>', \$h->{out}, '2>', \$h->{err},
-		IPC::Run::timeout($secs + 120));
-	return $h;
-}
-
-sub finish_load
-{
-	my ($h) = @_;
-	eval { $h->{run}->finish; 1 } or $h->{run}->kill_kill;
-	my ($tx) = $h->{out} =~ /number of transactions actually processed: (\d+)/;
-	return $tx // 0;
-}
+sub start_load { return pgbench_start($node, $_[0], \@files); }
+sub finish_load { return pgbench_finish($_[0]); }
 
 # ---- the checks ----------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ our @EXPORT = qw(
   steady_procedure maintenance_role new_standby standby_publisher_pid
   log_is_clean sorted_in_temp_files caught_up_sql restart_runtime
   views_equal_queries sources_caught_up source_off source_at source_off_at
+  sources_exact
   pgbench_start pgbench_finish
 );
 
@@ -449,6 +450,24 @@ sub source_at
 
 # source_off_at($node, $at): a test that the source, read at the time
 # source_at recorded, holds the rows its table had then.
+# Once every source has decoded the WAL so far, each source of @sources
+# ([table, source, only]) holds exactly its table's rows (its own with
+# only), and its rows now are pushed on @$at, [what, source_at], for
+# source_off_at to read back at that time later.
+sub sources_exact
+{
+	my ($node, $at, $what, @sources) = @_;
+	ok(sources_caught_up($node), "$what: decoded");
+	for my $s (@sources)
+	{
+		my ($table, $source, $only) = @$s;
+		is(source_off($node, $table, $source, $only), '0',
+			"$what: $source holds exactly " . ($only ? 'ONLY ' : '') . "$table\'s rows");
+		push @$at, [ $what, source_at($node, $table, $source, $only) ];
+	}
+	return;
+}
+
 sub source_off_at
 {
 	my ($node, $at, $what) = @_;

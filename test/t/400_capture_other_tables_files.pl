@@ -33,13 +33,7 @@ my @at;
 sub exact
 {
 	my ($what, @sources) = @_;
-	ok(sources_caught_up($node), "$what: decoded");
-	for my $s (@sources)
-	{
-		my ($table, $source) = @$s;
-		is(source_off($node, $table, $source), '0', "$what: $source holds exactly $table\'s rows");
-		push @at, [ $what, source_at($node, $table, $source) ];
-	}
+	sources_exact($node, \@at, $what, @sources);
 }
 
 # every recorded time, read now

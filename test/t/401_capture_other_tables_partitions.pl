@@ -31,14 +31,7 @@ my @sources = ([ 'p1', 'p1_src' ], [ 'p2', 'p2_src' ], [ 'pd', 'pd_src' ], [ 'pp
 sub exact
 {
 	my ($what) = @_;
-	ok(sources_caught_up($node), "$what: decoded");
-	for my $s (@sources)
-	{
-		my ($table, $source, $only) = @$s;
-		is(source_off($node, $table, $source, $only), '0',
-			"$what: $source holds exactly " . ($only ? 'ONLY ' : '') . "$table\'s rows");
-		push @at, [ $what, source_at($node, $table, $source, $only) ];
-	}
+	sources_exact($node, \@at, $what, @sources);
 }
 
 sql(q{

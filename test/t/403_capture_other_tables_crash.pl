@@ -37,13 +37,7 @@ my @at;
 sub exact
 {
 	my ($what) = @_;
-	ok(sources_caught_up($node), "$what: decoded");
-	for my $s ([ 's', 's_src' ], [ 'x', 'x_src' ])
-	{
-		my ($table, $source) = @$s;
-		is(source_off($node, $table, $source), '0', "$what: $source holds exactly $table\'s rows");
-		push @at, [ $what, source_at($node, $table, $source) ];
-	}
+	sources_exact($node, \@at, $what, [ 's', 's_src' ], [ 'x', 'x_src' ]);
 }
 
 sql(q{
